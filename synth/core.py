@@ -1,0 +1,164 @@
+"""Generator registry and the streaming `generate` entry point.
+
+Each task is a small generator class (reasoning-gym style): a config dataclass, the languages and
+subtasks it covers, and `make(rng, lang, subtask)` returning one record without `id` (or None to
+reject and retry). Every example gets its own `random.Random` seeded from (seed, task, lang, subtask,
+index), so example j is the same whatever else is generated, and the stream never holds a list.
+"""
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .record import LANGS, TASKS
+
+MAX_TRIES = 64
+
+
+class Generator:
+    """Base class: subclasses set `task`, `langs`, `subtasks` and implement `make`."""
+
+    task: ClassVar[str]
+    langs: ClassVar[tuple[str, ...]] = LANGS
+    subtasks: ClassVar[tuple[str, ...]] = ("",)
+
+    @dataclass
+    class Config:
+        paraphrase: bool = False  # draw the prompt template from paraphrases instead of the official one
+
+    def __init__(self, config: Any | None = None) -> None:
+        self.config = config if config is not None else self.Config()
+
+    def supports(self, lang: str, subtask: str) -> bool:
+        return lang in self.langs and subtask in self.subtasks
+
+    def make(self, rng: random.Random, lang: str, subtask: str) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def template(self, rng: random.Random, templates: dict[str, tuple[str, ...]], lang: str) -> str:
+        """Official wording (index 0) unless paraphrasing is on."""
+        options = templates[lang]
+        return rng.choice(options) if self.config.paraphrase else options[0]
+
+
+GENERATORS: dict[str, type[Generator]] = {}
+
+
+def register(cls: type[Generator]) -> type[Generator]:
+    GENERATORS[cls.task] = cls
+    return cls
+
+
+def _load_all() -> None:
+    from . import tasks  # noqa: F401  (imports register every generator)
+
+
+def available() -> dict[str, type[Generator]]:
+    _load_all()
+    return GENERATORS
+
+
+class SynthError(ValueError):
+    """Bad arguments to `generate` (reported as one line by the CLI)."""
+
+
+def combos(task: str, lang: str, subtask: str | None = None) -> list[tuple[str, str, str]]:
+    """The (task, lang, subtask) cells covered by a request; `all` expands."""
+    gens = available()
+    tasks = list(gens) if task == "all" else [task]
+    for t in tasks:
+        if t not in TASKS:
+            raise SynthError(f"unknown task {t!r}; choose from: all, {', '.join(TASKS)}")
+        if t not in gens:
+            raise SynthError(f"task {t!r} has no generator yet")
+    langs = list(LANGS) if lang == "all" else [lang]
+    for l in langs:
+        if l not in LANGS:
+            raise SynthError(f"unknown language {l!r}; choose from: all, {', '.join(LANGS)}")
+    cells = []
+    for t in tasks:
+        g = gens[t]
+        subs = [subtask] if subtask is not None else list(g.subtasks)
+        if subtask is not None and subtask not in g.subtasks and task != "all":
+            raise SynthError(f"task {t!r} has no subtask {subtask!r}; choose from: {', '.join(s or '\"\"' for s in g.subtasks)}")
+        for l in langs:
+            for s in subs:
+                if g().supports(l, s):
+                    cells.append((t, l, s))
+    if not cells:
+        raise SynthError(f"nothing to generate for task={task} lang={lang} subtask={subtask}")
+    return cells
+
+
+def _salt(task: str, lang: str, subtask: str) -> int:
+    return zlib.crc32(f"{task}/{lang}/{subtask}".encode())
+
+
+def generate(
+    task: str,
+    lang: str,
+    n: int,
+    seed: int,
+    subtask: str | None = None,
+    *,
+    paraphrase: bool = False,
+    weights: dict[str, float] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Stream `n` records for `task`/`lang` (either may be "all"), deterministic for `seed`.
+
+    With several cells (task x lang x subtask), records are interleaved round-robin, or drawn with
+    per-task `weights` (a mixture for GRPO) when given. Each record's `id` is
+    `synth/<task>/<lang>[/<subtask>]/<seed>/<index within its cell>`.
+    """
+    if n < 0:
+        raise SynthError(f"n must be >= 0, got {n}")
+    cells = combos(task, lang, subtask)
+    gens = {t: GENERATORS[t](GENERATORS[t].Config(paraphrase=paraphrase)) for t in {c[0] for c in cells}}
+    salts = [_salt(*c) for c in cells]
+    counters = [0] * len(cells)
+    pick = _picker(cells, weights, seed)
+    base = (seed & 0xFFFFFFFFFFFF) << 64
+    for i in range(n):
+        ci = pick(i)
+        t, l, s = cells[ci]
+        j = counters[ci]
+        counters[ci] += 1
+        rng = random.Random(base | (salts[ci] << 32) | j)
+        gen = gens[t]
+        for _ in range(MAX_TRIES):
+            rec = gen.make(rng, l, s)
+            if rec is not None:
+                break
+        else:  # pragma: no cover - generators are written to succeed within a few tries
+            raise RuntimeError(f"generator {t}/{l}/{s} failed {MAX_TRIES} times at index {j}")
+        rec["id"] = f"synth/{t}/{l}/{s}/{seed}/{j}" if s else f"synth/{t}/{l}/{seed}/{j}"
+        yield rec
+
+
+def _picker(cells: list[tuple[str, str, str]], weights: dict[str, float] | None, seed: int):
+    if not weights:
+        k = len(cells)
+        return lambda i: i % k
+    unknown = set(weights) - set(TASKS)
+    if unknown:
+        raise SynthError(f"unknown task(s) in weights: {', '.join(sorted(unknown))}")
+    per_task: dict[str, int] = {}
+    for t, _, _ in cells:
+        per_task[t] = per_task.get(t, 0) + 1
+    w = [max(0.0, float(weights.get(t, 0.0))) / per_task[t] for t, _, _ in cells]
+    if sum(w) <= 0:
+        raise SynthError("mixing weights select no task")
+    cum, acc = [], 0.0
+    for x in w:
+        acc += x
+        cum.append(acc)
+    idx = list(range(len(cells)))
+    rng = random.Random(seed ^ 0x5EED)
+    return lambda i: rng.choices(idx, cum_weights=cum)[0]
+
+
+def iter_cells(task: str, lang: str, subtask: str | None = None) -> Iterable[tuple[str, str, str]]:
+    return combos(task, lang, subtask)

@@ -1,0 +1,111 @@
+"""The example record shared by generators, rewards and the evaluator (see ../shared/CONTRACT.md).
+
+Records are plain dicts (JSON lines) for speed and interop with `datasets`; this module owns the
+vocabulary of tasks, types, languages and categories so every package agrees on it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TYPES = ("NUMBER", "LENGTH", "SHUFFLE", "SPLIT", "DIFF", "MATCH_ANSWER")
+LANGS = ("en", "zh", "ko")
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """Static facts about one official task folder."""
+
+    name: str
+    code: str  # paper code (FREQ, LENOP, ...)
+    category: str  # awareness | structural
+    group: str  # official folder group: token_awareness | token_structure
+    subtasks: tuple[str, ...] = ("",)
+
+
+TASKS: dict[str, TaskInfo] = {
+    t.name: t
+    for t in (
+        TaskInfo("freq_count", "FREQ", "awareness", "token_awareness"),
+        TaskInfo("sentence_length", "LENOP", "awareness", "token_awareness", ("count", "generate")),
+        TaskInfo("diff_tokens", "DIFF", "awareness", "token_awareness"),
+        TaskInfo("sort_lengths", "SORT", "awareness", "token_awareness"),
+        TaskInfo("shuffle_tokens", "REORD", "awareness", "token_awareness"),
+        TaskInfo("component_count", "COMPC", "structural", "token_structure"),
+        TaskInfo("component_split", "COMPM", "structural", "token_structure", ("split", "combine")),
+        TaskInfo(
+            "dot_matrix",
+            "DOT",
+            "structural",
+            "token_structure",
+            ("char_classification", "bitmap_type_classification", "bitmap_classification"),
+        ),
+        TaskInfo("structure_riddle", "RIDL", "structural", "token_structure"),
+        TaskInfo("variant_normalize", "VAR", "structural", "token_structure", ("", "digital")),
+    )
+}
+
+AWARENESS_TASKS = tuple(n for n, t in TASKS.items() if t.category == "awareness")
+STRUCTURAL_TASKS = tuple(n for n, t in TASKS.items() if t.category == "structural")
+
+# Official DIFF wording of the "no difference" answer and of the variation names per language.
+YES = {"en": "yes", "zh": "是", "ko": "예"}
+VARIATIONS = ("unchanged", "add", "delete", "modify")
+VARIATION_ZH = {"unchanged": "不变", "add": "增加", "delete": "删除", "modify": "修改"}
+
+
+@dataclass
+class Example:
+    """Typed view of one record; `to_dict()` gives the JSON-lines form."""
+
+    id: str
+    task: str
+    lang: str
+    type: str
+    prompt: str
+    answer: str = ""
+    subtask: str = ""
+    category: str = ""
+    variation: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "task": self.task,
+            "subtask": self.subtask,
+            "lang": self.lang,
+            "category": self.category or TASKS[self.task].category,
+            "type": self.type,
+            "prompt": self.prompt,
+            "answer": self.answer,
+            "variation": self.variation,
+            "meta": self.meta,
+        }
+
+
+def make_record(
+    *,
+    id: str,
+    task: str,
+    lang: str,
+    type: str,
+    prompt: str,
+    answer: str = "",
+    subtask: str = "",
+    variation: str = "",
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build a record dict with every contract key present (fast path for generators)."""
+    return {
+        "id": id,
+        "task": task,
+        "subtask": subtask,
+        "lang": lang,
+        "category": TASKS[task].category,
+        "type": type,
+        "prompt": prompt,
+        "answer": answer,
+        "variation": variation,
+        "meta": meta if meta is not None else {},
+    }
