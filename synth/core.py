@@ -83,7 +83,8 @@ def combos(task: str, lang: str, subtask: str | None = None) -> list[tuple[str, 
         g = gens[t]
         subs = [subtask] if subtask is not None else list(g.subtasks)
         if subtask is not None and subtask not in g.subtasks and task != "all":
-            raise SynthError(f"task {t!r} has no subtask {subtask!r}; choose from: {', '.join(s or '\"\"' for s in g.subtasks)}")
+            names = ", ".join(repr(x) for x in g.subtasks)
+            raise SynthError(f"task {t!r} has no subtask {subtask!r}; choose from: {names}")
         for l in langs:
             for s in subs:
                 if g().supports(l, s):

@@ -1,0 +1,228 @@
+"""Readers for benchmark data: the official TASE release layout and our generated JSON lines.
+
+`load_official(root)` walks `tasks/<group>/<task>/<file>.csv` and yields contract records whose `id` is
+`<task>/<file stem>/<row index>` (0-based over data rows). Each file's scoring type comes from the
+release's `data/final_token_*.json` when present (cross-checked against the built-in table), else from
+the built-in table, which mirrors those files. Malformed input raises `DataError` with one line naming
+the file and row.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synth.record import TASKS
+
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+LANG_OF_STEM = {"chinese": "zh", "zh": "zh", "english": "en", "en": "en", "korean": "ko", "kor": "ko"}
+EVAL_TO_TYPE = {
+    "number": "NUMBER",
+    "length": "LENGTH",
+    "shuffle": "SHUFFLE",
+    "split": "SPLIT",
+    "diff": "DIFF",
+    "match_answer": "MATCH_ANSWER",
+}
+DOT_SUBTASK = {
+    "char_classification": "char_classification",
+    "bitmap_type_classification": "bitmap_type_classification",
+    "bitmap_classification_final": "bitmap_classification",
+}
+REQUIRED_JSONL_KEYS = ("id", "task", "lang", "type", "prompt", "answer")
+
+
+class DataError(ValueError):
+    """Unreadable or malformed benchmark data (the message is one line naming file and row)."""
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """What one official CSV file holds."""
+
+    task: str
+    subtask: str
+    lang: str
+    type: str
+    has_answer: bool
+
+
+def classify_file(task: str, stem: str) -> FileInfo | None:
+    """Task/subtask/language/type of an official file, or None when the name is unknown."""
+    if task == "dot_matrix":
+        sub = DOT_SUBTASK.get(stem)
+        return FileInfo(task, sub, "mul", "MATCH_ANSWER", True) if sub else None
+    if task == "variant_normalize" and stem == "digital":
+        return FileInfo(task, "digital", "ko", "MATCH_ANSWER", True)
+    if task == "component_split":
+        prefix, _, kind = stem.partition("_")
+        if prefix in LANG_OF_STEM and kind in ("split", "combine"):
+            typ = "SPLIT" if kind == "split" else "MATCH_ANSWER"
+            return FileInfo(task, kind, LANG_OF_STEM[prefix], typ, True)
+        return None
+    if task == "sentence_length":
+        base, _, kind = stem.partition("_")
+        if base in LANG_OF_STEM and kind in ("", "generate"):
+            gen = kind == "generate"
+            return FileInfo(task, "generate" if gen else "count", LANG_OF_STEM[base],
+                            "LENGTH" if gen else "NUMBER", not gen)
+        return None
+    if stem not in LANG_OF_STEM:
+        return None
+    typ = {
+        "freq_count": "NUMBER",
+        "component_count": "NUMBER",
+        "diff_tokens": "DIFF",
+        "sort_lengths": "MATCH_ANSWER",
+        "shuffle_tokens": "SHUFFLE",
+        "structure_riddle": "MATCH_ANSWER",
+        "variant_normalize": "MATCH_ANSWER",
+    }.get(task)
+    if typ is None:
+        return None
+    return FileInfo(task, "", LANG_OF_STEM[stem], typ, typ != "SHUFFLE")
+
+
+def _official_types(root: Path) -> dict[str, str]:
+    """file path (relative, 'tasks/...csv') -> TYPE from data/final_token_*.json, when present."""
+    out: dict[str, str] = {}
+    for cfg in sorted((root / "data").glob("final_token_*.json")):
+        try:
+            entries = json.loads(cfg.read_text(encoding="utf-8"))
+            for e in entries:
+                for f in e["files"]:
+                    out[f] = EVAL_TO_TYPE[e["evaluation"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise DataError(f"{cfg}: not a valid TASE task config ({type(e).__name__}: {e})") from None
+    return out
+
+
+def official_files(root: str | Path) -> list[tuple[Path, FileInfo]]:
+    """The CSV files of an official release (sorted), each with its FileInfo."""
+    root = Path(root)
+    tasks_dir = root / "tasks"
+    if not tasks_dir.is_dir():
+        raise DataError(f"{root}: no tasks/ folder (expected the official layout tasks/<group>/<task>/<file>.csv)")
+    cfg_types = _official_types(root)
+    files = []
+    for path in sorted(tasks_dir.glob("*/*/*.csv")):
+        group, task = path.parent.parent.name, path.parent.name
+        rel = path.relative_to(root).as_posix()
+        if task not in TASKS or TASKS[task].group != group:
+            raise DataError(f"{rel}: unknown task folder {group}/{task}")
+        info = classify_file(task, path.stem)
+        if info is None:
+            raise DataError(f"{rel}: unknown file name for task {task}")
+        if rel in cfg_types and cfg_types[rel] != info.type:
+            raise DataError(f"{rel}: task config says {cfg_types[rel]}, expected {info.type}")
+        files.append((path, info))
+    if not files:
+        raise DataError(f"{root}: no CSV files under tasks/")
+    return files
+
+
+def _read_csv(path: Path, rel: str) -> Iterator[tuple[int, dict[str, str]]]:
+    try:
+        f = open(path, encoding="utf-8", newline="")
+    except OSError as e:
+        raise DataError(f"{rel}: cannot read ({e.strerror})") from None
+    with f:
+        reader = csv.reader(f)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise DataError(f"{rel}: empty file (no header)") from None
+        except (csv.Error, UnicodeDecodeError) as e:
+            raise DataError(f"{rel}: header: {e}") from None
+        header = [h.lstrip("\ufeff").strip() for h in header]
+        i = -1
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except (csv.Error, UnicodeDecodeError) as e:
+                raise DataError(f"{rel}: row {i + 1}: bad CSV ({e})") from None
+            i += 1
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise DataError(f"{rel}: row {i}: expected {len(header)} fields ({','.join(header)}), got {len(row)}")
+            yield i, dict(zip(header, row))
+
+
+def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
+    """Stream every row of an official TASE release (or a sample with the same layout) as records."""
+    root = Path(root)
+    for path, info in official_files(root):
+        rel = path.relative_to(root / "tasks").as_posix()
+        rows = _read_csv(path, rel)
+        first = True
+        for i, row in rows:
+            if first:
+                need = ["input"] + (["answer"] if info.has_answer else [])
+                if info.type == "DIFF":
+                    need.append("variation")
+                missing = [c for c in need if c not in row]
+                if missing:
+                    raise DataError(f"{rel}: missing column(s) {', '.join(missing)}")
+                first = False
+            meta: dict[str, Any] = {"file": rel, "row": i}
+            if "explanation" in row:
+                meta["explanation"] = row["explanation"]
+            yield {
+                "id": f"{info.task}/{path.stem}/{i}",
+                "task": info.task,
+                "subtask": info.subtask,
+                "lang": info.lang,
+                "category": TASKS[info.task].category,
+                "type": info.type,
+                "prompt": row["input"],
+                "answer": (row.get("answer") or "").strip(),
+                "variation": row.get("variation", "") if info.type == "DIFF" else "",
+                "meta": meta,
+            }
+
+
+def load_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Stream records from a JSON-lines file (e.g. written by `python -m synth`)."""
+    path = Path(path)
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror})") from None
+    with f:
+        for ln, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as e:
+                raise DataError(f"{path}: line {ln}: not JSON ({e.msg})") from None
+            if not isinstance(rec, dict):
+                raise DataError(f"{path}: line {ln}: not a JSON object")
+            missing = [k for k in REQUIRED_JSONL_KEYS if k not in rec]
+            if missing:
+                raise DataError(f"{path}: line {ln}: missing key(s) {', '.join(missing)}")
+            rec.setdefault("subtask", "")
+            rec.setdefault("variation", "")
+            rec.setdefault("meta", {})
+            rec.setdefault("category", TASKS[rec["task"]].category if rec["task"] in TASKS else "")
+            yield rec
+
+
+def load_data(spec: str) -> Iterator[dict[str, Any]]:
+    """`official:DIR` (official release layout) or a `.jsonl` file of records."""
+    if spec.startswith("official:"):
+        return load_official(spec[len("official:") :])
+    p = Path(spec)
+    if p.is_dir():
+        raise DataError(f"{spec}: is a folder; use official:{spec} for the official release layout")
+    if not p.exists():
+        raise DataError(f"{spec}: no such file")
+    return load_jsonl(p)

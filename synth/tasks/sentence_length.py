@@ -1,0 +1,87 @@
+"""LENOP: count the tokens of a sentence (`count`) or write exactly n of them on a topic (`generate`).
+
+`count`: a run of n consecutive corpus tokens (5..254; words for English, characters for Chinese,
+Hangul syllables for Korean), with the corpus's punctuation and spaces between them; answer n.
+`generate`: ask for exactly n tokens on a topic from the release's aligned en/zh/ko topic list; no gold
+answer (the LENGTH scorer counts the completion). n is the first integer of every prompt, which is
+what the official LENGTH rule reads.
+"""
+from __future__ import annotations
+
+import json
+import random
+from functools import lru_cache
+from importlib import resources as ir
+
+from ..core import Generator, register
+from ..record import make_record
+from ..resources import corpus
+from ._common import random_span
+
+MIN_N, MAX_N = 5, 254
+
+COUNT_TEMPLATES = {
+    "en": (
+        "How many English words are in this sentence? The sentence is: '{text}'",
+        "Count the English words in the following sentence: '{text}'",
+        "How many words does this sentence contain? Sentence: '{text}'",
+    ),
+    "zh": (
+        "这个句子中有多少个汉字（不计算标点符号）？句子是：‘{text}’",
+        "请数一数下面这句话里有几个汉字（标点不算）：‘{text}’",
+        "下面的句子一共包含多少个汉字？不计标点。句子：‘{text}’",
+    ),
+    "ko": (
+        "이 문장에는 한글 문자가 몇 개 있나요? 문장은: ‘{text}’",
+        "다음 문장의 한글 글자 수를 세어 주세요: ‘{text}’",
+        "아래 문장에 한글 글자가 모두 몇 개 들어 있습니까? 문장: ‘{text}’",
+    ),
+}
+
+GENERATE_TEMPLATES = {
+    "en": (
+        "Please randomly generate {n} English words with the topic of {topic}.",
+        "Write exactly {n} English words about {topic}.",
+        "Produce a text of exactly {n} English words on the topic of {topic}.",
+    ),
+    "zh": (
+        "请给我随机生成{n}个中文汉字，主题为{topic}",
+        "请写出恰好{n}个汉字，主题是{topic}。",
+        "围绕“{topic}”这个主题，生成正好{n}个中文汉字。",
+    ),
+    "ko": (
+        "{topic} 주제로 {n}개의 한글 글자를 무작위로 생성해 주세요.",
+        "{topic}에 관한 한글 글자를 정확히 {n}개 써 주세요.",
+        "주제 {topic}: 한글 글자 {n}개로 된 글을 생성해 주세요.",
+    ),
+}
+
+
+@lru_cache(maxsize=None)
+def topics() -> dict[str, tuple[str, ...]]:
+    data = json.loads(ir.files("synth").joinpath("data/topics.json").read_text(encoding="utf-8"))
+    return {lang: tuple(data[lang]) for lang in ("en", "zh", "ko")}
+
+
+@register
+class SentenceLength(Generator):
+    task = "sentence_length"
+    subtasks = ("count", "generate")
+
+    def make(self, rng: random.Random, lang: str, subtask: str):
+        n = rng.randint(MIN_N, MAX_N)
+        if subtask == "generate":
+            i = rng.randrange(len(topics()[lang]))
+            topic = topics()[lang][i]
+            prompt = self.template(rng, GENERATE_TEMPLATES, lang).format(n=n, topic=topic)
+            return make_record(
+                id="", task=self.task, subtask=subtask, lang=lang, type="LENGTH", prompt=prompt,
+                answer="", meta={"target": n, "topic": topic, "topic_index": i},
+            )
+        corp = corpus(lang)
+        text = corp.span(random_span(rng, corp, n), n)
+        prompt = self.template(rng, COUNT_TEMPLATES, lang).format(text=text)
+        return make_record(
+            id="", task=self.task, subtask=subtask, lang=lang, type="NUMBER", prompt=prompt,
+            answer=str(n), meta={"count": n},
+        )

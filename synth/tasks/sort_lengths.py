@@ -1,0 +1,54 @@
+"""SORT: order three labelled sequences from longest to shortest (answer like CAB).
+
+One sequence has a base length n (5..254 tokens), the two others n - d1 and n + d2 with d in
+1..n//10+1 (about 10% apart, as the official generator does); lengths are always distinct, so there
+are no ties. Lengths count words (en), Chinese characters (zh) or Hangul syllables (ko).
+"""
+from __future__ import annotations
+
+import random
+
+from ..core import Generator, register
+from ..record import make_record
+from ..resources import corpus
+from ._common import random_span
+
+MIN_N, MAX_N = 5, 254
+
+TEMPLATES = {
+    "en": (
+        "Given three English sentences, sort them from longest to shortest based on the number of words.\n"
+        "Output their corresponding labels in order, such as ABC, CAB, BAC, etc.\nA: {a}\nB: {b}\nC: {c}",
+        "Rank the three sentences below by word count, longest first.\n"
+        "Reply with the labels in order, for example ABC or CAB.\nA: {a}\nB: {b}\nC: {c}",
+    ),
+    "zh": (
+        "给定三个句子，请根据它们的汉字数从长到短进行排序。\n请输出对应的顺序标签，例如：ABC、CAB、BAC 等。\nA: {a}\nB: {b}\nC: {c}",
+        "按汉字个数从多到少给下面三个句子排序，只输出标签顺序（如 ABC、CAB）。\nA: {a}\nB: {b}\nC: {c}",
+    ),
+    "ko": (
+        "다음 세 문장을 한국어 글자 수 기준으로 길이순 정렬하세요 (긴 것부터 짧은 것까지).\n정답 예시: ABC, CAB, BAC 등\nA: {a}\nB: {b}\nC: {c}",
+        "아래 세 문장을 한글 글자 수가 많은 것부터 적은 것 순서로 나열하세요. 레이블만 쓰세요 (예: ABC, CAB).\n"
+        "A: {a}\nB: {b}\nC: {c}",
+    ),
+}
+
+
+@register
+class SortLengths(Generator):
+    task = "sort_lengths"
+
+    def make(self, rng: random.Random, lang: str, subtask: str):
+        corp = corpus(lang)
+        n = rng.randint(MIN_N, MAX_N)
+        dmax = n // 10 + 1
+        lengths = [n, n - rng.randint(1, dmax), n + rng.randint(1, dmax)]
+        rng.shuffle(lengths)
+        texts = [corp.span(random_span(rng, corp, k), k) for k in lengths]
+        order = sorted(range(3), key=lambda i: -lengths[i])
+        answer = "".join("ABC"[i] for i in order)
+        prompt = self.template(rng, TEMPLATES, lang).format(a=texts[0], b=texts[1], c=texts[2])
+        return make_record(
+            id="", task=self.task, lang=lang, type="MATCH_ANSWER", prompt=prompt, answer=answer,
+            meta={"lengths": lengths},
+        )
