@@ -17,6 +17,9 @@ import re
 from array import array
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
 
 CORPUS_SEED = 20251122
 CORPUS_TOKENS = 200_000
@@ -79,6 +82,8 @@ class Corpus:
     text: str
     pos: array
     end: array
+    joined: str = ""  # zh/ko: the tokens concatenated (one character each), for C-speed slicing
+    ids: Any = None  # numpy uint32 token ids aligned with the tokens (codepoints for zh/ko)
 
     def __len__(self) -> int:
         return len(self.pos)
@@ -90,8 +95,7 @@ class Corpus:
     def tokens(self, start: int, n: int) -> list[str]:
         if self.lang == "en":
             return self.text[self.pos[start] : self.end[start + n - 1]].split(" ")
-        t, p = self.text, self.pos
-        return [t[p[i]] for i in range(start, start + n)]
+        return list(self.joined[start : start + n])
 
 
 @lru_cache(maxsize=None)
@@ -107,7 +111,9 @@ def corpus(lang: str) -> Corpus:
             pos.append(off)
             end.append(off + len(w))
             off += len(w) + 1
-        return Corpus(lang, " ".join(words), pos, end)
+        index = {w: i for i, w in enumerate(wl.words)}
+        ids = np.fromiter((index[w] for w in words), dtype=np.uint32, count=len(words))
+        return Corpus(lang, " ".join(words), pos, end, "", ids)
     parts: list[str] = []
     off = 0
     n_tok = 0
@@ -140,4 +146,7 @@ def corpus(lang: str) -> Corpus:
             sep += " "
         parts.append(sep)
         off += len(sep)
-    return Corpus(lang, "".join(parts), pos, end)
+    text = "".join(parts)
+    joined = "".join(text[i] for i in pos)
+    ids = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).copy()
+    return Corpus(lang, text, pos, end, joined, ids)

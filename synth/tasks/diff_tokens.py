@@ -13,7 +13,7 @@ import random
 from ..core import Generator, register
 from ..record import VARIATIONS, YES, make_record
 from ..resources import corpus
-from ._common import JOIN, alt_tokens, random_span
+from ._common import JOIN, alt_tokens, fast_permutation, random_span
 
 MIN_N, MAX_N = 5, 254
 RESERVED = {"en": {"yes", "no"}, "zh": {"是"}, "ko": {"예"}}
@@ -68,9 +68,8 @@ class DiffTokens(Generator):
                 del other[i]
             else:
                 other[i] = alt_tokens(rng, corp, RESERVED[lang] | {answer})[0]
-        seq1, seq2 = list(base), other
-        rng.shuffle(seq1)
-        rng.shuffle(seq2)
+        seq1 = [base[i] for i in fast_permutation(rng, len(base))]
+        seq2 = [other[i] for i in fast_permutation(rng, len(other))]
         j = JOIN[lang]
         prompt = self.template(rng, TEMPLATES, lang).format(a=j.join(seq1), b=j.join(seq2))
         return make_record(

@@ -47,7 +47,10 @@ class FreqCount(Generator):
         else:
             target = corp.tokens(rng.randrange(len(corp)), 1)[0]
         start = random_span(rng, corp, length - count)
-        others = [t for t in corp.tokens(start, length - count) if t != target]
+        if lang == "en":
+            others = [t for t in corp.tokens(start, length - count) if t != target]
+        else:  # one character per token: filter at C speed
+            others = list(corp.joined[start : start + length - count].replace(target, ""))
         for p in sorted(rng.sample(range(len(others) + count), count)):
             others.insert(p, target)
         text = JOIN[lang].join(others)

@@ -12,10 +12,11 @@ import random
 from ..core import Generator, register
 from ..record import make_record
 from ..resources import corpus
-from ._common import JOIN, is_valid_shuffle, random_span
+from ._common import JOIN, fast_permutation, is_valid_shuffle, non_adjacent_order, non_adjacent_order_ids, random_span
 
 MIN_N, MAX_N = 5, 254
 TRIES = 8
+SHORT = 16  # random fallback only below this length
 
 TEMPLATES = {
     "en": (
@@ -34,17 +35,22 @@ TEMPLATES = {
 }
 
 
-def find_solution(rng: random.Random, tokens: list[str]) -> list[str] | None:
-    """A permutation valid under the official rule, or None if none was found."""
-    n = len(tokens)
-    first = [tokens[i] for i in list(range(1, n, 2)) + list(range(0, n, 2))]
-    if is_valid_shuffle(tokens, first):
-        return first
-    cand = list(tokens)
+def find_solution(rng: random.Random, tokens: list[str], ids=None) -> list[str] | None:
+    """A permutation valid under the official rule, or None if none was found.
+
+    The constructive order (see `non_adjacent_order`; vectorised when token ids are given) works
+    for about 83% of corpus spans; random permutations, each checked with the official rule, are the
+    fallback for short spans. Longer spans it cannot order are rejected and redrawn (a slight bias
+    towards spans with fewer repeated adjacent tokens, documented in the README)."""
+    order = non_adjacent_order_ids(ids) if ids is not None else non_adjacent_order(tokens)
+    if order is not None:
+        return [tokens[i] for i in order]
+    if len(tokens) > SHORT:
+        return None
     for _ in range(TRIES):
-        rng.shuffle(cand)
+        cand = [tokens[i] for i in fast_permutation(rng, len(tokens))]
         if is_valid_shuffle(tokens, cand):
-            return list(cand)
+            return cand
     return None
 
 
@@ -55,8 +61,9 @@ class ShuffleTokens(Generator):
     def make(self, rng: random.Random, lang: str, subtask: str):
         corp = corpus(lang)
         n = rng.randint(MIN_N, MAX_N)
-        tokens = corp.tokens(random_span(rng, corp, n), n)
-        solution = find_solution(rng, tokens)
+        start = random_span(rng, corp, n)
+        tokens = corp.tokens(start, n)
+        solution = find_solution(rng, tokens, corp.ids[start : start + n])
         if solution is None:
             return None
         j = JOIN[lang]
