@@ -27,8 +27,13 @@ test-fast: install
 demo: install
 	$(PY) recipes/demo.py
 
-bench: install
-	$(PY) bench/synth_throughput.py
+# reasoning-gym lives in its own venv so the project install stays lean.
+.venv-bench/bin/python:
+	$(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/pip install -q reasoning-gym
+
+bench: install .venv-bench/bin/python
+	$(PY) bench/synth_throughput.py --rg-python .venv-bench/bin/python
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
