@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .record import LANGS, TASKS
+from .record import LANGS, TASE_TASKS, TASKS
 
 MAX_TRIES = 64
 
@@ -66,9 +66,10 @@ class SynthError(ValueError):
 
 
 def combos(task: str, lang: str, subtask: str | None = None) -> list[tuple[str, str, str]]:
-    """The (task, lang, subtask) cells covered by a request; `all` expands."""
+    """The (task, lang, subtask) cells covered by a request; `all` expands to the ten TASE tasks
+    (opt-in families such as `execute` must be named)."""
     gens = available()
-    tasks = list(gens) if task == "all" else [task]
+    tasks = [t for t in gens if t in TASE_TASKS] if task == "all" else [task]
     for t in tasks:
         if t not in TASKS:
             raise SynthError(f"unknown task {t!r}; choose from: all, {', '.join(TASKS)}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-TYPES = ("NUMBER", "LENGTH", "SHUFFLE", "SPLIT", "DIFF", "MATCH_ANSWER")
+TYPES = ("NUMBER", "LENGTH", "SHUFFLE", "SPLIT", "DIFF", "MATCH_ANSWER", "EXACT")  # EXACT: beyond-TASE tasks
 LANGS = ("en", "zh", "ko")
 
 
@@ -42,8 +42,23 @@ TASKS: dict[str, TaskInfo] = {
         ),
         TaskInfo("structure_riddle", "RIDL", "structural", "token_structure"),
         TaskInfo("variant_normalize", "VAR", "structural", "token_structure", ("", "digital")),
+        # Beyond TASE: CUTE/EXECUTE-style composition and manipulation tasks (opt-in, not in "all").
+        TaskInfo(
+            "execute",
+            "EXEC",
+            "execute",
+            "execute",
+            (
+                "spell", "inverse_spell", "contains_char", "contains_word",
+                "insert_char", "delete_char", "substitute_char", "swap_char",
+                "insert_word", "delete_word", "substitute_word", "swap_word",
+                "ko_syllable_to_jamo", "ko_jamo_to_syllable", "ko_contains_jamo",
+                "zh_char_to_components", "zh_components_to_char", "zh_contains_component",
+            ),
+        ),
     )
 }
+TASE_TASKS = tuple(n for n, t in TASKS.items() if t.category in ("awareness", "structural"))
 
 AWARENESS_TASKS = tuple(n for n, t in TASKS.items() if t.category == "awareness")
 STRUCTURAL_TASKS = tuple(n for n, t in TASKS.items() if t.category == "structural")
