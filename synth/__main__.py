@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", default="-", help="output .jsonl file ('-' = stdout)")
     p.add_argument("--paraphrase", action="store_true", help="draw prompt wording from paraphrased templates")
+    p.add_argument("--max-len", type=int, default=None, help="cap sequence lengths (tokens) for shorter prompts")
     p.add_argument("--mixture", default=None, help="YAML file with per-task mixing weights (task: weight)")
     p.add_argument(
         "--exclude",
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SynthError(str(e)) from None
         stream = generate(
             args.task, args.lang, sys.maxsize if guard else args.n, args.seed, args.subtask,
-            paraphrase=args.paraphrase, weights=weights,
+            paraphrase=args.paraphrase, weights=weights, max_len=args.max_len,
         )
         if guard:
             stream = itertools.islice(guard.filter(stream), args.n)

@@ -28,6 +28,7 @@ class Generator:
     @dataclass
     class Config:
         paraphrase: bool = False  # draw the prompt template from paraphrases instead of the official one
+        max_len: int | None = None  # cap on the sampled sequence length n (short prompts for small models)
 
     def __init__(self, config: Any | None = None) -> None:
         self.config = config if config is not None else self.Config()
@@ -37,6 +38,11 @@ class Generator:
 
     def make(self, rng: random.Random, lang: str, subtask: str) -> dict[str, Any] | None:
         raise NotImplementedError
+
+    def n_range(self, lo: int, hi: int) -> tuple[int, int]:
+        """The task's length range [lo, hi], capped by `config.max_len` (never below lo)."""
+        cap = self.config.max_len
+        return lo, hi if cap is None else max(lo, min(hi, cap))
 
     def template(self, rng: random.Random, templates: dict[str, tuple[str, ...]], lang: str) -> str:
         """Official wording (index 0) unless paraphrasing is on."""
@@ -108,17 +114,19 @@ def generate(
     *,
     paraphrase: bool = False,
     weights: dict[str, float] | None = None,
+    max_len: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Stream `n` records for `task`/`lang` (either may be "all"), deterministic for `seed`.
 
     With several cells (task x lang x subtask), records are interleaved round-robin, or drawn with
-    per-task `weights` (a mixture for GRPO) when given. Each record's `id` is
+    per-task `weights` (a mixture for GRPO) when given. `max_len` caps sequence lengths (tokens) for
+    tasks that have one (shorter prompts for small models and CPU runs). Each record's `id` is
     `synth/<task>/<lang>[/<subtask>]/<seed>/<index within its cell>`.
     """
     if n < 0:
         raise SynthError(f"n must be >= 0, got {n}")
     cells = combos(task, lang, subtask)
-    gens = {t: GENERATORS[t](GENERATORS[t].Config(paraphrase=paraphrase)) for t in {c[0] for c in cells}}
+    gens = {t: GENERATORS[t](GENERATORS[t].Config(paraphrase=paraphrase, max_len=max_len)) for t in {c[0] for c in cells}}
     salts = [_salt(*c) for c in cells]
     counters = [0] * len(cells)
     pick = _picker(cells, weights, seed)

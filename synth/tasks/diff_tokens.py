@@ -48,7 +48,7 @@ class DiffTokens(Generator):
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         corp = corpus(lang)
-        n = rng.randint(MIN_N, MAX_N)
+        n = rng.randint(*self.n_range(MIN_N, MAX_N))
         base = corp.tokens(random_span(rng, corp, n), n)
         variation = VARIATIONS[rng.randrange(4)]
         other = list(base)

@@ -41,7 +41,7 @@ class FreqCount(Generator):
     def make(self, rng: random.Random, lang: str, subtask: str):
         corp = corpus(lang)
         count = rng.randint(1, 10)
-        length = rng.randint(count * 10, MAX_TOKENS)
+        length = rng.randint(*self.n_range(count * 10, MAX_TOKENS))
         if lang == "en":
             target = rng.choice(word_list("en").words)
         else:

@@ -69,7 +69,7 @@ class SentenceLength(Generator):
     subtasks = ("count", "generate")
 
     def make(self, rng: random.Random, lang: str, subtask: str):
-        n = rng.randint(MIN_N, MAX_N)
+        n = rng.randint(*self.n_range(MIN_N, MAX_N))
         if subtask == "generate":
             i = rng.randrange(len(topics()[lang]))
             topic = topics()[lang][i]

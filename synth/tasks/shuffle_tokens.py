@@ -60,7 +60,7 @@ class ShuffleTokens(Generator):
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         corp = corpus(lang)
-        n = rng.randint(MIN_N, MAX_N)
+        n = rng.randint(*self.n_range(MIN_N, MAX_N))
         start = random_span(rng, corp, n)
         tokens = corp.tokens(start, n)
         solution = find_solution(rng, tokens, corp.ids[start : start + n])

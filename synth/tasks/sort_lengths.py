@@ -40,7 +40,7 @@ class SortLengths(Generator):
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         corp = corpus(lang)
-        n = rng.randint(MIN_N, MAX_N)
+        n = rng.randint(*self.n_range(MIN_N, MAX_N))
         dmax = n // 10 + 1
         lengths = [n, n - rng.randint(1, dmax), n + rng.randint(1, dmax)]
         rng.shuffle(lengths)
