@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Laptop / CPU-only: SFT warm-up then GRPO on SmolLM2-135M-Instruct, then export.
+set -euo pipefail
+usage() {
+  cat <<'USAGE'
+usage: launch/cpu.sh [--out DIR] [--steps N] [--granularity coarse|fine] [--dry-run] [-- extra grpo options]
+
+  1. python recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml --output_dir DIR/sft
+  2. python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --model_name_or_path DIR/sft
+        --output_dir DIR/grpo --max_steps N --reward_granularity G [extra]
+  3. python recipes/export.py DIR/grpo --out DIR/export --force
+
+  --out DIR        run folder (default runs/cpu)
+  --steps N        GRPO steps (default 40; ~10-40 s each on 2 cores)
+  --granularity G  coarse or fine reward (default fine)
+  --dry-run        print the commands only
+  -h, --help       this help
+USAGE
+}
+OUT="runs/cpu" STEPS=40 GRAN="fine" DRY=0 EXTRA=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --out) OUT="$2"; shift 2 ;;
+    --steps) STEPS="$2"; shift 2 ;;
+    --granularity) GRAN="$2"; shift 2 ;;
+    --dry-run) DRY=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    *) echo "error: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+run() { echo "+ $*"; [[ $DRY -eq 1 ]] || "$@"; }
+run "$PY" recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml --output_dir "$OUT/sft"
+run "$PY" recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --model_name_or_path "$OUT/sft" \
+    --output_dir "$OUT/grpo" --max_steps "$STEPS" --reward_granularity "$GRAN" ${EXTRA[@]+"${EXTRA[@]}"}
+run "$PY" recipes/export.py "$OUT/grpo" --out "$OUT/export" --force

@@ -1,0 +1,135 @@
+"""Export a training checkpoint as a plain bf16 Hugging Face folder that `eval run` and vLLM load as is.
+
+    python recipes/export.py runs/grpo_smollm2_cpu/checkpoint-40 --out models/tuned [--force] [--results DIR ...]
+
+Full checkpoints are re-saved in bf16 (safetensors); PEFT/LoRA checkpoints are merged into their base
+model first. The tokenizer and its chat template come along (from the checkpoint, its run folder or the
+base model). A README.md model card records the training configuration (tase_config.json of the run) and
+the evaluation results given with --results (results.json of `eval run`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+from common import fail  # noqa: E402
+
+
+def find_up(ckpt: Path, name: str) -> Path | None:
+    for d in (ckpt, ckpt.parent):
+        if (d / name).is_file():
+            return d / name
+    return None
+
+
+def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str | None) -> str:
+    lines = [f"# {out_name}", "", f"Exported by tase-grpo `recipes/export.py` from `{ckpt}`"
+             + (f" (LoRA merged into `{merged_from}`)" if merged_from else "") + ".", ""]
+    cfg = find_up(ckpt, "tase_config.json")
+    if cfg:
+        c = json.loads(cfg.read_text())
+        tase = c.get("tase") or c.get("data") or {}
+        tr = c.get("training", {})
+        lines += ["## Training", "", "| option | value |", "|---|---|"]
+        for k in ("model",):
+            if k in c:
+                lines.append(f"| base model | `{c[k].get('model')}` |")
+        for k in ("tasks", "langs", "num_train_examples", "reward_granularity", "format_reward", "max_len"):
+            if k in tase:
+                lines.append(f"| {k} | `{tase[k]}` |")
+        for k in ("learning_rate", "max_steps", "num_train_epochs", "per_device_train_batch_size",
+                  "gradient_accumulation_steps", "num_generations", "max_completion_length", "beta", "loss_type", "seed"):
+            if k in tr:
+                lines.append(f"| {k} | `{tr[k]}` |")
+        if "rewards" in c:
+            lines.append(f"| rewards | `{c['rewards']}` |")
+        lines.append("")
+    state = find_up(ckpt, "trainer_state.json")
+    if state:
+        st = json.loads(state.read_text())
+        logs = [h for h in st.get("log_history", []) if "reward" in h]
+        if logs:
+            first, last = logs[0], logs[-1]
+            lines += ["## Training log", "", f"{st.get('global_step')} steps. Reward {first['reward']:.3f} (step "
+                      f"{first.get('step')}) -> {last['reward']:.3f} (step {last.get('step')}); frac_reward_zero_std "
+                      f"{first.get('frac_reward_zero_std', float('nan')):.2f} -> {last.get('frac_reward_zero_std', float('nan')):.2f}.", ""]
+    for r in results:
+        f = r / "results.json" if r.is_dir() else r
+        if f.is_file():
+            res = json.loads(f.read_text())
+            lines += [f"## Evaluation: `{res.get('data')}`", "", f"Overall {res['overall']:.2f} (micro "
+                      f"{res['micro']['overall']:.2f}, n={res['n']}).", "", "| task | accuracy |", "|---|---:|"]
+            lines += [f"| {k} | {v:.2f} |" for k, v in res["by_task"].items()] + [""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
+    p.add_argument("checkpoint", help="a Trainer checkpoint or output folder (full model or PEFT adapter)")
+    p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")
+    p.add_argument("--force", action="store_true", help="overwrite a non-empty --out")
+    p.add_argument("--base", default=None, help="base model for a PEFT checkpoint (default: from adapter_config)")
+    p.add_argument("--results", action="append", default=[], help="eval result folders to put in the model card")
+    args = p.parse_args(argv)
+    ckpt, out = Path(args.checkpoint), Path(args.out)
+    if not ckpt.is_dir():
+        fail(f"{ckpt}: no such checkpoint folder")
+    if out.exists() and any(out.iterdir()) and not args.force:
+        fail(f"{out} is not empty; pass --force to overwrite it")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    merged_from = None
+    if (ckpt / "adapter_config.json").is_file():
+        from peft import PeftModel
+
+        base = args.base or json.loads((ckpt / "adapter_config.json").read_text()).get("base_model_name_or_path")
+        base_path = common.resolve(base)
+        model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.bfloat16)
+        model = PeftModel.from_pretrained(model, str(ckpt)).merge_and_unload()
+        merged_from, tok_sources = str(base), [ckpt, ckpt.parent, Path(base_path)]
+    elif (ckpt / "config.json").is_file():
+        model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.bfloat16)
+        tok_sources = [ckpt, ckpt.parent]
+    else:
+        fail(f"{ckpt}: neither a model (config.json) nor a PEFT adapter (adapter_config.json)")
+    tok = None
+    for src in tok_sources:
+        if (src / "tokenizer_config.json").is_file():
+            tok = AutoTokenizer.from_pretrained(src)
+            break
+    if tok is None:
+        fail(f"no tokenizer found in {', '.join(map(str, tok_sources))}")
+    if not tok.chat_template:
+        print("warning: the tokenizer has no chat template; eval run needs one", file=sys.stderr)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=out.parent))
+    try:
+        model.to(torch.bfloat16).save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        (tmp / "README.md").write_text(model_card(ckpt, out.name, [Path(r) for r in args.results], merged_from),
+                                       encoding="utf-8")
+        for name in ("tase_config.json",):
+            src = find_up(ckpt, name)
+            if src:
+                shutil.copy(src, tmp / name)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    print(f"exported {ckpt} -> {out} (bf16{', LoRA merged' if merged_from else ''})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
