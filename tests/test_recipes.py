@@ -1,0 +1,157 @@
+"""Training recipes end to end on CPU with a tiny random Llama + the real SmolLM2 tokenizer (wiring, not
+learning): GRPO steps with per-function reward logs, export, reload, eval; kill-and-resume; 2-process
+accelerate (gloo); the paper recipe's dry run; launchers."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PY = sys.executable
+GRPO = [PY, "recipes/grpo.py"]
+TINY_ARGS = ["--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--tasks", "sort_lengths", "freq_count",
+             "--langs", "en", "--max_len", "6", "--num_train_examples", "16", "--num_generations", "2",
+             "--per_device_train_batch_size", "4", "--max_completion_length", "8", "--logging_steps", "1",
+             "--report_to", "none", "--learning_rate", "1e-3", "--seed", "0", "--gradient_checkpointing", "false"]
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from eval.models import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(resolve_model("default"))
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("tiny")
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def run(cmd, timeout=600, **kw):
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def metrics(out: Path) -> list[dict]:
+    return [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_grpo_export_reload_eval(tiny_model, tmp_path):
+    out = tmp_path / "grpo"
+    res = run([*GRPO, "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "2",
+               "--save_steps", "2", "--reward_granularity", "fine", *TINY_ARGS])
+    assert res.returncode == 0, res.stderr[-3000:]
+    logs = [m for m in metrics(out) if "reward" in m]
+    assert [m["step"] for m in logs] == [1, 2]
+    for m in logs:  # rewards logged per function, zero-variance fraction logged
+        assert {"rewards/accuracy_fine/mean", "rewards/format/mean", "frac_reward_zero_std"} <= set(m)
+    cfg = json.loads((out / "tase_config.json").read_text())
+    assert cfg["rewards"] == {"names": ["accuracy_fine", "format"], "weights": [1.0, 0.2]}
+    exp = tmp_path / "export"
+    res = run([PY, "recipes/export.py", str(out / "checkpoint-2"), "--out", str(exp)])
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (exp / "model.safetensors").is_file() and (exp / "chat_template.jinja").is_file()
+    assert "reward_granularity | `fine`" in (exp / "README.md").read_text()
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    m = AutoModelForCausalLM.from_pretrained(exp)
+    assert m.dtype == torch.bfloat16 and not hasattr(m.config, "quantization_config")
+    # export refuses a non-empty folder without --force
+    res = run([PY, "recipes/export.py", str(out), "--out", str(exp)])
+    assert res.returncode == 2 and "pass --force" in res.stderr and "Traceback" not in res.stderr
+    # eval on 5 rows
+    data = tmp_path / "five.jsonl"
+    import synth
+
+    data.write_text("".join(json.dumps(r) + "\n" for r in synth.generate("sort_lengths", "en", 5, 3, max_len=6)))
+    res = run([PY, "-m", "eval", "run", "--model", str(exp), "--data", str(data), "--out", str(tmp_path / "ev"),
+               "--max-new-tokens", "4", "--no-progress"])
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads((tmp_path / "ev" / "results.json").read_text())["n"] == 5
+
+
+def test_coarse_arm_logs_coarse_reward(tiny_model, tmp_path):
+    out = tmp_path / "coarse"
+    res = run([*GRPO, "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "1",
+               "--save_strategy", "no", "--reward_granularity", "coarse", "--format_reward", "false", *TINY_ARGS])
+    assert res.returncode == 0, res.stderr[-3000:]
+    m = [x for x in metrics(out) if "reward" in x][0]
+    assert "rewards/accuracy_coarse/mean" in m and "rewards/format/mean" not in m
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_without_losing_steps(tiny_model, tmp_path):
+    out = tmp_path / "resume"
+    cmd = [*GRPO, "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "4",
+           "--save_steps", "1", *TINY_ARGS]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while not (out / "checkpoint-2" / "trainer_state.json").exists():
+        assert time.time() < deadline and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() else "timeout"
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*"))
+    assert 2 <= done[-1] < 4
+    res = run(cmd + ["--resume_from_checkpoint", "true"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    state = json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())
+    steps = [h["step"] for h in state["log_history"] if "reward" in h]
+    assert steps == [1, 2, 3, 4], steps  # nothing lost, nothing repeated
+
+
+@pytest.mark.slow
+def test_two_process_accelerate_gloo(tiny_model, tmp_path):
+    out = tmp_path / "ddp"
+    res = run([PY, "-m", "accelerate.commands.launch", "--config_file", "recipes/accelerate/cpu_ddp.yaml",
+               "recipes/grpo.py", "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "1",
+               "--save_strategy", "no", *TINY_ARGS], timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert [m["step"] for m in metrics(out) if "reward" in m] == [1]  # logged once, by the main process
+
+
+def test_paper_recipe_dry_run_and_gpu_check():
+    res = run([PY, "-m", "accelerate.commands.launch", "--num_processes", "1", "recipes/grpo_qwen14b.py", "--dry-run"])
+    assert res.returncode == 0, res.stderr[-2000:]
+    for line in ("model_name_or_path: Qwen/Qwen2.5-14B-Instruct", "per_device_train_batch_size: 4",
+                 "gradient_accumulation_steps: 4", "num_train_epochs: 5", "lr_scheduler_type: cosine",
+                 "warmup_steps: 0.1", "seed: 42", "use_liger_kernel: true", "save_steps: 25", "logging_steps: 1",
+                 "vllm_max_model_length: 16384", "use_vllm: true", "bf16: true",
+                 "attn_implementation: flash_attention_2", "effective batch: 4 per device x 4 accumulation"):
+        assert line in res.stdout, line
+    assert "128 prompts/step" in res.stdout and "GiB/GPU" in res.stdout
+    res = run([PY, "recipes/grpo_qwen14b.py"])
+    if not __import__("torch").cuda.is_available():
+        assert res.returncode == 2 and res.stderr.count("\n") == 1 and "needs 8 CUDA GPUs" in res.stderr
+
+
+def test_bad_config_is_one_line(tmp_path):
+    res = run([*GRPO, "--reward_granularity", "medium", "--dry-run"])
+    assert res.returncode == 2 and res.stderr.startswith("error:") and "coarse or fine" in res.stderr
+    res = run([*GRPO, "--config", str(tmp_path / "missing.yaml")])
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+def test_launchers_help_and_dry_run():
+    for script in ("launch/local.sh", "launch/cpu.sh", "launch/slurm/grpo.sbatch"):
+        res = run(["bash", script, "--help"])
+        assert res.returncode == 0 and res.stdout.startswith("usage:"), script
+    res = run(["bash", "launch/slurm/grpo.sbatch", "--dry-run", "--nodes", "4"])
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert any("vllm-serve" in l and "--nodelist=node3" in l for l in lines)
+    assert any("--num_machines 3 --num_processes 24" in l and "--vllm_mode server" in l for l in lines)
+    res = run(["bash", "launch/cpu.sh", "--dry-run", "--steps", "3"])
+    assert res.returncode == 0 and "--max_steps 3" in res.stdout
