@@ -44,9 +44,11 @@ class Generator:
         cap = self.config.max_len
         return lo, hi if cap is None else max(lo, min(hi, cap))
 
-    def template(self, rng: random.Random, templates: dict[str, tuple[str, ...]], lang: str) -> str:
+    def template(self, rng: random.Random, templates: dict[str, Any], lang: str) -> str:
         """Official wording (index 0) unless paraphrasing is on."""
         options = templates[lang]
+        if isinstance(options, str):
+            return options
         return rng.choice(options) if self.config.paraphrase else options[0]
 
 
@@ -81,10 +83,10 @@ def combos(task: str, lang: str, subtask: str | None = None) -> list[tuple[str, 
             raise SynthError(f"unknown task {t!r}; choose from: all, {', '.join(TASKS)}")
         if t not in gens:
             raise SynthError(f"task {t!r} has no generator yet")
-    langs = list(LANGS) if lang == "all" else [lang]
+    langs = [*LANGS, "mul"] if lang == "all" else [lang]
     for l in langs:
-        if l not in LANGS:
-            raise SynthError(f"unknown language {l!r}; choose from: all, {', '.join(LANGS)}")
+        if l not in (*LANGS, "mul"):
+            raise SynthError(f"unknown language {l!r}; choose from: all, {', '.join(LANGS)}, mul (dot_matrix)")
     cells = []
     for t in tasks:
         g = gens[t]
