@@ -1,43 +1,56 @@
-"""DIFF: the differing token, or yes/是/예.
+"""DIFF: name the token that differs between two sequences, or say yes/是/예 when none does.
 
-coarse: both extracted answer and label are cleaned (lower-case; remove "不是", the word "no" and
-        `,.。:：、；;"'‘’“”`; strip); equal -> 1. For variation modify/修改 (official special case): 1 if
-        the label is among at most two distinct non-empty quoted strings (`'...'`/`"..."`) of the answer,
-        or is one of exactly two distinct tokens (CJK characters or Latin words) of the cleaned answer.
-fine:   equal to coarse (an exact identification task: there is no partial credit to give).
+coarse: answer and label are cleaned alike (lower-case; delete "不是", the word "no" and the characters
+        `,.。:：、；;"'‘’“”`; strip); equal -> 1. Only for variation "modify"/"修改" (case-insensitive;
+        "add", "delete", "unchanged" and 增加/删除/不变 get no special case, exactly as officially), two
+        more ways to pass: the cleaned label is among the answer's distinct non-empty cleaned quoted
+        strings (`'...'` or `"..."`) and there are at most two of them ("'Eurasia' became 'Asia'"), or
+        the cleaned answer has exactly two distinct tokens (CJK characters U+4E00..U+9FA5 or Latin
+        words) and the label is one of them ("Eurasia Asia").
+        A missing or non-string variation makes the official code raise once the plain comparison
+        fails: such rows are `valid=False`.
+fine:   equal to coarse: naming the one differing token is an exact identification, and near misses
+        (a similar-looking token) are not closer to knowing the answer.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
+from .base import Score, label_of
 from .extract import extract_answer
 
 _NO = re.compile(r"\bno\b", re.IGNORECASE)
 _QUOTED = re.compile(r"['\"](.*?)['\"]")
 _TOKEN = re.compile(r"[\u4e00-\u9fa5]|[a-zA-Z]+")
-_SYMBOLS = ",.。:：、；;\"'‘’“”"
-_TABLE = str.maketrans("", "", _SYMBOLS)
+_DROP = str.maketrans("", "", ",.。:：、；;\"'‘’“”")
+MODIFY = ("modify", "修改")
 
 
 def clean_text(text: str) -> str:
-    text = text.lower().replace("不是", "")
-    text = _NO.sub("", text)
-    return text.translate(_TABLE).lower().strip()
+    """The official DIFF normalisation."""
+    text = _NO.sub("", text.lower().replace("不是", ""))
+    return text.translate(_DROP).lower().strip()
 
 
-def score_diff(prompt: str, completion: str, label: str, variation: str | None) -> tuple[float, float, str, bool]:
-    """(coarse, fine, extracted, valid) for a DIFF row."""
+def score_diff(completion: str, label: str, variation: Any) -> Score:
+    """Score for one DIFF row (official `diff_judge`)."""
     extracted = extract_answer(completion)
     a1, a2 = clean_text(extracted), clean_text(label)
     if a1 == a2:
-        return 1.0, 1.0, extracted, True
-    if variation is None:  # the official code calls variation.lower() here and raises
-        return 0.0, 0.0, extracted, False
-    if variation.lower() in ("modify", "修改"):
-        quoted = {c for c in (clean_text(q) for q in _QUOTED.findall(extracted)) if c}
+        return Score(1.0, 1.0, extracted)
+    if not isinstance(variation, str):  # official: variation.lower() raises here
+        return Score(0.0, 0.0, extracted, valid=False)
+    if variation.lower() in MODIFY:
+        quoted = {c for c in map(clean_text, _QUOTED.findall(extracted)) if c}
         if len(quoted) <= 2 and a2 in quoted:
-            return 1.0, 1.0, extracted, True
+            return Score(1.0, 1.0, extracted)
         toks = set(_TOKEN.findall(a1))
         if len(toks) == 2 and a2 in toks:
-            return 1.0, 1.0, extracted, True
-    return 0.0, 0.0, extracted, True
+            return Score(1.0, 1.0, extracted)
+    return Score(0.0, 0.0, extracted)
+
+
+def score(example: Mapping[str, Any], completion: str) -> Score:
+    return score_diff(completion, label_of(example), example.get("variation"))

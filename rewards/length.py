@@ -1,61 +1,62 @@
 """LENGTH (LENOP generate): write exactly n tokens.
 
-coarse: target n = first integer of the prompt; the extracted answer's tokens are counted as CJK
-        characters (U+4E00..U+9FFF) if it has any, else Hangul syllables if it has any, else valid English
-        words (`\\b[\\w'-]+\\b` matches that fully match `[a-zA-Z]+(?:[-'][a-zA-Z]+)*`); equal -> 1.
-        A prompt without an integer makes the official evaluator raise: the row is `valid=False`.
-fine:   max(0, 1 - |count - n| / max(n, 1)): linear in the relative length error
-        (n = 50: 45 words -> 0.9, 25 -> 0.5, 0 -> 0).
+coarse: target n = first integer (`\\d+`) of the prompt; the extracted answer's tokens are counted as
+        CJK characters (U+4E00..U+9FFF) if it has any, else Hangul syllables (U+AC00..U+D7A3) if it has
+        any, else valid English words (`\\b[\\w'-]+\\b` matches that fully match
+        `[a-zA-Z]+(?:[-'][a-zA-Z]+)*`, so digits and "don't!"'s punctuation do not count); equal -> 1.
+        A prompt without an integer (or one int() refuses) makes the official evaluator raise: such a
+        row is `valid=False`.
+fine:   max(0, 1 - |count - n| / max(n, 1)): linear in the relative length error.
+        Worked example, n = 50: 45 words -> 0.9, 25 -> 0.5, 0 or 100 -> 0.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
+from .base import Score, field
 from .extract import extract_answer
 
 _INT = re.compile(r"\d+")
 _WORD = re.compile(r"\b[\w'-]+\b")
 _VALID_EN = re.compile(r"[a-zA-Z]+(?:[-'][a-zA-Z]+)*")
-
-
-def is_cjk(ch: str) -> bool:
-    return "\u4e00" <= ch <= "\u9fff"
-
-
-def is_hangul(ch: str) -> bool:
-    return "\uac00" <= ch <= "\ud7a3"
-
-
 CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 HANGUL_CHAR = re.compile(r"[\uac00-\ud7a3]")
 
 
 def count_units(content: str) -> int:
-    """Token count by the official LENGTH rule (regex scans: C speed on long completions)."""
+    """Token count by the official LENGTH rule (regex scans run at C speed on long answers)."""
     if CJK_CHAR.search(content):
         return len(CJK_CHAR.findall(content))
     if HANGUL_CHAR.search(content):
         return len(HANGUL_CHAR.findall(content))
-    return sum(1 for w in _WORD.findall(content) if _VALID_EN.fullmatch(w))
+    full = _VALID_EN.fullmatch
+    return sum(1 for w in _WORD.findall(content) if full(w))
 
 
 def target_length(prompt: str) -> int | None:
+    """First integer of the prompt, or None where the official `int(re.search(...).group())` raises."""
     m = _INT.search(prompt)
-    if not m:
+    if m is None:
         return None
     try:
         return int(m.group())
-    except ValueError:  # e.g. more digits than int() accepts: the official code raises too
+    except ValueError:  # more digits than int() accepts (Python 3.11+): the official code raises too
         return None
 
 
-def score_length(prompt: str, completion: str, label: str) -> tuple[float, float, str, bool]:
-    """(coarse, fine, extracted, valid) for a LENGTH row."""
+def score_length(prompt: str, completion: str) -> Score:
+    """Score for one LENGTH row (official `sentence_length`)."""
     target = target_length(prompt)
     extracted = extract_answer(completion)
     if target is None:
-        return 0.0, 0.0, extracted, False
+        return Score(0.0, 0.0, extracted, valid=False)
     n = count_units(extracted)
     if n == target:
-        return 1.0, 1.0, extracted, True
-    return 0.0, max(0.0, 1.0 - abs(n - target) / max(target, 1)), extracted, True
+        return Score(1.0, 1.0, extracted)
+    return Score(0.0, max(0.0, 1.0 - abs(n - target) / max(target, 1)), extracted)
+
+
+def score(example: Mapping[str, Any], completion: str) -> Score:
+    return score_length(field(example, "prompt"), completion)

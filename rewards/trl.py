@@ -1,15 +1,22 @@
 """TRL-compatible reward functions: `f(prompts, completions, **columns) -> list[float]`.
 
-GRPOTrainer passes every dataset column except `prompt` as keyword lists (plus `completion_ids`,
-`trainer_state`, ...). The raw question text is read from the `question` column when present, else from
-the last user message of the conversational prompt, so the rules that read the question (LENGTH target,
-SHUFFLE original) see the row text and not the chat template. Each function has a distinct `__name__`,
-which is what TRL logs as `rewards/<name>/mean`.
+GRPOTrainer calls every reward function with the chat prompts, the completions (strings, or lists of
+{"role", "content"} messages for conversational data) and every dataset column except `prompt` as
+keyword lists (plus extras such as `completion_ids` and `trainer_state`). Each row is routed by its
+`type` column. The rules that read the question (LENGTH target, SHUFFLE original) must see the raw
+row text, not the chat prompt, so the question is taken from, in order: a `question` column (what
+`recipes/` writes, since TRL withholds the `prompt` column), a `prompt` column of strings (callers
+outside TRL), the last user message of the chat prompt, or the prompt itself when it is a string.
+Each function keeps a distinct `__name__`, which TRL logs as `rewards/<name>/mean`.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from .extract import completion_text
+from .format import format_score
+from .format import length_penalty as _length_penalty
 
 RewardFunc = Callable[..., list[float]]
 
@@ -20,51 +27,51 @@ def _question(prompt: Any) -> str:
     if isinstance(prompt, (list, tuple)):
         for msg in reversed(prompt):
             if isinstance(msg, dict) and msg.get("role") == "user":
-                return str(msg.get("content") or "")
+                return completion_text(msg)
     return ""
 
 
-def _examples(prompts: Sequence[Any], n: int, columns: dict[str, Any]) -> list[dict[str, Any]]:
-    keys = [k for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n]
+def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> list[dict[str, Any]]:
+    """One record per completion from the keyword columns (only lists as long as the batch)."""
+    cols = {k: v for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n}
+    prompts = prompts if isinstance(prompts, (list, tuple)) else []
     rows = []
     for i in range(n):
-        row = {k: columns[k][i] for k in keys}
+        row = {k: v[i] for k, v in cols.items()}
         q = row.get("question")
-        row["prompt"] = q if isinstance(q, str) and q else _question(prompts[i] if i < len(prompts) else "")
+        if not (isinstance(q, str) and q):
+            q = row.get("prompt")
+            if not isinstance(q, str):
+                q = _question(prompts[i]) if i < len(prompts) else ""
+        row["prompt"] = q
         rows.append(row)
     return rows
 
 
 def accuracy_coarse(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
-    """Official binary verdict (the benchmark's accuracy) as the reward."""
+    """Official binary verdict (the benchmark's accuracy) as the reward; invalid rows give 0."""
     from . import score
 
-    rows = _examples(prompts, len(completions), columns)
+    rows = _rows(prompts, len(completions), columns)
     return [score(r, c).coarse for r, c in zip(rows, completions)]
 
 
 def accuracy_fine(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
-    """Fine-grained partial credit (1 exactly when the official verdict is 1)."""
+    """Fine-grained partial credit in [0, 1], 1 exactly when the official verdict is 1."""
     from . import score
 
-    rows = _examples(prompts, len(completions), columns)
+    rows = _rows(prompts, len(completions), columns)
     return [score(r, c).fine for r, c in zip(rows, completions)]
 
 
 def format(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:  # noqa: A001
-    """Answer-tag format reward (see rewards.format)."""
-    from .extract import completion_text
-    from .format import format_score
-
+    """Answer-tag format reward in {0, 0.25, 0.5, 1} (see rewards.format)."""
     return [format_score(completion_text(c)) for c in completions]
 
 
 def length_penalty(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
-    """Soft overlong penalty in [-1, 0] on completion characters."""
-    from .extract import completion_text
-    from .format import length_penalty as lp
-
-    return [lp(completion_text(c)) for c in completions]
+    """Soft overlong penalty in [-1, 0] on completion characters (0 up to 1,500, -1 from 2,000)."""
+    return [_length_penalty(completion_text(c)) for c in completions]
 
 
 REWARD_FUNCS: dict[str, RewardFunc] = {
@@ -75,9 +82,12 @@ REWARD_FUNCS: dict[str, RewardFunc] = {
 }
 
 
-def get_reward_funcs(names: Sequence[str]) -> list[RewardFunc]:
+def get_reward_funcs(names: Sequence[str] | str) -> list[RewardFunc]:
     """Reward functions by name (open-r1 style registry); unknown names raise one clear ValueError."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in names if n not in REWARD_FUNCS]
     if unknown:
-        raise ValueError(f"unknown reward function(s) {', '.join(unknown)}; choose from: {', '.join(REWARD_FUNCS)}")
+        raise ValueError(f"unknown reward function(s) {', '.join(map(str, unknown))}; "
+                         f"choose from: {', '.join(REWARD_FUNCS)}")
     return [REWARD_FUNCS[n] for n in names]

@@ -1,44 +1,72 @@
-"""rewards: official verdicts on fixture rows, quirks, fine-credit properties, robustness, TRL wiring."""
-import csv
+"""rewards: official verdicts on the fixture rows, every documented quirk by hand, worked examples of
+the fine credit, the TRL wiring. Properties and fuzzing: test_rewards_props.py; the differential test
+against the official evaluator: test_rewards_official.py."""
+import dataclasses
 import random
 import re
-import subprocess
-import time
-from pathlib import Path
+from collections import Counter
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import rewards
 import synth
 from eval.data import load_official
 from rewards import Score, score
 
-MIRROR = Path("/work/.mirror/cyzcz+Tase/repo")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
 
 def tag(s: str) -> str:
     return f"<answer>{s}</answer>"
 
 
-def gold_completion(r: dict) -> str:
-    """A correct completion for any record, built here without the scorer."""
-    if r["type"] == "SHUFFLE":
-        line = re.search(r"[:：]\s*([^\n\r]*)", r["prompt"]).group(1)
-        lang = "zh" if re.search(r"[\u4e00-\u9fff]", line) else "ko" if re.search(r"[\uac00-\ud7a3]", line) else "en"
-        toks = (re.findall(r"[\u4e00-\u9fff]", line) if lang == "zh" else
-                re.findall(r"[\uac00-\ud7a3]", line) if lang == "ko" else line.split())
-        from synth.tasks._common import non_adjacent_order
+# --- an independent oracle for REORD answers, written from the paper's rule -------------------
+def reord_tokens(s: str) -> list[str]:
+    s = s.lower().strip()
+    if CJK.search(s):
+        return CJK.findall(s)
+    if HANGUL.search(s):
+        return HANGUL.findall(s)
+    return re.findall(r"\b[\w'-]+\b", s)
 
-        order = non_adjacent_order([t.lower() for t in toks])
-        assert order is not None
-        return tag((" " if lang == "en" else "").join(toks[i] for i in order))
+
+def reord_ok(orig: list[str], ans: list[str]) -> bool:
+    """Same multiset; greedy first-unused position mapping; no consecutive pair maps to neighbours."""
+    if Counter(orig) != Counter(ans):
+        return False
+    used: set[int] = set()
+    pos = []
+    for t in ans:
+        p = next(i for i, o in enumerate(orig) if o == t and i not in used)
+        used.add(p)
+        pos.append(p)
+    return all(abs(a - b) != 1 for a, b in zip(pos, pos[1:]))
+
+
+def reord_answer(prompt: str, seed: int = 0) -> str:
+    """A valid shuffle of a prompt's input line, found by seeded random search with the oracle."""
+    line = re.search(r"[:：]\s*([^\n\r]*)", prompt).group(1)
+    toks = reord_tokens(line)
+    sep = "" if (CJK.search(line) or HANGUL.search(line)) else " "
+    rng = random.Random(seed)
+    for _ in range(20000):
+        cand = toks[:]
+        rng.shuffle(cand)
+        if reord_ok(toks, cand):
+            return sep.join(cand)
+    raise AssertionError(f"no valid shuffle found for {line!r}")
+
+
+def gold_completion(r: dict) -> str:
+    """A correct completion for a fixture or synth record, constructed without the scorer."""
+    if r["type"] == "SHUFFLE":
+        return tag(reord_answer(r["prompt"]))
     if r["type"] == "LENGTH":
         n = int(re.search(r"\d+", r["prompt"]).group())
-        if re.search(r"[\u4e00-\u9fff]", r["prompt"]):
+        if CJK.search(r["prompt"]):
             return tag("好" * n)
-        if re.search(r"[\uac00-\ud7a3]", r["prompt"]):
+        if HANGUL.search(r["prompt"]):
             return tag("가" * n)
         return tag(" ".join(["word"] * n))
     return tag(r["answer"])
@@ -46,197 +74,278 @@ def gold_completion(r: dict) -> str:
 
 @pytest.fixture(scope="module")
 def fixture_rows(fixture_root):
-    return list(load_official(fixture_root))
+    rows = list(load_official(fixture_root))
+    assert {r["type"] for r in rows} == {"NUMBER", "LENGTH", "SHUFFLE", "SPLIT", "DIFF", "MATCH_ANSWER"}
+    return rows
 
 
 def test_every_fixture_row_gold_scores_one(fixture_rows):
     for r in fixture_rows:
         s = score(r, gold_completion(r))
-        assert (s.coarse, s.fine, s.valid) == (1.0, 1.0, True), r["id"]
+        assert (s.coarse, s.fine, s.valid) == (1.0, 1.0, True), (r["id"], s)
+        # the bold fallback and chat-message completions give the same verdict
+        inner = gold_completion(r)[len("<answer>") : -len("</answer>")]
+        assert score(r, f"Reasoning first.\n**{inner}**").coarse == 1.0, r["id"]
+        assert score(r, [{"role": "assistant", "content": gold_completion(r)}]).coarse == 1.0, r["id"]
+
+
+WRONG = {"NUMBER": tag("99999"), "MATCH_ANSWER": tag("zzzz"), "SPLIT": tag("q, q"), "DIFF": tag("zzzz"),
+         "SHUFFLE": tag("nothing like it"), "LENGTH": tag("")}
 
 
 def test_known_wrong_answers_score_zero(fixture_rows):
-    wrong = {"NUMBER": "<answer>99999</answer>", "MATCH_ANSWER": "<answer>zzzz</answer>",
-             "SPLIT": "<answer>q, q</answer>", "DIFF": "<answer>zzzz</answer>",
-             "SHUFFLE": "<answer>nothing like it</answer>", "LENGTH": "<answer></answer>"}
     for r in fixture_rows:
-        s = score(r, wrong[r["type"]])
-        assert s.coarse == 0.0 and s.fine < 1.0, r["id"]
-        assert score(r, "").coarse == 0.0
+        for comp in (WRONG[r["type"]], "", "I do not know.", tag("")):
+            s = score(r, comp)
+            assert s.coarse == 0.0 and s.fine < 1.0 and s.valid, (r["id"], comp, s)
+        if r["type"] == "SHUFFLE":  # the input itself, unchanged, is the worst shuffle
+            line = re.search(r"[:：]\s*([^\n\r]*)", r["prompt"]).group(1)
+            assert score(r, tag(line)) == Score(0.0, 0.0, line.strip()), r["id"]
 
 
 def test_synth_gold_answers_score_one():
-    for r in synth.generate("all", "all", 600, 5):
+    for r in synth.generate("all", "all", 400, 5):
         comp = tag(r["meta"]["solution"]) if r["type"] == "SHUFFLE" else gold_completion(r)
         s = score(r, comp)
-        assert (s.coarse, s.fine) == (1.0, 1.0), (r["id"], s)
+        assert (s.coarse, s.fine, s.valid) == (1.0, 1.0, True), (r["id"], s)
 
 
-def test_extraction_rules():
-    assert rewards.extract_answer("a <answer> 5 </answer> b <answer>6</answer>") == "5"
-    assert rewards.extract_answer("**7** and <answer>8</answer>") == "8"
-    assert rewards.extract_answer("**7** text **8**") == "7"
-    assert rewards.extract_answer("<answer>unclosed **9**") == "9"
-    assert rewards.extract_answer("***x**") == "*x"
-    assert rewards.extract_answer("nothing") == ""
-
-
-@pytest.mark.parametrize("comp,label,ok", [
-    ("<answer>It appears 12 times, not 3</answer>", "3", True),   # last integer wins
-    ("<answer>3 or maybe 12</answer>", "3", False),
-    ("<answer>05</answer>", "5", False),                          # string comparison
-    ("<answer>five</answer>", "5", False),
+# --- extraction ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,want", [
+    ("a <answer> 5 </answer> b <answer>6</answer>", "5"),        # first pair, stripped
+    ("**7** and <answer>8</answer>", "8"),                      # tags beat an earlier bold answer
+    ("**7** text **8**", "7"),                                  # first bold
+    ("<answer>unclosed **9**", "9"),                            # unclosed tag: bold fallback
+    ("<answer><answer>1</answer></answer>", "<answer>1"),       # nested: first open to first close
+    ("<answer>a\nb</answer>", "a\nb"),                          # across lines
+    ("</answer><answer>x</answer>", "x"),
+    ("<ANSWER>x</ANSWER>", ""),                                 # case-sensitive
+    ("***x**", "*x"),
+    ("****", ""),
+    ("**", ""),
+    ("nothing", ""),
+    ("", ""),
+    (None, ""),
 ])
-def test_number_quirks(comp, label, ok):
-    assert score({"type": "NUMBER", "prompt": "q", "answer": label}, comp).coarse == float(ok)
+def test_extraction_rules(text, want):
+    assert rewards.extract_answer(text) == want
+
+
+# --- hand-checked official quirks, type by type ---------------------------------------------------
+@pytest.mark.parametrize("comp,label,coarse", [
+    ("<answer>It appears 12 times, not 3</answer>", "3", 1.0),  # the LAST integer of the answer
+    ("<answer>3 or maybe 12</answer>", "3", 0.0),
+    ("<answer>05</answer>", "5", 0.0),                          # compared as digit strings
+    ("<answer>5</answer>", "5 times (or 6)", 1.0),               # the FIRST integer of the label
+    ("<answer>five</answer>", "5", 0.0),
+    ("<answer>3.5</answer>", "5", 1.0),                          # "3.5" has integers 3 and 5
+    ("<answer>-4</answer>", "4", 1.0),                           # no sign
+    ("<answer>٣</answer>", "3", 0.0),                            # Unicode digits are digits, but not "3"
+    ("the count is 4", "4", 0.0),                               # nothing extracted: no integer
+    ("<answer>4</answer>", "four", 0.0),                         # no label integer
+    ("<answer>4</answer>", "", 0.0),
+])
+def test_number_quirks(comp, label, coarse):
+    s = score({"type": "NUMBER", "prompt": "q", "answer": label}, comp)
+    assert s.coarse == coarse and s.valid
+
+
+def test_number_fine_worked_examples():
+    ex = {"type": "NUMBER", "prompt": "q", "answer": "7"}
+    assert score(ex, tag("8")).fine == pytest.approx(0.9 * 2.718281828 ** -1, rel=1e-6)   # 0.331
+    assert score(ex, tag("9")).fine == pytest.approx(0.9 * 2.718281828 ** -4, rel=1e-6)   # 0.016
+    big = {"type": "NUMBER", "prompt": "q", "answer": "120"}
+    assert score(big, tag("126")).fine == pytest.approx(0.9 * 2.718281828 ** -0.25, rel=1e-6)
+    assert score(big, tag("132")).fine == pytest.approx(score(ex, tag("8")).fine)
+    assert score(ex, tag("07")).fine == pytest.approx(0.9)      # right value, wrong string: below 1
+    assert score(ex, tag("no idea")).fine == 0.0
+
+
+def test_number_huge_digit_strings():
+    g = "9" * 10000
+    ex = {"type": "NUMBER", "prompt": "q", "answer": g}
+    assert score(ex, tag(g)) == Score(1.0, 1.0, g)
+    near = "9" * 9999 + "8"
+    assert score(ex, tag(near)).coarse == 0.0 and score(ex, tag(near)).fine == pytest.approx(0.9)
+    assert score(ex, tag("1" + "0" * 10000)).fine == pytest.approx(0.9)  # off by one in 10^10000
+    assert score(ex, tag("9" * 5000)).fine == pytest.approx(0.9 * 2.718281828 ** -100, rel=1e-6)
+    assert score({"type": "NUMBER", "prompt": "q", "answer": "3"}, tag("7" * 10000)).fine == 0.0
 
 
 def test_match_answer_quirks():
     ex = {"type": "MATCH_ANSWER", "task": "sort_lengths", "prompt": "q", "answer": "CAB"}
-    assert score(ex, tag("c, a, b")).coarse == 1.0          # punctuation and spaces stripped, lower-cased
-    assert score(ex, tag("CABX")).coarse == 1.0             # substring test
-    assert score(ex, "CAB").coarse == 1.0                   # nothing extracted: raw equality
+    assert score(ex, tag("c, a, b")).coarse == 1.0         # ,。，:：；;、 and spaces stripped, lower-cased
+    assert score(ex, tag("C，A；B、")).coarse == 1.0
+    assert score(ex, tag("C-A-B")).coarse == 0.0           # other punctuation stays
+    assert score(ex, tag("ABCABX")).coarse == 1.0          # substring test: "CAB" is inside
+    assert score(ex, "CAB").coarse == 1.0                  # nothing extracted: raw equality...
+    assert score(ex, "CAB ").coarse == 0.0                 # ...of the raw completion
     assert score(ex, "the answer is CAB").coarse == 0.0
-    assert score(dict(ex, answer=""), tag("anything")).coarse == 1.0  # empty label passes (official quirk)
-    assert 0 < score(ex, tag("CBA")).fine < 1
+    assert score(ex, "").coarse == 0.0
+    assert score(dict(ex, answer=" CAB \n"), "CAB").coarse == 1.0   # the label is stripped first (CSV reader)
+    assert score(dict(ex, answer=""), tag("anything")).coarse == 1.0  # empty label passes any answer
+    assert score(dict(ex, answer=""), "anything").coarse == 0.0       # ...but not an untagged one
+    comma = dict(ex, task="dot_matrix", answer=",")        # label inside the punctuation set: no cleaning
+    assert score(comma, tag("a , b")).coarse == 1.0
+    assert score(comma, tag("a b")).coarse == 0.0
 
 
-def test_split_and_diff_quirks():
-    ex = {"type": "SPLIT", "prompt": "q", "answer": "人,列;亻,列"}
-    assert score(ex, tag("亻 , 列")).coarse == 1.0
-    assert score(ex, tag("亻,歹")).fine == 0.5
-    d = {"type": "DIFF", "prompt": "q", "answer": "Eurasia", "variation": "modify"}
-    assert score(d, tag("'Eurasia' was changed to 'Asia'")).coarse == 1.0
-    assert score(d, tag("Eurasia Asia")).coarse == 1.0      # exactly two distinct tokens
-    assert score(dict(d, variation="delete"), tag("'Eurasia' to 'Asia'")).coarse == 0.0
-    assert score({"type": "DIFF", "prompt": "q", "answer": "是", "variation": "不变"}, tag("是")).coarse == 1.0
-    assert score({"type": "DIFF", "prompt": "q", "answer": "yes", "variation": "unchanged"}, tag("Yes.")).coarse == 1.0
+def test_match_answer_fine():
+    ex = {"type": "MATCH_ANSWER", "task": "sort_lengths", "prompt": "q", "answer": "CAB"}
+    assert score(ex, tag("CBA")).fine == pytest.approx(0.3)
+    assert score(ex, tag("CA")).fine == pytest.approx(0.6)
+    assert score(ex, tag("xyz")).fine == 0.0
+    assert score(ex, "CBA").fine == 0.0                    # untagged misses get no credit
+    var = {"type": "MATCH_ANSWER", "task": "variant_normalize", "prompt": "q", "answer": "学生在校园里努力学习。"}
+    assert 0.7 < score(var, tag("学生在校圎里努力学习。")).fine < 0.9   # one variant left in
+    combine = {"type": "MATCH_ANSWER", "task": "component_split", "subtask": "combine", "prompt": "q",
+               "answer": "irritation"}
+    assert score(combine, tag("irritatoin")).fine == pytest.approx(0.9 * 0.8)
+    for task in ("dot_matrix", "structure_riddle", ""):    # class names and riddles stay binary
+        assert score(dict(ex, task=task), tag("CBA")).fine == 0.0
+    long = score(ex, tag("CB" + "x" * 1_000_000))          # bounded work on a huge answer
+    assert 0.0 <= long.fine < 0.9
 
 
-def test_length_and_shuffle_rules():
+def test_length_rules():
     ex = {"type": "LENGTH", "prompt": "Please randomly generate 5 English words with the topic of cat.", "answer": ""}
     assert score(ex, tag("one two three four five")).coarse == 1.0
-    assert score(ex, tag("one two three four five 6 7")).coarse == 1.0  # digits are not valid words
-    assert score(ex, tag("one two three four")).fine == pytest.approx(0.8)
-    assert score({"type": "LENGTH", "prompt": "no number", "answer": ""}, tag("x")).valid is False
+    assert score(ex, tag("one two three four five 6 7 ... !")).coarse == 1.0  # digits, punctuation: no words
+    assert score(ex, tag("well-known don't stop the rock")).coarse == 1.0     # hyphen and apostrophe words
+    assert score(ex, tag("one two three four five_six")).coarse == 0.0         # "five_six" is no valid word
+    assert score(ex, tag("一 two three four five six")).coarse == 0.0          # any CJK: count CJK only (1)
+    assert score(ex, "one two three four five").coarse == 0.0                 # untagged: nothing extracted
+    zh = {"type": "LENGTH", "prompt": "请给我随机生成5个中文汉字，主题为喜剧片", "answer": ""}
+    assert score(zh, tag("今天，天气 good 很！")).coarse == 1.0               # CJK characters only
+    ko = {"type": "LENGTH", "prompt": "정신 건강 주제로 5개의 한글 글자를 무작위로 생성해 주세요.", "answer": ""}
+    assert score(ko, tag("안녕 하세요 abc ㅋㅋ")).coarse == 1.0                   # syllables, not jamo
+    two = {"type": "LENGTH", "prompt": "Write 3 words, then at most 10 more.", "answer": ""}
+    assert score(two, tag("a b c")).coarse == 1.0                               # the FIRST integer
+    assert score({"type": "LENGTH", "prompt": "no number", "answer": ""}, tag("x")) == Score(0, 0, "x", valid=False)
+    assert not score({"type": "LENGTH", "prompt": "write " + "9" * 5000 + " words"}, tag("x")).valid
+    n50 = {"type": "LENGTH", "prompt": "Write 50 words.", "answer": ""}
+    assert score(n50, tag(" ".join(["w"] * 45))).fine == pytest.approx(0.9)
+    assert score(n50, tag(" ".join(["w"] * 25))).fine == pytest.approx(0.5)
+    assert score(n50, tag(" ".join(["w"] * 100))).fine == 0.0
+    assert score(n50, tag("")).fine == 0.0
+
+
+def test_shuffle_rules():
     sh = {"type": "SHUFFLE", "prompt": "Shuffle.\nInput: a b c d e", "answer": ""}
     assert score(sh, tag("b d a c e")).coarse == 1.0
+    assert score(sh, tag("B, D, A, C, E!")).coarse == 1.0     # lower-cased, words only
     assert score(sh, tag("a b c d e")).fine == 0.0
     assert score(sh, tag("a c e d b")).fine == pytest.approx(0.75)
-    assert score(sh, tag("b d a c")).fine == 0.0
+    assert score(sh, tag("b d a c")).fine == 0.0              # multiset differs
+    assert score(sh, tag("b d a c e e")).fine == 0.0
+    # the official greedy mapping: "x x z y" could be mapped x->2, x->0, z->3, y->1 without neighbours,
+    # but the rule maps each token to its FIRST unused position (0, 2, 3, 1): "x z" are neighbours
+    dup = {"type": "SHUFFLE", "prompt": "Input: x y x z", "answer": ""}
+    assert score(dup, tag("x x z y")).coarse == 0.0
+    assert score(dup, tag("x x z y")).fine == pytest.approx(2 / 3)
+    assert score({"type": "SHUFFLE", "prompt": "输入：分差控制在"}, tag("差制分在控")).coarse == 1.0   # full-width colon
+    assert score({"type": "SHUFFLE", "prompt": "no colon here"}, tag("a")).coarse == 0.0
+    assert score({"type": "SHUFFLE", "prompt": "Input:"}, tag("")).coarse == 1.0      # empty vs empty: passes
+    assert score({"type": "SHUFFLE", "prompt": "Input: a\nb c d"}, tag("a")).coarse == 1.0  # to the line end
 
 
-# --- properties --------------------------------------------------------------------------------
-TYPES_EX = [
-    {"type": "NUMBER", "prompt": "How many?", "answer": "7"},
-    {"type": "LENGTH", "prompt": "Please generate 12 English words.", "answer": ""},
-    {"type": "SHUFFLE", "prompt": "Shuffle.\nInput: 我们都是好朋友", "answer": ""},
-    {"type": "SPLIT", "prompt": "q", "answer": "手,军;扌,军"},
-    {"type": "DIFF", "prompt": "q", "answer": "抖", "variation": "修改"},
-    {"type": "MATCH_ANSWER", "task": "variant_normalize", "prompt": "q", "answer": "facile"},
-    {"type": "EXACT", "task": "execute", "prompt": "q", "answer": "c h e v r o n"},
-]
-text_st = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
+def test_split_rules():
+    ex = {"type": "SPLIT", "prompt": "q", "answer": "人,列;亻,列"}
+    assert score(ex, tag("亻 , 列")).coarse == 1.0
+    assert score(ex, tag("列人")).coarse == 1.0                # order and separators do not matter
+    assert score(ex, tag("The parts are 亻 and 列.")).coarse == 1.0
+    assert score(ex, tag("亻,歹")).fine == 0.5
+    assert score(ex, tag("歹")).fine == 0.0
+    en = {"type": "SPLIT", "prompt": "q", "answer": "irritat, ion"}
+    assert score(en, tag("irrit at, ion")).coarse == 1.0      # spaces removed from the answer
+    assert score(en, tag("irrita, tio")).fine == 0.0
+    assert score(en, tag("irritat, io")).fine == 0.5
 
 
-@settings(max_examples=300, deadline=None)
-@given(ex=st.sampled_from(TYPES_EX), body=text_st, tagged=st.booleans())
-def test_score_ranges_and_consistency(ex, body, tagged):
-    s = score(ex, tag(body) if tagged else body)
-    assert s.coarse in (0.0, 1.0)
-    assert 0.0 <= s.fine <= 1.0
-    assert (s.fine == 1.0) == (s.coarse == 1.0)
+def test_diff_rules():
+    d = {"type": "DIFF", "prompt": "q", "answer": "Eurasia", "variation": "modify"}
+    assert score(d, tag("'Eurasia' was changed to 'Asia'")).coarse == 1.0
+    assert score(d, tag("Eurasia Asia")).coarse == 1.0                  # exactly two distinct tokens
+    assert score(d, tag("Eurasia or Asia")).coarse == 0.0               # three tokens
+    assert score(d, tag("'Eurasia', 'Asia', 'Africa'")).coarse == 0.0   # three quoted strings
+    assert score(dict(d, variation="修改"), tag("'Eurasia' to 'Asia'")).coarse == 1.0
+    assert score(dict(d, variation="MODIFY"), tag("'Eurasia' to 'Asia'")).coarse == 1.0
+    for v in ("delete", "add", "unchanged", "删除", "수정", ""):       # no special case for the others
+        assert score(dict(d, variation=v), tag("'Eurasia' to 'Asia'")).coarse == 0.0
+    assert score(dict(d, variation=None), tag("Asia")) == Score(0.0, 0.0, "Asia", valid=False)  # official raises
+    assert score(dict(d, variation=None), tag("eurasia")).coarse == 1.0  # ...but only after a miss
+    yes = {"type": "DIFF", "prompt": "q", "answer": "yes", "variation": "unchanged"}
+    assert score(yes, tag("Yes.")).coarse == 1.0
+    assert score(yes, tag("no, yes")).coarse == 1.0                     # the word "no" is deleted
+    assert score(yes, tag("not yes")).coarse == 0.0
+    assert score({"type": "DIFF", "prompt": "q", "answer": "是", "variation": "不变"}, tag("“是”")).coarse == 1.0
+    assert score({"type": "DIFF", "prompt": "q", "answer": "是", "variation": "不变"}, tag("不是")).coarse == 0.0
+    assert score(d, tag("Asia")).fine == 0.0
 
 
-@settings(max_examples=200, deadline=None)
-@given(label=st.integers(0, 300), a=st.integers(0, 400), b=st.integers(0, 400))
-def test_number_fine_monotone(label, a, b):
-    ex = {"type": "NUMBER", "prompt": "q", "answer": str(label)}
-    fa, fb = score(ex, tag(str(a))).fine, score(ex, tag(str(b))).fine
-    if abs(a - label) <= abs(b - label):
-        assert fa >= fb
+def test_exact_rules():
+    ex = {"type": "EXACT", "task": "execute", "prompt": "q", "answer": "c h e v r o n"}
+    assert score(ex, tag("C  h e v r o n")).coarse == 1.0
+    assert score(ex, tag("c h e v r o n x")).coarse == 0.0
+    assert score(ex, tag("c h e v r o m")).fine == pytest.approx(0.9 * 12 / 13)
 
 
-@settings(max_examples=200, deadline=None)
-@given(n=st.integers(1, 120), a=st.integers(0, 200), b=st.integers(0, 200))
-def test_length_fine_monotone(n, a, b):
-    ex = {"type": "LENGTH", "prompt": f"Write {n} words.", "answer": ""}
-    fa, fb = score(ex, tag(" ".join(["w"] * a))).fine, score(ex, tag(" ".join(["w"] * b))).fine
-    if abs(a - n) <= abs(b - n):
-        assert fa >= fb
+def test_record_and_completion_shapes():
+    assert score({"prompt": "q", "answer": "1"}, tag("1")) == Score(0.0, 0.0, "", valid=False)
+    assert score({"type": "BOGUS"}, tag("1")) == Score(0.0, 0.0, "", valid=False)
+    assert score({"type": ["NUMBER"]}, tag("1")).valid is False
+    assert score(None, tag("1")).valid is False                          # type: ignore[arg-type]
+    ex = {"type": "NUMBER", "answer": "3"}                                # no prompt: fine for NUMBER
+    assert score(ex, tag("3")).coarse == 1.0
+    assert score(ex, [{"role": "user", "content": "q"}, {"role": "assistant", "content": tag("3")}]).coarse == 1.0
+    assert score(ex, [{"role": "assistant", "content": [{"type": "text", "text": tag("3")}]}]).coarse == 1.0
+    assert score(ex, {"role": "assistant", "content": tag("3")}).coarse == 1.0
+    assert score(ex, None).coarse == 0.0
+    assert score(dict(ex, answer=None), tag("3")).coarse == 0.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        score(ex, "x").coarse = 1.0                                       # type: ignore[misc]
+    assert set(rewards.SCORERS) >= {"NUMBER", "LENGTH", "SHUFFLE", "SPLIT", "DIFF", "MATCH_ANSWER"}
+    assert all(callable(f) and f.__module__.startswith("rewards.") for f in rewards.SCORERS.values())
 
 
-def test_fuzz_never_raises_and_is_fast():
-    rng = random.Random(0)
-    nasty = [
-        "", "<answer>", "</answer>", "<answer><answer>1</answer>", "*" * 10001, "**" * 5000,
-        "<answer>" * 20000, "9" * 10000, tag("9" * 10000), tag("\x00\ud7a3\U0010ffff"),
-        "x" * (1 << 20), tag("가" * 300000), "'" * 50000, tag("no " * 20000), None,
-        [{"role": "assistant", "content": tag("3")}], {"content": "7"},
-    ]
-    for _ in range(200):
-        nasty.append("".join(chr(rng.randrange(1, 0x2FFFF)) for _ in range(rng.randrange(0, 400))))
-    recs = TYPES_EX + [dict(TYPES_EX[0], answer="9" * 10000), {"type": "BOGUS"}, {}]
-    worst = 0.0
-    for r in recs:
-        for c in nasty:
-            t = time.perf_counter()
-            s = score(r, c)
-            worst = max(worst, time.perf_counter() - t)
-            assert isinstance(s, Score) and s.coarse in (0.0, 1.0) and 0.0 <= s.fine <= 1.0
-    assert worst < 2.0, f"slowest call {worst:.2f}s"
+# --- shaping and TRL wiring ------------------------------------------------------------------------
+@pytest.mark.parametrize("comp,want", [
+    (tag("7"), 1.0), ("think... " + tag("7") + " done", 1.0), (tag(" "), 0.5), ("<answer>7", 0.5),
+    (tag("7") + tag("8"), 0.5), ("</answer>7<answer>", 0.5), ("it is **7**", 0.25), ("7", 0.0), ("", 0.0),
+])
+def test_format_reward(comp, want):
+    assert rewards.format_score(comp) == want
 
 
-# --- differential test against the official evaluator -------------------------------------------
-@pytest.mark.skipif(not MIRROR.is_dir(), reason="official TASE source not mirrored on this machine")
-def test_coarse_equals_official_metrics(fixture_rows, tmp_path):
-    src = subprocess.run(["git", "-C", str(MIRROR), "show", "HEAD:evaluate/metrics.py"],
-                         capture_output=True, text=True, check=True).stdout
-    ns: dict = {}
-    exec(compile(src, "official_metrics.py", "exec"), ns)
-    official = {
-        "MATCH_ANSWER": lambda r, c: ns["match_answer"](r["prompt"], c, r["answer"]),
-        "LENGTH": lambda r, c: ns["sentence_length"](r["prompt"], c, r["answer"]),
-        "SHUFFLE": lambda r, c: all(ns["shuffle_tokens"](r["prompt"], c, r["answer"])),
-        "SPLIT": lambda r, c: ns["split_components"](r["prompt"], c, r["answer"]),
-        "NUMBER": lambda r, c: ns["match_number"](r["prompt"], c, r["answer"]),
-        "DIFF": lambda r, c: ns["diff_judge"](r["prompt"], c, r["answer"], r["variation"]),
-    }
-    rng = random.Random(1)
-    rows = fixture_rows + list(synth.generate("all", "all", 300, 9))
-    n = 0
-    for r in rows:
-        gold = gold_completion(r) if r["type"] != "SHUFFLE" or "solution" not in r["meta"] else tag(r["meta"]["solution"])
-        inner = gold[8:-9]
-        cands = [gold, inner, "", tag(""), tag(inner.upper()), tag(inner[::-1]), f"**{inner}**",
-                 tag(inner + " 12"), tag("'" + inner + "' vs 'x'"), tag(inner[: len(inner) // 2]),
-                 tag(" ".join(inner)), "text " + tag(inner) + " <answer>zz</answer>",
-                 tag(f"I think it is {inner}, not {rng.randint(0, 20)}")]
-        for c in cands:
-            s = score(r, c)
-            try:
-                ref = official[r["type"]](r, c)
-            except Exception:
-                ref = None
-            if ref is None:
-                assert not s.valid, (r["id"], c[:80])
-            else:
-                assert s.valid and s.coarse == float(bool(ref)), (r["id"], c[:80], s, ref)
-            n += 1
-    assert n > 5000
+def test_length_penalty():
+    assert rewards.length_penalty("x" * 1500) == 0.0
+    assert rewards.length_penalty("x" * 1750) == pytest.approx(-0.5)
+    assert rewards.length_penalty("x" * 5000) == -1.0
+    assert rewards.length_penalty("x" * 30, soft=10, hard=10) == -1.0
 
 
-# --- TRL wiring --------------------------------------------------------------------------------
 def test_reward_funcs_trl_signature():
-    funcs = rewards.get_reward_funcs(["accuracy_coarse", "accuracy_fine", "format", "length_penalty"])
-    assert [f.__name__ for f in funcs] == ["accuracy_coarse", "accuracy_fine", "format", "length_penalty"]
-    prompts = [[{"role": "system", "content": "S"}, {"role": "user", "content": "Please generate 3 English words."}]] * 2
+    names = ["accuracy_coarse", "accuracy_fine", "format", "length_penalty"]
+    funcs = rewards.get_reward_funcs(names)
+    assert [f.__name__ for f in funcs] == names
+    assert rewards.get_reward_funcs("accuracy_fine, format") == funcs[1:3]
+    chat = [{"role": "system", "content": "Put the final result inside <answer></answer>. Use 9 words."},
+            {"role": "user", "content": "Please generate 3 English words."}]
+    prompts = [chat, chat]
     comps = [[{"role": "assistant", "content": tag("a b c")}], [{"role": "assistant", "content": "a b"}]]
     cols = dict(type=["LENGTH", "LENGTH"], answer=["", ""], variation=["", ""], task=["sentence_length"] * 2,
                 completion_ids=[[1], [2]], trainer_state=None)
-    assert funcs[0](prompts, comps, **cols) == [1.0, 0.0]
+    assert funcs[0](prompts, comps, **cols) == [1.0, 0.0]               # target from the USER message
     assert funcs[2](prompts, comps, **cols) == [1.0, 0.0]
-    q = dict(cols, question=["Please generate 2 English words.", "Please generate 2 English words."])
+    assert funcs[3](prompts, comps, **cols) == [0.0, 0.0]
+    q = dict(cols, question=["Please generate 2 English words."] * 2)   # the raw row text wins
+    assert funcs[0](prompts, [tag("a b"), tag("a b c d")], **q) == [1.0, 0.0]
     assert funcs[1](prompts, [tag("a b"), tag("a b c d")], **q) == [1.0, 0.0]
+    p = dict(cols, prompt=["Please generate 4 English words."] * 2)     # a raw `prompt` column (non-TRL callers)
+    assert funcs[0](prompts, [tag("a b c d"), tag("a")], **p) == [1.0, 0.0]
+    mixed = dict(type=["NUMBER", "SHUFFLE", "BOGUS"], answer=["3", "", "x"],
+                 question=["How many?", "Input: a b c d", "?"])
+    assert funcs[0](["p"] * 3, [tag("3"), tag("b d a c"), tag("x")], **mixed) == [1.0, 1.0, 0.0]
+    assert funcs[1](["p"] * 3, [tag("4"), tag("a c b d"), tag("x")], **mixed)[2] == 0.0
     with pytest.raises(ValueError, match="unknown reward function"):
         rewards.get_reward_funcs(["nope"])

@@ -1,0 +1,161 @@
+"""rewards: properties (hypothesis) of coarse/fine on every type, monotone fine credit, a fuzz test over
+random and adversarial completions, prompts and labels with a loose time bound per call."""
+import decimal
+import random
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rewards import Score, score
+from rewards.match_answer import levenshtein
+from rewards.number import closeness
+
+
+def tag(s: str) -> str:
+    return f"<answer>{s}</answer>"
+
+
+EXAMPLES = [
+    {"type": "NUMBER", "prompt": "How many?", "answer": "7"},
+    {"type": "NUMBER", "prompt": "How many?", "answer": "120"},
+    {"type": "LENGTH", "prompt": "Please generate 12 English words.", "answer": ""},
+    {"type": "LENGTH", "prompt": "请给我随机生成5个中文汉字", "answer": ""},
+    {"type": "SHUFFLE", "prompt": "Shuffle.\nInput: 我们都是好朋友", "answer": ""},
+    {"type": "SHUFFLE", "prompt": "Shuffle.\nInput: a b a c d b", "answer": ""},
+    {"type": "SPLIT", "prompt": "q", "answer": "手,军;扌,军"},
+    {"type": "DIFF", "prompt": "q", "answer": "抖", "variation": "修改"},
+    {"type": "DIFF", "prompt": "q", "answer": "yes", "variation": "unchanged"},
+    {"type": "MATCH_ANSWER", "task": "variant_normalize", "prompt": "q", "answer": "facile"},
+    {"type": "MATCH_ANSWER", "task": "sort_lengths", "prompt": "q", "answer": "CAB"},
+    {"type": "MATCH_ANSWER", "task": "dot_matrix", "prompt": "q", "answer": "symbol"},
+    {"type": "EXACT", "task": "execute", "prompt": "q", "answer": "c h e v r o n"},
+]
+# text near the answers above, so that hits and near misses are common, plus arbitrary code points
+ALPHABET = st.sampled_from(list("0123456789 abcABCfile我们都是好朋友手扌军抖,;:'\"*<>/\n") + ["<answer>", "</answer>", "**"])
+near_text = st.lists(ALPHABET, max_size=40).map("".join)
+any_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
+
+
+def check(s: Score) -> None:
+    assert s.coarse in (0.0, 1.0)
+    assert 0.0 <= s.fine <= 1.0
+    assert (s.fine == 1.0) == (s.coarse == 1.0)
+    assert isinstance(s.extracted, str)
+
+
+@settings(max_examples=600, deadline=None)
+@given(ex=st.sampled_from(EXAMPLES), body=st.one_of(near_text, any_text), tagged=st.booleans())
+def test_score_ranges_and_consistency(ex, body, tagged):
+    check(score(ex, tag(body) if tagged else body))
+
+
+@settings(max_examples=300, deadline=None)
+@given(ex=st.sampled_from(EXAMPLES), prompt=any_text, answer=any_text, body=any_text)
+def test_any_prompt_and_label(ex, prompt, answer, body):
+    s = score(dict(ex, prompt=prompt, answer=answer), tag(body))
+    check(s)
+    if not s.valid:
+        assert (s.coarse, s.fine) == (0.0, 0.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(label=st.integers(0, 300), a=st.integers(0, 400), b=st.integers(0, 400))
+def test_number_fine_monotone(label, a, b):
+    ex = {"type": "NUMBER", "prompt": "q", "answer": str(label)}
+    fa, fb = score(ex, tag(str(a))).fine, score(ex, tag(str(b))).fine
+    if abs(a - label) <= abs(b - label):
+        assert fa >= fb
+    if abs(a - label) < abs(b - label) and fb > 0:
+        assert fa > fb
+
+
+@settings(max_examples=200, deadline=None)
+@given(digits=st.integers(20, 12000), da=st.integers(-10**6, 10**6), db=st.integers(-10**30, 10**30),
+       scale=st.integers(0, 3))
+def test_number_fine_monotone_huge(digits, da, db, scale):
+    """Beyond int()'s 4,300-digit limit the credit is still exact enough to stay monotone."""
+    ctx = decimal.Context(prec=digits + 40)   # digit strings built without int <-> str conversions
+    g = ctx.add(decimal.Decimal(10) ** digits, 12345)
+    db = ctx.multiply(db, decimal.Decimal(10) ** (scale * digits // 4))
+    sa, sb, sg = (format(x, "f") for x in (ctx.add(g, da), ctx.add(g, db), g))
+    if abs(da) <= abs(db):
+        assert closeness(sa, sg) >= closeness(sb, sg)
+    assert 0.0 <= closeness(sb, sg) <= 0.9
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 120), a=st.integers(0, 200), b=st.integers(0, 200), zh=st.booleans())
+def test_length_fine_monotone(n, a, b, zh):
+    ex = {"type": "LENGTH", "prompt": f"Write {n} words.", "answer": ""}
+    unit = "好" if zh else "w "
+    fa, fb = score(ex, tag(unit * a)).fine, score(ex, tag(unit * b)).fine
+    if abs(a - n) <= abs(b - n):
+        assert fa >= fb
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.text("abc", max_size=12), b=st.text("abcd", max_size=12))
+def test_levenshtein_matches_dynamic_programme(a, b):
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    assert levenshtein(a, b) == prev[-1] == levenshtein(b, a)
+
+
+@settings(max_examples=200, deadline=None)
+@given(perm=st.permutations(list(range(8))))
+def test_shuffle_fine_counts_kept_pairs(perm):
+    ex = {"type": "SHUFFLE", "prompt": "Input: " + " ".join("abcdefgh"), "answer": ""}
+    kept = sum(abs(x - y) == 1 for x, y in zip(perm, perm[1:]))
+    s = score(ex, tag(" ".join("abcdefgh"[i] for i in perm)))
+    assert s.fine == pytest.approx(1 - kept / 7) and s.coarse == float(kept == 0)
+
+
+def adversarial(rng: random.Random) -> list:
+    big = 1 << 20
+    out = [
+        "", " ", "<answer>", "</answer>", "<answer></answer>", "<answer><answer>1</answer>", "**", "***",
+        "*" * 10001, "**" * 50000, "<answer>" * 20000, "</answer>" * 20000, "<answer>**" * 10000,
+        "9" * 10000, tag("9" * 10000), tag("1" * 100000 + " " + "2" * 100000), tag("\x00\ud7a3\U0010ffff"),
+        "x" * big, tag("a" * big), tag("가" * 300000), tag("好" * 300000), "'" * 50000, tag("'" * 50000),
+        tag("a'" * 50000), tag("-a" * 50000), tag("no " * 20000), tag("'x' " * 20000), tag('"' * 50000),
+        tag("a b " * 100000), tag("CAB" * 100000), tag("\u0130" * 10000), "\ufeff" + tag("7"),
+        tag(" ".join("abcdefgh") * 5000), tag("٣" * 5000), tag("１２３"), None, 12345, 3.5,
+        [{"role": "assistant", "content": tag("3")}], [{"role": "assistant", "content": None}], [], [None],
+        {"content": "7"}, [{"role": "assistant", "content": [{"type": "text", "text": tag("3")}, {"x": 1}]}],
+    ]
+    for _ in range(150):
+        out.append("".join(chr(rng.randrange(1, 0x2FFFF)) for _ in range(rng.randrange(0, 400))))
+        out.append("".join(rng.choice(["<answer>", "</answer>", "**", "a", "1", " ", "'", ",", "好"])
+                           for _ in range(rng.randrange(0, 60))))
+    return out
+
+
+def test_fuzz_never_raises_and_is_fast():
+    rng = random.Random(0)
+    comps = adversarial(rng)
+    recs = EXAMPLES + [
+        dict(EXAMPLES[0], answer="9" * 10000), dict(EXAMPLES[2], prompt="write " + "9" * 10000 + " words"),
+        dict(EXAMPLES[9], answer="x" * 5000), dict(EXAMPLES[7], variation=None), dict(EXAMPLES[7], variation=3),
+        dict(EXAMPLES[6], answer=";" * 1000), {"type": "BOGUS"}, {}, {"type": "NUMBER"},
+    ]
+    huge_prompts = [dict(EXAMPLES[4], prompt="Input: " + "好" * 200000),   # beyond the memo's size limit
+                    dict(EXAMPLES[4], prompt="Input: " + "ab " * 100000),
+                    dict(EXAMPLES[2], prompt="Write " + "x " * 500000 + "7 words")]
+    pairs = [(r, c) for r in recs for c in comps]
+    pairs += [(r, c) for r in huge_prompts for c in comps[:16] + [tag("好" * 200000), tag("ab " * 100000)]]
+    worst, slowest = 0.0, None
+    for r, c in pairs:
+        t = time.perf_counter()
+        s = score(r, c)
+        dt = time.perf_counter() - t
+        if dt > worst:
+            worst, slowest = dt, (r.get("type"), repr(c)[:40])
+        check(s)
+    # a 1 MB completion takes tens of milliseconds; the bound is loose for a shared, busy CI machine
+    assert worst < 1.0, f"slowest call {worst:.3f}s on {slowest}"
