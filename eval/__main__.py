@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--data", required=True)
     t.add_argument("--results", default=None, help="an `eval run` folder: accuracy vs fragmentation + plot")
     t.add_argument("--out", default=None, help="folder for tokstats.json / tokstats.md / plot")
+    t.add_argument("--name", default=None, help="display name (default: the model folder's name)")
     return p
 
 
@@ -113,7 +114,7 @@ def _tokstats(args: argparse.Namespace) -> int:
     stats = ts.cell_stats(tok, records)
     par = ts.parity(tok)
     speed = ts.throughput(tok, [r["prompt"] for r in records[:2000]])
-    name = Path(str(args.model)).name
+    name = args.name or path.name
     md = ts.markdown_table(stats, par, speed, name)
     report = {"model": str(args.model), "cells": [c.row() for c in stats], "parity": par, "throughput": speed}
     if args.results:

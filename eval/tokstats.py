@@ -1,8 +1,8 @@
 """Tokenizer diagnostics ("tokenizer blindness", measured): how a tokenizer cuts each task's text.
 
 Per task and language, over the benchmark prompts:
-* tokens per character (tpc) and fertility (tokens per word; words are whitespace tokens for en/ko and
-  jieba words for zh);
+* tokens per character (tpc) of the whole prompt, and fertility: tokens per word with each word encoded
+  alone (words are whitespace tokens for en/ko, jieba words for zh; up to 4,000 words per cell);
 * PCW, the share of words split into 2+ tokens;
 * parity: tokens of the zh/ko text over tokens of the aligned English text (the release's 200 aligned
   topics, `synth/data/topics.json`);
@@ -35,6 +35,7 @@ class CellStats:
     words: int
     tokens: int
     split_words: int
+    word_tokens: int = 0  # tokens of the sampled words, each encoded alone
 
     @property
     def tokens_per_char(self) -> float:
@@ -42,7 +43,7 @@ class CellStats:
 
     @property
     def fertility(self) -> float:
-        return self.tokens / self.words if self.words else 0.0
+        return self.word_tokens / self.words if self.words else 0.0
 
     @property
     def pcw(self) -> float:
@@ -84,8 +85,10 @@ def cell_stats(tok: Any, records: Iterable[dict[str, Any]], max_words: int = 400
         if word_budget[key] > 0:
             ws = ws[: word_budget[key]]
             word_budget[key] -= len(ws)
+            counts = [count_tokens(tok, w) for w in ws]
             c.words += len(ws)
-            c.split_words += sum(1 for w in ws if count_tokens(tok, w) > 1)
+            c.word_tokens += sum(counts)
+            c.split_words += sum(1 for k in counts if k > 1)
     return sorted(cells.values(), key=lambda c: (c.task, c.lang))
 
 
