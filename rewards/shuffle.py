@@ -10,14 +10,24 @@ fine:   0 unless the multisets match; then 1 - kept / (n - 1), kept = consecutiv
         to adjacent original positions, n = number of tokens.
         Worked example, original "a b c d e": "b d a c e" -> kept 0 -> 1; "a c e d b" -> kept 1
         ("e d") -> 1 - 1/4 = 0.75; the input unchanged -> kept 4 -> 0; "b d a c" -> multiset differs -> 0.
+
+How: the greedy mapping pairs the k-th occurrence of a token in the answer with its k-th original
+position, so two stable sorts by token (answer positions, original positions) line the pairs up
+without a Python loop per token. Inputs of 24 tokens or more go through numpy on integer keys (code
+points of CJK/Hangul characters, vocabulary ranks of words), which keeps a 200-token answer near the
+cost of a 5-token one; the prompt's half of the work is memoised per prompt.
 """
 from __future__ import annotations
 
 import operator
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from typing import Any
+
+import numpy as np
 
 from .base import Score, field
 from .extract import extract_answer
@@ -25,13 +35,22 @@ from .length import CJK_CHAR, HANGUL_CHAR
 
 _ORIG = re.compile(r"[:：]\s*([^\n\r]*)")
 _WORD = re.compile(r"\b[\w'-]+\b")
+_DROP = {"cjk": re.compile(r"[^\u4e00-\u9fff]+"), "hangul": re.compile(r"[^\uac00-\ud7a3]+")}
+_SMALL = 24  # below this many tokens plain Python beats numpy's per-call overhead
+_CACHE_MAX_CHARS = 1 << 14  # bounds what the memo can hold: 1,024 prompts of at most 16 k characters
+
+
+def kind(s: str) -> str:
+    """Which official tokeniser applies: "cjk", "hangul" or "word"."""
+    return "cjk" if CJK_CHAR.search(s) else "hangul" if HANGUL_CHAR.search(s) else "word"
 
 
 def tokens(s: str) -> list[str]:
     """Official REORD tokens of an already lower-cased, stripped string."""
-    if CJK_CHAR.search(s):
+    k = kind(s)
+    if k == "cjk":
         return CJK_CHAR.findall(s)
-    if HANGUL_CHAR.search(s):
+    if k == "hangul":
         return HANGUL_CHAR.findall(s)
     return _WORD.findall(s)
 
@@ -41,71 +60,124 @@ def _by_token(toks: list[str] | tuple[str, ...]) -> list[int]:
     return sorted(range(len(toks)), key=toks.__getitem__)
 
 
-_CACHE_MAX_CHARS = 1 << 14  # bounds what the memo can hold: 1,024 prompts of at most 16 k characters
-Prepared = tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
-def input_tokens(prompt: str) -> list[str] | None:
-    """Tokens of the prompt's input line (after the first colon); None when there is no colon."""
+@dataclass(frozen=True)
+class Original:
+    """A prompt's input line, prepared once: tokens, their sorted order, and integer sort keys."""
+
+    kind: str
+    toks: tuple[str, ...]
+    sorted_toks: tuple[str, ...]
+    o_idx: tuple[int, ...]
+    vocab: Mapping[str, int]  # word -> rank among the distinct words (sorted), for "word" lines
+    sorted_keys: np.ndarray  # code points ("cjk"/"hangul") or vocabulary ranks ("word"), sorted
+    o_idx_arr: np.ndarray
+
+    @classmethod
+    def of(cls, line: str) -> Original:
+        k = kind(line)
+        toks = tuple(tokens(line))
+        idx = _by_token(toks)
+        sorted_toks = tuple(map(toks.__getitem__, idx))
+        vocab: dict[str, int] = {}
+        if k == "word":
+            for t in sorted_toks:
+                vocab.setdefault(t, len(vocab))
+            keys = np.fromiter(map(vocab.__getitem__, sorted_toks), dtype=np.int64, count=len(toks))
+        else:
+            keys = np.frombuffer("".join(sorted_toks).encode("utf-32-le"), dtype=np.uint32).copy()
+        return cls(k, toks, sorted_toks, tuple(idx), vocab, _frozen(keys), _frozen(np.array(idx, dtype=np.int64)))
+
+
+def input_line(prompt: str) -> str | None:
+    """The official original: after the first colon, to the line end, lower-cased and stripped."""
     m = _ORIG.search(prompt)
-    return None if m is None else tokens(m.group(1).lower().strip())
-
-
-def _prepare(orig: list[str]) -> Prepared:
-    """(tokens, tokens in sorted order, positions in sorted order): the prompt's half of the work."""
-    idx = _by_token(orig)
-    return tuple(orig), tuple(map(orig.__getitem__, idx)), tuple(idx)
+    return None if m is None else m.group(1).lower().strip()
 
 
 @lru_cache(maxsize=1024)
-def _prepared(prompt: str) -> Prepared | None:
-    """Memoised: GRPO scores every prompt once per generation of its group, and this half of the work
-    depends on the prompt alone (the values are immutable tuples)."""
-    orig = input_tokens(prompt)
-    return None if orig is None else _prepare(orig)
+def _original_cached(prompt: str) -> Original | None:
+    line = input_line(prompt)
+    return None if line is None else Original.of(line)
 
 
-def kept_neighbours(orig: list[str] | tuple[str, ...], shuf: list[str]) -> int | None:
+def original(prompt: str) -> Original | None:
+    """The prepared original of a prompt; memoised (GRPO scores each prompt once per generation of its
+    group), except for huge prompts, which would make the memo hold too much."""
+    if len(prompt) <= _CACHE_MAX_CHARS:
+        return _original_cached(prompt)
+    line = input_line(prompt)
+    return None if line is None else Original.of(line)
+
+
+def kept_python(orig: Original, shuf: list[str]) -> int | None:
     """Consecutive answer pairs that map to adjacent original positions under the official greedy
-    mapping (k-th occurrence of a token -> its k-th original position); None when the multisets differ."""
-    o_idx = _by_token(orig)
-    return _kept(tuple(map(orig.__getitem__, o_idx)), o_idx, shuf)
-
-
-def _kept(orig_sorted: tuple[str, ...], o_idx: list[int] | tuple[int, ...], shuf: list[str]) -> int | None:
+    mapping; None when the token multisets differ."""
     n = len(shuf)
-    if n != len(orig_sorted):
+    if n != len(orig.toks):
         return None
     s_idx = _by_token(shuf)
-    if not all(map(operator.eq, map(shuf.__getitem__, s_idx), orig_sorted)):
+    if not all(map(operator.eq, map(shuf.__getitem__, s_idx), orig.sorted_toks)):
         return None
-    # Both stable sorts list each token's occurrences in order, so the j-th entries pair the k-th
-    # occurrence in the answer with the k-th original position: the greedy mapping, without a loop.
     pos = [0] * n
-    for a, b in zip(s_idx, o_idx):
+    for a, b in zip(s_idx, orig.o_idx):  # j-th occurrence in the answer -> j-th original position
         pos[a] = b
     diffs = list(map(operator.sub, pos[1:], pos))
     return diffs.count(1) + diffs.count(-1)
 
 
+def kept_numpy(orig: Original, answer: str) -> int | None:
+    """`kept_python` on integer keys with numpy; `answer` is the lower-cased, stripped answer text."""
+    n = len(orig.toks)
+    if kind(answer) != orig.kind:  # a CJK/Hangul token on one side only: the multisets differ
+        return None
+    if orig.kind == "word":
+        words = _WORD.findall(answer)
+        if len(words) != n:
+            return None
+        keys = np.fromiter(map(orig.vocab.get, words, repeat(-1)), dtype=np.int64, count=n)
+    else:
+        chars = _DROP[orig.kind].sub("", answer)
+        if len(chars) != n:
+            return None
+        keys = np.frombuffer(chars.encode("utf-32-le"), dtype=np.uint32)
+    s_idx = np.argsort(keys, kind="stable")
+    if not np.array_equal(keys[s_idx], orig.sorted_keys):
+        return None
+    pos = np.empty(n, dtype=np.int64)
+    pos[s_idx] = orig.o_idx_arr
+    d = np.diff(pos)
+    return int(np.count_nonzero((d == 1) | (d == -1)))
+
+
+def kept_neighbours(orig: Original, answer: str) -> int | None:
+    """Kept neighbour pairs for a lower-cased, stripped answer; None when the multisets differ."""
+    if len(orig.toks) >= _SMALL:
+        return kept_numpy(orig, answer)
+    return kept_python(orig, tokens(answer))
+
+
 def score_shuffle(prompt: str, completion: str) -> Score:
     """Score for one SHUFFLE row (official `shuffle_tokens`, both flags required)."""
     extracted = extract_answer(completion)
-    shuf = tokens(extracted.lower().strip())
-    if len(prompt) <= _CACHE_MAX_CHARS:
-        prepared = _prepared(prompt)
-    else:  # a huge prompt: not memoised, and not sorted unless the token counts agree
-        orig = input_tokens(prompt)
-        prepared = None if orig is None or len(orig) != len(shuf) else _prepare(orig)
-    if prepared is None:
+    answer = extracted.lower().strip()
+    if len(prompt) > _CACHE_MAX_CHARS:  # huge prompt: not memoised, so reject on token counts first
+        line = input_line(prompt)
+        if line is None or len(tokens(line)) != len(tokens(answer)):
+            return Score(0.0, 0.0, extracted)
+    orig = original(prompt)
+    if orig is None:
         return Score(0.0, 0.0, extracted)
-    orig_t, orig_sorted, o_idx = prepared
-    kept = _kept(orig_sorted, o_idx, shuf)
+    kept = kept_neighbours(orig, answer)
     if kept is None:
         return Score(0.0, 0.0, extracted)
     if kept == 0:
         return Score(1.0, 1.0, extracted)
-    return Score(0.0, 1.0 - kept / max(len(orig_t) - 1, 1), extracted)
+    return Score(0.0, 1.0 - kept / max(len(orig.toks) - 1, 1), extracted)
 
 
 def score(example: Mapping[str, Any], completion: str) -> Score:

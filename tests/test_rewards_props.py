@@ -2,13 +2,14 @@
 random and adversarial completions, prompts and labels with a loose time bound per call."""
 import decimal
 import random
+import re
 import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewards import Score, score
+from rewards import Score, length, score, shuffle
 from rewards.match_answer import levenshtein
 from rewards.number import closeness
 
@@ -114,6 +115,30 @@ def test_shuffle_fine_counts_kept_pairs(perm):
     kept = sum(abs(x - y) == 1 for x, y in zip(perm, perm[1:]))
     s = score(ex, tag(" ".join("abcdefgh"[i] for i in perm)))
     assert s.fine == pytest.approx(1 - kept / 7) and s.coarse == float(kept == 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), n=st.integers(0, 70), alphabet=st.sampled_from(["abcde", "好人学生大", "가나다라마"]))
+def test_shuffle_numpy_path_equals_python_path(data, n, alphabet):
+    """Long inputs go through numpy on integer keys; it must agree with the plain-Python greedy rule."""
+    word = alphabet == "abcde"
+    toks = data.draw(st.lists(st.sampled_from(list(alphabet)), min_size=n, max_size=n))
+    ans = data.draw(st.one_of(st.permutations(toks), st.lists(st.sampled_from(list(alphabet) + ["z", "好"]),
+                                                            min_size=max(0, n - 1), max_size=n + 1)))
+    join = " ".join if word else "".join
+    orig = shuffle.Original.of(join(toks))
+    answer = join(ans)
+    assert shuffle.kept_numpy(orig, answer) == shuffle.kept_python(orig, shuffle.tokens(answer))
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.one_of(st.text(st.sampled_from(list("abZ '-_1.,!?;:\"()\t\n\x0bé") + ["ﬁ", "\u00a0"]), max_size=60),
+                      any_text))
+def test_length_word_count_fast_path_equals_official_rule(text):
+    words = re.findall(r"\b[\w'-]+\b", text)
+    want = sum(1 for w in words if re.fullmatch(r"[a-zA-Z]+(?:[-'][a-zA-Z]+)*", w))
+    if not re.search(r"[\u4e00-\u9fff\uac00-\ud7a3]", text):
+        assert length.count_units(text) == want
 
 
 def adversarial(rng: random.Random) -> list:
