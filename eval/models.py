@@ -12,6 +12,7 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,18 +59,33 @@ def convert_gguf(gguf: Path, out: Path) -> Path:
     if getattr(cfg, "tie_word_embeddings", False):
         model.tie_weights()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=out.parent))
+    for stale in out.parent.glob(f".{out.name}.tmp-*"):  # left by a killed conversion over an hour ago
+        if time.time() - stale.stat().st_mtime > 3600:
+            shutil.rmtree(stale, ignore_errors=True)
+    # a hidden temp folder beside the target, renamed in one step: a killed conversion leaves no half folder
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
-        (tmp / "SOURCE").write_text(f"converted from {gguf}\n", encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
+        (tmp / "SOURCE").write_text(f"converted from {gguf} (bf16, dequantised)\n", encoding="utf-8")
+        for f in tmp.iterdir():  # mkdtemp makes 0700; a cache is readable like any model folder
+            f.chmod(0o644)
+        tmp.chmod(0o755)
+        if out.exists() and not is_converted(out):
+            shutil.rmtree(out)  # an incomplete folder left by something else
+        try:
+            os.replace(tmp, out)
+        except OSError:
+            if not is_converted(out):  # another process finished first: theirs is as good as ours
+                raise
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
+
+
+def is_converted(folder: Path) -> bool:
+    """A finished conversion: config, weights and tokenizer all present."""
+    return all((folder / f).is_file() for f in ("config.json", "model.safetensors", "tokenizer_config.json"))
 
 
 def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None = None) -> Path:
@@ -88,8 +104,8 @@ def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None =
         if p.suffix != ".gguf":
             raise ModelError(f"{p}: expected a Hugging Face folder or a .gguf file")
         gguf = p
-    out = (Path(cache_dir) if cache_dir else cache_root()) / gguf.stem
-    if (out / "config.json").is_file() and (out / "model.safetensors").is_file():
+    out = (Path(cache_dir).expanduser() if cache_dir else cache_root()) / gguf.stem
+    if is_converted(out):
         return out
     return convert_gguf(gguf, out)
 
