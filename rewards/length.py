@@ -12,24 +12,16 @@ fine:   max(0, 1 - |count - n| / max(n, 1)): linear in the relative length error
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Mapping
 from typing import Any
 
 from .base import Score, field
 from .extract import extract_answer
+from .text import CJK_CHAR, HANGUL_CHAR, PUNCT_TO_SPACE, words
 
 _INT = re.compile(r"\d+")
-_WORD = re.compile(r"\b[\w'-]+\b")
 _VALID_EN = re.compile(r"[a-zA-Z]+(?:[-'][a-zA-Z]+)*")
-CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
-HANGUL_CHAR = re.compile(r"[\uac00-\ud7a3]")
-
-
-# ASCII punctuation other than ' - _ separates words exactly like a space does (it is neither \w nor
-# in [\w'-]), so mapping it to spaces leaves the official word list unchanged.
-_PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation if c not in "'-_"})
-_PLAIN = re.compile(r"[a-zA-Z \t\n\r]*")
+_LETTERS = re.compile(r"[a-zA-Z ]*")
 
 
 def count_units(content: str) -> int:
@@ -38,11 +30,11 @@ def count_units(content: str) -> int:
         return len(CJK_CHAR.findall(content))
     if HANGUL_CHAR.search(content):
         return len(HANGUL_CHAR.findall(content))
-    plain = content.translate(_PUNCT_TO_SPACE)
-    if _PLAIN.fullmatch(plain):  # fast path: letters between separators, every chunk a valid word
+    plain = content.translate(PUNCT_TO_SPACE)
+    if _LETTERS.fullmatch(plain):  # fast path: only letters between separators, every word valid
         return len(plain.split())
-    full = _VALID_EN.fullmatch
-    return sum(1 for w in _WORD.findall(content) if full(w))
+    found = words(content)
+    return len(found) - list(map(_VALID_EN.fullmatch, found)).count(None)
 
 
 def target_length(prompt: str) -> int | None:

@@ -14,8 +14,9 @@ fine:   0 unless the multisets match; then 1 - kept / (n - 1), kept = consecutiv
 How: the greedy mapping pairs the k-th occurrence of a token in the answer with its k-th original
 position, so two stable sorts by token (answer positions, original positions) line the pairs up
 without a Python loop per token. Inputs of 24 tokens or more go through numpy on integer keys (code
-points of CJK/Hangul characters, vocabulary ranks of words), which keeps a 200-token answer near the
-cost of a 5-token one; the prompt's half of the work is memoised per prompt.
+points of CJK/Hangul characters, vocabulary ranks of words; 16-bit where they fit, so that the stable
+sort is a radix sort), which keeps a 200-token answer near the cost of a 5-token one; the prompt's
+half of the work is memoised per prompt.
 """
 from __future__ import annotations
 
@@ -31,10 +32,9 @@ import numpy as np
 
 from .base import Score, field
 from .extract import extract_answer
-from .length import CJK_CHAR, HANGUL_CHAR
+from .text import CJK_CHAR, HANGUL_CHAR, words
 
 _ORIG = re.compile(r"[:：]\s*([^\n\r]*)")
-_WORD = re.compile(r"\b[\w'-]+\b")
 _DROP = {"cjk": re.compile(r"[^\u4e00-\u9fff]+"), "hangul": re.compile(r"[^\uac00-\ud7a3]+")}
 _SMALL = 24  # below this many tokens plain Python beats numpy's per-call overhead
 _CACHE_MAX_CHARS = 1 << 14  # bounds what the memo can hold: 1,024 prompts of at most 16 k characters
@@ -42,6 +42,8 @@ _CACHE_MAX_CHARS = 1 << 14  # bounds what the memo can hold: 1,024 prompts of at
 
 def kind(s: str) -> str:
     """Which official tokeniser applies: "cjk", "hangul" or "word"."""
+    if s.isascii():  # O(1) in CPython: saves two scans of long English answers
+        return "word"
     return "cjk" if CJK_CHAR.search(s) else "hangul" if HANGUL_CHAR.search(s) else "word"
 
 
@@ -52,7 +54,7 @@ def tokens(s: str) -> list[str]:
         return CJK_CHAR.findall(s)
     if k == "hangul":
         return HANGUL_CHAR.findall(s)
-    return _WORD.findall(s)
+    return words(s)
 
 
 def _by_token(toks: list[str] | tuple[str, ...]) -> list[int]:
@@ -74,7 +76,9 @@ class Original:
     sorted_toks: tuple[str, ...]
     o_idx: tuple[int, ...]
     vocab: Mapping[str, int]  # word -> rank among the distinct words (sorted), for "word" lines
-    sorted_keys: np.ndarray  # code points ("cjk"/"hangul") or vocabulary ranks ("word"), sorted
+    key_dtype: type  # uint16 (BMP code points, or ranks of fewer than 65,535 words) or int64
+    missing: int  # key of a word that is not in the vocabulary (sorts apart from every real key)
+    sorted_keys: bytes  # the keys of the tokens in sorted order, as raw key_dtype values
     o_idx_arr: np.ndarray
 
     @classmethod
@@ -87,10 +91,14 @@ class Original:
         if k == "word":
             for t in sorted_toks:
                 vocab.setdefault(t, len(vocab))
-            keys = np.fromiter(map(vocab.__getitem__, sorted_toks), dtype=np.int64, count=len(toks))
-        else:
-            keys = np.frombuffer("".join(sorted_toks).encode("utf-32-le"), dtype=np.uint32).copy()
-        return cls(k, toks, sorted_toks, tuple(idx), vocab, _frozen(keys), _frozen(np.array(idx, dtype=np.int64)))
+            small = len(vocab) < 0xFFFF  # 16-bit keys let numpy's stable argsort use a radix sort
+            dtype, missing = (np.uint16, 0xFFFF) if small else (np.int64, -1)
+            keys = np.fromiter(map(vocab.__getitem__, sorted_toks), dtype=dtype, count=len(toks)).tobytes()
+        else:  # CJK and Hangul code points all lie in the BMP: UTF-16 code units are the code points
+            dtype, missing = np.uint16, 0  # (missing is only used for words)
+            keys = "".join(sorted_toks).encode("utf-16-le")
+        return cls(k, toks, sorted_toks, tuple(idx), vocab, dtype, missing, keys,
+                   _frozen(np.array(idx, dtype=np.int64)))
 
 
 def input_line(prompt: str) -> str | None:
@@ -136,22 +144,22 @@ def kept_numpy(orig: Original, answer: str) -> int | None:
     if kind(answer) != orig.kind:  # a CJK/Hangul token on one side only: the multisets differ
         return None
     if orig.kind == "word":
-        words = _WORD.findall(answer)
-        if len(words) != n:
+        found = words(answer)
+        if len(found) != n:
             return None
-        keys = np.fromiter(map(orig.vocab.get, words, repeat(-1)), dtype=np.int64, count=n)
+        keys = np.fromiter(map(orig.vocab.get, found, repeat(orig.missing)), dtype=orig.key_dtype, count=n)
     else:
         chars = _DROP[orig.kind].sub("", answer)
         if len(chars) != n:
             return None
-        keys = np.frombuffer(chars.encode("utf-32-le"), dtype=np.uint32)
+        keys = np.frombuffer(chars.encode("utf-16-le"), dtype=np.uint16)
     s_idx = np.argsort(keys, kind="stable")
-    if not np.array_equal(keys[s_idx], orig.sorted_keys):
+    if keys[s_idx].tobytes() != orig.sorted_keys:
         return None
     pos = np.empty(n, dtype=np.int64)
     pos[s_idx] = orig.o_idx_arr
-    d = np.diff(pos)
-    return int(np.count_nonzero((d == 1) | (d == -1)))
+    d = pos[1:] - pos[:-1]
+    return int(np.count_nonzero(np.abs(d, out=d) == 1))
 
 
 def kept_neighbours(orig: Original, answer: str) -> int | None:

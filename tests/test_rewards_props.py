@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewards import Score, length, score, shuffle
+from rewards import text as text_mod
 from rewards.match_answer import levenshtein
 from rewards.number import closeness
 
@@ -139,6 +140,13 @@ def test_length_word_count_fast_path_equals_official_rule(text):
     want = sum(1 for w in words if re.fullmatch(r"[a-zA-Z]+(?:[-'][a-zA-Z]+)*", w))
     if not re.search(r"[\u4e00-\u9fff\uac00-\ud7a3]", text):
         assert length.count_units(text) == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.one_of(st.text(st.sampled_from(list("abZ09 '-_.,!?;:\"()\t\n\x0bé") + ["ﬁ", "\u00a0"]), max_size=60),
+                      any_text))
+def test_word_tokens_fast_path_equals_regex(text):
+    assert text_mod.words(text) == re.findall(r"\b[\w'-]+\b", text)
 
 
 def adversarial(rng: random.Random) -> list:
