@@ -23,15 +23,37 @@ from .extract import extract_answer
 
 _NO = re.compile(r"\bno\b", re.IGNORECASE)
 _QUOTED = re.compile(r"['\"](.*?)['\"]")
-_TOKEN = re.compile(r"[\u4e00-\u9fa5]|[a-zA-Z]+")
-_DROP = str.maketrans("", "", ",.。:：、；;\"'‘’“”")
+_NOT_CJK = re.compile(r"[^\u4e00-\u9fa5]+")
+_LATIN = re.compile(r"[a-zA-Z]+")
+_SYMBOLS = ",.。:：、；;\"'‘’“”"
 MODIFY = ("modify", "修改")
 
 
 def clean_text(text: str) -> str:
-    """The official DIFF normalisation."""
-    text = _NO.sub("", text.lower().replace("不是", ""))
-    return text.translate(_DROP).lower().strip()
+    """The official DIFF normalisation. The `in` pre-checks skip scans that cannot change anything
+    (only n/N and o/O match "no" case-insensitively, and the text is lower-cased first)."""
+    text = text.lower()
+    if "不是" in text:
+        text = text.replace("不是", "")
+    if "no" in text:
+        text = _NO.sub("", text)
+    for ch in _SYMBOLS:  # str.replace per symbol: one fast scan each, unlike translate() on CJK text
+        if ch in text:
+            text = text.replace(ch, "")
+    return text.lower().strip()
+
+
+def two_tokens(cleaned: str) -> set[str] | None:
+    """The distinct official DIFF tokens (CJK characters U+4E00..U+9FA5, Latin letter runs) of a
+    cleaned answer when there are exactly two, else None; stops as soon as a third one shows up."""
+    found = set(_NOT_CJK.sub("", cleaned))
+    if len(found) > 2:
+        return None
+    for m in _LATIN.finditer(cleaned):
+        found.add(m.group())
+        if len(found) > 2:
+            return None
+    return found if len(found) == 2 else None
 
 
 def score_diff(completion: str, label: str, variation: Any) -> Score:
@@ -43,11 +65,12 @@ def score_diff(completion: str, label: str, variation: Any) -> Score:
     if not isinstance(variation, str):  # official: variation.lower() raises here
         return Score(0.0, 0.0, extracted, valid=False)
     if variation.lower() in MODIFY:
-        quoted = {c for c in map(clean_text, _QUOTED.findall(extracted)) if c}
-        if len(quoted) <= 2 and a2 in quoted:
-            return Score(1.0, 1.0, extracted)
-        toks = set(_TOKEN.findall(a1))
-        if len(toks) == 2 and a2 in toks:
+        if "'" in extracted or '"' in extracted:
+            quoted = {c for c in map(clean_text, _QUOTED.findall(extracted)) if c}
+            if len(quoted) <= 2 and a2 in quoted:
+                return Score(1.0, 1.0, extracted)
+        toks = two_tokens(a1)
+        if toks is not None and a2 in toks:
             return Score(1.0, 1.0, extracted)
     return Score(0.0, 0.0, extracted)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .base import Score, field
 from .extract import extract_answer
-from .text import CJK_CHAR, HANGUL_CHAR, PUNCT_TO_SPACE, words
+from .text import CJK_CHAR, HANGUL_CHAR, NOT_CJK, NOT_HANGUL, PUNCT_TO_SPACE, words
 
 _INT = re.compile(r"\d+")
 _VALID_EN = re.compile(r"[a-zA-Z]+(?:[-'][a-zA-Z]+)*")
@@ -26,10 +26,10 @@ _LETTERS = re.compile(r"[a-zA-Z ]*")
 
 def count_units(content: str) -> int:
     """Token count by the official LENGTH rule."""
-    if CJK_CHAR.search(content):
-        return len(CJK_CHAR.findall(content))
+    if CJK_CHAR.search(content):  # deleting the other runs beats building one string per character
+        return len(NOT_CJK.sub("", content))
     if HANGUL_CHAR.search(content):
-        return len(HANGUL_CHAR.findall(content))
+        return len(NOT_HANGUL.sub("", content))
     plain = content.translate(PUNCT_TO_SPACE)
     if _LETTERS.fullmatch(plain):  # fast path: only letters between separators, every word valid
         return len(plain.split())

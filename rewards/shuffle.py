@@ -32,10 +32,10 @@ import numpy as np
 
 from .base import Score, field
 from .extract import extract_answer
-from .text import CJK_CHAR, HANGUL_CHAR, words
+from .text import CJK_CHAR, HANGUL_CHAR, NOT_CJK, NOT_HANGUL, words
 
 _ORIG = re.compile(r"[:：]\s*([^\n\r]*)")
-_DROP = {"cjk": re.compile(r"[^\u4e00-\u9fff]+"), "hangul": re.compile(r"[^\uac00-\ud7a3]+")}
+_DROP = {"cjk": NOT_CJK, "hangul": NOT_HANGUL}
 _SMALL = 24  # below this many tokens plain Python beats numpy's per-call overhead
 _CACHE_MAX_CHARS = 1 << 14  # bounds what the memo can hold: 1,024 prompts of at most 16 k characters
 

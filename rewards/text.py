@@ -14,6 +14,8 @@ import string
 
 CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 HANGUL_CHAR = re.compile(r"[\uac00-\ud7a3]")
+NOT_CJK = re.compile(r"[^\u4e00-\u9fff]+")
+NOT_HANGUL = re.compile(r"[^\uac00-\ud7a3]+")
 WORD = re.compile(r"\b[\w'-]+\b")
 PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation + "\t\n\r" if c not in "'-_"})
 _PLAIN = re.compile(r"[a-zA-Z0-9_'\- ]*")

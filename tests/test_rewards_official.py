@@ -17,7 +17,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def official_namespace() -> dict:
-    if not (MIRROR / "HEAD").exists() and not MIRROR.is_dir():
+    if not MIRROR.is_dir():
         pytest.skip(f"official TASE source not mirrored at {MIRROR}: differential test skipped "
                     "(the fixture and quirk tests in test_rewards.py still run)")
     try:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewards import Score, length, score, shuffle
+from rewards import Score, diff, length, score, shuffle
 from rewards import text as text_mod
 from rewards.match_answer import levenshtein
 from rewards.number import closeness
@@ -147,6 +147,18 @@ def test_length_word_count_fast_path_equals_official_rule(text):
                       any_text))
 def test_word_tokens_fast_path_equals_regex(text):
     assert text_mod.words(text) == re.findall(r"\b[\w'-]+\b", text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.one_of(st.lists(st.sampled_from(list("noNOab 不是好人,.。:'\"‘’“”;、İK") + ["no", "No", "不是"]),
+                               max_size=40).map("".join), any_text))
+def test_diff_cleaning_and_tokens_equal_the_plain_rule(text):
+    plain = re.sub(r"\bno\b", "", text.lower().replace("不是", ""), flags=re.IGNORECASE)
+    for ch in ",.。:：、；;\"'‘’“”":
+        plain = plain.replace(ch, "")
+    assert diff.clean_text(text) == plain.lower().strip()
+    toks = set(re.findall(r"[\u4e00-\u9fa5]|[a-zA-Z]+", plain))
+    assert diff.two_tokens(plain) == (toks if len(toks) == 2 else None)
 
 
 def adversarial(rng: random.Random) -> list:
