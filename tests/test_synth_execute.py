@@ -1,0 +1,90 @@
+"""The opt-in CUTE/EXECUTE family: every answer recomputed here from the prompt, and EXACT scoring."""
+import re
+
+import pytest
+
+import synth
+from rewards import score
+from tests.test_synth_structural import jamo, syllable
+
+QUOTE = {"en": ("'", "'"), "zh": ("“", "”"), "ko": ("'", "'")}
+
+
+def quoted(prompt: str, lang: str) -> list[str]:
+    a, b = QUOTE[lang]
+    return re.findall(re.escape(a) + r"(.*?)" + re.escape(b), prompt)
+
+
+def ordinals(prompt: str) -> list[int]:
+    return [int(x) - 1 for x in re.findall(r"(\d+)(?:st|nd|rd|th|번째|个)", prompt)]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh", "ko"])
+def test_char_and_word_level_answers(lang):
+    yes, no = {"en": ("yes", "no"), "zh": ("是", "否"), "ko": ("예", "아니요")}[lang]
+    seen = set()
+    for r in synth.generate("execute", lang, 400, 5):
+        sub, q, a = r["subtask"], quoted(r["prompt"], lang), r["answer"]
+        seen.add(sub)
+        if sub == "spell":
+            assert a == " ".join(q[0])
+        elif sub == "inverse_spell":
+            assert a == q[0].replace(" ", "")
+        elif sub == "contains_char":
+            assert a == (yes if q[1] in q[0] else no)
+        elif sub == "contains_word":
+            assert a == (yes if q[1] in q[0].split() else no)
+        elif sub == "insert_char":
+            c, b, w = (q[0], q[1], q[2]) if lang == "en" else (q[2], q[1], q[0])
+            assert a == "".join(ch + c if ch == b else ch for ch in w)
+        elif sub == "substitute_char":
+            b, w, c = (q[0], q[1], q[2]) if lang == "en" else (q[1], q[0], q[2])
+            assert a == "".join(c if ch == b else ch for ch in w)
+        elif sub == "delete_char":
+            c, w = (q[0], q[1]) if lang == "en" else (q[1], q[0])
+            assert a == "".join(ch for ch in w if ch != c)
+        elif sub == "swap_char":
+            i, j = ordinals(r["prompt"])
+            w = list(q[0])
+            w[i], w[j] = w[j], w[i]
+            assert a == "".join(w)
+        elif sub == "swap_word":
+            i, j = ordinals(r["prompt"])
+            s = q[0].split()
+            s[i], s[j] = s[j], s[i]
+            assert a == " ".join(s)
+        elif sub == "delete_word":
+            c, s = (q[0], q[1]) if lang == "en" else (q[1], q[0])
+            assert a == " ".join(t for t in s.split() if t != c)
+        elif sub == "substitute_word":
+            b, s, c = (q[0], q[1], q[2]) if lang == "en" else (q[1], q[0], q[2])
+            assert a == " ".join(c if t == b else t for t in s.split())
+        elif sub == "insert_word":
+            c, b, s = (q[0], q[1], q[2]) if lang == "en" else (q[2], q[1], q[0])
+            assert a == " ".join(x for t in s.split() for x in ((t, c) if t == b else (t,)))
+        assert score(r, f"<answer>{a}</answer>").coarse == 1.0
+        assert score(r, f"<answer>{a}x</answer>").coarse == 0.0
+    assert len(seen) == (15 if lang == "ko" else 12)  # ko adds the three jamo tasks
+
+
+def test_korean_subcharacter_answers():
+    for r in synth.generate("execute", "ko", 300, 6):
+        sub, a = r["subtask"], r["answer"]
+        if sub == "ko_syllable_to_jamo":
+            w = re.search(r"'(.*?)'", r["prompt"]).group(1)
+            assert a.split() == [j for s in w for j in jamo(s)]
+        elif sub == "ko_jamo_to_syllable":
+            js = r["prompt"].split(": ")[1].split(", ")
+            out, buf = "", []
+            for s in a:  # recompose syllable by syllable with Unicode arithmetic
+                n = len(jamo(s))
+                out += syllable(js[len(buf):len(buf) + n])
+                buf += js[len(buf):len(buf) + n]
+            assert out == a and buf == js
+        elif sub == "ko_contains_jamo":
+            w, c = re.findall(r"'(.*?)'", r["prompt"])[:2]
+            assert a == ("예" if c in [j for s in w for j in jamo(s)] else "아니요")
+
+
+def test_execute_is_opt_in():
+    assert "execute" not in {r["task"] for r in synth.generate("all", "all", 200, 1)}
