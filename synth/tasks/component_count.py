@@ -1,24 +1,82 @@
-"""COMPC: count a component inside tokens.
+"""COMPC: count a component inside tokens, with the total drawn first (0 included) as the official
+generators do.
 
-en: a letter in 1-3 words, total controlled (the letter absent in about one case in five, so 0 occurs);
-ko: a jamo (initial, medial or final, compound ones whole, via hgtk) in up to 6 syllables;
-zh: a component in 2-6 characters, counted over the recursive chaizi decomposition of each character.
+en: a letter in 1-3 distinct words, total uniform in 0..10 (each word holds the letter when the total
+is > 0, as the official en.py);
+ko: a jamo (initial, medial or final; compound ones such as ㄾ whole, via hgtk) in 1-6 syllables,
+total uniform in 0..5; syllables from all 11,172 (as the official file) or from common ones;
+zh: a component in 1-6 common characters, total uniform in 0..5, counted at the top level of the
+chaizi decompositions, with only characters whose count the dictionary fixes (see
+`structural.zh_count_index`) and zeros that contain the component nowhere.
 """
 from __future__ import annotations
 
 import random
+from collections import Counter
+from functools import lru_cache
 
 from ..core import Generator, register
 from ..record import make_record
 from ..resources import word_list
-from ..structural import common_hanzi, components, hangul_syllables, jamo_of
+from ..structural import jamo_count_index, split_total, zh_count_index, zh_tree
 
 TEMPLATES = {
     "en": ('How many times does the letter "{c}" appear in {w}?',
-           'Count the letter "{c}" in: {w}. How many times does it occur?'),
-    "zh": ('"{w}"的字形中有多少"{c}"存在', '在"{w}"这些字的字形里，部件"{c}"一共出现了几次？'),
-    "ko": ('"{w}"에서 "{c}"는 몇 회 출현하였습니까?', '"{w}"를 자모로 풀었을 때 "{c}"는 모두 몇 번 나옵니까?'),
+           'Count the letter "{c}" in: {w}. How many times does it occur?',
+           'In "{w}", how often does the letter "{c}" occur?'),
+    "zh": ('"{w}"的字形中有多少"{c}"存在',
+           '在"{w}"这些字的字形里，部件"{c}"一共出现了几次？',
+           '数一数"{w}"中包含几个"{c}"部件。'),
+    "ko": ('"{w}"에서 "{c}"는 몇 회 출현하였습니까?',
+           '"{w}"를 자모로 풀었을 때 "{c}"는 모두 몇 번 나옵니까?',
+           '"{w}"에 들어 있는 "{c}"의 개수는 몇 개입니까?'),
 }
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+EN_VOCAB = 40000
+MAX_EN, MAX_KO, MAX_ZH = 10, 5, 5
+
+
+@lru_cache(maxsize=None)
+def en_letter_index() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """letter -> words by how many times they hold it (index 0: words without it)."""
+    words = [w for w in word_list("en").words[:EN_VOCAB] if w.islower()]
+    out = {}
+    for c in LETTERS:
+        by: list[list[str]] = [[] for _ in range(MAX_EN + 1)]
+        for w in words:
+            k = w.count(c)
+            if k <= MAX_EN:
+                by[k].append(w)
+        out[c] = tuple(tuple(x) for x in by)
+    return out
+
+
+@lru_cache(maxsize=None)
+def zh_targets() -> tuple[tuple[str, ...], ...]:
+    """Targets per total k: components whose (up to 6) best characters can reach k."""
+    idx, _ = zh_count_index()
+    reach = {}
+    for c, by in idx.items():
+        counts = sorted((k for k, chars in by.items() for _ in chars), reverse=True)[:6]
+        reach[c] = sum(counts)
+    return tuple(tuple(sorted(c for c, r in reach.items() if r >= k)) for k in range(MAX_ZH + 1))
+
+
+def distinct(items: list[str]) -> bool:
+    return len(set(items)) == len(items)
+
+
+def pick(rng: random.Random, by, parts: list[int]) -> list[str] | None:
+    """Distinct items, one per part, each holding exactly that part's count (sampled without
+    replacement within a count); None when some count has too few items."""
+    need = Counter(parts)
+    out: list[str] = []
+    for p, m in need.items():
+        items = by.get(p, ()) if isinstance(by, dict) else by[p]
+        if len(items) < m:
+            return None
+        out += rng.sample(items, m)
+    return out
 
 
 @register
@@ -27,34 +85,81 @@ class ComponentCount(Generator):
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         if lang == "en":
-            words = [w for w in (rng.choice(word_list("en").words) for _ in range(rng.randint(1, 3)))]
-            text = " ".join(words)
-            if rng.random() < 0.2:
-                absent = sorted(set("abcdefghijklmnopqrstuvwxyz") - set(text.lower()))
-                if not absent:
-                    return None
-                c = rng.choice(absent)
-            else:
-                c = rng.choice([ch for ch in text if ch.isalpha()])
-            count = text.count(c)
+            got = self._en(rng)
         elif lang == "ko":
-            sylls = hangul_syllables()
-            text = "".join(rng.choice(sylls) for _ in range(rng.randint(1, 6)))
-            js = [j for s in text for j in jamo_of(s)]
-            c = rng.choice(js) if rng.random() < 0.8 else rng.choice(jamo_of(rng.choice(sylls)))
-            count = js.count(c)
+            got = self._ko(rng)
         else:
-            chars = common_hanzi()
-            seed_ch = rng.choice(chars)
-            comps = components(seed_ch)
-            if not comps:
-                return None
-            c = rng.choice(comps)
-            others = [rng.choice(chars) for _ in range(rng.randint(1, 5))]
-            pool = [seed_ch] + others
-            rng.shuffle(pool)
-            text = "".join(pool)
-            count = sum(components(ch).count(c) for ch in pool)
+            got = self._zh(rng)
+        if got is None:
+            return None
+        c, text, count = got
         prompt = self.template(rng, TEMPLATES, lang).format(c=c, w=text)
         return make_record(id="", task=self.task, lang=lang, type="NUMBER", prompt=prompt, answer=str(count),
                            meta={"target": c, "text": text, "count": count})
+
+    @staticmethod
+    def _en(rng: random.Random):
+        k = rng.randint(0, MAX_EN)
+        for _ in range(8):
+            c = rng.choice(LETTERS)
+            by = en_letter_index()[c]
+            if k == 0:
+                words = [rng.choice(by[0]) for _ in range(rng.randint(1, 3))]
+            else:
+                parts = split_total(rng, k, 1, 3, lambda p: bool(by[p]))
+                words = pick(rng, by, parts) if parts else None
+                if words is None:
+                    continue
+            if distinct(words):
+                return c, " ".join(words), k
+        return None
+
+    @staticmethod
+    def _ko(rng: random.Random):
+        k = rng.randint(0, MAX_KO)
+        idx = jamo_count_index(rng.choice(("all", "common")))
+        for _ in range(8):
+            c = rng.choice(tuple(idx))
+            by = idx[c]
+            if k == 0:
+                sylls = [rng.choice(by[0]) for _ in range(rng.randint(1, 6))]
+            else:
+                parts = split_total(rng, k, 1, 6, lambda p: bool(by.get(p)))
+                sylls = pick(rng, by, parts) if parts else None
+                if sylls is None:
+                    continue
+                sylls += [rng.choice(by[0]) for _ in range(rng.randint(0, 6 - len(parts)))]
+                rng.shuffle(sylls)
+            if distinct(sylls):
+                return c, "".join(sylls), k
+        return None
+
+    @staticmethod
+    def _zh(rng: random.Random):
+        idx, chars = zh_count_index()
+        k = rng.randint(0, MAX_ZH)
+        c = rng.choice(zh_targets()[k])
+        by = idx[c]
+        if k == 0:
+            pos: list[str] = []
+        else:
+            for _ in range(4):
+                parts = split_total(rng, k, 1, 6, lambda p: bool(by.get(p)))
+                pos = pick(rng, by, parts) if parts else None
+                if pos is not None:
+                    break
+            else:
+                return None
+        n_neg = rng.randint(1, 6) if k == 0 else rng.randint(0, 6 - len(pos))
+        neg: list[str] = []
+        for _ in range(4 * n_neg):
+            if len(neg) == n_neg:
+                break
+            ch = rng.choice(chars)
+            if c not in zh_tree(ch) and ch != c:
+                neg.append(ch)
+        pool = pos + neg
+        if not pool or not distinct(pool):
+            return None
+        rng.shuffle(pool)
+        return c, "".join(pool), k

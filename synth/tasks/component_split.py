@@ -1,33 +1,48 @@
-"""COMPM: split tokens into parts and combine parts into tokens (round-trip checked for every pair).
+"""COMPM: split tokens into parts and combine parts into tokens; every pair is round-trip checked.
 
 en split: a word of more than 5 letters cut into 2-4 parts of >= 2 letters; the prompt names each part
-by its first and last letter ("from i to t"); answer "irritat, ion". en combine: the shuffled parts;
-only words whose parts make exactly one vocabulary word in any order.
-ko: a syllable -> its jamo ("ㅅ, ㅛ, ㄱ") and back (valid Unicode syllables only).
-zh: a character -> its components with up to 4 alternative decompositions ("人,列;亻,列"); combine:
-only component sets that make exactly one character of the chaizi dictionary.
+by its first and last letter ("from i to t, from i to n"), answer "irritat, ion"; only cuts that are
+the single segmentation of the word matching that description (parts of any length >= 1).
+en combine: the shuffled parts ("{irrit}, {on}, {ati}"), in an order other than the word's; only
+words that are the single vocabulary word spelled by the parts in some order.
+ko: a syllable -> its jamo ("ㅅ, ㅛ, ㄱ") and back (syllables that hgtk round-trips).
+zh split: a character -> up to 4 alternative decompositions ("人,列;亻,列"; at most 4 parts and no
+stroke part, as the official filter); combine: the parts of one decomposition that make exactly one
+character of the whole chaizi dictionary.
 """
 from __future__ import annotations
 
 import itertools
 import random
+from collections import defaultdict
 from functools import lru_cache
 
 from ..core import Generator, register
 from ..record import make_record
 from ..resources import word_list
-from ..structural import chaizi, combine_index, common_hanzi, compose, jamo_of
+from ..structural import combine_index, common_hanzi, compose, jamo_of, split_options, syllable_pools
 
 T_SPLIT = {
-    "en": ("Split {w} into {spec}.", "Cut the word {w} into these pieces: {spec}. Write the pieces separated by commas."),
+    "en": ("Split {w} into {spec}.",
+           "Cut the word {w} into these pieces: {spec}. Write the pieces separated by commas.",
+           "Divide {w} into parts as follows: {spec}."),
     "ko": ("'{w}'의 초성, 중성, 종성(있는 경우)은 무엇인가요? 쉼표로 구분하세요.",
-           "'{w}'를 초성, 중성, 종성(있으면)으로 나누어 쉼표로 구분해 쓰세요."),
-    "zh": ("请将“{w}”拆分为可重新组合的基本部件.", "把汉字“{w}”拆成能重新组合回去的部件。"),
+           "'{w}'를 초성, 중성, 종성(있으면)으로 나누어 쉼표로 구분해 쓰세요.",
+           "글자 '{w}'를 자모로 분해하세요(초성, 중성, 종성 순, 쉼표로 구분)."),
+    "zh": ("请将“{w}”拆分为可重新组合的基本部件.",
+           "把汉字“{w}”拆成能重新组合回去的部件。",
+           "“{w}”这个字可以拆成哪些部件？"),
 }
 T_COMBINE = {
-    "en": ("Combine {parts} into one word.", "Put the pieces {parts} together (in some order) to make one word."),
-    "ko": ("다음 자모를 조합하세요: {parts}", "다음 자모로 한 글자를 만드세요: {parts}"),
-    "zh": ("使用“{parts}”可以组成哪个汉字？", "用“{parts}”这几个部件能拼成哪个汉字？"),
+    "en": ("Combine {parts} into one word.",
+           "Put the pieces {parts} together (in some order) to make one word.",
+           "Which word do the pieces {parts} form when joined in the right order?"),
+    "ko": ("다음 자모를 조합하세요: {parts}",
+           "다음 자모로 한 글자를 만드세요: {parts}",
+           "자모 {parts}를 모아 쓴 글자는 무엇입니까?"),
+    "zh": ("使用“{parts}”可以组成哪个汉字？",
+           "用“{parts}”这几个部件能拼成哪个汉字？",
+           "“{parts}”合在一起是什么字？"),
 }
 
 
@@ -41,13 +56,32 @@ def en_vocab() -> frozenset[str]:
     return frozenset(word_list("en").words)
 
 
-def cut(rng: random.Random, w: str) -> list[str] | None:
+def cut(rng: random.Random, w: str) -> list[str]:
+    """2-4 parts of >= 2 letters, lengths drawn uniformly among such compositions' shapes."""
     k = rng.randint(2, min(4, len(w) // 2))
-    cuts = sorted(rng.sample(range(2, len(w) - 1), k - 1)) if len(w) - 3 >= k - 1 else None
-    if cuts is None:
-        return None
-    parts = [w[a:b] for a, b in zip([0, *cuts], [*cuts, len(w)])]
-    return parts if all(len(p) >= 2 for p in parts) else None
+    extra = len(w) - 2 * k
+    bars = sorted(rng.randint(0, extra) for _ in range(k - 1))
+    lengths = [2 + b - a for a, b in zip([0, *bars], [*bars, extra])]
+    out, i = [], 0
+    for n in lengths:
+        out.append(w[i : i + n])
+        i += n
+    return out
+
+
+def spec_matches(w: str, spec: list[tuple[str, str]]) -> int:
+    """How many ways `w` splits into len(spec) consecutive parts (length >= 1) with those first/last
+    letters; a part of one letter needs first == last."""
+    ways = {0: 1}
+    for a, b in spec:
+        nxt: dict[int, int] = defaultdict(int)
+        for s, n in ways.items():
+            if s < len(w) and w[s] == a:
+                for e in range(s, len(w)):
+                    if w[e] == b:
+                        nxt[e + 1] += n
+        ways = nxt
+    return ways.get(len(w), 0)
 
 
 @register
@@ -58,37 +92,47 @@ class ComponentSplit(Generator):
     def make(self, rng: random.Random, lang: str, subtask: str):
         t = self.template(rng, T_SPLIT if subtask == "split" else T_COMBINE, lang)
         if lang == "en":
-            w = rng.choice(en_words())
-            parts = cut(rng, w)
-            if parts is None:
-                return None
-            if subtask == "split":
-                spec = ", ".join(f"from {p[0]} to {p[-1]}" for p in parts)
-                return self._rec(lang, subtask, t.format(w=w, spec=spec), ", ".join(parts), {"word": w, "parts": parts})
-            shuffled = list(parts)
-            rng.shuffle(shuffled)
-            words = {"".join(p) for p in itertools.permutations(parts)} & en_vocab()
-            if words != {w}:
-                return None  # not uniquely reconstructible
-            return self._rec(lang, subtask, t.format(parts=", ".join("{" + p + "}" for p in shuffled)), w,
-                             {"word": w, "parts": shuffled})
+            return self._en(rng, subtask, t)
         if lang == "ko":
-            s = chr(0xAC00 + rng.randrange(11172))
+            s = rng.choice(syllable_pools()[rng.choice(("all", "common"))])
             js = jamo_of(s)
-            if compose(js) != s:
+            if compose(js) != s:  # pragma: no cover - the table keeps round-tripping syllables only
                 return None
             if subtask == "split":
-                return self._rec(lang, subtask, t.format(w=s), ", ".join(js), {"char": s, "jamo": js})
-            return self._rec(lang, subtask, t.format(parts=", ".join(js)), s, {"char": s, "jamo": js})
-        ch = rng.choice(common_hanzi())
-        decs = chaizi()[ch][:4]
+                return self._rec(lang, subtask, t.format(w=s), ", ".join(js), {"char": s, "jamo": list(js)})
+            return self._rec(lang, subtask, t.format(parts=", ".join(js)), s, {"char": s, "jamo": list(js)})
+        ch = rng.choice(common_hanzi(3500))
+        opts = split_options(ch)
+        if not opts or any(ch not in combine_index()[tuple(sorted(d))] for d in opts):
+            return None
         if subtask == "split":
-            ans = ";".join(",".join(d) for d in decs)
-            return self._rec(lang, subtask, t.format(w=ch), ans, {"char": ch, "decompositions": decs})
-        dec = rng.choice(decs)
-        if combine_index().get(tuple(sorted(dec))) != [ch]:
+            ans = ";".join(",".join(d) for d in opts)
+            return self._rec(lang, subtask, t.format(w=ch), ans, {"char": ch, "decompositions": [list(d) for d in opts]})
+        dec = rng.choice(opts)
+        if combine_index()[tuple(sorted(dec))] != {ch}:
             return None  # not uniquely reconstructible
-        return self._rec(lang, subtask, t.format(parts=" ".join(dec)), ch, {"char": ch, "parts": dec})
+        return self._rec(lang, subtask, t.format(parts=" ".join(dec)), ch, {"char": ch, "parts": list(dec)})
+
+    def _en(self, rng: random.Random, subtask: str, t: str):
+        w = rng.choice(en_words())
+        parts = cut(rng, w)
+        if "".join(parts) != w:  # pragma: no cover - cut() partitions the word
+            return None
+        if subtask == "split":
+            spec = [(p[0], p[-1]) for p in parts]
+            if spec_matches(w, spec) != 1:
+                return None  # the description fits another segmentation too
+            text = ", ".join(f"from {a} to {b}" for a, b in spec)
+            return self._rec("en", subtask, t.format(w=w, spec=text), ", ".join(parts), {"word": w, "parts": parts})
+        if len(set(parts)) == 1:
+            return None  # no order other than the word's own
+        shuffled = list(parts)
+        while shuffled == parts:
+            rng.shuffle(shuffled)
+        if {"".join(p) for p in itertools.permutations(parts)} & en_vocab() != {w}:
+            return None  # not uniquely reconstructible
+        prompt = t.format(parts=", ".join("{" + p + "}" for p in shuffled))
+        return self._rec("en", subtask, prompt, w, {"word": w, "parts": shuffled})
 
     def _rec(self, lang, subtask, prompt, answer, meta):
         return make_record(id="", task=self.task, subtask=subtask, lang=lang,

@@ -1,8 +1,10 @@
-"""DOT: 16x16 dot-matrix characters from GNU Unifont (language slot `mul`).
+"""DOT: 16x16 dot-matrix characters from GNU Unifont (language slot `mul`, as the official files).
 
 char_classification: the character as text -> its category; bitmap_type_classification: the bitmap ->
-category; bitmap_classification: the bitmap and its category -> the character. Categories and text
-formats are the official ones; blank glyphs are rejected.
+its category; bitmap_classification: the bitmap and its category -> the character. Categories, prompt
+wording and the 0/1 row formats are the official ones. The category is drawn uniformly, then a
+character of it; blank glyphs and glyphs shared by two candidates are never used
+(`structural.dot_charset`), so every bitmap has one answer.
 """
 from __future__ import annotations
 
@@ -18,20 +20,36 @@ CATEGORIES = (
     "- kana (Japanese hiragana/katakana)\n- greek (Greek letters)\n- symbol (punctuation or other symbols)"
 )
 T = {
-    "char_classification": ("\nPlease classify the following character into one of the following categories:\n"
-                            + CATEGORIES + "\ncharacter: '{c}'\n"),
-    "bitmap_type_classification": ("\nPlease classify the following 16x16 bitmap into one of the following "
-                                   "categories:\n" + CATEGORIES + "\n\nbitmap:\n{rows_nl}\n                "),
-    "bitmap_classification": ("Please classify the following 16x16 bitmap into the character it represents in "
-                              "the category ({cat}):\n{rows_list}"),
+    "char_classification": (
+        "\nPlease classify the following character into one of the following categories:\n" + CATEGORIES
+        + "\ncharacter: '{c}'\n",
+        "Which category does the character '{c}' belong to? Choose one of:\n" + CATEGORIES + "\n",
+    ),
+    "bitmap_type_classification": (
+        "\nPlease classify the following 16x16 bitmap into one of the following categories:\n" + CATEGORIES
+        + "\n\nbitmap:\n{rows_nl}\n                ",
+        "Each row below is one line of a 16x16 bitmap (1 = ink). Which category is the character it shows?\n"
+        + CATEGORIES + "\n\nbitmap:\n{rows_nl}\n",
+    ),
+    "bitmap_classification": (
+        "Please classify the following 16x16 bitmap into the character it represents in the category ({cat}):"
+        "\n{rows_list}",
+        "The 16x16 bitmap below (1 = ink) draws one character of the category ({cat}). Which character is it?"
+        "\n{rows_list}",
+    ),
 }
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=8192)
 def formatted(ch: str) -> tuple[str, str]:
-    bits = glyph_bits(ch)
-    rows = [str(list(r)) for r in bits]
+    """The two official matrix texts: rows on separate lines (type) and a bracketed list (char)."""
+    rows = [str(list(r)) for r in glyph_bits(ch)]
     return "\n" + "\n".join(rows), "[\n" + ",\n".join(rows) + "]"
+
+
+@lru_cache(maxsize=None)
+def categories() -> tuple[str, ...]:
+    return tuple(sorted(dot_charset()))
 
 
 @register
@@ -41,16 +59,16 @@ class DotMatrix(Generator):
     subtasks = ("char_classification", "bitmap_type_classification", "bitmap_classification")
 
     def make(self, rng: random.Random, lang: str, subtask: str):
-        charset = dot_charset()
-        cat = rng.choice(sorted(charset))
-        ch = rng.choice(charset[cat])
+        cat = rng.choice(categories())
+        ch = rng.choice(dot_charset()[cat])
+        t = self.template(rng, T, subtask)
         if subtask == "char_classification":
-            prompt, answer = T[subtask].format(c=ch), cat
+            prompt, answer = t.format(c=ch), cat
         else:
             rows_nl, rows_list = formatted(ch)
             if subtask == "bitmap_type_classification":
-                prompt, answer = T[subtask].format(rows_nl=rows_nl), cat
+                prompt, answer = t.format(rows_nl=rows_nl), cat
             else:
-                prompt, answer = T[subtask].format(cat=cat, rows_list=rows_list), ch
+                prompt, answer = t.format(cat=cat, rows_list=rows_list), ch
         return make_record(id="", task=self.task, subtask=subtask, lang="mul", type="MATCH_ANSWER",
                            prompt=prompt, answer=answer, meta={"char": ch, "category": cat})

@@ -1,24 +1,63 @@
-"""RIDL: riddles solvable from spelling or structure alone, each with a unique answer (checked).
+"""RIDL: riddles solvable from spelling or glyph structure alone, each with one answer in its source
+vocabulary (checked here, and again by brute force in the tests).
 
-ko: initial-consonant (초성) quiz; the answer's 초성 string is unique among the 2-4 syllable words of
-the 20,000 most frequent Hangul-only words of wordfreq ko (there is no maintained semantic category list, so the "theme" is the word's
-length and frequency band).
-en: reversal ("which word is 'stressed' backwards?"), anagram (pairs only: the other word is unique),
-letter deletion and hidden words (exactly one vocabulary word of that length hidden), all over wordfreq.
-zh: component arithmetic (亻+乍=?, unique in the chaizi dictionary) and removal (休 minus 亻).
+ko: the official initial-consonant (초성) quiz. Themed words are Korean CLDR names (Countries, Cities,
+Languages via babel); other words come from the 20,000 most frequent Hangul-only words of wordfreq ko
+(theme "Common words"). The 초성 string is unique within the theme's list.
+en: reversal ("which word is 'stressed' backwards?"), anagram (only words with exactly one other
+anagram), letter deletion, and hidden words (exactly one vocabulary word of that length hidden across
+the gap), over the 30,000 most frequent lower-case words of wordfreq en.
+zh: component arithmetic (亻+乍=?, unique in the whole chaizi dictionary) and removal (休 minus 亻,
+the same remainder under every decomposition of the character that has that part).
 """
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from functools import lru_cache
 
 from ..core import Generator, register
 from ..record import make_record
 from ..resources import word_list
-from ..structural import chaizi, combine_index, common_hanzi, components, jamo_of
+from ..structural import chaizi, combine_index, common_hanzi, is_hanzi, jamo_of, ko_themes, split_options
 
 VOCAB_EN = 30000
+VOCAB_KO = 20000
+COMMON_KO = "Common words"
+
+T_KO = ("초성 퀴즈입니다!\n제시된 주제와 초성을 보고 단어를 맞혀보세요.\n주제: {theme}\n초성: {cho}",
+        "초성만 보고 단어를 맞혀 보세요.\n주제: {theme}\n초성: {cho}")
+T_EN = {
+    "reversal": ("Which English word is '{q}' spelled backwards? ({n})",
+                 "Read '{q}' from right to left: which English word do you get? ({n})"),
+    "anagram": ("Rearrange all the letters of '{q}' to make another English word. ({n})",
+                "Which other English word uses exactly the letters of '{q}'? ({n})"),
+    "deletion": ("Remove every letter '{c}' from '{q}' to get an English word. ({n})",
+                 "Cross out each '{c}' in '{q}'. What English word is left? ({n})"),
+    "hidden": ("A {n}-letter English word is hidden across the words of '{q}'. Find it. ({n})",
+               "Ignoring the space, '{q}' hides a {n}-letter English word. Which one? ({n})"),
+}
+T_ZH = {
+    "arithmetic": ("{expr}=？(猜一字)", "按字形组合：{expr}=？(猜一字)"),
+    "removal": ("“{ch}”字去掉“{part}”，剩下的是什么字？(猜一字)", "从“{ch}”中拿走“{part}”，还剩哪个字？(猜一字)"),
+}
+
+
+def choseong(word: str) -> str:
+    return "".join(jamo_of(s)[0] for s in word)
+
+
+@lru_cache(maxsize=None)
+def ko_pools() -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """(theme, ((word, 초성), ...)) with only words whose 초성 is unique within the theme."""
+    themes = dict(ko_themes())
+    themes[COMMON_KO] = tuple(w for w in word_list("ko").words[:VOCAB_KO] if 2 <= len(w) <= 5)
+    out = []
+    for theme, words in themes.items():
+        cho = [(w, choseong(w)) for w in dict.fromkeys(words)]
+        count = Counter(c for _, c in cho)
+        out.append((theme, tuple((w, c) for w, c in cho if count[c] == 1)))
+    return tuple(out)
 
 
 @lru_cache(maxsize=None)
@@ -47,20 +86,30 @@ def en_anagram_pairs() -> tuple[tuple[str, str], ...]:
     return tuple((a, b) for ws in ana.values() if len(ws) == 2 for a, b in (ws, ws[::-1]))
 
 
+@lru_cache(maxsize=None)
+def en_long() -> tuple[str, ...]:
+    return tuple(w for w in en_vocab() if len(w) >= 5)
+
+
 def hidden_words(text: str, n: int, vocab: frozenset[str]) -> set[str]:
     s = text.replace(" ", "")
     return {s[i : i + n] for i in range(len(s) - n + 1)} & vocab
 
 
 @lru_cache(maxsize=None)
-def ko_words() -> tuple[tuple[str, str], ...]:
-    """(word, 초성 string) for 2-4 syllable words whose 초성 string is unique in the top 20,000."""
-    words = [w for w in word_list("ko").words[:20000] if 2 <= len(w) <= 4]
-    cho = [(w, "".join(jamo_of(s)[0] for s in w)) for w in words]
-    count: dict[str, int] = defaultdict(int)
-    for _, c in cho:
-        count[c] += 1
-    return tuple((w, c) for w, c in cho if count[c] == 1)
+def zh_removals() -> tuple[tuple[str, str, str], ...]:
+    """(character, removed part, remaining character) where every decomposition of the character that
+    lists the part has exactly one other part, always the same CJK character."""
+    out = []
+    for ch in common_hanzi(2500):
+        decs = chaizi()[ch]
+        for part in dict.fromkeys(p for d in decs for p in d):
+            rests = {tuple(x for i, x in enumerate(d) if i != d.index(part)) for d in decs if part in d}
+            if len(rests) == 1:
+                rest = next(iter(rests))
+                if len(rest) == 1 and is_hanzi(rest[0]) and rest[0] != ch:
+                    out.append((ch, part, rest[0]))
+    return tuple(out)
 
 
 @register
@@ -69,64 +118,58 @@ class StructureRiddle(Generator):
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         if lang == "ko":
-            words = ko_words()
-            i = rng.randrange(len(words))
-            w, c = words[i]
-            band = "자주 쓰는 말" if i < len(words) // 3 else "일상 어휘" if i < 2 * len(words) // 3 else "덜 흔한 말"
-            theme = f"{len(w)}글자 단어, {band}"
-            prompt = f"초성 퀴즈입니다!\n제시된 주제와 초성을 보고 단어를 맞혀보세요.\n주제: {theme}.\n초성: {c}"
-            return self._rec(lang, prompt, w, {"kind": "chosung", "chosung": c})
+            theme, words = rng.choice(ko_pools())
+            w, c = rng.choice(words)
+            prompt = self.template(rng, {"ko": T_KO}, "ko").format(theme=theme, cho=c)
+            return self._rec(lang, prompt, w, {"kind": "chosung", "theme": theme, "chosung": c})
         if lang == "en":
             return self._en(rng)
         return self._zh(rng)
 
     def _en(self, rng: random.Random):
         vocab, _ = en_sets()
-        kind = rng.choice(("reversal", "anagram", "deletion", "hidden"))
+        kind = rng.choice(tuple(T_EN))
+        t = self.template(rng, T_EN, kind)
+        meta = {"kind": kind}
         if kind == "reversal":
-            a, b = rng.choice(en_reversals())
-            prompt = f"Which English word is '{a}' spelled backwards? ({len(b)})"
-            ans = b
+            q, ans = rng.choice(en_reversals())
+            prompt = t.format(q=q, n=len(ans))
         elif kind == "anagram":
-            a, b = rng.choice(en_anagram_pairs())
-            prompt = f"Rearrange all the letters of '{a}' to make another English word. ({len(b)})"
-            ans = b
+            q, ans = rng.choice(en_anagram_pairs())
+            prompt = t.format(q=q, n=len(ans))
         elif kind == "deletion":
-            w = rng.choice(en_vocab())
-            c = rng.choice(w)
-            ans = w.replace(c, "")
+            q = rng.choice(en_long())
+            c = rng.choice(q)
+            ans = q.replace(c, "")
             if len(ans) < 3 or ans not in vocab:
                 return None
-            prompt = f"Remove every letter '{c}' from '{w}' to get an English word. ({len(ans)})"
+            prompt = t.format(c=c, q=q, n=len(ans))
+            meta["letter"] = c
         else:
-            ans = rng.choice([w for w in (rng.choice(en_vocab()) for _ in range(8)) if len(w) >= 5] or [None])
-            if ans is None:
-                return None
+            ans = rng.choice(en_long())
             pre, post = rng.choice(en_vocab()), rng.choice(en_vocab())
             k = rng.randint(1, len(ans) - 1)
-            text = f"{pre}{ans[:k]} {ans[k:]}{post}"
-            if hidden_words(text, len(ans), vocab) != {ans}:
+            q = f"{pre}{ans[:k]} {ans[k:]}{post}"
+            if hidden_words(q, len(ans), vocab) != {ans}:
                 return None
-            prompt = f"A {len(ans)}-letter English word is hidden across the words of '{text}'. Find it. ({len(ans)})"
-        return self._rec("en", prompt, ans, {"kind": kind})
+            prompt = t.format(q=q, n=len(ans))
+        meta["question"] = q
+        return self._rec("en", prompt, ans, meta)
 
     def _zh(self, rng: random.Random):
-        ch = rng.choice(common_hanzi(2500))
-        dec = rng.choice(chaizi()[ch])
-        if ch in dec or any(ch in components(p) for p in dec):
-            return None  # self-referential entries (e.g. a part that is the character's own variant)
         if rng.random() < 0.5:
-            if combine_index().get(tuple(sorted(dec))) != [ch]:
+            ch = rng.choice(common_hanzi(2500))
+            opts = split_options(ch)
+            if not opts:
                 return None
-            prompt = f"{'+'.join(dec)}=?(猜一字，按字形部件组合)"
-            return self._rec("zh", prompt, ch, {"kind": "arithmetic", "parts": dec})
-        if len(dec) != 2:
-            return None
-        rest = dec[1]
-        if not ("\u4e00" <= rest <= "\u9fff") or rest == ch:
-            return None
-        prompt = f"“{ch}”字去掉“{dec[0]}”，剩下的是什么字？(猜一字)"
-        return self._rec("zh", prompt, rest, {"kind": "removal", "char": ch, "removed": dec[0]})
+            dec = rng.choice(opts)
+            if combine_index()[tuple(sorted(dec))] != {ch}:
+                return None
+            prompt = self.template(rng, T_ZH, "arithmetic").format(expr="+".join(dec))
+            return self._rec("zh", prompt, ch, {"kind": "arithmetic", "parts": list(dec)})
+        ch, part, rest = rng.choice(zh_removals())
+        prompt = self.template(rng, T_ZH, "removal").format(ch=ch, part=part)
+        return self._rec("zh", prompt, rest, {"kind": "removal", "char": ch, "removed": part})
 
     def _rec(self, lang, prompt, answer, meta):
         return make_record(id="", task=self.task, lang=lang, type="MATCH_ANSWER", prompt=prompt, answer=answer, meta=meta)
