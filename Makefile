@@ -19,7 +19,9 @@ $(STAMP): pyproject.toml Makefile
 	# GNU Unifont 16x16 glyphs (dot_matrix): Debian's unifont package, unpacked into .cache/ when the
 	# system does not have it (apt-get download needs no root; the package is GPL-2+ with font exception).
 	test -f /usr/share/unifont/unifont.hex || test -f .cache/unifont/usr/share/unifont/unifont.hex || \
-	  (mkdir -p .cache/unifont && cd .cache/unifont && apt-get download -q unifont >/dev/null 2>&1 && \
+	  (mkdir -p .cache/unifont && cd .cache/unifont && \
+	   (apt-get download -q unifont >/dev/null 2>&1 || \
+	    (apt-get update -q >/dev/null 2>&1 && apt-get download -q unifont >/dev/null 2>&1)) && \
 	   dpkg-deb -x unifont_*.deb . && rm -f unifont_*.deb) || \
 	  echo "note: could not fetch GNU Unifont (apt-get download unifont); dot_matrix generation needs it"
 	touch $(STAMP)
