@@ -16,7 +16,7 @@ from . import diff, exact, length, match_answer, number, shuffle, split
 from .base import INVALID, Score
 from .extract import completion_text, extract_answer
 from .format import format_score, length_penalty
-from .trl import REWARD_FUNCS, get_reward_funcs
+from .trl import REWARD_FUNCS, get_reward_funcs, make_length_penalty
 
 Scorer = Callable[[Mapping[str, Any], str], Score]
 
@@ -55,4 +55,5 @@ __all__ = [
     "completion_text",
     "format_score",
     "length_penalty",
+    "make_length_penalty",
 ]

@@ -74,6 +74,18 @@ def length_penalty(prompts: Sequence[Any], completions: Sequence[Any], **columns
     return [_length_penalty(completion_text(c)) for c in completions]
 
 
+def make_length_penalty(soft: int = 1500, hard: int = 2000) -> RewardFunc:
+    """A `length_penalty` reward with other limits (same `__name__`, so TRL logs it the same way)."""
+    if not 0 <= soft <= hard:
+        raise ValueError(f"length penalty needs 0 <= soft <= hard, got soft={soft}, hard={hard}")
+
+    def length_penalty(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
+        return [_length_penalty(completion_text(c), soft, hard) for c in completions]
+
+    length_penalty.__doc__ = f"Soft overlong penalty in [-1, 0]: 0 up to {soft} characters, -1 from {hard}."
+    return length_penalty
+
+
 REWARD_FUNCS: dict[str, RewardFunc] = {
     "accuracy_coarse": accuracy_coarse,
     "accuracy_fine": accuracy_fine,

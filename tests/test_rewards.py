@@ -322,6 +322,11 @@ def test_length_penalty():
     assert rewards.length_penalty("x" * 1750) == pytest.approx(-0.5)
     assert rewards.length_penalty("x" * 5000) == -1.0
     assert rewards.length_penalty("x" * 30, soft=10, hard=10) == -1.0
+    short = rewards.make_length_penalty(10, 20)
+    assert short.__name__ == "length_penalty"
+    assert short(["p"] * 3, ["x" * 10, "x" * 15, [{"role": "assistant", "content": "x" * 25}]]) == [0.0, -0.5, -1.0]
+    with pytest.raises(ValueError, match="soft <= hard"):
+        rewards.make_length_penalty(20, 10)
 
 
 def test_reward_funcs_trl_signature():
