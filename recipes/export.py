@@ -1,11 +1,13 @@
 """Export a training checkpoint as a plain bf16 Hugging Face folder that `eval run` and vLLM load as is.
 
     python recipes/export.py runs/grpo_smollm2_cpu/checkpoint-40 --out models/tuned [--force] [--results DIR ...]
+    python recipes/export.py runs/grpo_smollm2_cpu --out models/tuned --card-only --results runs/eval/tuned
 
 Full checkpoints are re-saved in bf16 (safetensors); PEFT/LoRA checkpoints are merged into their base
 model first. The tokenizer and its chat template come along (from the checkpoint, its run folder or the
 base model). A README.md model card records the training configuration (tase_config.json of the run) and
-the evaluation results given with --results (results.json of `eval run`).
+the evaluation results given with --results (results.json of `eval run`) or found under the run's
+`eval/*/results.json`; `--card-only` rewrites just the card of an existing export (after evaluating it).
 """
 from __future__ import annotations
 
@@ -30,6 +32,14 @@ def find_up(ckpt: Path, name: str) -> Path | None:
     return None
 
 
+def found_results(ckpt: Path) -> list[Path]:
+    """Eval results kept beside a run (RUN/eval/*/results.json) for the card when --results is not given."""
+    seen = []
+    for d in (ckpt, ckpt.parent):
+        seen += sorted(d.glob("eval/*/results.json"))
+    return seen
+
+
 def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str | None) -> str:
     lines = [f"# {out_name}", "", f"Exported by tase-grpo `recipes/export.py` from `{ckpt}`"
              + (f" (LoRA merged into `{merged_from}`)" if merged_from else "") + ".", ""]
@@ -42,7 +52,8 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
         for k in ("model",):
             if k in c:
                 lines.append(f"| base model | `{c[k].get('model')}` |")
-        for k in ("tasks", "langs", "num_train_examples", "reward_granularity", "format_reward", "max_len"):
+        for k in ("train_data", "tasks", "langs", "mixture", "num_train_examples", "streaming", "synth_seed", "max_len",
+                  "reward_granularity", "format_reward", "system_prompt"):
             if k in tase:
                 lines.append(f"| {k} | `{tase[k]}` |")
         for k in ("learning_rate", "max_steps", "num_train_epochs", "per_device_train_batch_size",
@@ -65,7 +76,7 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
         f = r / "results.json" if r.is_dir() else r
         if f.is_file():
             res = json.loads(f.read_text())
-            lines += [f"## Evaluation: `{res.get('data')}`", "", f"Overall {res['overall']:.2f} (micro "
+            lines += [f"## Evaluation of `{res.get('model')}` on `{res.get('data')}`", "", f"Overall {res['overall']:.2f} (micro "
                       f"{res['micro']['overall']:.2f}, n={res['n']}).", "", "| task | accuracy |", "|---|---:|"]
             lines += [f"| {k} | {v:.2f} |" for k, v in res["by_task"].items()] + [""]
     return "\n".join(lines)
@@ -77,11 +88,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")
     p.add_argument("--force", action="store_true", help="overwrite a non-empty --out")
     p.add_argument("--base", default=None, help="base model for a PEFT checkpoint (default: from adapter_config)")
-    p.add_argument("--results", action="append", default=[], help="eval result folders to put in the model card")
+    p.add_argument("--results", action="append", default=[], help="eval result folders to put in the model card "
+                   "(default: CHECKPOINT/eval/*/ or its run folder's, when present)")
+    p.add_argument("--card-only", action="store_true", help="only rewrite README.md of an existing export at --out")
     args = p.parse_args(argv)
     ckpt, out = Path(args.checkpoint), Path(args.out)
     if not ckpt.is_dir():
         fail(f"{ckpt}: no such checkpoint folder")
+    results = [Path(r) for r in args.results] or found_results(ckpt)
+    for r in results:
+        if not (r / "results.json" if r.is_dir() else r).is_file():
+            fail(f"{r}: no results.json (an `eval run` output folder is expected)")
+    if args.card_only:
+        if not (out / "config.json").is_file():
+            fail(f"{out}: not an exported model folder (no config.json); export it first")
+        adapter = ckpt / "adapter_config.json"
+        base = args.base or (json.loads(adapter.read_text()).get("base_model_name_or_path") if adapter.is_file() else None)
+        (out / "README.md").write_text(model_card(ckpt, out.name, results, base), encoding="utf-8")
+        print(f"model card rewritten: {out / 'README.md'}")
+        return 0
     if out.exists() and any(out.iterdir()) and not args.force:
         fail(f"{out} is not empty; pass --force to overwrite it")
     import torch
@@ -115,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         model.to(torch.bfloat16).save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
-        (tmp / "README.md").write_text(model_card(ckpt, out.name, [Path(r) for r in args.results], merged_from),
+        (tmp / "README.md").write_text(model_card(ckpt, out.name, results, merged_from),
                                        encoding="utf-8")
         for name in ("tase_config.json",):
             src = find_up(ckpt, name)

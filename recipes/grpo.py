@@ -192,10 +192,12 @@ def main(argv: list[str] | None = None, default_config: str | None = None) -> in
     if model_args.attn_implementation:
         init.setdefault("attn_implementation", model_args.attn_implementation)
     cfg.model_init_kwargs = init
+    if tase.streaming and cfg.max_steps <= 0:
+        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    dataset = common.build_dataset(tase)
+    dataset = common.build_dataset(tase, tok)
     common.save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
     trainer = GRPOTrainer(
@@ -207,6 +209,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None) -> in
         resume = True
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(cfg.output_dir)
+    trainer.save_state()  # trainer_state.json (log history) beside the final weights, for export's model card
     tok.save_pretrained(cfg.output_dir)
     trainer.accelerator.print(f"saved to {cfg.output_dir}")
     return 0

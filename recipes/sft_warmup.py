@@ -17,16 +17,24 @@ import common  # noqa: E402
 from common import DataArgs, fail  # noqa: E402
 
 
-def build_sft_dataset(args: DataArgs):
+def build_sft_dataset(args: DataArgs, tokenizer=None):
+    """Prompt-completion rows (TRL trains on the completion only); examples without a writable gold
+    answer (no gold, no known solution) and prompts over max_prompt_tokens are skipped."""
     from datasets import Dataset
 
+    from eval.data import DataError
+
+    measure = common.PromptLength(tokenizer, args.system_prompt) if args.max_prompt_tokens and tokenizer else None
     rows = []
-    for r in common.iter_records(args):
-        resp = common.gold_response(r)
-        if resp is None:
-            continue
-        rows.append({"prompt": common.messages(r, args.system_prompt),
-                     "completion": [{"role": "assistant", "content": resp}], "task": r["task"], "lang": r["lang"]})
+    try:
+        for r in common.iter_records(args):
+            resp = common.gold_response(r)
+            if resp is None or (measure and measure(r) > args.max_prompt_tokens):
+                continue
+            rows.append({"prompt": common.messages(r, args.system_prompt),
+                         "completion": [{"role": "assistant", "content": resp}], "task": r["task"], "lang": r["lang"]})
+    except DataError as e:
+        fail(str(e))
     if not rows:
         fail("no SFT examples with a gold answer (check --tasks/--langs)")
     return Dataset.from_list(rows)
@@ -50,12 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     if model_args.dtype:
         init.setdefault("dtype", model_args.dtype)
     cfg.model_init_kwargs = init
-    ds = build_sft_dataset(data_args)
+    ds = build_sft_dataset(data_args, tok)
     common.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
     trainer = SFTTrainer(model=path, args=cfg, train_dataset=ds, processing_class=tok)
     trainer.train(resume_from_checkpoint=cfg.resume_from_checkpoint)
     trainer.save_model(cfg.output_dir)
+    trainer.save_state()
     tok.save_pretrained(cfg.output_dir)
     print(f"saved to {cfg.output_dir} ({len(ds)} examples)")
     return 0
