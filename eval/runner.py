@@ -118,8 +118,10 @@ def _check_config(out: Path, cfg: dict[str, Any], has_samples: bool) -> None:
     """Refuse to mix samples made with different settings in one folder (only once samples exist, so a
     run that failed before generating anything does not bind the folder)."""
     p = out / RUN_CONFIG
-    if not (has_samples and p.exists()):
+    if not has_samples:
         return
+    if not p.exists():
+        raise RunError(f"{out} holds samples.jsonl without {RUN_CONFIG} (an `eval score` folder?); use another --out")
     try:
         old = json.loads(p.read_text(encoding="utf-8"))
     except ValueError:

@@ -136,6 +136,16 @@ def test_score_rejects_bad_predictions_and_keeps_existing_output(fixture_root, r
     assert res.returncode == 2 and "cannot read" in res.stderr and res.stderr.count("\n") == 1
 
 
+def test_run_refuses_a_score_folder(fixture_root, rows, tmp_path):
+    write_preds(tmp_path / "ok.jsonl", rows, lambda r: True)
+    score_cli(fixture_root, tmp_path / "ok.jsonl", tmp_path / "s")
+    before = (tmp_path / "s" / "samples.jsonl").read_bytes()
+    res = run_module(["eval", "run", "--data", f"official:{fixture_root}", "--out", str(tmp_path / "s"),
+                      "--max-new-tokens", "2", "--no-progress"])
+    assert res.returncode == 2 and "without run_config.json" in res.stderr and res.stderr.count("\n") == 1
+    assert (tmp_path / "s" / "samples.jsonl").read_bytes() == before
+
+
 def test_score_accepts_chat_message_completions(fixture_root, rows, tmp_path):
     with (tmp_path / "msgs.jsonl").open("w") as f:
         for r in rows[:4]:
