@@ -111,7 +111,8 @@ def make_backend(name: str, model_path: Path, cfg: GenConfig, **options: Any) ->
     tensor_parallel_size (vllm). Options that do not apply to the backend are ignored."""
     opts = {k: v for k, v in options.items() if v is not None}
     if name == "hf":
-        return HFBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in ("device", "dtype", "threads", "quiet")})
+        keep_hf = ("device", "dtype", "threads", "quiet")
+        return HFBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in keep_hf})
     if name == "vllm":
         keep = ("dtype", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size")
         return VLLMBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in keep})

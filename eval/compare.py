@@ -133,7 +133,8 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
              "|---|" + "---:|" * (len(task_cols) + 3)]
     for n, r in zip(names, results):
         lines.append(_row(n, r["by_task"], task_cols, [r["overall"], r["micro"]["overall"]]) + f" {r['n']} |")
-    adj = [(n, r.get("dot_official_adjusted")) for n, r in zip(names, results) if r.get("dot_official_adjusted") is not None]
+    adj = [(n, r["dot_official_adjusted"]) for n, r in zip(names, results)
+           if r.get("dot_official_adjusted") is not None]
     if adj:
         lines += ["", "DOT above is the plain mean of the dot_matrix files. The release's merge_result.py instead "
                       "divides the bitmap files' mean by char_classification accuracy: "
