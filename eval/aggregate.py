@@ -61,6 +61,16 @@ def code_of(task: str) -> str:
     return TASKS[task].code if task in TASKS else task
 
 
+_ORDER = {t: k for k, t in enumerate(TASKS)}
+
+
+def _task_order(item: tuple) -> tuple:
+    """Paper order (FREQ, LENOP, ..., VAR), then language / anything else."""
+    key = item[0]
+    t, lang = key if isinstance(key, tuple) else (key, "")
+    return (_ORDER.get(t, len(_ORDER)), t, LANG_TABLE.index(lang) if lang in LANG_TABLE else 9, lang)
+
+
 def _pct(x: float) -> float:
     return round(100.0 * x, 2)
 
@@ -129,17 +139,18 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
     return {
         "overall": _pct(_mean(list(by_task.values()))),
-        "by_task": {code_of(t): _pct(a) for t, a in sorted(by_task.items())},
+        "by_task": {code_of(t): _pct(a) for t, a in sorted(by_task.items(), key=_task_order)},
         "by_lang": {lang: _pct(_mean(by_lang_files[lang])) for lang in LANG_TABLE if by_lang_files.get(lang)},
         "by_lang_avg": _pct(_mean([_mean(by_lang_files[lang]) for lang in LANG_TABLE if by_lang_files.get(lang)])),
-        "by_task_lang": {f"{code_of(t)}/{lang}": _pct(_mean(v)) for (t, lang), v in sorted(by_tl_files.items())},
+        "by_task_lang": {f"{code_of(t)}/{lang}": _pct(_mean(v))
+                         for (t, lang), v in sorted(by_tl_files.items(), key=_task_order)},
         "by_category": {c: _pct(_mean(v)) for c, v in sorted(by_cat.items())},
         "by_file": {f: {"accuracy": _pct(a), "n": len(per_file[f]), "n_invalid": invalid_by_file.get(f, 0),
                         "fine": _pct(_mean(per_file_fine[f])), "task": code_of(info[f]["task"]),
                         "lang": info[f]["lang"]}
                     for f, a in sorted(file_acc.items())},
         "micro": {"overall": _pct(_mean(all_c)),
-                  "by_task": {code_of(t): _pct(_mean(v)) for t, v in sorted(micro_task.items())},
+                  "by_task": {code_of(t): _pct(_mean(v)) for t, v in sorted(micro_task.items(), key=_task_order)},
                   "by_lang": {lang: _pct(_mean(micro_lang[lang])) for lang in LANG_TABLE if micro_lang.get(lang)}},
         "fine": {"overall": _pct(_mean(all_f))},
         "dot_official_adjusted": None if dot_adj is None else _pct(dot_adj),
