@@ -80,15 +80,57 @@ def test_grpo_export_reload_eval(tiny_model, tmp_path):
                "--max-new-tokens", "4", "--no-progress"])
     assert res.returncode == 0, res.stderr[-2000:]
     assert json.loads((tmp_path / "ev" / "results.json").read_text())["n"] == 5
+    # --card-only rewrites the card with the evaluation results, weights untouched
+    before = (exp / "model.safetensors").stat().st_mtime_ns
+    res = run([PY, "recipes/export.py", str(out), "--out", str(exp), "--card-only", "--results", str(tmp_path / "ev")])
+    assert res.returncode == 0, res.stderr[-2000:]
+    card = (exp / "README.md").read_text()
+    assert f"## Evaluation of `{exp}`" in card and "n=5" in card and "## Training log" in card
+    assert (exp / "model.safetensors").stat().st_mtime_ns == before
+    res = run([PY, "recipes/export.py", str(out), "--out", str(exp), "--card-only", "--results", str(tmp_path)])
+    assert res.returncode == 2 and "no results.json" in res.stderr
 
 
-def test_coarse_arm_logs_coarse_reward(tiny_model, tmp_path):
+def test_coarse_arm_streaming_logs_coarse_reward(tiny_model, tmp_path):
+    """Coarse reward without the format reward, on an endless synth IterableDataset (streaming)."""
     out = tmp_path / "coarse"
     res = run([*GRPO, "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "1",
-               "--save_strategy", "no", "--reward_granularity", "coarse", "--format_reward", "false", *TINY_ARGS])
+               "--save_strategy", "no", "--reward_granularity", "coarse", "--format_reward", "false",
+               "--streaming", "true", "--max_prompt_tokens", "400", *TINY_ARGS])
     assert res.returncode == 0, res.stderr[-3000:]
     m = [x for x in metrics(out) if "reward" in x][0]
     assert "rewards/accuracy_coarse/mean" in m and "rewards/format/mean" not in m
+    res = run([*GRPO, "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--streaming", "true",
+               *TINY_ARGS])
+    assert res.returncode == 2 and "needs --max_steps" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_training_rows_keep_reward_columns_and_length_cap(tiny_model):
+    """Rows carry the conversational prompt and every column the reward functions read; the
+    max_prompt_tokens cap drops exactly the prompts whose chat-formatted length exceeds it."""
+    sys.path.insert(0, str(ROOT / "recipes"))
+    import common
+    from datasets import IterableDataset
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    args = common.DataArgs(tasks=["sort_lengths", "freq_count"], langs=["en"], max_len=30, num_train_examples=12)
+    rows = list(common.rows(args, tok))
+    assert len(rows) == 12 and {r["task"] for r in rows} == {"sort_lengths", "freq_count"}
+    r = rows[0]
+    assert r["prompt"][0] == {"role": "system", "content": common.SYSTEM_PROMPT}
+    assert r["prompt"][1]["role"] == "user" and r["prompt"][1]["content"] == r["question"]
+    assert {"type", "answer", "variation", "task", "lang", "question"} <= set(r)
+    measure = common.PromptLength(tok, args.system_prompt)
+    lengths = sorted(measure(x) for x in common.iter_records(args))
+    cap = lengths[len(lengths) // 2]
+    stats: dict = {}
+    capped = list(common.rows(common.DataArgs(**{**args.__dict__, "max_prompt_tokens": cap}), tok, stats=stats))
+    assert len(capped) == sum(n <= cap for n in lengths) and stats["dropped"] == sum(n > cap for n in lengths) > 0
+    stream = common.build_dataset(common.DataArgs(**{**args.__dict__, "streaming": True}), tok)
+    assert isinstance(stream, IterableDataset)
+    first = [x["id"] for _, x in zip(range(40), stream)]
+    assert len(set(first)) == 40 and first[:12] == [x["id"] for x in rows]  # endless, same order as materialized
 
 
 @pytest.mark.slow
