@@ -74,6 +74,13 @@ def world_size() -> int:
 def memory_estimate(model: str, n_gpus: int) -> str:
     """Per-GPU ZeRO-3 model-state memory: DeepSpeed's own estimator when installed, else 18 B/param."""
     total, largest = KNOWN_SIZES.get(model, (None, None))
+    if total is None and (model == "default" or model.endswith(".gguf")):
+        from eval.models import ModelError, resolve_model
+
+        try:  # the embedded GGUF is rebuilt once into a cached folder (~30 s the first time)
+            model = str(resolve_model(model))
+        except ModelError as e:
+            return f"memory estimate unavailable ({e})"
     if total is None and Path(model).is_dir():
         try:
             import torch
@@ -82,6 +89,7 @@ def memory_estimate(model: str, n_gpus: int) -> str:
 
             with init_empty_weights():
                 m = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model), dtype=torch.bfloat16)
+            m.tie_weights()  # not applied under init_empty_weights; untied counts the embedding twice
             total = sum(p.numel() for p in m.parameters())
             largest = max(p.numel() for p in m.parameters())
         except Exception as e:  # noqa: BLE001
@@ -97,11 +105,20 @@ def memory_estimate(model: str, n_gpus: int) -> str:
         buf = io.StringIO()
         with redirect_stdout(buf):
             estimate_zero3_model_states_mem_needs_all_cold(int(total), int(largest), num_gpus_per_node=n_gpus, num_nodes=1)
-        return "DeepSpeed ZeRO-3 estimator:\n" + buf.getvalue().strip()
-    except ImportError:
+        return ("DeepSpeed ZeRO-3 estimator:\n" + buf.getvalue().strip() + "\nrecipes/accelerate/zero3.yaml is the "
+                "offload_param=none, offload_optimizer=none, zero_init=1 row; add activations and the vLLM cache")
+    except ImportError as e:
+        why = "install .[gpu]" if isinstance(e, ModuleNotFoundError) and e.name == "deepspeed" else f"deepspeed unusable: {e}"
         per_gpu = 18 * total / n_gpus / 2**30
         return (f"~{per_gpu:.1f} GiB/GPU of model states on {n_gpus} GPUs (18 bytes/param: bf16 params+grads, "
-                f"fp32 Adam states; install .[gpu] for DeepSpeed's own estimator), plus activations and vLLM cache")
+                f"fp32 Adam states; {why} for DeepSpeed's own estimator), plus activations and vLLM cache")
+
+
+def batch_line(completions: int, generations: int | None) -> str:
+    """TRL counts GRPO batches in completions: G completions of each prompt share a batch."""
+    if not generations:
+        return f"{completions} completions/step"
+    return f"{completions} completions/step ({completions // generations} prompts x {generations} generations)"
 
 
 def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
@@ -132,11 +149,18 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
 
     print(yaml.safe_dump(plain(out), sort_keys=False, allow_unicode=True).rstrip())
     print(f"effective batch: {cfg.per_device_train_batch_size} per device x {cfg.gradient_accumulation_steps} "
-          f"accumulation x {n} process(es) = {eff} prompts/step"
-          + (f" (x {cfg.num_generations} generations)" if cfg.num_generations else ""))
-    if n == 1:
-        gpus = max(tase.min_gpus, 1)
-        print(f"on {gpus} GPUs (recipes/accelerate/zero3.yaml): {cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * gpus} prompts/step")
+          f"accumulation x {n} process(es) = {batch_line(eff, cfg.num_generations)}")
+    gpus = n if n > 1 else max(tase.min_gpus, 1)
+    per_step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * gpus
+    if n == 1 and gpus > 1:
+        print(f"on {gpus} GPUs (recipes/accelerate/zero3.yaml): {batch_line(per_step, cfg.num_generations)}")
+    if cfg.max_steps > 0:
+        print(f"training length: max_steps {cfg.max_steps}")
+    elif not tase.streaming and cfg.num_generations:
+        prompts = per_step // cfg.num_generations
+        steps = -(-tase.num_train_examples * int(cfg.num_train_epochs) // max(prompts, 1))
+        print(f"training length: ~{steps} optimizer steps on {gpus} GPU(s) ({tase.num_train_examples} prompts x "
+              f"{cfg.num_train_epochs:g} epochs / {prompts} prompts per step), a checkpoint every {cfg.save_steps:g}")
     print(memory_estimate(model, max(n, tase.min_gpus, 1)))
 
 

@@ -170,10 +170,11 @@ def test_paper_recipe_dry_run_and_gpu_check():
     for line in ("model_name_or_path: Qwen/Qwen2.5-14B-Instruct", "per_device_train_batch_size: 4",
                  "gradient_accumulation_steps: 4", "num_train_epochs: 5", "lr_scheduler_type: cosine",
                  "warmup_steps: 0.1", "seed: 42", "use_liger_kernel: true", "save_steps: 25", "logging_steps: 1",
-                 "vllm_max_model_length: 16384", "use_vllm: true", "bf16: true",
+                 "max_prompt_tokens: 16384", "vllm_max_model_length: 18432", "use_vllm: true", "bf16: true",
                  "attn_implementation: flash_attention_2", "effective batch: 4 per device x 4 accumulation"):
         assert line in res.stdout, line
-    assert "128 prompts/step" in res.stdout and "GiB/GPU" in res.stdout
+    assert "128 completions/step (16 prompts x 8 generations)" in res.stdout and "GiB/GPU" in res.stdout
+    assert "~6250 optimizer steps on 8 GPU(s)" in res.stdout  # 20000 prompts x 5 epochs / 16
     res = run([PY, "recipes/grpo_qwen14b.py"])
     if not __import__("torch").cuda.is_available():
         assert res.returncode == 2 and res.stderr.count("\n") == 1 and "needs 8 CUDA GPUs" in res.stderr
