@@ -4,7 +4,9 @@ base model and every arm with `eval run`, and write the comparison (`eval compar
     python recipes/ablate.py --config recipes/configs/grpo_smollm2_cpu.yaml --granularity coarse fine \\
         --out runs/ablate --eval-data official:/path/to/Tase --eval-limit 100 [-- extra grpo.py options]
 
-Each step is skipped when its output already exists, so a killed ablation resumes where it stopped.
+Both arms share the config, hence the seed and the training data; only reward_granularity differs.
+Each step is skipped when its output already exists (a killed arm resumes from its last checkpoint,
+evaluations continue where they stopped), so rerunning the same command finishes a killed ablation.
 """
 from __future__ import annotations
 
@@ -57,9 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     for g in args.granularity:
         arm = out / g
         if not (arm / "model.safetensors").exists() and not (arm / "adapter_model.safetensors").exists():
+            resume = ["--resume_from_checkpoint", "true"] if any(arm.glob("checkpoint-*")) else []  # killed run
             sh([py, str(HERE / "grpo.py"), "--config", args.config, "--reward_granularity", g,
-                "--output_dir", str(arm), *base_args, *extra])
-        models[g] = str(arm)
+                "--output_dir", str(arm), *base_args, *extra, *resume])
+        exported = out / "export" / g  # plain bf16 folder (LoRA merged) that eval loads as is
+        if not (exported / "config.json").exists():
+            sh([py, str(HERE / "export.py"), str(arm), "--out", str(exported), "--force"])
+        models[g] = str(exported)
     summary = {}
     for k, spec in enumerate(args.eval_data):
         runs = []

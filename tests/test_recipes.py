@@ -198,3 +198,33 @@ def test_launchers_help_and_dry_run():
     assert any("--num_machines 3 --num_processes 24" in l and "--vllm_mode server" in l for l in lines)
     res = run(["bash", "launch/cpu.sh", "--dry-run", "--steps", "3"])
     assert res.returncode == 0 and "--max_steps 3" in res.stdout
+
+
+@pytest.mark.slow
+def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
+    """Both arms train on the same data with the same seed, are exported and evaluated with the base
+    model, and the comparison is written; a rerun reuses every finished step."""
+    data = tmp_path / "three.jsonl"
+    import synth
+
+    data.write_text("".join(json.dumps(r) + "\n" for r in synth.generate("sort_lengths", "en", 3, 5, max_len=6)))
+    out = tmp_path / "ablate"
+    cmd = [PY, "recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--granularity", "coarse",
+           "fine", "--out", str(out), "--base", str(tiny_model), "--eval-data", str(data), "--max-new-tokens", "4",
+           "--", "--max_steps", "1", "--save_strategy", "no", *TINY_ARGS]
+    res = run(cmd, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads((out / "ablation.json").read_text())
+    assert list(summary["models"]) == ["base", "coarse", "fine"]
+    table = summary["comparisons"][str(data)]
+    assert all(f"| {n} |" in table for n in ("base", "coarse", "fine"))
+    cfgs = {g: json.loads((out / g / "tase_config.json").read_text()) for g in ("coarse", "fine")}
+    assert cfgs["coarse"]["tase"]["reward_granularity"] == "coarse" and cfgs["fine"]["tase"]["reward_granularity"] == "fine"
+    for part in ("tase", "training"):  # same data and seed: only the granularity (and output folder) differ
+        diff = {k for k in cfgs["coarse"][part] if cfgs["coarse"][part][k] != cfgs["fine"][part].get(k)}
+        assert diff <= {"reward_granularity", "output_dir", "logging_dir", "run_name"}, diff
+    ids = [[json.loads(l)["id"] for l in (out / "eval" / "data0" / n / "samples.jsonl").read_text().splitlines()]
+           for n in ("base", "coarse", "fine")]
+    assert ids[0] == ids[1] == ids[2] and len(ids[0]) == 3
+    res = run(cmd)
+    assert res.returncode == 0 and "grpo.py" not in res.stdout and "export.py" not in res.stdout  # nothing retrained
