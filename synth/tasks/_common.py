@@ -74,8 +74,9 @@ def non_adjacent_order_ids(ids: np.ndarray) -> list[int] | None:
     rank[by_token] = idx - run_start
     par = idx & 1
     for key in (par, par ^ (rank & 1), 1 - par):  # evens first / alternating by rank / odds first
-        order = np.lexsort((idx, key, rank))
-        if not (np.abs(np.diff(order)) == 1).any():
+        order = np.argsort((rank * 2 + key) * n + idx)  # one integer key: rank, parity pattern, position
+        d = order[1:] - order[:-1]
+        if not (d * d == 1).any():
             return order.tolist()
     return None
 

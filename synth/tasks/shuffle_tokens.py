@@ -8,6 +8,7 @@ that token; no two mapped positions adjacent), and one such permutation is store
 from __future__ import annotations
 
 import random
+from operator import itemgetter
 
 from ..core import Generator, register
 from ..record import make_record
@@ -44,7 +45,7 @@ def find_solution(rng: random.Random, tokens: list[str], ids=None) -> list[str] 
     towards spans with fewer repeated adjacent tokens, documented in the README)."""
     order = non_adjacent_order_ids(ids) if ids is not None else non_adjacent_order(tokens)
     if order is not None:
-        return [tokens[i] for i in order]
+        return list(itemgetter(*order)(tokens)) if len(order) > 1 else [tokens[i] for i in order]
     if len(tokens) > SHORT:
         return None
     for _ in range(TRIES):
