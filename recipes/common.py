@@ -1,8 +1,8 @@
 """Shared pieces of the recipe scripts (imported as `common`: scripts run with recipes/ on sys.path).
 
-Holds the TASE options dataclass parsed by TrlParser beside TRL's own configs, the training-set builder
-(streams `synth` into a `datasets.Dataset`, with the contamination guard), and the chat formatting
-used for GRPO prompts and SFT targets.
+Holds the TASE options dataclasses parsed by TrlParser beside TRL's own configs, the training-set builder
+(`synth` rows, with the contamination guard and a prompt-length cap, into a `datasets.Dataset` or an
+endless `datasets.IterableDataset`), and the chat formatting used for GRPO prompts and SFT targets.
 """
 from __future__ import annotations
 
@@ -23,9 +23,6 @@ if str(ROOT) not in sys.path:  # scripts run as `python recipes/x.py`: make synt
     sys.path.insert(0, str(ROOT))
 
 from eval.prompts import SYSTEM_PROMPT  # noqa: E402
-
-COLUMNS = ("id", "task", "subtask", "lang", "type", "question", "answer", "variation", "solution")
-
 
 @dataclass
 class DataArgs:
