@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -90,13 +90,14 @@ def combos(task: str, lang: str, subtask: str | None = None) -> list[tuple[str, 
     cells = []
     for t in tasks:
         g = gens[t]
+        probe = g()
         subs = [subtask] if subtask is not None else list(g.subtasks)
         if subtask is not None and subtask not in g.subtasks and task != "all":
             names = ", ".join(repr(x) for x in g.subtasks)
             raise SynthError(f"task {t!r} has no subtask {subtask!r}; choose from: {names}")
         for l in langs:
             for s in subs:
-                if g().supports(l, s):
+                if probe.supports(l, s):
                     cells.append((t, l, s))
     if not cells:
         raise SynthError(f"nothing to generate for task={task} lang={lang} subtask={subtask}")
@@ -170,7 +171,3 @@ def _picker(cells: list[tuple[str, str, str]], weights: dict[str, float] | None,
     idx = list(range(len(cells)))
     rng = random.Random(seed ^ 0x5EED)
     return lambda i: rng.choices(idx, cum_weights=cum)[0]
-
-
-def iter_cells(task: str, lang: str, subtask: str | None = None) -> Iterable[tuple[str, str, str]]:
-    return combos(task, lang, subtask)

@@ -25,32 +25,6 @@ def alt_tokens(rng: random.Random, corp: Corpus, avoid: set[str], k: int = 1) ->
     return out
 
 
-def greedy_positions(orig: list[str], shuf: list[str]) -> list[int] | None:
-    """Map each shuffled token to the first unused original position of that token (the official
-    REORD rule); None when the multisets differ."""
-    where: dict[str, list[int]] = {}
-    for i, t in enumerate(orig):
-        where.setdefault(t, []).append(i)
-    nxt: dict[str, int] = {}
-    out = []
-    for t in shuf:
-        lst = where.get(t)
-        k = nxt.get(t, 0)
-        if lst is None or k >= len(lst):
-            return None
-        nxt[t] = k + 1
-        out.append(lst[k])
-    return out if len(out) == len(orig) else None
-
-
-def is_valid_shuffle(orig: list[str], shuf: list[str]) -> bool:
-    """Same multiset and no two originally adjacent tokens adjacent (greedy position mapping)."""
-    pos = greedy_positions(orig, shuf)
-    if pos is None:
-        return False
-    return all(abs(a - b) != 1 for a, b in zip(pos, pos[1:]))
-
-
 def fast_permutation(rng: random.Random, n: int) -> list[int]:
     """A uniform random permutation of range(n) from the example's own rng: random 64-bit keys
     argsorted by numpy (random.shuffle costs a Python-level call per element, which dominated

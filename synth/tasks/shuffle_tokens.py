@@ -8,12 +8,15 @@ that token; no two mapped positions adjacent), and one such permutation is store
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from operator import itemgetter
 
 from ..core import Generator, register
 from ..record import make_record
 from ..resources import corpus
-from ._common import JOIN, fast_permutation, is_valid_shuffle, non_adjacent_order, non_adjacent_order_ids, random_span
+from rewards.shuffle import score_shuffle
+
+from ._common import JOIN, fast_permutation, non_adjacent_order, non_adjacent_order_ids, random_span
 
 MIN_N, MAX_N = 5, 254
 TRIES = 8
@@ -36,12 +39,13 @@ TEMPLATES = {
 }
 
 
-def find_solution(rng: random.Random, tokens: list[str], ids=None) -> list[str] | None:
+def find_solution(rng: random.Random, tokens: list[str], accept: Callable[[list[str]], bool],
+                  ids=None) -> list[str] | None:
     """A permutation valid under the official rule, or None if none was found.
 
     The constructive order (see `non_adjacent_order`; vectorised when token ids are given) works
-    for about 83% of corpus spans; random permutations, each checked with the official rule, are the
-    fallback for short spans. Longer spans it cannot order are rejected and redrawn (a slight bias
+    for about 83% of corpus spans; random permutations, each checked by `accept` (the official scorer),
+    are the fallback for short spans. Longer spans it cannot order are rejected and redrawn (a slight bias
     towards spans with fewer repeated adjacent tokens, documented in the README)."""
     order = non_adjacent_order_ids(ids) if ids is not None else non_adjacent_order(tokens)
     if order is not None:
@@ -50,7 +54,7 @@ def find_solution(rng: random.Random, tokens: list[str], ids=None) -> list[str] 
         return None
     for _ in range(TRIES):
         cand = [tokens[i] for i in fast_permutation(rng, len(tokens))]
-        if is_valid_shuffle(tokens, cand):
+        if accept(cand):
             return cand
     return None
 
@@ -64,11 +68,13 @@ class ShuffleTokens(Generator):
         n = rng.randint(*self.n_range(MIN_N, MAX_N))
         start = random_span(rng, corp, n)
         tokens = corp.tokens(start, n)
-        solution = find_solution(rng, tokens, corp.ids[start : start + n])
-        if solution is None:
-            return None
         j = JOIN[lang]
         prompt = self.template(rng, TEMPLATES, lang).format(text=j.join(tokens))
+        solution = find_solution(
+            rng, tokens, lambda cand: score_shuffle(prompt, f"<answer>{j.join(cand)}</answer>").coarse == 1.0,
+            corp.ids[start : start + n])
+        if solution is None:
+            return None
         return make_record(
             id="", task=self.task, lang=lang, type="SHUFFLE", prompt=prompt, answer="",
             meta={"length": n, "solution": j.join(solution)},
