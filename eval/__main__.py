@@ -1,4 +1,4 @@
-"""python -m eval {run,score,compare,export-lm-eval,gold,tokstats}: the one evaluator for base and tuned
+"""python -m eval {run,score,compare,export-lm-eval,gold,tokstats,robustness}: the one evaluator for base and tuned
 models. Prompts and scoring are those of the official TASE runner (system prompt asking for
 <answer></answer>, verdicts from `rewards.score`); tables are aggregated as the official release does."""
 from __future__ import annotations
@@ -14,12 +14,17 @@ from pathlib import Path
 # before torch is imported; an explicit setting in the environment wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+PERTURBATION_KINDS = ("homoglyph", "zero_width", "fullwidth", "math_style", "spacing", "hyphenation", "case",
+                      "keyboard_typo", "ocr_typo", "traditional", "jamo")  # eval.perturb.KINDS (kept light here)
+
 EPILOG = """examples:
   python -m eval run --model default --data official:/path/to/Tase --out runs/eval/base --limit 100
   python -m eval run --model runs/export --data data/test.jsonl --backend vllm --out runs/eval/tuned
   python -m eval score --data official:/path/to/Tase --predictions preds.jsonl --out runs/eval/api
   python -m eval compare runs/eval/base runs/eval/tuned --out runs/eval/cmp
   python -m eval export-lm-eval --data official:/path/to/Tase --out lm_eval_tasks
+  python -m eval robustness run --model runs/export --data official:/path/to/Tase --limit 50 --out runs/rob/tuned
+  python -m eval robustness report runs/rob/base runs/rob/tuned --out runs/rob/cmp
 Bad input (unknown model, unreadable data, unknown prediction ids, a GPU backend without a GPU) prints
 one line starting with "error:" and exits 2. See docs/evaluation.md."""
 
@@ -44,6 +49,29 @@ def _nonneg_float(s: str) -> float:
     return v
 
 
+def _add_generation_args(r: argparse.ArgumentParser) -> None:
+    """Generation and backend options shared by `run` and `robustness run`."""
+    g = r.add_argument_group("generation (greedy unless --temperature > 0)")
+    g.add_argument("--max-new-tokens", type=_pos_int, default=1024, help="default 1024")
+    g.add_argument("--temperature", type=_nonneg_float, default=0.0, help="0 = greedy (default)")
+    g.add_argument("--top-p", type=float, default=1.0, help="default 1.0")
+    g.add_argument("--top-k", type=int, default=-1, help="<= 0: off (default)")
+    g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    g.add_argument("--batch-size", type=_pos_int, default=None,
+                   help="prompts per generate call and per flush (default: hf 8, vllm 256)")
+    g.add_argument("--system-prompt", default=None,
+                   help="override the official system prompt ('' for none)")
+    b = r.add_argument_group("backend")
+    b.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 (default: bfloat16 for hf, "
+                                                 "the model's own for vllm)")
+    b.add_argument("--device", default=None, help="hf only: cpu, cuda, cuda:1 (default: cuda if available)")
+    b.add_argument("--threads", type=_pos_int, default=None,
+                   help="hf on CPU: torch threads (default: torch's choice; 1 is fastest on a busy shared CPU)")
+    b.add_argument("--max-model-len", type=_pos_int, default=None, help="vllm only (default: the model's)")
+    b.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm only (default 0.9)")
+    b.add_argument("--tensor-parallel-size", type=_pos_int, default=None, help="vllm only (default 1)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.HelpFormatter
     p = argparse.ArgumentParser(prog="python -m eval", description=__doc__, epilog=EPILOG,
@@ -66,25 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--limit", type=_pos_int, default=None,
                    help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500)")
     r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
-    g = r.add_argument_group("generation (greedy unless --temperature > 0)")
-    g.add_argument("--max-new-tokens", type=_pos_int, default=1024, help="default 1024")
-    g.add_argument("--temperature", type=_nonneg_float, default=0.0, help="0 = greedy (default)")
-    g.add_argument("--top-p", type=float, default=1.0, help="default 1.0")
-    g.add_argument("--top-k", type=int, default=-1, help="<= 0: off (default)")
-    g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    g.add_argument("--batch-size", type=_pos_int, default=None,
-                   help="prompts per generate call and per flush (default: hf 8, vllm 256)")
-    g.add_argument("--system-prompt", default=None,
-                   help="override the official system prompt ('' for none)")
-    b = r.add_argument_group("backend")
-    b.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 (default: bfloat16 for hf, "
-                                                 "the model's own for vllm)")
-    b.add_argument("--device", default=None, help="hf only: cpu, cuda, cuda:1 (default: cuda if available)")
-    b.add_argument("--threads", type=_pos_int, default=None,
-                   help="hf on CPU: torch threads (default: torch's choice; 1 is fastest on a busy shared CPU)")
-    b.add_argument("--max-model-len", type=_pos_int, default=None, help="vllm only (default: the model's)")
-    b.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm only (default 0.9)")
-    b.add_argument("--tensor-parallel-size", type=_pos_int, default=None, help="vllm only (default 1)")
+    _add_generation_args(r)
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     s = sub.add_parser("score", formatter_class=fmt, help="score completions produced elsewhere (id + completion)",
@@ -129,6 +139,49 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--results", default=None, help="an `eval run` folder: accuracy vs fragmentation + plot")
     t.add_argument("--out", default=None, help="folder for tokstats.json / tokstats.md / plot")
     t.add_argument("--name", default=None, help="display name (default: the model folder's name)")
+
+    rb = sub.add_parser("robustness", formatter_class=fmt,
+                        help="accuracy under answer-preserving perturbations (homoglyphs, typos, ...)",
+                        description="TokSuite-style perturbations of benchmark prompts that keep the gold answer "
+                                    "(see docs/robustness.md): `make` writes the data, `run` generates and scores "
+                                    "it with one model, `report` compares models by relative accuracy drop.")
+    rs = rb.add_subparsers(dest="rcmd", required=True, metavar="ACTION")
+
+    def data_args(x: argparse.ArgumentParser) -> None:
+        x.add_argument("--data", required=True, help="official:DIR or FILE.jsonl")
+        x.add_argument("--kinds", default="all", help="comma-separated kinds or 'all' (default): "
+                                                      + ", ".join(PERTURBATION_KINDS))
+        x.add_argument("--rate", type=float, default=0.3,
+                       help="share of perturbable words/2-character pieces changed per prompt (default 0.3; "
+                            "at least one)")
+        x.add_argument("--perturb-seed", type=int, default=0, help="seed of the perturbations (default 0)")
+        x.add_argument("--limit", type=_pos_int, default=None, help="at most N canonical rows per file, evenly spread")
+
+    m = rs.add_parser("make", formatter_class=fmt, help="write the canonical + perturbed data set",
+                      description="Write OUT/robustness_data.jsonl (canonical rows, plus `<id>@<kind>` copies "
+                                  "for every row a kind can change) and OUT/manifest.json. Score it elsewhere with "
+                                  "`python -m eval score --data OUT/robustness_data.jsonl ...`.")
+    data_args(m)
+    m.add_argument("--out", required=True)
+    rr = rs.add_parser("run", formatter_class=fmt, help="make the data, generate, score and report for one model",
+                       description="`make` into OUT, then `eval run` on it into OUT/run (resumable), then the "
+                                   "report for this model into OUT.")
+    rr.add_argument("--model", default="default", help="HF folder, .gguf file or 'default'")
+    data_args(rr)
+    rr.add_argument("--out", required=True)
+    rr.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    _add_generation_args(rr)
+    rr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rp = rs.add_parser("report", formatter_class=fmt, help="relative drop per kind for several models",
+                       description="Relative accuracy drop per kind with paired bootstrap intervals; models after "
+                                   "the first also get their drop minus the first's. Writes OUT/robustness.md, "
+                                   ".json and .png.")
+    rp.add_argument("dirs", nargs="+", metavar="DIR", help="robustness folders (or eval folders scored on the data)")
+    rp.add_argument("--out", required=True)
+    rp.add_argument("--names", default=None, help="comma-separated display names (default: folder names)")
+    rp.add_argument("--metric", choices=["coarse", "fine"], default="coarse")
+    rp.add_argument("--n-boot", type=_pos_int, default=1000)
+    rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     return p
 
 
@@ -144,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     from .data import DataError
     from .gold import GoldError
     from .models import ModelError
+    from .robustness import RobustnessError
     from .runner import RunError
 
     try:
@@ -169,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             return _gold(args)
         elif args.cmd == "tokstats":
             return _tokstats(args)
-    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError) as e:
+        elif args.cmd == "robustness":
+            return _robustness(args)
+    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError, RobustnessError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
@@ -178,6 +234,32 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished samples are saved, rerun the same command to resume", file=sys.stderr)
         return 130
+    return 0
+
+
+def _robustness(args: argparse.Namespace) -> int:
+    from . import robustness as rob
+
+    if args.rcmd in ("make", "run"):
+        man = rob.make_data(args.data, args.out, rob.parse_kinds(args.kinds), args.perturb_seed, args.rate,
+                            args.limit)
+        print(f"{man['n_canonical']} canonical rows; perturbed copies: "
+              + ", ".join(f"{k} {v['n']}" for k, v in man["kinds"].items()))
+        print(f"wrote {Path(args.out) / rob.DATA} and {rob.MANIFEST}")
+        if args.rcmd == "make":
+            return 0
+        args.data = str(Path(args.out) / rob.DATA)
+        out = args.out
+        args.out, args.limit, args.cot = str(Path(out) / "run"), None, False
+        _run(args)
+        rep = rob.write_report([out], out, n_boot=1000, names=[Path(str(args.model)).name or "model"])
+    else:
+        names = [n.strip() for n in args.names.split(",")] if args.names else None
+        if names and len(names) != len(args.dirs):
+            raise rob.RobustnessError(f"--names gives {len(names)} names for {len(args.dirs)} folders")
+        rep = rob.write_report(args.dirs, args.out, args.metric, args.n_boot, args.seed, names)
+    print(rep["markdown"])
+    print(f"wrote {Path(args.out) / (rob.REPORT + '.md')}, .json and .png")
     return 0
 
 

@@ -1,0 +1,440 @@
+"""Answer-preserving, rule-based prompt perturbations (TokSuite-style) for `python -m eval robustness`.
+
+A prompt is cut into three kinds of spans by a per-task *layout* (a regex over the official wording):
+
+* **keep**: what the answer or the scorer depends on and nothing may touch: the counted target
+  ("homeland", 看), the REORD "Input:" marker the SHUFFLE scorer parses, answer vocabulary in quotes
+  ('yes', “是”, ABC), digits (the LENGTH scorer reads the first integer), line breaks, punctuation.
+* **payload**: the material the model works on (the counted text, the sentences to sort). Perturbed
+  only by the kinds listed for that task in `PAYLOAD_KINDS`, i.e. where the gold answer provably
+  stays right: a count of words or characters does not change when a word gains a zero-width space,
+  a Cyrillic "а", a typo inside it or an extra space before it; the target itself is never touched and
+  never created.
+* **instruction**: everything else; every kind may perturb it (outside quotes, words next to digits,
+  and all-caps labels).
+
+Rows whose prompt matches no layout (paraphrased templates, EXECUTE) are not perturbed and are counted
+as skipped. Every function is pure: (text, rng) in, text out; the seed is per row and kind.
+"""
+from __future__ import annotations
+
+import random
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060")
+
+# ---- units ---------------------------------------------------------------------------------------
+_EN_WORD = re.compile(r"[A-Za-z]+")
+_HANZI = re.compile(r"[\u4e00-\u9fff]+")
+_HANGUL = re.compile(r"[\uac00-\ud7a3]+")
+_ANY_WORD = re.compile("|".join(x.pattern for x in (_HANZI, _HANGUL, _EN_WORD)))
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|\{[^}\n]*\}")
+
+UnitFn = Callable[[str, random.Random], "str | None"]
+
+
+def _math_styles() -> tuple[tuple[int, int], ...]:
+    """(capital A, small a) code points of the complete Mathematical Alphanumeric styles: bold,
+    sans-serif, sans-serif bold, monospace (italic and script have holes, e.g. no italic h)."""
+    return ((0x1D400, 0x1D41A), (0x1D5A0, 0x1D5BA), (0x1D5D4, 0x1D5EE), (0x1D670, 0x1D68A))
+
+
+@lru_cache(maxsize=None)
+def latin_homoglyphs() -> dict[str, tuple[str, ...]]:
+    """ASCII letter -> Cyrillic/Greek look-alikes from the Unicode confusables table (via
+    `synth.structural.homoglyphs`), excluding styled forms that NFKC folds back (those are `math_style`)
+    and ones whose compatibility form is not one letter (Greek ypogegrammeni "ͺ" folds to space + mark)."""
+    from synth.structural import homoglyphs
+
+    out = {}
+    for c, glyphs in homoglyphs("letters").items():
+        g = tuple(x for x in glyphs if unicodedata.name(x, "").startswith(("CYRILLIC", "GREEK"))
+                  and len(nf := unicodedata.normalize("NFKC", x)) == 1 and nf != c and nf.isalpha())
+        if g:
+            out[c] = g
+    return out
+
+
+def _pick(rng: random.Random, word: str, ok: Callable[[str], bool]) -> int | None:
+    idx = [i for i, ch in enumerate(word) if ok(ch)]
+    return rng.choice(idx) if idx else None
+
+
+def homoglyph(word: str, rng: random.Random) -> str | None:
+    table = latin_homoglyphs()
+    i = _pick(rng, word, lambda ch: ch in table)
+    return None if i is None else word[:i] + rng.choice(table[word[i]]) + word[i + 1:]
+
+
+def zero_width(word: str, rng: random.Random) -> str | None:
+    if len(word) < 2:
+        return None
+    i = rng.randrange(1, len(word))
+    return word[:i] + rng.choice(ZERO_WIDTH) + word[i:]
+
+
+def fullwidth(word: str, rng: random.Random) -> str | None:
+    return "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalpha() else c for c in word)
+
+
+def math_style(word: str, rng: random.Random) -> str | None:
+    cap, small = rng.choice(_math_styles())
+    return "".join(chr(cap + ord(c) - 65) if "A" <= c <= "Z" else chr(small + ord(c) - 97) if "a" <= c <= "z"
+                   else c for c in word)
+
+
+def case(word: str, rng: random.Random) -> str | None:
+    style = rng.randrange(3)
+    out = word.upper() if style == 0 else word.title() if style == 1 else "".join(
+        c.upper() if rng.random() < 0.5 else c.lower() for c in word)
+    return out if out != word else word.swapcase()
+
+
+def spacing(word: str, rng: random.Random) -> str | None:
+    """An extra space: before an English word (double spacing), inside a CJK/Hangul run."""
+    if word.isascii():
+        return " " + word
+    if len(word) < 2:
+        return None
+    i = rng.randrange(1, len(word))
+    return word[:i] + " " + word[i:]
+
+
+def hyphenation(word: str, rng: random.Random) -> str | None:
+    if len(word) < 6:
+        return None
+    i = rng.randrange(3, len(word) - 2)
+    return word[:i] + "-" + word[i:]
+
+
+_QWERTY = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+@lru_cache(maxsize=None)
+def _neighbours(rows: tuple[str, ...]) -> dict[str, str]:
+    """Key -> keys next to it on the same row or diagonally above/below (staggered rows)."""
+    pos = {c: (r, i) for r, row in enumerate(rows) for i, c in enumerate(row)}
+    out = {}
+    for c, (r, i) in pos.items():
+        near = [rows[r][j] for j in (i - 1, i + 1) if 0 <= j < len(rows[r])]
+        for rr, js in ((r - 1, (i, i + 1)), (r + 1, (i - 1, i))):
+            if 0 <= rr < len(rows):
+                near += [rows[rr][j] for j in js if 0 <= j < len(rows[rr])]
+        out[c] = "".join(near)
+    return out
+
+
+# Korean 2-beolsik layout on the same keys as QWERTY (ㅂ on q, ㅁ on a, ...).
+_DUBEOLSIK = ("ㅂㅈㄷㄱㅅㅛㅕㅑㅐㅔ", "ㅁㄴㅇㄹㅎㅗㅓㅏㅣ", "ㅋㅌㅊㅍㅠㅜㅡ")
+_CHO = "ㄱㄲㄴㄷㄸㄹㅁㅂㅃㅅㅆㅇㅈㅉㅊㅋㅌㅍㅎ"
+_JUNG = "ㅏㅐㅑㅒㅓㅔㅕㅖㅗㅘㅙㅚㅛㅜㅝㅞㅟㅠㅡㅢㅣ"
+
+
+def _keyboard_en(word: str, rng: random.Random) -> str | None:
+    nb = _neighbours(_QWERTY)
+    i = _pick(rng, word, lambda ch: ch.lower() in nb)
+    if i is None:
+        return None
+    c = rng.choice(nb[word[i].lower()])
+    return word[:i] + (c.upper() if word[i].isupper() else c) + word[i + 1:]
+
+
+def _keyboard_ko(word: str, rng: random.Random) -> str | None:
+    """A jamo typo: one syllable's initial consonant or vowel replaced by a neighbouring key of the
+    same class (the syllable stays one syllable, so syllable counts are unchanged)."""
+    nb = _neighbours(_DUBEOLSIK)
+    i = rng.randrange(len(word))
+    code = ord(word[i]) - 0xAC00
+    cho, jung, jong = code // 588, (code % 588) // 28, code % 28
+    if rng.random() < 0.5:
+        opts = [c for c in nb.get(_CHO[cho], "") if c in _CHO]
+        if not opts:
+            return None
+        cho = _CHO.index(rng.choice(opts))
+    else:
+        opts = [c for c in nb.get(_JUNG[jung], "") if c in _JUNG]
+        if not opts:
+            return None
+        jung = _JUNG.index(rng.choice(opts))
+    return word[:i] + chr(0xAC00 + cho * 588 + jung * 28 + jong) + word[i + 1:]
+
+
+def keyboard_typo(word: str, rng: random.Random) -> str | None:
+    return _keyboard_en(word, rng) if word.isascii() else _keyboard_ko(word, rng)
+
+
+# Letter-shape confusions of OCR engines (letters to letters only: digits would change what the
+# LENGTH scorer reads as the target number).
+_OCR = (("rn", "m"), ("m", "rn"), ("cl", "d"), ("d", "cl"), ("vv", "w"), ("w", "vv"), ("l", "I"),
+        ("I", "l"), ("e", "c"), ("c", "e"), ("h", "b"), ("u", "v"), ("n", "h"), ("ri", "n"))
+
+
+def ocr_typo(word: str, rng: random.Random) -> str | None:
+    hits = [(i, a, b) for a, b in _OCR for i in range(len(word)) if word.startswith(a, i)]
+    if not hits:
+        return None
+    i, a, b = rng.choice(hits)
+    return word[:i] + b + word[i + len(a):]
+
+
+@lru_cache(maxsize=None)
+def _s2t():
+    import opencc
+
+    return opencc.OpenCC("s2t")
+
+
+def traditional(word: str, rng: random.Random) -> str | None:
+    """Simplified -> Traditional with OpenCC (phrase-aware); only kept when it maps one character to
+    one character, so character counts stay put."""
+    out = _s2t().convert(word)
+    return out if len(out) == len(word) and out != word else None
+
+
+def jamo_nfd(word: str, rng: random.Random) -> str | None:
+    """One syllable written as conjoining jamo (Unicode NFD): it renders the same, but a tokenizer
+    sees two or three code points instead of one."""
+    i = rng.randrange(len(word))
+    return word[:i] + unicodedata.normalize("NFD", word[i]) + word[i + 1:]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One perturbation: which languages' units it applies to and what it does to one unit."""
+
+    name: str
+    langs: frozenset[str]
+    fn: UnitFn
+    doc: str
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("homoglyph", frozenset({"en"}), homoglyph, "one letter -> a Cyrillic/Greek look-alike (Unicode confusables)"),
+    Kind("zero_width", frozenset({"en", "zh", "ko"}), zero_width, "a zero-width space/joiner inside a word or run"),
+    Kind("fullwidth", frozenset({"en"}), fullwidth, "a word in full-width forms (ａｂｃ)"),
+    Kind("math_style", frozenset({"en"}), math_style, "a word in a Mathematical Alphanumeric style (𝐚𝐛𝐜, 𝚊𝚋𝚌)"),
+    Kind("spacing", frozenset({"en", "zh", "ko"}), spacing, "an extra space (double spacing; a space inside a CJK/Hangul run)"),
+    Kind("hyphenation", frozenset({"en"}), hyphenation, "a hyphen inside a word of 6+ letters"),
+    Kind("case", frozenset({"en"}), case, "a word in UPPER, Title or rAnDoM case"),
+    Kind("keyboard_typo", frozenset({"en", "ko"}), keyboard_typo,
+         "a neighbouring key (QWERTY; Korean 2-beolsik, one jamo of a syllable)"),
+    Kind("ocr_typo", frozenset({"en"}), ocr_typo, "an OCR letter-shape confusion (rn<->m, cl<->d, l<->I...)"),
+    Kind("traditional", frozenset({"zh"}), traditional, "Simplified -> Traditional Chinese (OpenCC s2t, 1:1 only)"),
+    Kind("jamo", frozenset({"ko"}), jamo_nfd, "a Hangul syllable decomposed into conjoining jamo (NFD)"),
+)}
+
+# Kinds allowed on each task's payload: the gold answer is a count of words/characters/syllables (or
+# an order of such counts), so any change inside a unit that keeps it one unit is answer-preserving;
+# the counted target is protected separately. Hyphenation is excluded ("home-land": one word or two?).
+# COMPC counts letters: only kinds that add no letter. DIFF and REORD answers copy payload tokens:
+# only extra spaces, which neither their scorers nor a reader see as a token.
+_UNIT_SAFE = frozenset(KINDS) - {"hyphenation"}
+PAYLOAD_KINDS: dict[str, frozenset[str]] = {
+    "freq_count": _UNIT_SAFE,
+    "sentence_length": _UNIT_SAFE,
+    "sort_lengths": _UNIT_SAFE,
+    "component_count": frozenset({"zero_width", "spacing"}),
+    "diff_tokens": frozenset({"spacing"}),
+    "shuffle_tokens": frozenset({"spacing"}),
+}
+
+# ---- layouts -------------------------------------------------------------------------------------
+# Named groups: p* = payload, t = counted target (kept), k* = kept verbatim, i* = the only instruction
+# spans (when a layout has i* groups, text outside every group is kept too).
+_L = {
+    "freq_count": (
+        r'How many times does "(?P<t>[^"\n]+)" appear in the following text\? (?P<k>Text: )(?P<p>.*)',
+        r"在以下文本中，(?P<t>\S+) 出现了多少次？(?P<k>文本：)(?P<p>.*)",
+        r'다음 문장에서 "(?P<t>[^"\n]+)"는 몇 번 나타납니까\? (?P<k>문장: )(?P<p>.*)',
+    ),
+    "sentence_length": (
+        r"How many English words are in this sentence\? The sentence is: '(?P<p>.*)'",
+        r"这个句子中有多少个汉字（不计算标点符号）？句子是：‘(?P<p>.*)’",
+        r"이 문장에는 한글 문자가 몇 개 있나요\? 문장은: ‘(?P<p>.*)’",
+        r"(?P<i>[^\d]*)(?P<k>\d+)(?P<i2>[^\d]*)",  # generate: the number is kept, the topic is instruction
+    ),
+    "diff_tokens": (r"(?s)(?P<i>.*?)\n(?P<k>seq1: )(?P<p>[^\n]*)\n(?P<k2>seq2: )(?P<p2>[^\n]*)",),
+    "shuffle_tokens": (r"(?s)(?P<i>[^:：]*)(?P<k>[:：]\s*)(?P<p>[^\n]*)",),
+    "sort_lengths": (r"(?s)(?P<i>[^\n]*)(?P<k>\n.*?\n)(?P<k2>A: )(?P<p>[^\n]*)\n(?P<k3>B: )(?P<p2>[^\n]*)\n"
+                     r"(?P<k4>C: )(?P<p3>[^\n]*)",),
+    "component_count": (
+        r'How many times does the letter "(?P<t>[^"\n]+)" appear in (?P<p>[^?]*)\?',
+        r'(?P<k>[^"]*"的字形中有多少"[^"]+"存在)',  # zh: the characters hold the answer; nothing to perturb
+        r'(?P<k>"[^"]*"에서 "[^"]+")(?P<i>는 몇 회 출현하였습니까)\?',
+    ),
+    "component_split": (
+        r"(?P<i>Combine) (?P<k>.*) (?P<i2>into one word)\.",
+        r"(?P<i>Split) (?P<k>.*)\.",
+        r"(?P<i>다음 자모를 조합하세요)(?P<k>: .*)",
+        r"(?P<k>'.')(?P<i>의 초성, 중성, 종성\(있는 경우\)은 무엇인가요\? 쉼표로 구분하세요)\.",
+        r"(?P<i>使用)(?P<k>“[^”]*”)(?P<i2>可以组成哪个汉字)？",
+        r"(?P<i>请将)(?P<k>“[^”]*”)(?P<i2>拆分为可重新组合的基本部件).",
+    ),
+    "dot_matrix": (r"(?s)(?P<k>\n?)(?P<i>Please classify the following) (?P<k2>.*)",),
+    "structure_riddle": (
+        r"(?P<k>.*)(?P<i>\(猜一字\))",
+        r"(?s)(?P<i>초성 퀴즈입니다!\n제시된 주제와 초성을 보고 단어를 맞혀보세요)(?P<k>\..*)",
+    ),
+    "variant_normalize": (
+        r"(?s)(?P<i>The following is an? .*?)(?P<k>\n(?:Word|Number): .*)",
+        r"(?P<i>以下是被扰动后的文本，请你还原出原始文本，不修改标点符号)(?P<k>：.*)",
+    ),
+}
+LAYOUTS: dict[str, tuple[re.Pattern[str], ...]] = {t: tuple(re.compile(p) for p in ps) for t, ps in _L.items()}
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    role: str  # "instruction" | "payload" | "keep"
+
+
+def spans(record: dict[str, Any]) -> list[Span] | None:
+    """The prompt cut into instruction / payload / keep spans, or None when no layout matches."""
+    prompt = record["prompt"]
+    for pat in LAYOUTS.get(record["task"], ()):
+        m = pat.fullmatch(prompt)
+        if m is None:
+            continue
+        groups = [(m.start(g), m.end(g), g) for g in pat.groupindex if m.start(g) >= 0]
+        outside = "keep" if any(g.startswith("i") for *_, g in groups) else "instruction"
+        out, pos = [], 0
+        for a, b, g in sorted(groups):
+            if a > pos:
+                out.append(Span(prompt[pos:a], outside))
+            role = "payload" if g.startswith("p") else "instruction" if g.startswith("i") else "keep"
+            out.append(Span(prompt[a:b], role))
+            pos = b
+        if pos < len(prompt):
+            out.append(Span(prompt[pos:], outside))
+        return [s for s in out if s.text]
+    return None
+
+
+def target_of(record: dict[str, Any]) -> str | None:
+    """The counted target of FREQ/COMPC (kept, never created in the payload)."""
+    for pat in LAYOUTS.get(record["task"], ()):
+        m = pat.fullmatch(record["prompt"])
+        if m is not None:
+            return m.groupdict().get("t")
+    return None
+
+
+def _units(text: str, lang: str, instruction: bool, target: str | None = None) -> list[tuple[int, int]]:
+    """Perturbable units of a span: English words (letters only); Hanzi and Hangul runs cut into
+    two-character pieces (so a rate means about the same share of text in every language), never
+    spanning a counted target character. In instructions: never inside quotes, never next to a digit
+    (seq1), never an all-caps label (ABC)."""
+    pat = {"en": _EN_WORD, "zh": _HANZI, "ko": _HANGUL}.get(lang)
+    pat = _EN_WORD if lang == "en" else re.compile("|".join(
+        x.pattern for x in (pat, _EN_WORD) if x is not None) if pat else _ANY_WORD.pattern)
+    blocked = [(m.start(), m.end()) for m in _QUOTED.finditer(text)] if instruction else []
+    out = []
+    for m in pat.finditer(text):
+        a, b = m.span()
+        w = m.group()
+        if instruction:
+            if any(x <= a < y for x, y in blocked) or (w.isupper() and len(w) <= 3):
+                continue
+            if (a > 0 and text[a - 1].isdigit()) or (b < len(text) and text[b].isdigit()):
+                continue
+        if w.isascii():
+            if target:  # the whitespace token around the word: "east-west" is one target, not two words
+                x, y = a, b
+                while x > 0 and not text[x - 1].isspace():
+                    x -= 1
+                while y < len(text) and not text[y].isspace():
+                    y += 1
+                if target.lower() in text[x:y].lower():
+                    continue
+            out.append((a, b))
+            continue
+        start = a
+        for j in range(a, b + 1):  # pieces of <= 2 characters between target characters
+            if j == b or (target and text[j] in target):
+                out += [(x, min(x + 2, j)) for x in range(start, j, 2)]
+                start = j + 1
+    return out
+
+
+def _unit_lang(word: str) -> str:
+    return "en" if word.isascii() else "zh" if _HANZI.match(word) else "ko"
+
+
+def perturb(record: dict[str, Any], kind: str, seed: int, rate: float = 0.3) -> dict[str, Any] | None:
+    """A copy of `record` with `kind` applied to a share `rate` of its perturbable units (at least
+    one), or None when the kind cannot change this row (no layout, no unit it applies to).
+
+    The copy keeps id and answer; `meta["perturbation"]` names the kind and the original prompt."""
+    k = KINDS[kind]
+    cut = spans(record)
+    if cut is None:
+        return None
+    target = target_of(record)
+    rng = random.Random(f"{seed}:{kind}:{record['id']}")
+    payload_ok = kind in PAYLOAD_KINDS.get(record["task"], frozenset())
+    slots: list[tuple[int, int, int]] = []  # (span index, start, end)
+    for si, s in enumerate(cut):
+        if s.role == "instruction" or (s.role == "payload" and payload_ok):
+            for a, b in _units(s.text, record["lang"], s.role == "instruction",
+                               target if s.role == "payload" else None):
+                if _unit_lang(s.text[a:b]) not in k.langs:
+                    continue
+                if kind == "spacing" and s.text[a:b].isascii() and not (a > 0 and s.text[a - 1] == " "):
+                    continue  # English spacing doubles an existing space (no leading spaces)
+                slots.append((si, a, b))
+    if not slots:
+        return None
+    order = list(range(len(slots)))
+    rng.shuffle(order)
+    want = max(1, round(rate * len(slots)))
+    edits: dict[int, list[tuple[int, int, str]]] = {}
+    done = 0
+    for j in order:
+        if done >= want:
+            break
+        si, a, b = slots[j]
+        w = cut[si].text[a:b]
+        new = k.fn(w, rng)
+        if new is None or new == w:
+            continue
+        if cut[si].role == "payload" and target and _fold(new).count(t := _fold(target)) != _fold(w).count(t):
+            continue  # would create or remove an occurrence of the counted target
+        edits.setdefault(si, []).append((a, b, new))
+        done += 1
+    if not done:
+        return None
+    parts = []
+    for si, s in enumerate(cut):
+        text = s.text
+        for a, b, new in sorted(edits.get(si, ()), reverse=True):
+            text = text[:a] + new + text[b:]
+        parts.append(text)
+    out = dict(record)
+    out["prompt"] = "".join(parts)
+    out["meta"] = {**(record.get("meta") or {}), "perturbation": kind, "canonical_prompt": record["prompt"]}
+    return out
+
+
+def _fold(s: str) -> str:
+    """What a reader sees: NFKC (full-width, math styles, conjoining jamo), no zero-width, lower case."""
+    s = unicodedata.normalize("NFKC", s)
+    return "".join(c for c in s if c not in ZERO_WIDTH).lower()
+
+
+def perturbed_sets(records: Iterable[dict[str, Any]], kinds: Iterable[str], seed: int = 0,
+                   rate: float = 0.3) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]], dict[str, int]]:
+    """(canonical rows, kind -> perturbed rows with the same ids, kind -> rows it could not change)."""
+    canonical = list(records)
+    out: dict[str, list[dict[str, Any]]] = {}
+    skipped: dict[str, int] = {}
+    for kind in kinds:
+        rows = [p for r in canonical if (p := perturb(r, kind, seed, rate)) is not None]
+        out[kind] = rows
+        skipped[kind] = len(canonical) - len(rows)
+    return canonical, out, skipped
