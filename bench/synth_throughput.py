@@ -1,11 +1,12 @@
 """Examples/second per task and language on one core, beside reasoning-gym generators in the same run.
 
-    python bench/synth_throughput.py [--n 5000] [--rg-python PATH]
+    python bench/synth_throughput.py [--n 5000] [--repeat 1] [--tasks all] [--rg-python PATH]
 
 reasoning-gym (letter_counting, word_sorting) is timed in-process when importable, else through
 `--rg-python` (an interpreter of a separate venv with `pip install reasoning-gym`; `make bench` builds
 one in .venv-bench), else its column is skipped with a note. Resource loading (word lists, corpora,
-dictionaries) is warmed up first and reported separately: it is paid once per process.
+dictionaries) is warmed up first and reported separately: it is paid once per process. On a noisy
+machine, `--repeat k` times every cell k times (round-robin over the cells) and prints the median.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -65,6 +67,7 @@ def main() -> int:
     p.add_argument("--n", type=int, default=5000, help="examples per task x language cell")
     p.add_argument("--rg-python", default=None, help="python of a venv with reasoning-gym installed")
     p.add_argument("--tasks", default="all", help="comma-separated tasks (default all)")
+    p.add_argument("--repeat", type=int, default=1, help="time each cell this many times, print the median")
     args = p.parse_args()
     try:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
@@ -81,11 +84,19 @@ def main() -> int:
     print(f"# synth throughput, one core ({platform.processor() or platform.machine()}, Python {platform.python_version()})")
     print(f"# resource warm-up for all cells: {warm:.2f} s (once per process)")
     print(f"# reference: {note}" + "".join(f"; {k} {v:,.0f}/s" for k, v in rg.items()))
+    reps = max(1, args.repeat)
+    if reps > 1:
+        print(f"# median of {reps} timings per cell (round-robin over the cells)")
     print(f"{'task':<18} {'subtask':<27} {'lang':<4} {'examples/s':>11} {'vs rg letter_counting':>22}")
-    for task, lang, sub in cells:
-        rate = time_cell(task, lang, sub, args.n)
-        ratio = f"{rate / ref:.2f}x" if ref else "n/a"
-        print(f"{task:<18} {sub or '-':<27} {lang:<4} {rate:>11,.0f} {ratio:>22}", flush=True)
+    rates: dict[tuple[str, str, str], list[float]] = {c: [] for c in cells}
+    for r in range(reps):
+        for c in cells:
+            rates[c].append(time_cell(*c, args.n))
+            if r == reps - 1:
+                task, lang, sub = c
+                rate = statistics.median(rates[c])
+                ratio = f"{rate / ref:.2f}x" if ref else "n/a"
+                print(f"{task:<18} {sub or '-':<27} {lang:<4} {rate:>11,.0f} {ratio:>22}", flush=True)
     return 0
 
 

@@ -207,21 +207,60 @@ def test_mixture_weights(tmp_path):
 
 
 def test_non_adjacent_order_paths_agree_with_oracle():
+    """The three implementations of the REORD solver give the same order, every order passes the
+    independent oracle, and on short lines the solver finds one whenever one exists (brute force)."""
+    import itertools
     import random
 
     import numpy as np
 
-    from synth.tasks._common import non_adjacent_order, non_adjacent_order_ids
+    from synth.tasks._common import SpanOrders, non_adjacent_order, non_adjacent_order_ids
 
     rng = random.Random(0)
     found = 0
-    for _ in range(300):
-        n = rng.randint(4, 40)
-        toks = [rng.choice("abcdefg") for _ in range(n)]
+    for _ in range(400):
+        n = rng.randint(0, 40)
+        alphabet = "abcdefg"[: rng.randint(1, 7)]
+        toks = [rng.choice(alphabet) for _ in range(n)]
         ids = np.array([ord(t) for t in toks], dtype=np.uint32)
-        for order in (non_adjacent_order(toks), non_adjacent_order_ids(ids)):
-            if order is not None:
-                found += 1
-                assert sorted(order) == list(range(n))
-                assert _independent_shuffle_ok(toks, [toks[i] for i in order])
-    assert found > 150  # the constructions succeed on most inputs, not just trivially
+        order = non_adjacent_order(toks)
+        assert non_adjacent_order_ids(ids) == order
+        if n:  # the same line as a whole corpus and as a span of a longer one
+            assert _as_list(SpanOrders(ids).order(0, n)) == order
+            pad = np.array([1000 + i for i in range(3)], dtype=np.uint32)
+            assert _as_list(SpanOrders(np.concatenate([pad, ids, pad])).order(3, n)) == order
+        if order is not None:
+            found += 1
+            assert sorted(order) == list(range(n))
+            assert _independent_shuffle_ok(toks, [toks[i] for i in order])
+        elif n <= 8:
+            assert not any(_independent_shuffle_ok(toks, [toks[i] for i in p])
+                           for p in itertools.permutations(range(n))), toks
+    assert found > 250  # the constructions succeed on most inputs, not just trivially
+
+
+def _as_list(order):
+    return None if order is None else [int(i) for i in order]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh", "ko"])
+def test_reord_solver_orders_every_corpus_span(lang):
+    """No span is rejected (so none is redrawn and the lengths and spans are not biased): every sampled
+    span of the corpus gets an order, checked by the independent oracle."""
+    import random
+
+    from synth.resources import corpus
+    from synth.tasks.shuffle_tokens import spans
+
+    corp, sp = corpus(lang), spans(lang)
+    sep = " " if lang == "en" else ""
+    rng = random.Random(1)
+    for _ in range(300):
+        n = rng.randint(5, 254)
+        start = rng.randrange(len(corp) - n)
+        order = sp.orders.order(start, n)
+        assert order is not None, (start, n)
+        toks = corp.tokens(start, n)
+        assert _independent_shuffle_ok(toks, [toks[i] for i in order])
+        assert sp.write(start, n, order) == sep.join(toks[i] for i in order)
+        assert sp.line(start, n) == sep.join(toks)
