@@ -3,17 +3,18 @@
 Why: `eval gold` and the tests feed these to `eval score`, which must then report 100.0 in every table;
 that checks the whole path (data reader, scorer routing, aggregation) on real rows. Rows without a
 stored label get a constructed answer: REORD (SHUFFLE) a reordering with no original neighbours kept,
+built by the same solver as the synthetic REORD solutions (`synth.tasks._common.non_adjacent_order`),
 LENOP generate (LENGTH) text with the requested number of units.
 """
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rewards import score
 from rewards.length import target_length
 from rewards.shuffle import input_line, kind, tokens
+from synth.tasks._common import non_adjacent_order
 
 FILLER = {"zh": "字", "ko": "가"}
 
@@ -26,24 +27,18 @@ def tag(text: str) -> str:
     return f"<answer>{text}</answer>"
 
 
-def _spread(n: int) -> list[int]:
-    """Odd positions, then even ones: no two neighbours stay adjacent once n >= 4."""
-    return list(range(1, n, 2)) + list(range(0, n, 2))
-
-
-def shuffle_candidates(prompt: str, seed: int = 0, tries: int = 2000) -> Iterator[str]:
-    """Reorderings of a REORD prompt's input line: the odd/even spread first, then seeded shuffles."""
+def shuffle_answer(prompt: str) -> str | None:
+    """A reordering of a REORD prompt's input line (its official tokens) that keeps no original
+    neighbours under the official greedy rule, or None when the solver finds none (a line of 2 or 3
+    tokens, or one like "a a a a a"; it is exact up to 16 tokens)."""
     line = input_line(prompt)
     if line is None:
-        return
+        return None
     toks = tokens(line)
-    sep = " " if kind(line) == "word" else ""
-    yield sep.join(toks[i] for i in _spread(len(toks)))
-    rng = random.Random(seed)
-    for _ in range(tries):
-        cand = toks[:]
-        rng.shuffle(cand)
-        yield sep.join(cand)
+    order = non_adjacent_order(toks)
+    if order is None:
+        return None
+    return (" " if kind(line) == "word" else "").join([toks[i] for i in order])
 
 
 def length_text(rec: dict[str, Any]) -> str:
@@ -56,10 +51,12 @@ def length_text(rec: dict[str, Any]) -> str:
 def gold_completion(rec: dict[str, Any], seed: int = 0) -> str:
     """A completion that `rewards.score` marks correct (coarse 1.0); raises GoldError when none exists
     (e.g. a REORD line of 2 or 3 tokens). Rows the official evaluator drops (valid=False) get the tagged
-    label, since no completion can make them count."""
+    label, since no completion can make them count. `seed` is unused (the REORD answer is constructed,
+    not sampled); it stays for callers that pass one."""
     typ = rec.get("type")
     if typ == "SHUFFLE":
-        cands: Iterable[str] = shuffle_candidates(rec["prompt"], seed)
+        ans = shuffle_answer(rec["prompt"])
+        cands: Iterable[str] = [] if ans is None else [ans]
     elif typ == "LENGTH":
         cands = [length_text(rec)]
     else:
