@@ -130,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "by rewards.score). `eval score` on it must give 100 everywhere.")
     o.add_argument("--data", required=True)
     o.add_argument("--out", required=True, help="predictions FILE.jsonl")
-    o.add_argument("--seed", type=int, default=0, help="seed of the REORD search (default 0)")
+    o.add_argument("--seed", type=int, default=0,
+                   help="unused: REORD answers are constructed deterministically (kept for old command lines)")
 
     t = sub.add_parser("tokstats", formatter_class=fmt,
                        help="tokenizer diagnostics per task and language (fertility, PCW, parity)")
