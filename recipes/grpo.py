@@ -179,7 +179,9 @@ class MetricsLogger:
         return _CB()
 
 
-def main(argv: list[str] | None = None, default_config: str | None = None) -> int:
+def main(argv: list[str] | None = None, default_config: str | None = None, callbacks: list | None = None) -> int:
+    """Parse, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
+    times steps with one)."""
     tase, cfg, model_args = parse(argv, default_config)
     if tase.dry_run:
         dry_run(tase, cfg, model_args)
@@ -226,7 +228,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None) -> in
                             "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
     trainer = GRPOTrainer(
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
-        peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl"))],
+        peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])],
     )
     resume = cfg.resume_from_checkpoint
     if isinstance(resume, str) and resume.lower() in ("true", "latest"):

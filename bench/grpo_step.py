@@ -1,0 +1,168 @@
+"""GRPO step anatomy: rollout tokens/s and the rest of the optimizer step, per generator, side by side.
+
+    python bench/grpo_step.py [--config recipes/configs/grpo_smollm2_cpu.yaml] [--steps 4]
+                              [--generators hf,vllm] [--set key=value ...]
+
+Each generator runs the real recipe (`recipes/grpo.py`, TRL GRPOTrainer, same config, data and seed) in
+its own process for `--steps` optimizer steps; the first step is a warm-up and is left out of the
+medians. Timings come from TRL's own profiling hooks (`transformers.generate` / `vLLM.generate`, reward
+functions, weight sync, input preparation, loss) and from step begin/end callbacks. Rollout tokens/s =
+completion tokens of a step (TRL's `completions/mean_length` x completions per step) / generation
+seconds; "bwd+opt" = step time - generation - rewards - weight sync - the rest of input preparation -
+the loss forward (i.e. backward and the optimizer update). `vllm` means `use_vllm: true, vllm_mode: colocate`; without vllm or a CUDA GPU its row says why it was
+skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def child(args: argparse.Namespace) -> int:
+    """Run the recipe in this process and write per-step timings to --result."""
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "recipes"))
+    from transformers import TrainerCallback
+    from trl.extras import profiling
+
+    timings: list[tuple[int, str, float]] = []
+    orig = profiling.ProfilingContext._log_metrics
+
+    def record(self, duration: float) -> None:  # TRL's hook: also keep the number here
+        timings.append((self.step or 0, self.name.split(".", 1)[1], duration))
+        orig(self, duration)
+
+    profiling.ProfilingContext._log_metrics = record
+    steps: list[dict[str, float]] = []
+
+    meta: dict[str, int] = {}
+
+    class Clock(TrainerCallback):
+        def on_train_begin(self, a, state, control, **kw):
+            meta["completions_per_step"] = a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size
+
+        def on_step_begin(self, a, state, control, **kw):
+            self.t = time.perf_counter()
+
+        def on_step_end(self, a, state, control, **kw):
+            steps.append({"step": state.global_step, "seconds": time.perf_counter() - self.t})
+
+        def on_log(self, a, state, control, logs=None, **kw):
+            if logs and "completions/mean_length" in logs and steps:
+                steps[-1]["mean_length"] = logs["completions/mean_length"]
+
+    import grpo
+
+    argv = ["--config", args.config, "--max_steps", str(args.steps), "--output_dir", args.output_dir,
+            "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none"]
+    for kv in args.set:
+        k, _, v = kv.partition("=")
+        argv += [f"--{k}", v]
+    if args.child == "vllm":
+        argv += ["--use_vllm", "true", "--vllm_mode", "colocate"]
+    grpo.main(argv, callbacks=[Clock()])
+    Path(args.result).write_text(json.dumps({"steps": steps, "timings": timings, **meta}))
+    return 0
+
+
+def summarise(res: dict) -> dict[str, float]:
+    """Medians over the timed steps of: step, generation, rewards, the rest of input preparation (old
+    log-probs, advantages), the loss forward, and backward + optimizer (step minus everything else)."""
+    steps = res["steps"][1:] or res["steps"]  # the first step is warm-up
+    keep = {s["step"] for s in steps}
+    by: dict[str, dict[int, float]] = {}
+    for step, name, d in res["timings"]:
+        # a profiling context carries the global step at entry, i.e. the steps finished so far
+        kind = ("gen" if "generate" in name else "reward" if name == "_calculate_rewards" else "sync"
+                if name == "sync_weights" else "prep" if name == "_prepare_inputs" else "loss"
+                if name == "compute_loss" else None)
+        if kind and step + 1 in keep:
+            by.setdefault(kind, {}).setdefault(step + 1, 0.0)
+            by[kind][step + 1] += d
+
+    def med(kind: str) -> float:
+        return statistics.median([by.get(kind, {}).get(s["step"], 0.0) for s in steps])
+
+    step = statistics.median([s["seconds"] for s in steps])
+    gen, rew, syn, prep, loss = med("gen"), med("reward"), med("sync"), med("prep"), med("loss")
+    toks = statistics.median([s.get("mean_length", 0.0) * res["completions_per_step"] for s in steps])
+    return {"steps": len(steps), "step_s": step, "gen_s": gen, "reward_s": rew, "sync_s": syn,
+            "other_prep_s": max(0.0, prep - gen - rew - syn), "loss_s": loss,
+            "backward_s": max(0.0, step - max(prep, gen + rew + syn) - loss), "tokens": toks,
+            "tok_per_s": toks / gen if gen else 0.0}
+
+
+def skip_reason(gen: str) -> str | None:
+    if gen == "hf":
+        return None
+    try:
+        import torch
+        import vllm  # noqa: F401
+    except ImportError:
+        return "vllm not installed (pip install -e '.[gpu]')"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU"
+    return None
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=str(ROOT / "recipes/configs/grpo_smollm2_cpu.yaml"))
+    p.add_argument("--steps", type=int, default=4, help="optimizer steps per generator (first = warm-up)")
+    p.add_argument("--generators", default="hf,vllm")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe option")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--result", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--output_dir", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        return child(args)
+    if args.steps < 2:
+        p.error("--steps must be >= 2 (the first step is a warm-up)")
+    try:
+        import torch
+
+        hw = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU x{os.cpu_count()} ({platform.machine()})"
+    except ImportError:
+        hw = platform.machine()
+    print(f"# GRPO step anatomy: {Path(args.config).name}, {args.steps} steps per generator (first = warm-up), {hw}")
+    print(f"{'generator':<10} {'step s':>7} {'generate':>9} {'rewards':>8} {'sync':>6} {'prep':>6} {'loss fwd':>9} "
+          f"{'bwd+opt':>8} {'tokens':>7} {'rollout tok/s':>14} {'vs hf':>6}")
+    ref = None
+    for gen in [g.strip() for g in args.generators.split(",") if g.strip()]:
+        why = skip_reason(gen)
+        if why:
+            print(f"{gen:<10} skipped: {why}")
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            result = Path(tmp) / "result.json"
+            cmd = [sys.executable, __file__, "--child", gen, "--config", args.config, "--steps", str(args.steps),
+                   "--result", str(result), "--output_dir", str(Path(tmp) / "run"), *sum((["--set", s] for s in args.set), [])]
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            if proc.returncode != 0 or not result.exists():
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                print(f"{gen:<10} failed: {tail[0]}")
+                continue
+            s = summarise(json.loads(result.read_text()))
+        ref = ref or s["tok_per_s"]
+        ratio = f"{s['tok_per_s'] / ref:.2f}x" if ref else "n/a"
+        print(f"{gen:<10} {s['step_s']:>7.2f} {s['gen_s']:>9.2f} {s['reward_s']:>8.4f} {s['sync_s']:>6.2f} "
+              f"{s['other_prep_s']:>6.2f} {s['loss_s']:>9.2f} {s['backward_s']:>8.2f} {s['tokens']:>7.0f} "
+              f"{s['tok_per_s']:>14.1f} {ratio:>6}", flush=True)
+    print("# seconds per optimizer step (medians); prep = old log-probs and advantages; loss fwd = policy forward "
+          "in compute_loss; bwd+opt = the rest of the step")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
