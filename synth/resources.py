@@ -94,8 +94,14 @@ class Corpus:
 
     def tokens(self, start: int, n: int) -> list[str]:
         if self.lang == "en":
-            return self.text[self.pos[start] : self.end[start + n - 1]].split(" ")
+            return self.span_text(start, n).split(" ")
         return list(self.joined[start : start + n])
+
+    def span_text(self, start: int, n: int) -> str:
+        """Tokens start..start+n-1 as one string (joined by spaces in English, nothing otherwise)."""
+        if self.lang == "en":
+            return self.text[self.pos[start] : self.end[start + n - 1]]
+        return self.joined[start : start + n]
 
 
 @lru_cache(maxsize=None)

@@ -48,7 +48,10 @@ class FreqCount(Generator):
             target = corp.tokens(rng.randrange(len(corp)), 1)[0]
         start = random_span(rng, corp, length - count)
         if lang == "en":
-            others = [t for t in corp.tokens(start, length - count) if t != target]
+            span = corp.span_text(start, length - count)
+            others = span.split(" ")
+            if f" {target} " in f" {span} ":  # rare: filter word by word only when the target is there
+                others = [t for t in others if t != target]
         else:  # one character per token: filter at C speed
             others = list(corp.joined[start : start + length - count].replace(target, ""))
         for p in sorted(rng.sample(range(len(others) + count), count)):
