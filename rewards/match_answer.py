@@ -5,13 +5,19 @@ coarse: an empty completion -> 0. Nothing extracted -> 1 only if the raw complet
         characters ,。，:：；;、 and spaces are deleted from answer and label; both are lower-cased and
         stripped; 1 if the label is a substring of the answer. The substring test is the official rule,
         quirks kept: "ABCD" passes for "ABC", and an empty label passes any extracted answer.
-fine:   1 when coarse is 1. Where the label is a sequence (tasks sort_lengths, variant_normalize and
-        component_split, whose MATCH_ANSWER rows are the combine files) a miss gets character-level
+fine:   1 when coarse is 1. SORT (task sort_lengths, label an order such as "CAB"): a miss that is
+        another order of the same labels gets 0.9 * the share of label pairs it puts in the right
+        relative order (Kendall agreement): "CBA" for "CAB" -> 2 of 3 pairs -> 0.6, the reversed order
+        "BAC" -> 0; anything else (a truncated "CA", repeated or foreign letters) -> 0. (Edit-distance
+        credit paid 0.6 for "CA" and 0.3 for "CBA": a 40-step CPU GRPO run learned to answer two
+        letters; docs/results.md.)
+        Where the label is another sequence (tasks variant_normalize and component_split, whose
+        MATCH_ANSWER rows are the combine files) a miss gets character-level
         credit 0.9 * (1 - d / max(|a|, |b|)), d = Levenshtein distance between the cleaned label b and
         the cleaned answer a cut to 4 * |b| + 8 characters (the cut bounds the work on huge answers);
         the 0.9 cap keeps every miss below 1. Other tasks (dot_matrix, structure_riddle: a class name
         or a riddle's solution, where a near spelling is not a near answer) and untagged misses stay 0.
-        Worked example, label "CAB": "CBA" -> d = 2 -> 0.9 * (1 - 2/3) = 0.3; "CA" -> 0.6; "xyz" -> 0.
+        Worked example, label "irritation": "irritatoin" -> d = 2 -> 0.9 * (1 - 2/10) = 0.72; "xyz" -> 0.
 """
 from __future__ import annotations
 
@@ -22,7 +28,8 @@ from .base import Score, field, label_of
 from .extract import extract_answer
 
 _PUNCT = ",。，:：；;、 "
-SEQUENCE_TASKS = frozenset({"sort_lengths", "variant_normalize", "component_split"})
+SEQUENCE_TASKS = frozenset({"variant_normalize", "component_split"})
+ORDER_TASKS = frozenset({"sort_lengths"})
 _CAP = 0.9
 
 
@@ -71,8 +78,20 @@ def similarity(pred: str, label: str) -> float:
     return 1.0 - levenshtein(pred, label) / max(len(pred), len(label))
 
 
-def score_match(completion: str, label: str, sequence: bool = False) -> Score:
-    """Score for one MATCH_ANSWER row (official `match_answer`); `sequence` turns on character credit."""
+def order_agreement(pred: str, label: str) -> float:
+    """Share of label pairs that `pred` orders the same way, when `pred` is a permutation of a label of
+    distinct symbols; 0 otherwise (a truncated or padded order earns nothing)."""
+    if len(label) < 2 or len(set(label)) != len(label) or sorted(pred) != sorted(label):
+        return 0.0
+    pos = {c: i for i, c in enumerate(pred)}
+    n = len(label)
+    good = sum(pos[label[i]] < pos[label[j]] for i in range(n) for j in range(i + 1, n))
+    return good / (n * (n - 1) // 2)
+
+
+def score_match(completion: str, label: str, sequence: bool = False, order: bool = False) -> Score:
+    """Score for one MATCH_ANSWER row (official `match_answer`); `sequence` turns on character credit,
+    `order` (SORT) the pairwise-order credit instead."""
     if not completion:
         return Score(0.0, 0.0, "")
     extracted = extract_answer(completion)
@@ -85,10 +104,13 @@ def score_match(completion: str, label: str, sequence: bool = False) -> Score:
     pred, lab = pred.lower().strip(), lab.lower().strip()
     if lab in pred:
         return Score(1.0, 1.0, extracted)
+    if order:
+        return Score(0.0, _CAP * order_agreement(pred, lab), extracted)
     if sequence:
         return Score(0.0, _CAP * similarity(pred, lab), extracted)
     return Score(0.0, 0.0, extracted)
 
 
 def score(example: Mapping[str, Any], completion: str) -> Score:
-    return score_match(completion, label_of(example), field(example, "task") in SEQUENCE_TASKS)
+    task = field(example, "task")
+    return score_match(completion, label_of(example), task in SEQUENCE_TASKS, task in ORDER_TASKS)

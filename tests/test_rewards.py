@@ -192,9 +192,16 @@ def test_match_answer_quirks():
 
 def test_match_answer_fine():
     ex = {"type": "MATCH_ANSWER", "task": "sort_lengths", "prompt": "q", "answer": "CAB"}
-    assert score(ex, tag("CBA")).fine == pytest.approx(0.3)
-    assert score(ex, tag("CA")).fine == pytest.approx(0.6)
+    assert score(ex, tag("CBA")).fine == pytest.approx(0.6)   # 2 of 3 label pairs in order
+    assert score(ex, tag("ACB")).fine == pytest.approx(0.6)
+    assert score(ex, tag("BCA")).fine == pytest.approx(0.3)
+    assert score(ex, tag("BAC")).fine == 0.0                   # reversed
+    assert score(ex, tag("CA")).fine == 0.0                    # truncated orders earn nothing...
+    assert score(ex, tag("CAA")).fine == 0.0                   # ...nor repeated letters
     assert score(ex, tag("xyz")).fine == 0.0
+    # a random full order earns more on average than any truncation (the two-letter hack pays nothing)
+    orders = ["CAB", "CBA", "ACB", "BCA", "BAC", "ABC"]
+    assert sum(score(ex, tag(a)).fine for a in orders) / 6 > max(score(ex, tag(a)).fine for a in ("CA", "AB", "CB"))
     assert score(ex, "CBA").fine == 0.0                    # untagged misses get no credit
     var = {"type": "MATCH_ANSWER", "task": "variant_normalize", "prompt": "q", "answer": "学生在校园里努力学习。"}
     assert 0.7 < score(var, tag("学生在校圎里努力学习。")).fine < 0.9   # one variant left in
