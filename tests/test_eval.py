@@ -137,7 +137,7 @@ def test_score_rejects_bad_predictions_and_keeps_existing_output(fixture_root, r
     assert res.returncode == 2 and "cannot read" in res.stderr and res.stderr.count("\n") == 1
 
 
-def test_run_refuses_a_score_folder(fixture_root, rows, tmp_path):
+def test_run_refuses_a_score_folder(fixture_root, rows, tmp_path, default_model):
     write_preds(tmp_path / "ok.jsonl", rows, lambda r: True)
     score_cli(fixture_root, tmp_path / "ok.jsonl", tmp_path / "s")
     before = (tmp_path / "s" / "samples.jsonl").read_bytes()
@@ -145,6 +145,23 @@ def test_run_refuses_a_score_folder(fixture_root, rows, tmp_path):
                       "--max-new-tokens", "2", "--no-progress"])
     assert res.returncode == 2 and "without run_config.json" in res.stderr and res.stderr.count("\n") == 1
     assert (tmp_path / "s" / "samples.jsonl").read_bytes() == before
+
+
+@pytest.mark.slow
+def test_one_line_error_with_a_cold_model_cache(fixture_root, rows, tmp_path):
+    """The regression a warm cache once hid: the first use of `--model default` converts the GGUF in the
+    same process, and the error that follows is still the only line on stderr."""
+    import os
+
+    write_preds(tmp_path / "ok.jsonl", rows, lambda r: True)
+    score_cli(fixture_root, tmp_path / "ok.jsonl", tmp_path / "s")
+    cold = tmp_path / "cold-cache"
+    res = run_module(["eval", "run", "--model", "default", "--data", f"official:{fixture_root}", "--out",
+                      str(tmp_path / "s"), "--max-new-tokens", "2", "--no-progress"],
+                     env={**os.environ, "TASE_CACHE": str(cold)})
+    assert (cold / "models" / "SmolLM2-135M-Instruct.Q4_1" / "model.safetensors").is_file(), res.stderr[-500:]
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr[-2000:]
+    assert "without run_config.json" in res.stderr and res.stdout == ""
 
 
 def test_score_accepts_chat_message_completions(fixture_root, rows, tmp_path):
@@ -165,7 +182,7 @@ def test_score_accepts_chat_message_completions(fixture_root, rows, tmp_path):
     (["--backend", "vllm"], "vllm"),
     (["--device", "cuda"], "no CUDA GPU is visible"),
 ])
-def test_run_bad_input_one_line(fixture_root, tmp_path, args, msg):
+def test_run_bad_input_one_line(fixture_root, tmp_path, args, msg, default_model):
     import torch
 
     if "--device" in args and torch.cuda.is_available():
@@ -189,7 +206,7 @@ def short_rows_file(rows, path: Path, n: int) -> Path:
 
 
 @pytest.mark.slow
-def test_real_hf_backend_and_kill_resume(rows, tmp_path):
+def test_real_hf_backend_and_kill_resume(rows, tmp_path, default_model):
     """Real SmolLM2 weights, real hf backend: SIGKILL after the first flushed batch, rerun the same
     command, no sample lost, duplicated or regenerated; then settings changes are refused."""
     data = short_rows_file(rows, tmp_path / "short.jsonl", 6)
@@ -224,14 +241,13 @@ def test_real_hf_backend_and_kill_resume(rows, tmp_path):
     assert all(isinstance(s["completion"], str) and s["completion"] for s in samples_)
     # greedy: the two rows of one batch decode as they would alone (left padding is right)
     from eval.backends import GenConfig, HFBackend
-    from eval.models import resolve_model
     from eval.prompts import build_messages
 
     import torch
 
     threads = torch.get_num_threads()
     try:  # 1 thread: this process has no passive OpenMP wait (see eval/__main__.py)
-        be = HFBackend(resolve_model("default"), GenConfig(max_new_tokens=12), threads=1)
+        be = HFBackend(default_model, GenConfig(max_new_tokens=12), threads=1)
         recs = {r["id"]: r for r in map(json.loads, data.read_text().splitlines())}
         one = samples_[-1]
         assert be.generate([build_messages(recs[one["id"]])]) == [one["completion"]]

@@ -10,9 +10,9 @@ from eval.models import ModelError, find_default_gguf, is_converted, load_model_
 
 
 @pytest.fixture(scope="module")
-def converted():
-    """The default model in the default cache (converted there once per machine, shared by all tests)."""
-    return resolve_model("default")
+def converted(default_model):
+    """The default model in the session cache (converted once per test session, see conftest)."""
+    return default_model
 
 
 def test_default_gguf_found_without_import():
@@ -48,14 +48,18 @@ def test_cached_folder_is_reused(converted):
 
 
 @pytest.mark.slow
-def test_fresh_conversion_is_atomic_and_matches_gguf_logits(tmp_path):
+def test_fresh_conversion_is_atomic_and_matches_gguf_logits(tmp_path, capfd):
     """Convert into an empty cache (a stale half folder there is replaced); the result has the same
     logits as transformers' own quantized-flagged GGUF load."""
     from transformers import AutoModelForCausalLM
 
     (tmp_path / "SmolLM2-135M-Instruct.Q4_1").mkdir()
     (tmp_path / "SmolLM2-135M-Instruct.Q4_1" / "config.json").write_text("{}")  # half folder, no weights
+    capfd.readouterr()
     path = resolve_model("default", cache_dir=tmp_path)
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", ""), "loader chatter reached the terminal"
+    assert "GGUF" in (path / "conversion.log").read_text()  # ... and was kept beside the model
     assert is_converted(path) and [p.name for p in tmp_path.iterdir()] == [path.name], "no temp folder left"
     assert oct(path.stat().st_mode & 0o777) == "0o755"
     model, tok = load_model_and_tokenizer(path)

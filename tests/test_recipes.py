@@ -22,13 +22,11 @@ TINY_ARGS = ["--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--ta
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> Path:
+def tiny_model(tmp_path_factory, default_model) -> Path:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from eval.models import resolve_model
-
-    tok = AutoTokenizer.from_pretrained(resolve_model("default"))
+    tok = AutoTokenizer.from_pretrained(default_model)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
                       tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)

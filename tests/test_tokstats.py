@@ -4,7 +4,7 @@ import json
 from tests.conftest import run_module
 
 
-def test_tokstats_smollm2(fixture_root, tmp_path):
+def test_tokstats_smollm2(fixture_root, tmp_path, default_model):
     res = run_module(["eval", "tokstats", "--model", "default", "--data", f"official:{fixture_root}",
                       "--out", str(tmp_path), "--name", "SmolLM2"])
     assert res.returncode == 0, res.stderr[-2000:]
