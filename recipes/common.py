@@ -180,12 +180,13 @@ def build_dataset(args: DataArgs, tokenizer: Any = None):
     return Dataset.from_list(data)
 
 
-def resolve(model: str | None) -> str:
-    """Model spec -> local plain HF folder (GGUF converted once); one-line error when unusable."""
+def resolve(model: str | None, allow_pickle_weights: bool = False) -> str:
+    """Model spec -> local plain HF folder (GGUF converted once); one-line error when unusable (a
+    folder without safetensors weights included, unless `allow_pickle_weights`)."""
     from eval.models import ModelError, resolve_model
 
     try:
-        return str(resolve_model(model))
+        return str(resolve_model(model, allow_pickle_weights=allow_pickle_weights))
     except ModelError as e:
         fail(str(e))
     raise AssertionError  # unreachable
