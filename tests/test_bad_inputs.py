@@ -234,12 +234,13 @@ def test_killed_synth_leaves_the_old_file(tmp_path):
     killed = 0
     for _ in range(KILLS):
         rc = kill_at([*cmd, "--out", str(out)], rng.uniform(0.05, full))
+        now = out.read_bytes()
+        assert now in (old, ref.read_bytes())  # never partial: killed before the rename, or after it (exiting)
         if rc is None:
             killed += 1
-            assert out.read_bytes() == old  # a killed run never replaces the file
         else:
-            assert rc == 0 and out.read_bytes() == ref.read_bytes()
-            out.write_bytes(old)
+            assert rc == 0 and now == ref.read_bytes()
+        out.write_bytes(old)
     assert killed >= KILLS // 2
     subprocess.run([*cmd, "--out", str(out)], cwd=ROOT, check=True)
     assert out.read_bytes() == ref.read_bytes()
