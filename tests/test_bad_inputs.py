@@ -288,7 +288,6 @@ def test_kill_during_checkpoint_save_resumes_from_last_complete(tiny_model, tmp_
     cmd = [PY, "recipes/grpo.py", "--model_name_or_path", str(model), "--output_dir", str(out), "--max_steps", "3",
            "--save_steps", "1", *TINY_ARGS, "--resume_from_checkpoint", "true"]
     rng = random.Random(5)
-    kills = 0
     for target in (2, 3):
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 600
@@ -298,12 +297,11 @@ def test_kill_during_checkpoint_save_resumes_from_last_complete(tiny_model, tmp_
         time.sleep(rng.uniform(0, 0.3))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        kills += 1
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "resuming from" in res.stderr or "no complete checkpoint" in res.stderr
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
     assert [h["step"] for h in state["log_history"] if "reward" in h] == [1, 2, 3]  # nothing lost or repeated
-    steps = [json.loads(l)["step"] for l in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [s for s in steps if s] == sorted(s for s in steps if s) and len(set(steps)) == len(steps)
+    logged = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in logged if "reward" in m] == [1, 2, 3]  # the killed runs' later steps trimmed
 
