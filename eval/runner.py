@@ -299,13 +299,13 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
 
     out = Path(out)
     check_out_dir(out)
+    records = {r["id"]: r for r in load_data(data)}
+    preds = read_predictions(predictions, records, data)
     recover_swap(out)  # a previous `score` killed mid-swap: put its folder back first
     if (out / RUN_CONFIG).exists():
         raise RunError(f"{out} holds an `eval run` (run_config.json); score into another --out")
     if not force and any((out / f).exists() for f in (RESULTS, SAMPLES)):
         raise RunError(f"{out} already holds scores (results.json/samples.jsonl); pass --force to replace them")
-    records = {r["id"]: r for r in load_data(data)}
-    preds = read_predictions(predictions, records, data)
     lines = [sample_line(records[pid], comp if isinstance(comp, str) else completion_text(comp))
              for pid, comp in preds]
     out.parent.mkdir(parents=True, exist_ok=True)

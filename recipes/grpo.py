@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
             import liger_kernel  # noqa: F401
         except ImportError:
             fail('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)')
+    if tase.streaming and cfg.max_steps <= 0:
+        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
     resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     from rewards import get_reward_funcs
     from rewards.trl import RewardInputError
@@ -222,8 +224,6 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     if model_args.attn_implementation:
         init.setdefault("attn_implementation", model_args.attn_implementation)
     cfg.model_init_kwargs = init
-    if tase.streaming and cfg.max_steps <= 0:
-        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
