@@ -115,12 +115,15 @@ def check_config_types(parser: Any, argv: list[str]) -> None:
         fail(f"--config {path}: not valid YAML ({str(e).splitlines()[0]})")
     if not isinstance(config, dict):
         fail(f"--config {path}: must be a YAML mapping of option: value")
-    actions = {a.dest: a for a in parser._actions if not isinstance(a, argparse._HelpAction)}
+    actions: dict[str, Any] = {}
+    for a in parser._actions:  # the option taking a value (bools also have a --no_X flag taking none)
+        if not isinstance(a, argparse._HelpAction) and a.nargs != 0:
+            actions.setdefault(a.dest, a)
     for key, value in config.items():
         a = actions.get(key)
         if a is None or value is None:
             continue  # unknown keys: TrlParser's own one-line error
-        many = a.nargs in ("+", "*") or isinstance(a.nargs, int)
+        many = a.nargs in ("+", "*") or (isinstance(a.nargs, int) and a.nargs > 1)
         if many and not isinstance(value, list):
             fail(f"--config {path}: {key} expects a list, got {value!r}")
         for v in value if many else [value]:
