@@ -305,3 +305,40 @@ def test_kill_during_checkpoint_save_resumes_from_last_complete(tiny_model, tmp_
     logged = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in logged if "reward" in m] == [1, 2, 3]  # the killed runs' later steps trimmed
 
+
+
+def test_checkpoint_completeness_catches_every_torn_file(tmp_path):
+    """Whichever file a kill tears (weights, optimizer, scheduler, RNG state, trainer state), the
+    checkpoint is reported incomplete; whole ones pass. Real safetensors and torch.save files."""
+    import shutil
+
+    import torch
+    from safetensors.torch import save_file
+
+    sys.path.insert(0, str(ROOT / "recipes"))
+    import common
+
+    good = tmp_path / "checkpoint-2"
+    good.mkdir()
+    save_file({"w": torch.randn(64, 64)}, str(good / "model.safetensors"))
+    torch.save({"state": {0: {"exp_avg": torch.randn(64, 64)}}}, good / "optimizer.pt")
+    torch.save({"last_epoch": 2}, good / "scheduler.pt")
+    torch.save({"python": list(range(100))}, good / "rng_state.pth")
+    (good / "trainer_state.json").write_text(json.dumps({"global_step": 2, "log_history": []}))
+    assert common.checkpoint_problem(good) is None
+    for name, why in (("model.safetensors", "incomplete"), ("optimizer.pt", "optimizer.pt"),
+                      ("scheduler.pt", "scheduler.pt"), ("rng_state.pth", "rng_state.pth"),
+                      ("trainer_state.json", "trainer_state.json")):
+        for cut in (0.5, 0.99):
+            bad = tmp_path / f"checkpoint-3-{name}-{cut}"
+            shutil.copytree(good, bad)
+            data = (bad / name).read_bytes()
+            (bad / name).write_bytes(data[: int(len(data) * cut)])
+            assert why in (common.checkpoint_problem(bad) or ""), (name, cut)
+    (tmp_path / "run").mkdir()
+    shutil.copytree(good, tmp_path / "run" / "checkpoint-2")
+    torn = tmp_path / "run" / "checkpoint-3"
+    shutil.copytree(good, torn)
+    (torn / "trainer_state.json").unlink()
+    assert common.resolve_resume(str(tmp_path / "run"), "true") == str(tmp_path / "run" / "checkpoint-2")
+    assert (tmp_path / "run" / "checkpoint-3.incomplete").is_dir() and not torn.exists()
