@@ -54,6 +54,9 @@ def _add_generation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--backend", choices=["hf", "vllm"], default="hf",
                    help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--allow-pickle-weights", action="store_true",
+                   help="load a model folder without safetensors weights (pickle files can run code; trusted "
+                        "folders only)")
     g = r.add_argument_group("generation (greedy unless --temperature > 0)")
     g.add_argument("--max-new-tokens", type=_pos_int, default=1024, help="default 1024")
     g.add_argument("--temperature", type=_nonneg_float, default=0.0, help="0 = greedy (default)")
@@ -103,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Writes the same results.json and samples.jsonl as `run`.")
     s.add_argument("--data", required=True, help="official:DIR or FILE.jsonl")
     s.add_argument("--predictions", required=True, help="JSON lines: {\"id\": ..., \"completion\": ...}")
-    s.add_argument("--out", required=True)
+    s.add_argument("--out", required=True, help="output folder (must not hold scores unless --force)")
+    s.add_argument("--force", action="store_true", help="replace the scores already in --out")
 
     c = sub.add_parser("compare", formatter_class=fmt,
                        help="paper-style tables, bootstrap deltas and a plot for several runs",
@@ -184,6 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _warn_invalid(res: dict) -> None:
+    from .runner import invalid_note
+
+    note = invalid_note(res)
+    if note:
+        print(note, file=sys.stderr)
+
+
 def _summary(res: dict) -> str:
     tasks = " ".join(f"{k} {v:.1f}" for k, v in res["by_task"].items())
     return f"overall {res['overall']:.2f} (micro {res['micro']['overall']:.2f}, n={res['n']}) | {tasks}"
@@ -205,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "score":
             from .runner import score_predictions
 
-            res = score_predictions(args.data, args.predictions, args.out)
+            res = score_predictions(args.data, args.predictions, args.out, args.force)
+            _warn_invalid(res)
             print(_summary(res))
             print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
         elif args.cmd == "compare":
@@ -274,7 +287,8 @@ def _run(args: argparse.Namespace) -> int:
             "tensor_parallel_size": args.tensor_parallel_size}
     res = run(args.model, args.data, args.out, args.backend, args.limit, args.cot, gen,
               SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
-              {k: v for k, v in opts.items() if v is not None})
+              {k: v for k, v in opts.items() if v is not None}, args.allow_pickle_weights)
+    _warn_invalid(res)
     print(_summary(res))
     print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
     return 0
@@ -304,7 +318,7 @@ def _tokstats(args: argparse.Namespace) -> int:
     from .data import load_data
     from .models import resolve_model
 
-    path = resolve_model(args.model)
+    path = resolve_model(args.model, allow_pickle_weights=True)  # reads the tokenizer only
     tok = AutoTokenizer.from_pretrained(path)
     records = list(load_data(args.data))
     stats = ts.cell_stats(tok, records)

@@ -11,7 +11,7 @@ import numpy as np
 from synth.record import TASKS
 
 from .aggregate import LANG_TABLE, code_of, in_lang_table
-from .runner import RESULTS, SAMPLES, iter_samples
+from .runner import RESULTS, SAMPLES, RunError, iter_samples
 
 TASK_ORDER = [t.code for t in TASKS.values()]
 
@@ -30,9 +30,14 @@ def load_run(d: str | Path) -> tuple[str, dict[str, Any], dict[str, dict[str, An
     if missing:
         raise CompareError(f"{d / RESULTS}: not an `eval` results file (missing {', '.join(missing)})")
     try:
-        samples = {s["id"]: s for s in iter_samples(d / SAMPLES) if s.get("valid", True)}
-    except (KeyError, TypeError):
+        all_samples = list(iter_samples(d / SAMPLES))
+        samples = {s["id"]: s for s in all_samples if s.get("valid", True)}
+    except (KeyError, TypeError, AttributeError):
         raise CompareError(f"{d / SAMPLES}: not an `eval` samples file") from None
+    except RunError as e:
+        raise CompareError(str(e)) from None
+    if not all_samples and res.get("n"):
+        raise CompareError(f"{d / SAMPLES}: missing or empty, but {RESULTS} counts {res['n']} rows")
     return d.name, res, samples
 
 

@@ -197,23 +197,55 @@ def load_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror})") from None
     with f:
-        for ln, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise DataError(f"{path}: line {ln}: not JSON ({e.msg})") from None
-            if not isinstance(rec, dict):
-                raise DataError(f"{path}: line {ln}: not a JSON object")
-            missing = [k for k in REQUIRED_JSONL_KEYS if k not in rec]
-            if missing:
-                raise DataError(f"{path}: line {ln}: missing key(s) {', '.join(missing)}")
-            rec.setdefault("subtask", "")
-            rec.setdefault("variation", "")
-            rec.setdefault("meta", {})
-            rec.setdefault("category", TASKS[rec["task"]].category if rec["task"] in TASKS else "")
-            yield rec
+        ln = 0
+        try:
+            for ln, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError as e:
+                    raise DataError(f"{path}: line {ln}: not JSON ({e.msg})") from None
+                check_record(rec, f"{path}: line {ln}")
+                rec.setdefault("subtask", "")
+                rec.setdefault("variation", "")
+                rec.setdefault("meta", {})
+                rec.setdefault("category", TASKS[rec["task"]].category if rec["task"] in TASKS else "")
+                yield rec
+        except UnicodeDecodeError as e:
+            raise DataError(f"{path}: line {ln + 1}: not UTF-8 text (byte {e.object[e.start]:#04x})") from None
+
+
+def _has_surrogate(s: str) -> bool:
+    """Lone surrogates (JSON "\\ud800") decode into str but cannot be encoded, tokenized or written."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_record(rec: Any, where: str) -> None:
+    """Refuse, in one line naming the row, a record the scorers and models would choke on later: not an
+    object, a missing key, a non-string field, text that is not encodable, or an unknown `type` (which
+    would otherwise score every row as invalid, silently)."""
+    from rewards import SCORERS
+
+    if not isinstance(rec, dict):
+        raise DataError(f"{where}: not a JSON object")
+    missing = [k for k in REQUIRED_JSONL_KEYS if k not in rec]
+    if missing:
+        raise DataError(f"{where}: missing key(s) {', '.join(missing)}")
+    for k in (*REQUIRED_JSONL_KEYS, "subtask", "variation", "category"):
+        v = rec.get(k, "")
+        if not isinstance(v, str):
+            raise DataError(f"{where}: {k} must be a string, got {type(v).__name__} {json.dumps(v)[:40]}")
+        if _has_surrogate(v):
+            raise DataError(f"{where}: {k} holds a lone surrogate (text that cannot be encoded as UTF-8)")
+    if rec["type"] not in SCORERS:
+        raise DataError(f"{where}: unknown type {rec['type']!r}; expected one of {', '.join(SCORERS)}")
+    if rec.get("meta") is not None and not isinstance(rec["meta"], dict):
+        raise DataError(f"{where}: meta must be an object")
 
 
 def load_data(spec: str) -> Iterator[dict[str, Any]]:

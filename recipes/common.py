@@ -42,6 +42,40 @@ class DataArgs:
                             "synth on the fly (needs max_steps) instead of num_train_examples materialized rows"})
     max_prompt_tokens: int | None = field(default=None, metadata={"help": "drop examples whose chat-formatted "
                                           "prompt is longer than this many tokens (the paper's max input 16384)"})
+    allow_pickle_weights: bool = field(default=False, metadata={"help": "accept a model folder without safetensors "
+                                       "weights (pickle files can run code; trusted folders only)"})
+
+    def __post_init__(self) -> None:
+        """Bad data options fail at parse time in one line (ValueError), not minutes later in a traceback."""
+        for key in ("tasks", "langs", "exclude"):
+            v = getattr(self, key)
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ValueError(f"{key} must be a list of strings, got {v!r}")
+        for key, low in (("num_train_examples", 1), ("max_len", 1), ("max_prompt_tokens", 1), ("synth_seed", None)):
+            v = getattr(self, key)
+            if v is None and key in ("max_len", "max_prompt_tokens"):
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or (low is not None and v < low):
+                raise ValueError(f"{key} must be an integer" + (f" >= {low}" if low else "") + f", got {v!r}")
+        for key in ("train_data", "system_prompt"):
+            if not isinstance(getattr(self, key), str):
+                raise ValueError(f"{key} must be a string, got {getattr(self, key)!r}")
+        if self.train_data == "synth":
+            from synth.core import SynthError, combos
+
+            try:
+                for t in self.tasks:
+                    for lang in self.langs:
+                        combos(t, lang)
+            except SynthError as e:
+                raise ValueError(f"tasks/langs: {e}") from None
+            if self.mixture is not None:
+                from synth.__main__ import load_mixture
+
+                try:
+                    load_mixture(self.mixture)
+                except SynthError as e:
+                    raise ValueError(str(e)) from None
 
 
 @dataclass
@@ -57,8 +91,245 @@ class TaseArgs(DataArgs):
     min_gpus: int = field(default=0, metadata={"help": "refuse to start with fewer CUDA devices than this"})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.reward_granularity not in ("coarse", "fine"):
             raise ValueError(f"reward_granularity must be coarse or fine, got {self.reward_granularity!r}")
+
+
+def check_config_types(parser: Any, argv: list[str]) -> None:
+    """Check the --config YAML against the parser's options before TrlParser sees it: a value of the
+    wrong type gives one line naming the key, the expected type and the value (argparse would print its
+    whole usage text, or let a list through to crash later)."""
+    import argparse
+
+    import yaml
+
+    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+        return
+    path = argv[argv.index("--config") + 1]
+    try:
+        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"--config {path}: cannot read ({getattr(e, 'strerror', None) or e})")
+    except yaml.YAMLError as e:
+        fail(f"--config {path}: not valid YAML ({str(e).splitlines()[0]})")
+    if not isinstance(config, dict):
+        fail(f"--config {path}: must be a YAML mapping of option: value")
+    actions: dict[str, Any] = {}
+    for a in parser._actions:  # the option taking a value (bools also have a --no_X flag taking none)
+        if not isinstance(a, argparse._HelpAction) and a.nargs != 0:
+            actions.setdefault(a.dest, a)
+    for key, value in config.items():
+        a = actions.get(key)
+        if a is None or value is None:
+            continue  # unknown keys: TrlParser's own one-line error
+        many = a.nargs in ("+", "*") or (isinstance(a.nargs, int) and a.nargs > 1)
+        if many and not isinstance(value, list):
+            fail(f"--config {path}: {key} expects a list, got {value!r}")
+        for v in value if many else [value]:
+            if not _fits(a, v):
+                want = "one of " + ", ".join(map(str, a.choices)) if a.choices else _type_name(a)
+                fail(f"--config {path}: {key} expects {want}, got {v!r}")
+
+
+def _type_name(action: Any) -> str:
+    t = action.type
+    if t is None:
+        return "a string"
+    name = getattr(t, "__name__", str(t))
+    return {"string_to_bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}.get(name, name)
+
+
+def _fits(action: Any, v: Any) -> bool:
+    """Would argparse accept this YAML value for the option (YAML already typed it)?"""
+    if isinstance(v, (list, dict)):
+        return False
+    t = action.type
+    name = getattr(t, "__name__", "")
+    if name == "string_to_bool":
+        return isinstance(v, bool) or (isinstance(v, str) and v.lower() in ("yes", "true", "t", "y", "1", "no",
+                                                                            "false", "f", "n", "0"))
+    if t is int:
+        return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and _parses(int, v))
+    if t is float:
+        return (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, str) and _parses(float, v))
+    if action.choices:
+        return any(v == c or str(v) == str(c) or getattr(c, "value", None) == v for c in action.choices)
+    if t is not None and isinstance(v, str):
+        return _parses(t, v)
+    return True
+
+
+def _parses(t: Any, v: str) -> bool:
+    try:
+        t(v)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def one_line_errors(parser: Any) -> None:
+    """argparse errors (a bad value on the command line) as one line, not the usage text."""
+    parser.error = lambda message: fail(message)
+
+
+def check_output_dir(output_dir: str) -> Path:
+    """output_dir must be a folder or creatable as one."""
+    out = Path(output_dir)
+    if out.exists() and not out.is_dir():
+        fail(f"output_dir {out} is a file, not a folder")
+    for d in out.parents:
+        if d.exists():
+            if not d.is_dir():
+                fail(f"output_dir {out}: {d} is a file, not a folder")
+            if not os.access(d, os.W_OK | os.X_OK):
+                fail(f"output_dir {out}: {d} is not writable")
+            break
+    return out
+
+
+def holds_run(out: Path) -> list[str]:
+    """What marks `out` as holding a training run (checkpoints, trainer_state.json, metrics.jsonl)."""
+    marks = sorted(p.name for p in out.glob("checkpoint-*"))[:3]
+    return marks + [m for m in ("trainer_state.json", "metrics.jsonl") if (out / m).exists()]
+
+
+def checkpoint_problem(ckpt: Path) -> str | None:
+    """Why a Trainer checkpoint cannot be resumed from (None when complete): weights, optimizer and
+    scheduler state and trainer_state.json must all be present and whole. The Trainer writes them in that
+    order into the folder itself, so a kill during a save leaves a folder that fails one of these checks."""
+    st = ckpt / "trainer_state.json"
+    try:
+        state = json.loads(st.read_text(encoding="utf-8"))
+        if not isinstance(state.get("global_step"), int):
+            return "trainer_state.json without global_step"
+    except FileNotFoundError:
+        return "no trainer_state.json"
+    except (OSError, ValueError, AttributeError):
+        return "unreadable trainer_state.json"
+    index = ckpt / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return "unreadable model.safetensors.index.json"
+    else:
+        shards = [n for n in ("model.safetensors", "adapter_model.safetensors") if (ckpt / n).is_file()][:1]
+        if not shards:
+            return "no safetensors weights"
+    for name in shards:
+        if not _whole_safetensors(ckpt / name):
+            return f"{name} incomplete"
+    if any(ckpt.glob("global_step*")):  # DeepSpeed keeps optimizer state in its own folder
+        if not (ckpt / "latest").is_file():
+            return "DeepSpeed state without 'latest'"
+    else:
+        for name in ("optimizer.pt", "scheduler.pt"):
+            if not _whole_zip(ckpt / name):
+                return f"{name} missing or incomplete"
+    for rng in ckpt.glob("rng_state*.pth"):
+        if not _whole_zip(rng):
+            return f"{rng.name} incomplete"
+    return None
+
+
+def _whole_safetensors(path: Path) -> bool:
+    """Header readable and the file exactly as long as the header says (a torn write is shorter)."""
+    import struct
+
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            if n > size:
+                return False
+            header = json.loads(f.read(n))
+        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+        return size == 8 + n + end
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return False
+
+
+def _whole_zip(path: Path) -> bool:
+    """torch.save files are zip archives: a truncated one has no readable central directory."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            return bool(z.namelist())
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+
+
+def resolve_resume(output_dir: str, resume: Any) -> str | None:
+    """The checkpoint to resume from. `true`/`latest`: the newest *complete* checkpoint-N of output_dir
+    (newer incomplete ones, left by a kill during a save, are moved aside to checkpoint-N.incomplete and
+    named), or a fresh start when there is none; an explicit path must be complete. Prints one line."""
+    if resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false", "none")):
+        return None
+    out = Path(output_dir)
+    if not (resume is True or (isinstance(resume, str) and resume.lower() in ("true", "latest"))):
+        why = checkpoint_problem(Path(resume)) if Path(resume).is_dir() else "no such folder"
+        if why:
+            fail(f"resume_from_checkpoint {resume}: cannot resume from it ({why})")
+        return str(resume)
+    main = int(os.environ.get("RANK", "0")) == 0  # under accelerate every process chooses; one moves and prints
+    cands = sorted((p for p in out.glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()),
+                   key=lambda p: int(p.name.split("-", 1)[1]), reverse=True)
+    skipped = []
+    for c in cands:
+        why = checkpoint_problem(c)
+        if why is None:
+            note = f"; skipped newer {', '.join(skipped)}" if skipped else ""
+            if main:
+                print(f"resuming from {c} (newest complete checkpoint{note})", file=sys.stderr)
+            return str(c)
+        aside = c.with_name(c.name + ".incomplete")
+        k = 1
+        while aside.exists():
+            aside, k = c.with_name(f"{c.name}.incomplete{k}"), k + 1
+        if main:
+            os.replace(c, aside)
+        skipped.append(f"{c.name} ({why}; moved to {aside.name})")
+    if main:
+        print(f"no complete checkpoint in {out}" + (f" (skipped {', '.join(skipped)})" if skipped else "")
+              + "; starting from step 0", file=sys.stderr)
+    return None
+
+
+def trim_metrics(output_dir: str, step: int) -> None:
+    """Drop metrics.jsonl lines logged after `step` (the resumed run logs those steps again)."""
+    path = Path(output_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return
+    keep = []
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            if int(json.loads(line).get("step", 0)) <= step:
+                keep.append(line)
+        except (ValueError, TypeError, AttributeError):
+            continue  # a torn last line from the kill
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(keep), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def prepare_output_dir(output_dir: str, resume: Any) -> str | None:
+    """Refuse an unusable output_dir, or one that holds a run unless resuming it; returns the checkpoint
+    to resume from (see resolve_resume) and trims metrics.jsonl to it."""
+    out = check_output_dir(output_dir)
+    want = not (resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false")))
+    marks = holds_run(out) if out.is_dir() else []
+    if marks and not want:
+        fail(f"output_dir {out} already holds a training run ({', '.join(marks)}); pass --resume_from_checkpoint "
+             "true to continue it, or choose another --output_dir")
+    ckpt = resolve_resume(output_dir, resume) if want else None
+    if want and int(os.environ.get("RANK", "0")) == 0:
+        step = 0
+        if ckpt:
+            step = json.loads((Path(ckpt) / "trainer_state.json").read_text(encoding="utf-8"))["global_step"]
+        trim_metrics(output_dir, step)
+    return ckpt
 
 
 def fail(msg: str, code: int = 2) -> None:
@@ -180,12 +451,13 @@ def build_dataset(args: DataArgs, tokenizer: Any = None):
     return Dataset.from_list(data)
 
 
-def resolve(model: str | None) -> str:
-    """Model spec -> local plain HF folder (GGUF converted once); one-line error when unusable."""
+def resolve(model: str | None, allow_pickle_weights: bool = False) -> str:
+    """Model spec -> local plain HF folder (GGUF converted once); one-line error when unusable (a
+    folder without safetensors weights included, unless `allow_pickle_weights`)."""
     from eval.models import ModelError, resolve_model
 
     try:
-        return str(resolve_model(model))
+        return str(resolve_model(model, allow_pickle_weights=allow_pickle_weights))
     except ModelError as e:
         fail(str(e))
     raise AssertionError  # unreachable

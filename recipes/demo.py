@@ -90,13 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         step(3, "SFT warm-up (format + short reasoning)",
              [py, str(HERE / "sft_warmup.py"), "--config", str(HERE / "configs" / "sft_smollm2_cpu.yaml"),
               "--train_data", str(out / "sft_data.jsonl"), "--num_train_examples", str(args.sft_examples),
-              "--output_dir", str(out / "sft"), "--learning_rate", "1e-4", "--logging_steps", "2"])
+              "--output_dir", str(out / "sft"), "--learning_rate", "1e-4", "--logging_steps", "2",
+              "--resume_from_checkpoint", "true"])  # a killed demo continues; a fresh folder starts at step 0
     if not (out / "grpo" / "model.safetensors").exists():
         step(4, f"GRPO, {args.grpo_steps} steps (fine reward + format reward)",
              [py, str(HERE / "grpo.py"), "--config", str(HERE / "configs" / "grpo_smollm2_cpu.yaml"),
               "--model_name_or_path", str(out / "sft"), "--output_dir", str(out / "grpo"),
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
-              "--save_steps", str(args.grpo_steps)])
+              "--save_steps", str(args.grpo_steps), "--resume_from_checkpoint", "true"])
     print(grpo_summary(out / "grpo" / "metrics.jsonl"))
     step(5, "export the tuned model",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--force"])

@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -88,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", help="a Trainer checkpoint or output folder (full model or PEFT adapter)")
     p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")
-    p.add_argument("--force", action="store_true", help="overwrite a non-empty --out")
+    p.add_argument("--force", action="store_true", help="replace a non-empty --out (never one holding the checkpoint "
+                   "or a training run: trainer_state.json, checkpoint-*, metrics.jsonl)")
+    p.add_argument("--allow-pickle-weights", action="store_true", help="accept a checkpoint or base model without "
+                   "safetensors weights (pickle files can run code; trusted folders only)")
     p.add_argument("--base", default=None, help="base model for a PEFT checkpoint (default: from adapter_config)")
     p.add_argument("--results", action="append", default=[], help="eval result folders to put in the model card "
                    "(default: CHECKPOINT/eval/*/ or its run folder's, when present)")
@@ -101,16 +105,83 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         if not (r / "results.json" if r.is_dir() else r).is_file():
             fail(f"{r}: no results.json (an `eval run` output folder is expected)")
+    check_out(out)
     if args.card_only:
         if not (out / "config.json").is_file():
             fail(f"{out}: not an exported model folder (no config.json); export it first")
         adapter = ckpt / "adapter_config.json"
         base = args.base or (json.loads(adapter.read_text()).get("base_model_name_or_path") if adapter.is_file() else None)
-        (out / "README.md").write_text(model_card(ckpt, out.name, results, base), encoding="utf-8")
-        print(f"model card rewritten: {out / 'README.md'}")
+        card = out / "README.md"
+        tmp_card = out / ".README.md.tmp"
+        tmp_card.write_text(model_card(ckpt, out.name, results, base), encoding="utf-8")
+        os.replace(tmp_card, card)
+        print(f"model card rewritten: {card}")
         return 0
-    if out.exists() and any(out.iterdir()) and not args.force:
-        fail(f"{out} is not empty; pass --force to overwrite it")
+    recover(out)
+    if out.exists() and any(out.iterdir()):
+        if not args.force:
+            fail(f"{out} is not empty; pass --force to overwrite it")
+        guard_force(ckpt, out)
+    if not args.allow_pickle_weights:
+        weights = "adapter_model.safetensors" if (ckpt / "adapter_config.json").is_file() else None
+        if weights and not (ckpt / weights).is_file():
+            fail(f"{ckpt}: no {weights}; pass --allow-pickle-weights to load adapter_model.bin if you trust it")
+        if not weights and (ckpt / "config.json").is_file():
+            from eval.models import ModelError, check_safetensors
+
+            try:
+                check_safetensors(ckpt)
+            except ModelError as e:
+                fail(str(e))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:  # made now, so an unwritable destination fails before minutes of loading
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    except OSError as e:
+        fail(f"{out.parent}: cannot write there ({e.strerror})")
+    try:
+        return _export(args, ckpt, out, tmp, results)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_out(out: Path) -> None:
+    """--out must be a folder or creatable as one."""
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out} is a file, not a folder")
+    for d in out.parents:
+        if d.exists():
+            if not d.is_dir():
+                fail(f"--out {out}: {d} is a file, not a folder")
+            return
+
+
+def guard_force(ckpt: Path, out: Path) -> None:
+    """--force replaces an old export, never the source or a training run: refuse an --out that is or
+    contains the checkpoint, or that holds trainer_state.json, checkpoint-* or metrics.jsonl."""
+    src, dst = ckpt.resolve(), out.resolve()
+    if dst == src or dst in src.parents:
+        fail(f"--out {out} contains the checkpoint being exported ({ckpt}); choose another --out")
+    marks = [m for m in ("trainer_state.json", "metrics.jsonl") if (out / m).exists()]
+    marks += sorted(p.name for p in out.glob("checkpoint-*"))[:2]
+    if marks:
+        fail(f"--out {out} holds a training run ({', '.join(marks)}); --force only replaces an earlier export")
+
+
+def recover(out: Path) -> None:
+    """Undo or finish a replacement killed half-way: the old export comes back if the new one never
+    arrived; otherwise the old one, and temp folders of killed exports, are deleted."""
+    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
+        prev = old / out.name
+        if prev.is_dir() and not out.exists():
+            os.replace(prev, out)
+        shutil.rmtree(old, ignore_errors=True)
+    for stale in out.parent.glob(f".{out.name}.tmp-*"):
+        if time.time() - stale.stat().st_mtime > 3600:  # a concurrent export's temp folder is younger
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results: list[Path]) -> int:
+    """Load, convert to bf16, write everything into `tmp`, then swap it in for `out`."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -119,12 +190,14 @@ def main(argv: list[str] | None = None) -> int:
         from peft import PeftModel
 
         base = args.base or json.loads((ckpt / "adapter_config.json").read_text()).get("base_model_name_or_path")
-        base_path = common.resolve(base)
-        model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.bfloat16)
+        base_path = common.resolve(base, args.allow_pickle_weights)
+        model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.bfloat16,
+                                                     use_safetensors=None if args.allow_pickle_weights else True)
         model = PeftModel.from_pretrained(model, str(ckpt)).merge_and_unload()
         merged_from, tok_sources = str(base), [ckpt, ckpt.parent, Path(base_path)]
     elif (ckpt / "config.json").is_file():
-        model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.bfloat16)
+        model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.bfloat16,
+                                                     use_safetensors=None if args.allow_pickle_weights else True)
         tok_sources = [ckpt, ckpt.parent]
     else:
         fail(f"{ckpt}: neither a model (config.json) nor a PEFT adapter (adapter_config.json)")
@@ -137,23 +210,21 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"no tokenizer found in {', '.join(map(str, tok_sources))}")
     if not tok.chat_template:
         print("warning: the tokenizer has no chat template; eval run needs one", file=sys.stderr)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=out.parent))
-    try:
-        model.to(torch.bfloat16).save_pretrained(tmp, safe_serialization=True)
-        tok.save_pretrained(tmp)
-        (tmp / "README.md").write_text(model_card(ckpt, out.name, results, merged_from),
-                                       encoding="utf-8")
-        for name in ("tase_config.json",):
-            src = find_up(ckpt, name)
-            if src:
-                shutil.copy(src, tmp / name)
-        if out.exists():
-            shutil.rmtree(out)
+    model.to(torch.bfloat16).save_pretrained(tmp, safe_serialization=True)
+    tok.save_pretrained(tmp)
+    (tmp / "README.md").write_text(model_card(ckpt, out.name, results, merged_from), encoding="utf-8")
+    for name in ("tase_config.json",):
+        src = find_up(ckpt, name)
+        if src:
+            shutil.copy(src, tmp / name)
+    tmp.chmod(0o755)  # mkdtemp makes 0700
+    if out.exists():  # a folder cannot be renamed over another: the old one goes aside first (see recover)
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        os.replace(out, old / out.name)
         os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, out)
     print(f"exported {ckpt} -> {out} (bf16{', LoRA merged' if merged_from else ''})")
     return 0
 

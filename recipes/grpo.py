@@ -44,10 +44,12 @@ def parse(argv: list[str] | None = None, default_config: str | None = None):
             fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; use --dry-run to "
                  "inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
     parser = TrlParser((TaseArgs, GRPOConfig, ModelConfig))
+    common.one_line_errors(parser)
+    common.check_config_types(parser, argv)
     try:
         tase, cfg, model_args = parser.parse_args_and_config(args=argv)
-    except (ValueError, FileNotFoundError) as e:
-        fail(str(e).splitlines()[0])
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        fail(str(e).strip().splitlines()[0])
     return tase, cfg, model_args
 
 
@@ -201,11 +203,15 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
             import liger_kernel  # noqa: F401
         except ImportError:
             fail('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)')
+    if tase.streaming and cfg.max_steps <= 0:
+        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
+    resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     from rewards import get_reward_funcs
+    from rewards.trl import RewardInputError
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
 
-    path = common.resolve(model_args.model_name_or_path)
+    path = common.resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
     names = common.reward_names(tase)
     try:
         funcs = get_reward_funcs(names)
@@ -218,8 +224,6 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     if model_args.attn_implementation:
         init.setdefault("attn_implementation", model_args.attn_implementation)
     cfg.model_init_kwargs = init
-    if tase.streaming and cfg.max_steps <= 0:
-        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
@@ -230,10 +234,10 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
         peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])],
     )
-    resume = cfg.resume_from_checkpoint
-    if isinstance(resume, str) and resume.lower() in ("true", "latest"):
-        resume = True
-    trainer.train(resume_from_checkpoint=resume)
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    except RewardInputError as e:  # the first batch already shows it: stop rather than learn from zeros
+        fail(str(e))
     trainer.save_model(cfg.output_dir)
     trainer.save_state()  # trainer_state.json (log history) beside the final weights, for export's model card
     tok.save_pretrained(cfg.output_dir)

@@ -43,14 +43,18 @@ def build_sft_dataset(args: DataArgs, tokenizer=None):
 def main(argv: list[str] | None = None) -> int:
     from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser
 
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = TrlParser((DataArgs, SFTConfig, ModelConfig))
+    common.one_line_errors(parser)
+    common.check_config_types(parser, argv)
     try:
         data_args, cfg, model_args = parser.parse_args_and_config(args=argv)
-    except (ValueError, FileNotFoundError) as e:
-        fail(str(e).splitlines()[0])
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        fail(str(e).strip().splitlines()[0])
     from transformers import AutoTokenizer
 
-    path = common.resolve(model_args.model_name_or_path)
+    resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
+    path = common.resolve(model_args.model_name_or_path, data_args.allow_pickle_weights)
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
@@ -62,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     common.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
     trainer = SFTTrainer(model=path, args=cfg, train_dataset=ds, processing_class=tok)
-    trainer.train(resume_from_checkpoint=cfg.resume_from_checkpoint)
+    trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(cfg.output_dir)
     trainer.save_state()
     tok.save_pretrained(cfg.output_dir)

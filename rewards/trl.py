@@ -31,8 +31,31 @@ def _question(prompt: Any) -> str:
     return ""
 
 
+class RewardInputError(ValueError):
+    """A batch the accuracy rewards cannot route: without a usable `type` column every reward would be
+    0 and a GRPO run would train on zeros without a word, so the first such batch stops the run."""
+
+
+def _check_types(n: int, columns: dict[str, Any]) -> None:
+    from . import SCORERS
+
+    types = columns.get("type")
+    if types is None:
+        raise RewardInputError(f"accuracy reward: the batch of {n} completions has no `type` column (columns: "
+                               f"{', '.join(sorted(columns)) or 'none'}); each row needs its scorer type")
+    if not isinstance(types, (list, tuple)) or len(types) != n:
+        got = f"{len(types)} values" if isinstance(types, (list, tuple)) else f"a {type(types).__name__}"
+        raise RewardInputError(f"accuracy reward: the `type` column has {got} for {n} completions")
+    for i, t in enumerate(types):
+        if t not in SCORERS:
+            raise RewardInputError(f"accuracy reward: row {i} of the batch has unknown type {t!r}; expected one "
+                                   f"of {', '.join(SCORERS)}")
+
+
 def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> list[dict[str, Any]]:
-    """One record per completion from the keyword columns (only lists as long as the batch)."""
+    """One record per completion from the keyword columns (only lists as long as the batch); the
+    `type` column must be there, full length and known (RewardInputError otherwise)."""
+    _check_types(n, columns)
     cols = {k: v for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n}
     prompts = prompts if isinstance(prompts, (list, tuple)) else []
     rows = []
@@ -95,9 +118,12 @@ REWARD_FUNCS: dict[str, RewardFunc] = {
 
 
 def get_reward_funcs(names: Sequence[str] | str) -> list[RewardFunc]:
-    """Reward functions by name (open-r1 style registry); unknown names raise one clear ValueError."""
+    """Reward functions by name (open-r1 style registry); unknown names, or none at all (a trainer with
+    no reward learns nothing), raise one clear ValueError."""
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
+    if not names:
+        raise ValueError(f"no reward functions given; choose from: {', '.join(REWARD_FUNCS)}")
     unknown = [n for n in names if n not in REWARD_FUNCS]
     if unknown:
         raise ValueError(f"unknown reward function(s) {', '.join(map(str, unknown))}; "

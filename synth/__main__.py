@@ -4,7 +4,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
+import tempfile
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from .core import SynthError, available, combos, generate
@@ -54,6 +58,49 @@ def load_mixture(path: str) -> dict[str, float]:
     return {str(k): float(v) for k, v in weights.items()}
 
 
+def check_out(out: Path) -> None:
+    """Refuse, before generating anything, an --out that cannot be written: a folder, a path under a
+    file, or a place without write permission."""
+    if out.is_dir():
+        raise SynthError(f"--out {out} is a folder")
+    for d in out.parents:
+        if d.exists():
+            if not d.is_dir():
+                raise SynthError(f"--out {out}: {d} is a file, not a folder")
+            if not os.access(d, os.W_OK | os.X_OK):
+                raise SynthError(f"--out {out}: {d} is not writable")
+            return
+
+
+def write_atomic(out: Path, stream: Iterable[dict]) -> None:
+    """Write JSON lines to a hidden temp file beside `out`, fsync it and rename it over `out` only when
+    the whole stream is written: a failed or killed run leaves the previous file byte for byte."""
+    parent = out.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for stale in parent.glob(f".{out.name}.tmp-*"):  # left by a killed run an hour ago or more
+        if time.time() - stale.stat().st_mtime > 3600:
+            stale.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.tmp-", dir=parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            for rec in stream:
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        mode = out.stat().st_mode & 0o777 if out.exists() else 0o666 & ~_umask()
+        os.chmod(tmp, mode)  # mkstemp makes 0600; keep the old file's mode, or the usual one
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -61,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SynthError(f"-n must be >= 0, got {args.n}")
         available()
         combos(args.task, args.lang, args.subtask)  # validate before opening the output
+        if args.out != "-":
+            check_out(Path(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None
         guard = None
         if args.exclude:
@@ -76,17 +125,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         if guard:
             stream = itertools.islice(guard.filter(stream), args.n)
-        out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8", newline="\n")
-        try:
-            if not args.no_progress and args.out != "-":
+        first = list(itertools.islice(stream, 1))  # bad options (mixture names, ...) fail here, before any output
+        stream = itertools.chain(first, stream)
+        if args.out == "-":
+            for rec in stream:
+                sys.stdout.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        else:
+            if not args.no_progress:
                 from tqdm import tqdm
 
                 stream = tqdm(stream, total=args.n, unit="ex", desc="synth", file=sys.stderr)
-            for rec in stream:
-                out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-        finally:
-            if out is not sys.stdout:
-                out.close()
+            write_atomic(Path(args.out), stream)
         if guard:
             print(
                 f"contamination guard: dropped {guard.dropped} of {guard.seen} generated examples "

@@ -355,9 +355,29 @@ def test_reward_funcs_trl_signature():
     assert funcs[1](prompts, [tag("a b"), tag("a b c d")], **q) == [1.0, 0.0]
     p = dict(cols, prompt=["Please generate 4 English words."] * 2)     # a raw `prompt` column (non-TRL callers)
     assert funcs[0](prompts, [tag("a b c d"), tag("a")], **p) == [1.0, 0.0]
-    mixed = dict(type=["NUMBER", "SHUFFLE", "BOGUS"], answer=["3", "", "x"],
+    mixed = dict(type=["NUMBER", "SHUFFLE", "EXACT"], answer=["3", "", "x"],
                  question=["How many?", "Input: a b c d", "?"])
-    assert funcs[0](["p"] * 3, [tag("3"), tag("b d a c"), tag("x")], **mixed) == [1.0, 1.0, 0.0]
-    assert funcs[1](["p"] * 3, [tag("4"), tag("a c b d"), tag("x")], **mixed)[2] == 0.0
+    assert funcs[0](["p"] * 3, [tag("3"), tag("b d a c"), tag("x")], **mixed) == [1.0, 1.0, 1.0]
+    assert funcs[1](["p"] * 3, [tag("4"), tag("a c b d"), tag("y")], **mixed)[2] == 0.0
+
+
+def test_reward_funcs_refuse_silent_zeros():
+    """No `type`, a short one or an unknown one would make every accuracy reward 0: an error instead."""
+    from rewards.trl import RewardInputError
+
+    acc = rewards.get_reward_funcs(["accuracy_coarse", "accuracy_fine"])
+    comps = [tag("3"), tag("4")]
+    for cols, msg in ((dict(answer=["3", "4"]), "no `type` column"),
+                      (dict(type=["NUMBER"], answer=["3", "4"]), "1 values for 2"),
+                      (dict(type="NUMBER", answer=["3", "4"]), "a str for 2"),
+                      (dict(type=["NUMBER", "BOGUS"], answer=["3", "4"]), "row 1 .*unknown type 'BOGUS'")):
+        for f in acc:
+            with pytest.raises(RewardInputError, match=msg):
+                f(["p", "p"], comps, **cols)
+    assert rewards.get_reward_funcs(["format"])[0](["p", "p"], comps) == [1.0, 1.0]  # needs no type
+    with pytest.raises(ValueError, match="no reward functions"):
+        rewards.get_reward_funcs([])
+    with pytest.raises(ValueError, match="no reward functions"):
+        rewards.get_reward_funcs(" , ")
     with pytest.raises(ValueError, match="unknown reward function"):
         rewards.get_reward_funcs(["nope"])
