@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="output folder; rerunning the same command resumes")
     r.add_argument("--limit", type=_pos_int, default=None,
                    help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500)")
+    r.add_argument("--select", choices=["spread", "first"], default="spread",
+                   help="which rows --limit keeps per file: spread evenly (default, as the official runner) or "
+                        "the first N (as lm_eval --limit N takes them from an export-lm-eval folder)")
     r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
     _add_generation_args(r)
 
@@ -289,7 +292,7 @@ def _run(args: argparse.Namespace) -> int:
             "tensor_parallel_size": args.tensor_parallel_size}
     res = run(args.model, args.data, args.out, args.backend, args.limit, args.cot, gen,
               SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
-              {k: v for k, v in opts.items() if v is not None})
+              {k: v for k, v in opts.items() if v is not None}, getattr(args, "select", "spread"))
     print(_summary(res))
     print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
     return 0

@@ -105,10 +105,14 @@ def replay(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
         simple_evaluate(model=lm, tasks=["tase_freq_count_english"], task_manager=tm, apply_chat_template=False,
                         log_samples=False, bootstrap_iters=0)
         plain_contexts = dict(lm.contexts)
+        lm.contexts.clear()  # lm_eval --limit 2: the rows `eval run --limit 2 --select first` takes
+        simple_evaluate(model=lm, tasks=["tase"], task_manager=tm, apply_chat_template=True, limit=2,
+                        log_samples=False, bootstrap_iters=0)
+        limit_ids = set(lm.contexts)
     finally:
         mp.undo()
     return {"recs": recs, "project": project, "lm": out["results"], "chat": chat_contexts, "plain": plain_contexts,
-            "tokenizer": lm.tokenizer}
+            "limit_ids": limit_ids, "tokenizer": lm.tokenizer}
 
 
 def pct(x: float) -> float:
@@ -147,6 +151,15 @@ def test_prompts_equal_eval_run(replay):
     for r in recs:
         if r["id"] in plain:
             assert plain[r["id"]] == SYSTEM_PROMPT + r["prompt"]
+
+
+@pytest.mark.slow
+def test_select_first_is_lm_evals_limit(replay):
+    from eval.runner import select
+
+    first = {r["id"] for r in select(replay["recs"], 2, "first")}
+    assert replay["limit_ids"] == first and len(first) == 72
+    assert first != {r["id"] for r in select(replay["recs"], 2)}  # the default spread takes other rows
 
 
 def test_utils_names_the_missing_install(tmp_path, fixture_root):
