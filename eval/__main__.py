@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the folder can be moved), a group per task and the group 'tase' whose metric "
                                    "`overall` is results.json's overall (mean of the ten task scores) and whose "
                                    "en/zh/ko are by_lang. utils.py scores with rewards.score, so install tase-grpo where "
-                                   "lm-eval runs. Run: lm_eval --model hf --model_args pretrained=MODEL "
+                                   "lm-eval runs. Run: lm_eval run --model hf --model_args pretrained=MODEL "
                                    "--include_path OUT --tasks tase --apply_chat_template (the flag makes the "
                                    "prompts byte-identical to eval run's; the system prompt is in the tasks, "
                                    "so pass no --system_instruction).")
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             names = export(args.data, args.out, args.max_new_tokens, args.limit)
             print(f"wrote {len(names['files'])} lm-eval file tasks, groups {', '.join(names['tasks'])} and tase "
                   f"to {args.out}")
-            print(f"run: lm_eval --model hf --model_args pretrained=MODEL --include_path {args.out} --tasks tase "
+            print(f"run: lm_eval run --model hf --model_args pretrained=MODEL --include_path {args.out} --tasks tase "
                   f"--apply_chat_template")
             print(f"the tase row's `overall` is results.json's overall, its {', '.join(names['langs'])} are by_lang "
                   f"(0-1; the project reports percent); {INSTALL_HINT}")
