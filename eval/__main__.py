@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="output folder; rerunning the same command resumes")
     r.add_argument("--limit", type=_pos_int, default=None,
                    help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500)")
+    r.add_argument("--select", choices=["spread", "first"], default="spread",
+                   help="which rows --limit keeps per file: spread evenly (default, as the official runner) or "
+                        "the first N (as lm_eval --limit N takes them from an export-lm-eval folder)")
     r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
     _add_generation_args(r)
 
@@ -121,12 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("export-lm-eval", formatter_class=fmt,
                        help="write an lm-evaluation-harness task folder scoring with rewards",
-                       description="One lm-eval task per benchmark file, a group per task and the group "
-                                   "'tase' (unweighted means, as the official tables); utils.py scores with "
-                                   "rewards.score. Run with lm_eval --include_path OUT --tasks tase.")
+                       description="One lm-eval task per benchmark file (rows under OUT/data/, paths relative: "
+                                   "the folder can be moved), a group per task and the group 'tase' whose metric "
+                                   "`overall` is results.json's overall (mean of the ten task scores) and whose "
+                                   "en/zh/ko are by_lang. utils.py scores with rewards.score, so install tase-grpo where "
+                                   "lm-eval runs. Run: lm_eval run --model hf --model_args pretrained=MODEL "
+                                   "--include_path OUT --tasks tase --apply_chat_template (the flag makes the "
+                                   "prompts byte-identical to eval run's; the system prompt is in the tasks, "
+                                   "so pass no --system_instruction).")
     e.add_argument("--data", required=True)
     e.add_argument("--out", required=True)
     e.add_argument("--max-new-tokens", type=_pos_int, default=1024, help="max_gen_toks (default 1024)")
+    e.add_argument("--limit", type=_pos_int, default=None,
+                   help="export at most N rows per file, evenly spread: the rows `eval run --limit N` takes "
+                        "(lm_eval's own --limit takes each file's first N)")
 
     o = sub.add_parser("gold", formatter_class=fmt, help="write correct predictions for a data set (sanity check)",
                        description="Write a predictions file with a correct completion for every row "
@@ -229,8 +240,15 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "export-lm-eval":
             from .lm_eval_export import export
 
-            names = export(args.data, args.out, args.max_new_tokens)
-            print(f"wrote {len(names)} lm-eval tasks (group 'tase') to {args.out}")
+            from .lm_eval_export import INSTALL_HINT
+
+            names = export(args.data, args.out, args.max_new_tokens, args.limit)
+            print(f"wrote {len(names['files'])} lm-eval file tasks, groups {', '.join(names['tasks'])} and tase "
+                  f"to {args.out}")
+            print(f"run: lm_eval run --model hf --model_args pretrained=MODEL --include_path {args.out} --tasks tase "
+                  f"--apply_chat_template")
+            print(f"the tase row's `overall` is results.json's overall, its {', '.join(names['langs'])} are by_lang "
+                  f"(0-1; the project reports percent); {INSTALL_HINT}")
         elif args.cmd == "gold":
             return _gold(args)
         elif args.cmd == "tokstats":
@@ -287,7 +305,8 @@ def _run(args: argparse.Namespace) -> int:
             "tensor_parallel_size": args.tensor_parallel_size}
     res = run(args.model, args.data, args.out, args.backend, args.limit, args.cot, gen,
               SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
-              {k: v for k, v in opts.items() if v is not None}, args.allow_pickle_weights)
+              {k: v for k, v in opts.items() if v is not None}, args.allow_pickle_weights,
+              getattr(args, "select", "spread"))
     _warn_invalid(res)
     print(_summary(res))
     print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")

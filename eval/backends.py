@@ -59,7 +59,9 @@ class HFBackend:
     def generate(self, conversations: list[list[dict[str, str]]]) -> list[str]:
         import torch
 
-        texts = [self.tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in conversations]
+        from .prompts import chat_text
+
+        texts = [chat_text(self.tok, c) for c in conversations]
         enc = self.tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         kw: dict[str, Any] = {"max_new_tokens": self.cfg.max_new_tokens, "pad_token_id": self.tok.pad_token_id}
         if self.cfg.temperature > 0:

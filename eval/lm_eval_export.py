@@ -1,29 +1,70 @@
-"""`eval export-lm-eval`: an lm-evaluation-harness task folder that scores with our `rewards`.
+"""`eval export-lm-eval`: an lm-evaluation-harness task folder that gives the project's numbers in lm-eval.
 
-One task per benchmark file (`tase_<task>_<file stem>`), one group per task (`tase_freq`, ...:
-mean over its files) and the group `tase` (mean over tasks), which is the official macro average. The
-rows are written as JSON lines under `data/`; `utils.py` calls `rewards.score`, so lm-eval's `acc` is
-the official verdict. One difference remains: lm-eval cannot drop a row from the denominator, so a row
-the official evaluator would skip (`valid=False`) counts as wrong there. Run:
+Layout (all paths relative, so the folder can be moved or copied to another machine):
+- one `generate_until` task per benchmark file (`tase_<task>_<file stem>.yaml`, rows in `data/`, read by
+  `utils.load_rows` relative to utils.py, not to lm-eval's working directory);
+- one group per task (`tase_freq`, ...): lm-eval's unweighted mean over its files, which is the project's
+  task score (`by_task`);
+- the group `tase`, the headline. lm-eval 0.4 averages a group over its *leaf* tasks only (nested group
+  scores are not used: lm_eval/api/group.py), so the mean over 36 files would weigh LENOP and COMPM (6 files
+  each) double. The `tase` row therefore reports its own metric `overall`: each file contributes its
+  accuracy times `n_files / (n_tasks * files of its task)`, so lm-eval's unweighted leaf mean of it is the
+  unweighted mean of the ten task scores, i.e. `results.json`'s `overall`. The row's `en`, `zh`, `ko` are
+  `by_lang`: only the files of the language table report them (dot_matrix and variant_normalize's digital
+  file do not, as in the official tables), and lm-eval averages a metric over the leaves that have it.
+  A leaf cannot sit in two groups of one lm-eval run, which is why languages are metrics, not groups.
 
-    lm_eval --model hf --model_args pretrained=PATH --include_path DIR --tasks tase \\
-        --apply_chat_template --system_instruction "You need to put the final result inside <answer></answer>."
+Per file, `acc` and `fine` use custom aggregations that reproduce `eval.aggregate`: rows the official
+evaluator skips (`valid=False`) leave the denominator and a file's accuracy is rounded to 4 decimals as the
+official batch_eval.py writes it. Scores are lm-eval's 0-1; the project's tables are those times 100.
+
+The official system prompt is the task's `description`, which lm-eval sends as the system message under
+`--apply_chat_template`; the prompt is then byte-identical to `eval run`'s. Without that flag lm-eval sends
+plain text, the system prompt directly followed by the question, with no chat markup.
 """
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .aggregate import code_of, file_key
-from .data import load_data
+from .aggregate import code_of, file_key, in_lang_table
+from .data import DataError, load_data
 from .prompts import SYSTEM_PROMPT
+from .runner import select
 
-UTILS = '''"""lm-evaluation-harness hooks for TASE: scoring comes from tase-grpo's `rewards` package."""
+TASK_ORDER = ["FREQ", "LENOP", "DIFF", "SORT", "REORD", "COMPC", "COMPM", "DOT", "RIDL", "VAR"]
+LANGS = ("en", "zh", "ko")
+INSTALL_HINT = ("the TASE lm-eval tasks score with tase-grpo's `rewards`: install tase-grpo in lm-eval's "
+                "environment (pip install -e /path/to/tase-grpo)")
+
+UTILS = '''"""lm-evaluation-harness hooks for the TASE tasks written by `python -m eval export-lm-eval` (tase-grpo).
+
+Scoring is tase-grpo's own `rewards.score` (the official verdict), so tase-grpo must be installed where
+lm-eval runs. Rows are read from data/ next to this file, so the folder can be moved.
+"""
 import json
+from pathlib import Path
 
-from rewards import score
+try:
+    from rewards import score
+except ImportError as e:  # lm-eval would only say "No module named 'rewards'"
+    raise ImportError("{hint}") from e
+
+HERE = Path(__file__).resolve().parent
+
+
+def load_rows(data_file, weight, lang_metric="", **_):
+    """The task's rows (lm-eval's custom_dataset hook); `weight` is the file's share of `overall`,
+    `lang_metric` the language-table metric the file reports ("" for none)."""
+    import datasets
+
+    with open(HERE / "data" / data_file, encoding="utf-8") as f:
+        rows = [dict(json.loads(line), tase_weight=float(weight), tase_lang=lang_metric)
+                for line in f if line.strip()]
+    return datasets.DatasetDict({{"test": datasets.Dataset.from_list(rows)}})
 
 
 def doc_to_text(doc):
@@ -31,19 +72,46 @@ def doc_to_text(doc):
 
 
 def process_results(doc, results):
-    rec = dict(doc)
-    rec["meta"] = json.loads(rec.get("meta") or "{}") if isinstance(rec.get("meta"), str) else rec.get("meta", {})
+    """Per row: (value, valid) pairs; the aggregations below drop rows the official evaluator skips."""
+    rec = {{k: v for k, v in doc.items() if k not in ("tase_weight", "tase_lang")}}
+    rec["meta"] = json.loads(rec.get("meta") or "{{}}")
     s = score(rec, results[0])
-    return {"acc": s.coarse, "fine": s.fine}
-'''
+    out = {{"acc": [s.coarse, s.valid], "fine": [round(s.fine, 6), s.valid],
+           "overall": [s.coarse, s.valid, doc["tase_weight"]]}}
+    if doc["tase_lang"]:
+        out[doc["tase_lang"]] = [s.coarse, s.valid]
+    return out
 
-TASK_YAML = """task: {name}
-dataset_path: json
+
+def _valid_mean(items):
+    vals = [v for v, ok, *_ in items if ok]
+    return sum(vals) / len(vals) if vals else 0.0
+
+
+def file_accuracy(items):
+    """correct / valid rows, rounded to 4 decimals (official batch_eval.py); 0 when no row is valid."""
+    return round(_valid_mean(items), 4)
+
+
+def file_fine(items):
+    return _valid_mean(items)
+
+
+def overall_share(items):
+    """This file's share of the `tase` row's `overall` (its accuracy times its weight)."""
+    return file_accuracy(items) * items[0][2] if items else 0.0
+'''.format(hint=INSTALL_HINT)
+
+TASK_YAML = """# {file} ({n} rows), exported by tase-grpo. Scored by rewards.score; see utils.py.
+task: {name}
+custom_dataset: !function utils.load_rows
 dataset_kwargs:
-  data_files:
-    test: {data}
+  data_file: {name}.jsonl
+  weight: {weight!r}
+  lang_metric: "{lang}"
 test_split: test
 output_type: generate_until
+description: {system}
 doc_to_text: !function utils.doc_to_text
 doc_to_target: answer
 generation_kwargs:
@@ -53,28 +121,29 @@ generation_kwargs:
 process_results: !function utils.process_results
 metric_list:
   - metric: acc
-    aggregation: mean
+    aggregation: !function utils.file_accuracy
     higher_is_better: true
   - metric: fine
-    aggregation: mean
+    aggregation: !function utils.file_fine
     higher_is_better: true
-metadata:
-  version: 1.0
-  system_prompt: "{system}"
+  - metric: overall
+    aggregation: !function utils.overall_share
+    higher_is_better: true
+{lang_metric}metadata:
+  version: 2.0
 """
 
+LANG_METRIC = """  - metric: {0}
+    aggregation: !function utils.file_accuracy
+    higher_is_better: true
+"""
 
-GROUP_YAML = """group: {name}
-task:
+GROUP_YAML = """# {what}, exported by tase-grpo.
+group: {name}
+{alias}task:
 {tasks}aggregate_metric_list:
-  - metric: acc
-    aggregation: mean
-    weight_by_size: false
-  - metric: fine
-    aggregation: mean
-    weight_by_size: false
-metadata:
-  version: 1.0
+{metrics}metadata:
+  version: 2.0
 """
 
 
@@ -82,39 +151,56 @@ def _slug(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", s.lower()).strip("_")
 
 
-def export(data: str, out: str | Path, max_tokens: int = 1024) -> list[str]:
-    """Write the task folder; returns the file-level task names. Data files are referenced by absolute
-    path (lm-eval resolves `data_files` against its working directory, not the YAML's folder)."""
-    out = Path(out).resolve()
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in load_data(data):
-        groups.setdefault(file_key(r), []).append(r)
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    names: list[str] = []
+def task_name(key: str) -> str:
+    """lm-eval task name of a file key (`token_awareness/freq_count/english.csv` -> `tase_freq_count_english`)."""
+    parts = key.removesuffix(".csv").split("/")
+    return "tase_" + _slug("_".join(parts[1:] if parts[0].startswith("token_") else parts))
+
+
+def _group(out: Path, name: str, members: Iterable[str], what: str, metrics: Iterable[str] = ("acc",),
+           alias: str = "") -> None:
+    agg = "".join(f"  - metric: {m}\n    aggregation: mean\n    weight_by_size: false\n" for m in metrics)
+    (out / f"{name}.yaml").write_text(
+        GROUP_YAML.format(name=name, what=what, metrics=agg, tasks="".join(f"  - {m}\n" for m in members),
+                          alias=f"group_alias: {json.dumps(alias)}\n" if alias else ""), encoding="utf-8")
+
+
+def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None = None) -> dict[str, Any]:
+    """Write the task folder for `data` (at most `limit` rows per file, spread as `eval run --limit` takes
+    them); returns the names written: `files`, `tasks` (groups per task), `langs` (groups per language)."""
+    out = Path(out)
+    files: dict[str, list[dict[str, Any]]] = {}
+    for r in select(load_data(data), limit):  # file order of the data, as eval.aggregate sees it
+        files.setdefault(file_key(r), []).append(r)
+    names = {key: task_name(key) for key in files}
+    if len(set(names.values())) != len(names):
+        raise DataError("two files of the data map to the same lm-eval task name; rename one")
     by_task: dict[str, list[str]] = {}
-    for key, rows in sorted(groups.items()):
-        parts = key.removesuffix(".csv").split("/")
-        name = "tase_" + _slug("_".join(parts[1:] if parts[0].startswith("token_") else parts))
-        names.append(name)
-        by_task.setdefault(code_of(rows[0]["task"]), []).append(name)
-        data_file = out / "data" / f"{name}.jsonl"
-        with data_file.open("w", encoding="utf-8") as f:
-            for r in rows:  # meta as a JSON string: datasets' json loader wants one schema per column
+    by_lang: dict[str, list[str]] = {}
+    for key, rows in files.items():
+        by_task.setdefault(code_of(rows[0]["task"]), []).append(names[key])
+        if in_lang_table(rows[0]) and rows[0]["lang"] in LANGS:
+            by_lang.setdefault(rows[0]["lang"], []).append(names[key])
+    n_files, n_tasks = len(files), len(by_task)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    for key, rows in files.items():
+        name = names[key]
+        lang = rows[0]["lang"] if in_lang_table(rows[0]) and rows[0]["lang"] in LANGS else ""
+        with (out / "data" / f"{name}.jsonl").open("w", encoding="utf-8") as f:
+            for r in rows:  # meta as a JSON string: one schema per column for datasets
                 f.write(json.dumps(dict(r, meta=json.dumps(r.get("meta", {}), ensure_ascii=False)),
                                    ensure_ascii=False) + "\n")
+        weight = n_files / (n_tasks * len(by_task[code_of(rows[0]["task"])]))
         (out / f"{name}.yaml").write_text(
-            TASK_YAML.format(name=name, data=json.dumps(str(data_file)), max_tokens=max_tokens,
-                             system=SYSTEM_PROMPT), encoding="utf-8")
+            TASK_YAML.format(file=key, n=len(rows), name=name, weight=weight, max_tokens=max_tokens, lang=lang,
+                             lang_metric=LANG_METRIC.format(lang) if lang else "",
+                             system=json.dumps(SYSTEM_PROMPT, ensure_ascii=False)), encoding="utf-8")
     (out / "utils.py").write_text(UTILS, encoding="utf-8")
-    # task groups (mean over their files) under `tase` (mean over tasks): the official macro average
-    for code, members in by_task.items():
-        (out / f"tase_{code.lower()}.yaml").write_text(
-            GROUP_YAML.format(name=f"tase_{code.lower()}", tasks="".join(f"  - {n}\n" for n in members)),
-            encoding="utf-8")
-    order = [c for c in TASK_ORDER if c in by_task] + sorted(set(by_task) - set(TASK_ORDER))
-    (out / "tase.yaml").write_text(
-        GROUP_YAML.format(name="tase", tasks="".join(f"  - tase_{c.lower()}\n" for c in order)), encoding="utf-8")
-    return names
-
-
-TASK_ORDER = ["FREQ", "LENOP", "DIFF", "SORT", "REORD", "COMPC", "COMPM", "DOT", "RIDL", "VAR"]
+    order = [c for c in TASK_ORDER if c in by_task] + [c for c in by_task if c not in TASK_ORDER]
+    for code in order:
+        _group(out, f"tase_{code.lower()}", by_task[code], f"{code}: unweighted mean of its files' accuracy")
+    langs = [lang for lang in LANGS if lang in by_lang]
+    _group(out, "tase", [f"tase_{c.lower()}" for c in order],
+           f"TASE: `overall` = unweighted mean of the {n_tasks} task scores; {', '.join(langs)} = by_lang",
+           metrics=["overall", *langs], alias=f"tase (overall = mean of {n_tasks} task scores)")
+    return {"files": list(names.values()), "tasks": [f"tase_{c.lower()}" for c in order], "langs": langs}

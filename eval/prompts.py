@@ -12,3 +12,9 @@ def build_messages(record: dict[str, Any], cot: bool = False, system_prompt: str
     user = record["prompt"] + (COT_SUFFIX if cot else "")
     msgs = [{"role": "system", "content": system_prompt}] if system_prompt else []
     return msgs + [{"role": "user", "content": user}]
+
+
+def chat_text(tokenizer: Any, messages: list[dict[str, str]]) -> str:
+    """The exact text `eval run`'s hf backend feeds the model (chat template, generation prompt added);
+    the lm-eval export's test compares lm-eval's prompts against it."""
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)

@@ -29,10 +29,17 @@ class RunError(RuntimeError):
     """A run that cannot proceed (one clear line for the CLI)."""
 
 
-def select(records: Iterable[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
-    """At most `limit` rows per file, spread evenly (the official runner's max_eval stride).
+SELECTIONS = ("spread", "first")
+
+
+def select(records: Iterable[dict[str, Any]], limit: int | None, how: str = "spread") -> list[dict[str, Any]]:
+    """At most `limit` rows per file: spread evenly (`spread`, the official runner's max_eval stride) or
+    the file's first `limit` rows (`first`, what lm-eval's --limit takes per task, i.e. per file of an
+    `export-lm-eval` folder).
 
     Ids must be unique: resuming and the paired comparison both key on them."""
+    if how not in SELECTIONS:
+        raise DataError(f"unknown row selection {how!r}; use {' or '.join(SELECTIONS)}")
     by_file: dict[str, list[dict[str, Any]]] = {}
     seen: set[str] = set()
     for r in records:
@@ -46,6 +53,8 @@ def select(records: Iterable[dict[str, Any]], limit: int | None) -> list[dict[st
     for rows in by_file.values():
         if limit is None or len(rows) <= limit:
             out += rows
+        elif how == "first":
+            out += rows[:limit]
         else:
             step = len(rows) / limit
             out += [rows[int(i * step)] for i in range(limit)]
@@ -151,8 +160,9 @@ def invalid_note(res: dict[str, Any]) -> str | None:
 
 
 # settings that change what a sample is: a folder's samples must all share them
-BINDING = ("model", "data", "backend", "cot", "limit", "max_new_tokens", "temperature", "top_p", "top_k",
+BINDING = ("model", "data", "backend", "cot", "limit", "select", "max_new_tokens", "temperature", "top_p", "top_k",
            "seed", "system_prompt")
+BINDING_DEFAULTS = {"select": "spread"}  # folders written before the key existed
 
 
 def _check_config(out: Path, cfg: dict[str, Any], has_samples: bool) -> None:
@@ -169,6 +179,7 @@ def _check_config(out: Path, cfg: dict[str, Any], has_samples: bool) -> None:
         raise RunError(f"{p}: unreadable; move it away to resume, or use another --out") from None
     sampling = float(cfg.get("temperature") or 0) > 0 or float(old.get("temperature") or 0) > 0
     keys = [k for k in BINDING if sampling or k not in ("top_p", "top_k", "seed")]  # greedy ignores them
+    old = {**BINDING_DEFAULTS, **old}
     diff = [f"{k} ({old.get(k)!r} -> {cfg.get(k)!r})" for k in keys if old.get(k) != cfg.get(k)]
     if diff:
         raise RunError(f"{out} holds samples made with different {'; '.join(diff)}; use another --out")
@@ -191,7 +202,8 @@ def _write_json(path: Path, obj: Any) -> None:
 
 def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int | None = None, cot: bool = False,
         gen: Any = None, system_prompt: str = SYSTEM_PROMPT, progress: bool = True,
-        backend_options: dict[str, Any] | None = None, allow_pickle_weights: bool = False) -> dict[str, Any]:
+        backend_options: dict[str, Any] | None = None, allow_pickle_weights: bool = False,
+        select_how: str = "spread") -> dict[str, Any]:
     """Generate, score and aggregate; resumes from `out/samples.jsonl` (finished ids are skipped)."""
     from .backends import GenConfig, make_backend
     from .models import resolve_model
@@ -199,10 +211,10 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     gen = gen or GenConfig()
     out = Path(out)
     check_out_dir(out)
-    records = select(load_data(data), limit)
+    records = select(load_data(data), limit, select_how)
     model_path = resolve_model(model, allow_pickle_weights=allow_pickle_weights)
     cfg = {"model": str(model), "model_path": str(model_path), "data": data, "backend": backend, "cot": cot,
-           "limit": limit, "max_new_tokens": gen.max_new_tokens, "temperature": gen.temperature,
+           "limit": limit, "select": select_how if limit else "spread", "max_new_tokens": gen.max_new_tokens, "temperature": gen.temperature,
            "top_p": gen.top_p, "top_k": gen.top_k, "seed": gen.seed, "batch_size": gen.batch_size,
            "system_prompt": system_prompt, **(backend_options or {})}
     path = out / SAMPLES
