@@ -39,6 +39,16 @@ def _pos_int(s: str) -> int:
     return v
 
 
+def _pos_float(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {s!r}")
+    return v
+
+
 def _nonneg_float(s: str) -> float:
     try:
         v = float(s)
@@ -51,8 +61,9 @@ def _nonneg_float(s: str) -> float:
 
 def _add_generation_args(r: argparse.ArgumentParser) -> None:
     """Backend, generation and progress options shared by `run` and `robustness run`."""
-    r.add_argument("--backend", choices=["hf", "vllm"], default="hf",
-                   help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU")
+    r.add_argument("--backend", choices=["hf", "vllm", "openai"], default="hf",
+                   help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU; "
+                        "openai: a model behind an OpenAI-compatible API (--base-url, --model-name)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     g = r.add_argument_group("generation (greedy unless --temperature > 0)")
     g.add_argument("--max-new-tokens", type=_pos_int, default=1024, help="default 1024")
@@ -73,6 +84,24 @@ def _add_generation_args(r: argparse.ArgumentParser) -> None:
     b.add_argument("--max-model-len", type=_pos_int, default=None, help="vllm only (default: the model's)")
     b.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm only (default 0.9)")
     b.add_argument("--tensor-parallel-size", type=_pos_int, default=None, help="vllm only (default 1)")
+    a = r.add_argument_group("openai backend (any OpenAI-compatible chat-completions server)")
+    a.add_argument("--base-url", default=None, help="e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
+    a.add_argument("--model-name", default=None, help="the model as the server names it (replaces --model)")
+    a.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the key (default OPENAI_API_KEY; the key is never "
+                        "written anywhere; a loopback server may go without one)")
+    a.add_argument("--concurrency", type=_pos_int, default=8, help="requests in flight (default 8)")
+    a.add_argument("--rpm", type=_pos_float, default=None, help="at most this many requests started per minute")
+    a.add_argument("--timeout", type=_pos_float, default=600.0, help="seconds per request (default 600)")
+    a.add_argument("--max-retries", type=int, default=6,
+                   help="retries per request on 429, 5xx, timeouts and dropped connections, with exponential "
+                        "backoff, jitter and the server's Retry-After (default 6)")
+    a.add_argument("--token-param", choices=["max_tokens", "max_completion_tokens"], default="max_tokens",
+                   help="how --max-new-tokens is sent (default max_tokens; OpenAI reasoning models need "
+                        "max_completion_tokens, which also counts their hidden reasoning tokens)")
+    a.add_argument("--no-temperature", action="store_true",
+                   help="send no temperature/top_p/seed (for models that only accept their own, e.g. OpenAI "
+                        "o-series and gpt-5)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -263,7 +292,7 @@ def _robustness(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .backends import DEFAULT_BATCH, GenConfig
+    from .backends import DEFAULT_BATCH, BackendError, GenConfig
     from .prompts import SYSTEM_PROMPT
     from .runner import run
 
@@ -272,10 +301,28 @@ def _run(args: argparse.Namespace) -> int:
     opts = {"dtype": args.dtype, "device": args.device, "threads": args.threads, "max_model_len": args.max_model_len,
             "gpu_memory_utilization": args.gpu_memory_utilization,
             "tensor_parallel_size": args.tensor_parallel_size}
-    res = run(args.model, args.data, args.out, args.backend, args.limit, args.cot, gen,
+    model = args.model
+    if args.backend == "openai":
+        if not args.base_url or not args.model_name:
+            raise BackendError("--backend openai needs --base-url and --model-name")
+        model = args.model_name
+        opts.update(base_url=args.base_url, model_name=args.model_name, api_key_env=args.api_key_env,
+                    concurrency=args.concurrency, rpm=args.rpm, timeout=args.timeout,
+                    max_retries=args.max_retries, token_param=args.token_param,
+                    send_temperature=not args.no_temperature)
+    elif args.base_url or args.model_name:
+        raise BackendError("--base-url and --model-name go with --backend openai")
+    res = run(model, args.data, args.out, args.backend, args.limit, args.cot, gen,
               SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
               {k: v for k, v in opts.items() if v is not None})
     print(_summary(res))
+    api = res.get("api")
+    if api:
+        print(f"api: {api['requests_ok']} ok, {api['retries']} retries, {api['prompt_tokens']} prompt + "
+              f"{api['completion_tokens']} completion tokens, median latency {api['latency_s_median']} s")
+        if api["n_failed"]:
+            print(f"warning: {api['n_failed']} requests failed after their retries (not scored; reasons in "
+                  f"{Path(args.out) / 'failures.jsonl'}); rerun the same command to retry them", file=sys.stderr)
     print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
     return 0
 
