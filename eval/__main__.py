@@ -20,13 +20,15 @@ PERTURBATION_KINDS = ("homoglyph", "zero_width", "fullwidth", "math_style", "spa
 EPILOG = """examples:
   python -m eval run --model default --data official:/path/to/Tase --out runs/eval/base --limit 100
   python -m eval run --model runs/export --data data/test.jsonl --backend vllm --out runs/eval/tuned
+  python -m eval run --backend openai --base-url https://api.openai.com/v1 --model-name gpt-4.1-mini
+      --data official:/path/to/Tase --out runs/eval/api --limit 100      (key from $OPENAI_API_KEY)
   python -m eval score --data official:/path/to/Tase --predictions preds.jsonl --out runs/eval/api
   python -m eval compare runs/eval/base runs/eval/tuned --out runs/eval/cmp
   python -m eval export-lm-eval --data official:/path/to/Tase --out lm_eval_tasks
   python -m eval robustness run --model runs/export --data official:/path/to/Tase --limit 50 --out runs/rob/tuned
   python -m eval robustness report runs/rob/base runs/rob/tuned --out runs/rob/cmp
-Bad input (unknown model, unreadable data, unknown prediction ids, a GPU backend without a GPU) prints
-one line starting with "error:" and exits 2. See docs/evaluation.md."""
+Bad input (unknown model, unreadable data, unknown prediction ids, a GPU backend without a GPU, no API
+key for a remote --base-url) prints one line starting with "error:" and exits 2. See docs/evaluation.md."""
 
 
 def _pos_int(s: str) -> int:
