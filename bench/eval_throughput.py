@@ -113,10 +113,14 @@ def measure_api(args: argparse.Namespace, model: Path, convs: list, tok) -> tupl
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
+        import torch
+
+        # on CPU, eager like the offline backend there (torch.compile's warm-up takes minutes on 2 cores)
+        cpu_eager = [] if torch.cuda.is_available() else ["--optimization-level", "0"]
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
         proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
                                  "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port),
-                                 "--seed", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                                 "--seed", "0", *cpu_eager], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         url = f"http://127.0.0.1:{port}/v1"
         t0 = time.time()
         while True:
