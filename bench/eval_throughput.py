@@ -6,6 +6,10 @@
 Runs the hf backend (CPU or GPU) and, when vllm and a CUDA GPU are present, the vllm backend on the
 same prompts (synth, all ten tasks, English, greedy), and prints prompts/s, generated tokens/s and the
 vllm/hf ratio. Without vllm or a GPU the vllm row says why it was skipped.
+
+`--api` adds the openai backend (`eval run --backend openai`) on the same prompts: against `--base-url`
+/ `--model-name` when given, else against a `vllm serve` of the same model that the bench starts on
+127.0.0.1 (and stops); `--concurrency` requests in flight. `--backends` picks the rows (default hf,vllm).
 """
 from __future__ import annotations
 
@@ -56,6 +60,11 @@ def main() -> int:
     p.add_argument("--batch-size", type=int, default=8, help="hf batch; vllm gets all prompts at once")
     p.add_argument("--threads", type=int, default=None, help="hf on CPU: torch threads")
     p.add_argument("--dtype", default=None, help="hf dtype (default bfloat16)")
+    p.add_argument("--backends", default="hf,vllm", help="comma-separated rows among hf, vllm (default hf,vllm)")
+    p.add_argument("--api", action="store_true", help="add the openai backend row (see above)")
+    p.add_argument("--base-url", default=None, help="--api: an already running server (default: start vllm serve)")
+    p.add_argument("--model-name", default=None, help="--api: the model as that server names it")
+    p.add_argument("--concurrency", type=int, default=16, help="--api: requests in flight (default 16)")
     args = p.parse_args()
     import torch
 
@@ -74,7 +83,7 @@ def main() -> int:
           f"max_new_tokens={args.max_new_tokens}, hf batch {args.batch_size}, dtype {args.dtype or 'bfloat16'}; "
           f"{dev}; torch {torch.__version__}")
     rates = {}
-    for name in ("hf", "vllm"):
+    for name in [b for b in args.backends.split(",") if b]:
         try:
             c = cfg if name == "hf" else GenConfig(max_new_tokens=args.max_new_tokens, batch_size=len(convs))
             opts = {"dtype": args.dtype} if name == "hf" and args.dtype else {}
@@ -82,9 +91,62 @@ def main() -> int:
             print(f"{name:<5} {rates[name][0]:8.2f} prompts/s  {rates[name][1]:9.1f} generated tokens/s", flush=True)
         except BackendError as e:
             print(f"{name:<5} skipped: {e}")
-    if "vllm" in rates:
+    if args.api:
+        rates["openai"] = measure_api(args, model, convs, tok)
+        print(f"{'openai':<6}{rates['openai'][0]:8.2f} prompts/s  {rates['openai'][1]:9.1f} generated tokens/s "
+              f"(concurrency {args.concurrency})", flush=True)
+    if "vllm" in rates and "hf" in rates:
         print(f"vllm/hf ratio: {rates['vllm'][0] / rates['hf'][0]:.2f}x prompts/s")
+    if "vllm" in rates and "openai" in rates:
+        print(f"openai(vllm serve)/vllm ratio: {rates['openai'][0] / rates['vllm'][0]:.2f}x prompts/s")
     return 0
+
+
+def measure_api(args: argparse.Namespace, model: Path, convs: list, tok) -> tuple[float, float]:
+    """The openai backend on the same prompts, against args.base_url or a vllm serve started here."""
+    import socket
+    import subprocess
+    import urllib.request
+
+    proc, url, name = None, args.base_url, args.model_name or "bench"
+    if url is None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        import torch
+
+        # on CPU, eager like the offline backend there (torch.compile's warm-up takes minutes on 2 cores)
+        cpu_eager = [] if torch.cuda.is_available() else ["--optimization-level", "0"]
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+        proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+                                 "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port),
+                                 "--seed", "0", *cpu_eager], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        url = f"http://127.0.0.1:{port}/v1"
+        t0 = time.time()
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit("vllm serve exited while starting")
+            try:
+                with urllib.request.urlopen(url + "/models", timeout=5):
+                    break
+            except OSError:
+                time.sleep(2)
+        print(f"# vllm serve up after {time.time() - t0:.0f} s", flush=True)
+    try:
+        from eval.api_backend import APIOptions, OpenAIBackend
+
+        cfg = GenConfig(max_new_tokens=args.max_new_tokens)
+        be = OpenAIBackend(cfg, APIOptions(base_url=url, model_name=name, concurrency=args.concurrency))
+        be.generate(convs[: min(8, len(convs))])  # warm-up
+        t = time.perf_counter()
+        outs = be.generate(convs)
+        dt = time.perf_counter() - t
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(60)
+    n_tok = sum(len(tok.encode(o, add_special_tokens=False)) for o in outs)
+    return len(convs) / dt, n_tok / dt
 
 
 if __name__ == "__main__":

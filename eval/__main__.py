@@ -20,13 +20,15 @@ PERTURBATION_KINDS = ("homoglyph", "zero_width", "fullwidth", "math_style", "spa
 EPILOG = """examples:
   python -m eval run --model default --data official:/path/to/Tase --out runs/eval/base --limit 100
   python -m eval run --model runs/export --data data/test.jsonl --backend vllm --out runs/eval/tuned
+  python -m eval run --backend openai --base-url https://api.openai.com/v1 --model-name gpt-4.1-mini
+      --data official:/path/to/Tase --out runs/eval/api --limit 100      (key from $OPENAI_API_KEY)
   python -m eval score --data official:/path/to/Tase --predictions preds.jsonl --out runs/eval/api
   python -m eval compare runs/eval/base runs/eval/tuned --out runs/eval/cmp
   python -m eval export-lm-eval --data official:/path/to/Tase --out lm_eval_tasks
   python -m eval robustness run --model runs/export --data official:/path/to/Tase --limit 50 --out runs/rob/tuned
   python -m eval robustness report runs/rob/base runs/rob/tuned --out runs/rob/cmp
-Bad input (unknown model, unreadable data, unknown prediction ids, a GPU backend without a GPU) prints
-one line starting with "error:" and exits 2. See docs/evaluation.md."""
+Bad input (unknown model, unreadable data, unknown prediction ids, a GPU backend without a GPU, no API
+key for a remote --base-url) prints one line starting with "error:" and exits 2. See docs/evaluation.md."""
 
 
 def _pos_int(s: str) -> int:
@@ -36,6 +38,16 @@ def _pos_int(s: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}")
+    return v
+
+
+def _pos_float(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {s!r}")
     return v
 
 
@@ -51,8 +63,9 @@ def _nonneg_float(s: str) -> float:
 
 def _add_generation_args(r: argparse.ArgumentParser) -> None:
     """Backend, generation and progress options shared by `run` and `robustness run`."""
-    r.add_argument("--backend", choices=["hf", "vllm"], default="hf",
-                   help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU")
+    r.add_argument("--backend", choices=["hf", "vllm", "openai"], default="hf",
+                   help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU; "
+                        "openai: a model behind an OpenAI-compatible API (--base-url, --model-name)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--allow-pickle-weights", action="store_true",
                    help="load a model folder without safetensors weights (pickle files can run code; trusted "
@@ -76,6 +89,24 @@ def _add_generation_args(r: argparse.ArgumentParser) -> None:
     b.add_argument("--max-model-len", type=_pos_int, default=None, help="vllm only (default: the model's)")
     b.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm only (default 0.9)")
     b.add_argument("--tensor-parallel-size", type=_pos_int, default=None, help="vllm only (default 1)")
+    a = r.add_argument_group("openai backend (any OpenAI-compatible chat-completions server)")
+    a.add_argument("--base-url", default=None, help="e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
+    a.add_argument("--model-name", default=None, help="the model as the server names it (replaces --model)")
+    a.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the key (default OPENAI_API_KEY; the key is never "
+                        "written anywhere; a loopback server may go without one)")
+    a.add_argument("--concurrency", type=_pos_int, default=8, help="requests in flight (default 8)")
+    a.add_argument("--rpm", type=_pos_float, default=None, help="at most this many requests started per minute")
+    a.add_argument("--timeout", type=_pos_float, default=600.0, help="seconds per request (default 600)")
+    a.add_argument("--max-retries", type=int, default=6,
+                   help="retries per request on 429, 5xx, timeouts and dropped connections, with exponential "
+                        "backoff, jitter and the server's Retry-After (default 6)")
+    a.add_argument("--token-param", choices=["max_tokens", "max_completion_tokens"], default="max_tokens",
+                   help="how --max-new-tokens is sent (default max_tokens; OpenAI reasoning models need "
+                        "max_completion_tokens, which also counts their hidden reasoning tokens)")
+    a.add_argument("--no-temperature", action="store_true",
+                   help="send no temperature/top_p/seed (for models that only accept their own, e.g. OpenAI "
+                        "o-series and gpt-5)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -294,7 +325,7 @@ def _robustness(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .backends import DEFAULT_BATCH, GenConfig
+    from .backends import DEFAULT_BATCH, BackendError, GenConfig
     from .prompts import SYSTEM_PROMPT
     from .runner import run
 
@@ -303,12 +334,30 @@ def _run(args: argparse.Namespace) -> int:
     opts = {"dtype": args.dtype, "device": args.device, "threads": args.threads, "max_model_len": args.max_model_len,
             "gpu_memory_utilization": args.gpu_memory_utilization,
             "tensor_parallel_size": args.tensor_parallel_size}
-    res = run(args.model, args.data, args.out, args.backend, args.limit, args.cot, gen,
+    model = args.model
+    if args.backend == "openai":
+        if not args.base_url or not args.model_name:
+            raise BackendError("--backend openai needs --base-url and --model-name")
+        model = args.model_name
+        opts.update(base_url=args.base_url, model_name=args.model_name, api_key_env=args.api_key_env,
+                    concurrency=args.concurrency, rpm=args.rpm, timeout=args.timeout,
+                    max_retries=args.max_retries, token_param=args.token_param,
+                    send_temperature=not args.no_temperature)
+    elif args.base_url or args.model_name:
+        raise BackendError("--base-url and --model-name go with --backend openai")
+    res = run(model, args.data, args.out, args.backend, args.limit, args.cot, gen,
               SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
               {k: v for k, v in opts.items() if v is not None}, args.allow_pickle_weights,
               getattr(args, "select", "spread"))
     _warn_invalid(res)
     print(_summary(res))
+    api = res.get("api")
+    if api:
+        print(f"api: {api['requests_ok']} ok, {api['retries']} retries, {api['prompt_tokens']} prompt + "
+              f"{api['completion_tokens']} completion tokens, median latency {api['latency_s_median']} s")
+        if api["n_failed"]:
+            print(f"warning: {api['n_failed']} requests failed after their retries (not scored; reasons in "
+                  f"{Path(args.out) / 'failures.jsonl'}); rerun the same command to retry them", file=sys.stderr)
     print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
     return 0
 

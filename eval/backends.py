@@ -26,7 +26,7 @@ class GenConfig:
     batch_size: int = 8  # prompts per generate call = per flush of samples.jsonl
 
 
-DEFAULT_BATCH = {"hf": 8, "vllm": 256}  # vLLM schedules its own micro-batches: give it many prompts at once
+DEFAULT_BATCH = {"hf": 8, "vllm": 256, "openai": 1}  # vLLM schedules its own micro-batches: give it many prompts at once
 
 
 class HFBackend:
@@ -110,7 +110,7 @@ class VLLMBackend:
 
 def make_backend(name: str, model_path: Path, cfg: GenConfig, **options: Any) -> Any:
     """`hf` or `vllm`; options: dtype, device, threads, quiet (hf), max_model_len, gpu_memory_utilization,
-    tensor_parallel_size (vllm). Options that do not apply to the backend are ignored."""
+    tensor_parallel_size (vllm), the fields of `api_backend.APIOptions` (openai). Options that do not apply to the backend are ignored."""
     opts = {k: v for k, v in options.items() if v is not None}
     if name == "hf":
         keep_hf = ("device", "dtype", "threads", "quiet")
@@ -118,4 +118,9 @@ def make_backend(name: str, model_path: Path, cfg: GenConfig, **options: Any) ->
     if name == "vllm":
         keep = ("dtype", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size")
         return VLLMBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in keep})
-    raise BackendError(f"unknown backend {name!r}; choose hf or vllm")
+    if name == "openai":  # the API backend: model_path is unused, the server names the model
+        from .api_backend import APIOptions, OpenAIBackend
+
+        fields = APIOptions.__dataclass_fields__
+        return OpenAIBackend(cfg, APIOptions(**{k: v for k, v in opts.items() if k in fields}))
+    raise BackendError(f"unknown backend {name!r}; choose hf, vllm or openai")

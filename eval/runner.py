@@ -23,6 +23,7 @@ from .prompts import SYSTEM_PROMPT, build_messages
 SAMPLES = "samples.jsonl"
 RESULTS = "results.json"
 RUN_CONFIG = "run_config.json"
+FAILURES = "failures.jsonl"  # API requests that failed after their retries: reason per id, never scored
 
 
 class RunError(RuntimeError):
@@ -117,7 +118,7 @@ def append_samples(path: Path, lines: list[dict[str, Any]]) -> None:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for pkg in ("tase-grpo", "torch", "transformers", "trl", "vllm"):
+    for pkg in ("tase-grpo", "torch", "transformers", "trl", "vllm", "openai"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -212,7 +213,9 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     out = Path(out)
     check_out_dir(out)
     records = select(load_data(data), limit, select_how)
-    model_path = resolve_model(model, allow_pickle_weights=allow_pickle_weights)
+    api = backend == "openai"
+    # an API model lives on its server
+    model_path = Path(str(model)) if api else resolve_model(model, allow_pickle_weights=allow_pickle_weights)
     cfg = {"model": str(model), "model_path": str(model_path), "data": data, "backend": backend, "cot": cot,
            "limit": limit, "select": select_how if limit else "spread", "max_new_tokens": gen.max_new_tokens, "temperature": gen.temperature,
            "top_p": gen.top_p, "top_k": gen.top_k, "seed": gen.seed, "batch_size": gen.batch_size,
@@ -241,8 +244,10 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
 
             bar = tqdm(total=len(records), initial=len(done), unit="ex", dynamic_ncols=True, file=sys.stderr,
                        desc=f"eval {Path(str(model)).name} [{backend}]")
+        if api:
+            _run_api(be, todo, done, path, cot, system_prompt, bar)
         bs = gen.batch_size
-        for i in range(0, len(todo), bs):
+        for i in range(0 if not api else len(todo), len(todo), bs):
             batch = todo[i : i + bs]
             comps = be.generate([build_messages(r, cot, system_prompt) for r in batch])
             lines = [sample_line(r, c) for r, c in zip(batch, comps)]
@@ -253,7 +258,48 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         if bar:
             bar.close()
     out.mkdir(parents=True, exist_ok=True)
+    if api:
+        from .api_backend import summarize
+
+        failed = {i: r for i, r in read_failures(out / FAILURES).items() if i in wanted and i not in done}
+        header["api"] = summarize([done[i] for i in wanted if i in done], failed)
     return write_results(out, records, done, header)
+
+
+def _run_api(be: Any, todo: list[dict[str, Any]], done: dict[str, dict[str, Any]], path: Path, cot: bool,
+             system_prompt: str, bar: Any) -> None:
+    """One append + fsync per finished request; a request that failed after its retries goes to
+    failures.jsonl with its reason (not scored; the next run retries it)."""
+    def on_result(i: int, res: Any) -> None:
+        rec = todo[i]
+        if res.ok:
+            line = {**sample_line(rec, res.text), **res.fields}
+            append_samples(path, [line])
+            done[rec["id"]] = line
+        else:
+            append_samples(path.with_name(FAILURES), [{"id": rec["id"], "error": res.error,
+                                                      "attempts": res.attempts}])
+        if bar:
+            bar.update(1)
+
+    fail = path.with_name(FAILURES)
+    if fail.exists() and fail.stat().st_size and not fail.read_bytes().endswith(b"\n"):
+        with fail.open("ab") as f:  # a line torn by a kill: end it so the next record stays whole
+            f.write(b"\n")
+    be.generate_each([build_messages(r, cot, system_prompt) for r in todo], on_result)
+
+
+def read_failures(path: Path) -> dict[str, str]:
+    """id -> reason of the latest failure recorded for it (torn lines ignored)."""
+    out: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_bytes().splitlines():
+            try:
+                obj = json.loads(line)
+                out[obj["id"]] = obj["error"]
+            except (ValueError, KeyError, TypeError):
+                continue
+    return out
 
 
 def read_predictions(path: str | Path, known: dict[str, Any], data: str) -> list[tuple[str, Any]]:
