@@ -1,10 +1,14 @@
 """DIFF: do two shuffled token sequences match one-to-one, and if not, which token differs?
 
-A run of n corpus tokens (5..254) is copied and changed by one of four variations in equal shares:
+A run of n consecutive tokens (5..254) of real running text (default; words for English, characters
+for Chinese, Hangul syllables for Korean, as the official scripts take them; `text_source="unigram"`:
+of the unigram corpus) is copied and changed by one of four variations in equal shares:
 unchanged, add (one extra token), delete (one token removed), modify (one token replaced by a
 different one). Both sequences are shuffled. The answer is the differing token (for modify: the
 original token, as the official files write it) or yes/是/예 when unchanged. Tokens the official DIFF
-cleaning would erase or confuse with the yes-answer (no, yes, 是, 예) never differ.
+cleaning would erase or confuse with the yes-answer (no, yes, 是, 예) never differ. Added and
+replacement tokens are drawn from the same text (so by frequency, as the official scripts do); a pair
+of shuffled lines in which a denylisted term forms is redrawn.
 """
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ import random
 
 from ..core import Generator, register
 from ..record import VARIATIONS, YES, make_record
-from ..resources import corpus
+from ..denylist import denylist
+from ..resources import corpus, real_text
 from ._common import JOIN, alt_tokens, fast_permutation, random_span
 
 MIN_N, MAX_N = 5, 254
@@ -47,7 +52,7 @@ class DiffTokens(Generator):
     task = "diff_tokens"
 
     def make(self, rng: random.Random, lang: str, subtask: str):
-        corp = corpus(lang)
+        corp = real_text(lang).corpus if self.config.text_source == "real" else corpus(lang)
         n = rng.randint(*self.n_range(MIN_N, MAX_N))
         base = corp.tokens(random_span(rng, corp, n), n)
         variation = VARIATIONS[rng.randrange(4)]
@@ -71,8 +76,26 @@ class DiffTokens(Generator):
         seq1 = [base[i] for i in fast_permutation(rng, len(base))]
         seq2 = [other[i] for i in fast_permutation(rng, len(other))]
         j = JOIN[lang]
-        prompt = self.template(rng, TEMPLATES, lang).format(a=j.join(seq1), b=j.join(seq2))
+        a, b = j.join(seq1), j.join(seq2)
+        dl = denylist(lang)
+        if lang == "en":
+            if dl.bad_words(seq1, _heads(self.config.text_source)) or dl.bad_words(seq2, _heads(self.config.text_source)):
+                return None
+        elif dl.bad(a) or dl.bad(b):
+            return None
+        prompt = self.template(rng, TEMPLATES, lang).format(a=a, b=b)
         return make_record(
             id="", task=self.task, lang=lang, type="DIFF", prompt=prompt, answer=answer,
             variation=variation, meta={"length": n},
         )
+
+
+_HEADS: dict[str, frozenset[str]] = {}
+
+
+def _heads(source: str) -> frozenset[str]:
+    """The English words of the source's vocabulary that start a listed phrase (any case)."""
+    if source not in _HEADS:
+        corp = real_text("en").corpus if source == "real" else corpus("en")
+        _HEADS[source] = denylist("en").heads_in(set(corp.text.split(" ")))
+    return _HEADS[source]

@@ -1,8 +1,14 @@
-"""FREQ: how many times does a target token occur in a text (paper's recipe).
+"""FREQ: how many times does a target token occur in a text (the official generators' recipe).
 
-The target is injected 1..10 times (uniform) at random positions into a run of corpus tokens from which
-every other occurrence of it was removed; the text has between 10 x count and 500 tokens (words for
-English, characters for Chinese and Korean), as the official generators do.
+Default (`text_source="real"`), per language as the official files are built: the text is random tokens,
+not prose. English: words of a 60,000-word list drawn uniformly, joined by spaces; Chinese: characters
+drawn by frequency; Korean: Hangul syllables drawn uniformly, joined without spaces (`freq_vocab`).
+The target is drawn the same way and injected `count` (1..10, uniform) times at random positions into
+`length - count` drawn tokens, `length` uniform in [10 x count, 500] (Korean: [count + 10, 500], as the
+official Korean script has it); like the official scripts, a draw whose other tokens already contain
+the target is rejected and redrawn whole, which shortens texts with frequent Chinese targets the way
+the official file is. Texts that would contain a denylisted term are redrawn.
+`text_source="unigram"` (ablation): a run of the unigram corpus with the target removed, as before.
 """
 from __future__ import annotations
 
@@ -10,7 +16,10 @@ import random
 
 from ..core import Generator, register
 from ..record import make_record
-from ..resources import corpus, word_list
+import numpy as np
+
+from ..denylist import denylist
+from ..resources import clean_word_list, corpus, freq_vocab
 from ._common import JOIN, random_span
 
 MAX_TOKENS = 500
@@ -39,11 +48,13 @@ class FreqCount(Generator):
     task = "freq_count"
 
     def make(self, rng: random.Random, lang: str, subtask: str):
+        if self.config.text_source == "real":
+            return self._make_real(rng, lang)
         corp = corpus(lang)
         count = rng.randint(1, 10)
         length = rng.randint(*self.n_range(count * 10, MAX_TOKENS))
         if lang == "en":
-            target = rng.choice(word_list("en").words)
+            target = rng.choice(clean_word_list("en").words)
         else:
             target = corp.tokens(rng.randrange(len(corp)), 1)[0]
         start = random_span(rng, corp, length - count)
@@ -57,6 +68,38 @@ class FreqCount(Generator):
         for p in sorted(rng.sample(range(len(others) + count), count)):
             others.insert(p, target)
         text = JOIN[lang].join(others)
+        if lang == "en" and denylist(lang).bad_words(others) or lang != "en" and denylist(lang).bad(text):
+            return None  # removing the target joined two halves of a listed term (rare)
+        return self._record(rng, lang, target, count, text, len(others))
+
+    def _make_real(self, rng: random.Random, lang: str):
+        toks, cum = _vocab(lang)
+        count = rng.randint(1, 10)
+        length = rng.randint(*self.n_range(count + 10 if lang == "ko" else count * 10, MAX_TOKENS))
+        k = length - count
+        if cum is None:
+            t = rng.randrange(len(toks))
+            idx = np.frombuffer(rng.randbytes(4 * k), dtype=np.uint32) % np.uint32(len(toks))
+        else:
+            u = np.frombuffer(rng.randbytes(8 * (k + 1)), dtype=np.uint64) * (cum[-1] / 2.0**64)
+            pick = cum.searchsorted(u, side="right")
+            t, idx = int(pick[0]), pick[1:]
+        if (idx == t).any():  # the official scripts reject such a draw (actual count != count)
+            return None
+        at = sorted(rng.sample(range(k + 1), count))
+        idx = np.insert(idx, at, t)
+        if lang == "en":
+            words = _EN_ARRAY[0][idx].tolist()
+            if denylist("en").bad_words(words):
+                return None
+            text = " ".join(words)
+        else:
+            text = _cps(lang)[idx].tobytes().decode("utf-32-le")
+            if denylist(lang).bad(text):
+                return None
+        return self._record(rng, lang, toks[t], count, text, length)
+
+    def _record(self, rng: random.Random, lang: str, target: str, count: int, text: str, n_tokens: int):
         prompt = self.template(rng, TEMPLATES, lang).format(t=target, text=text)
         return make_record(
             id="",
@@ -65,5 +108,26 @@ class FreqCount(Generator):
             type="NUMBER",
             prompt=prompt,
             answer=str(count),
-            meta={"target": target, "count": count, "tokens": len(others)},
+            meta={"target": target, "count": count, "tokens": n_tokens},
         )
+
+
+_EN_ARRAY: list = []
+
+
+def _vocab(lang: str):
+    """`freq_vocab(lang)`, plus the English words as an object array for one fancy index per text."""
+    toks, cum = freq_vocab(lang)
+    if lang == "en" and not _EN_ARRAY:
+        _EN_ARRAY.append(np.array(toks, dtype=object))
+    return toks, cum
+
+
+_CPS: dict[str, np.ndarray] = {}
+
+
+def _cps(lang: str) -> np.ndarray:
+    """The zh/ko FREQ tokens as UTF-32 code points (a text decodes straight from the index)."""
+    if lang not in _CPS:
+        _CPS[lang] = np.array([ord(c) for c in freq_vocab(lang)[0]], dtype="<u4")
+    return _CPS[lang]
