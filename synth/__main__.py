@@ -17,7 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m synth",
         description="Generate typed token-awareness examples (one JSON object per line). With several "
         "tasks/languages, N examples in total are interleaved round-robin over the task x language x "
-        "subtask cells (or drawn with --mixture weights). Same seed, same bytes.",
+        "subtask cells (or drawn with --mixture weights). Same seed, same bytes. "
+        "`python -m synth stats --official DIR` compares generated and official length distributions.",
     )
     p.add_argument("--task", default="all", help=f"all or one of: {', '.join(TASKS)}")
     p.add_argument("--lang", default="all", help=f"all or one of: {', '.join(LANGS)}")
@@ -27,6 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="-", help="output .jsonl file ('-' = stdout)")
     p.add_argument("--paraphrase", action="store_true", help="draw prompt wording from paraphrased templates")
     p.add_argument("--max-len", type=int, default=None, help="cap sequence lengths (tokens) for shorter prompts")
+    p.add_argument(
+        "--text-source",
+        choices=("real", "unigram"),
+        default="real",
+        help="awareness tasks: real running text built like the official files (default) or the "
+        "frequency-weighted unigram sample (ablation)",
+    )
     p.add_argument("--mixture", default=None, help="YAML file with per-task mixing weights (task: weight)")
     p.add_argument(
         "--exclude",
@@ -55,6 +63,11 @@ def load_mixture(path: str) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["stats"]:
+        from .stats import main as stats_main
+
+        return stats_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.n < 0:
@@ -72,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SynthError(str(e)) from None
         stream = generate(
             args.task, args.lang, sys.maxsize if guard else args.n, args.seed, args.subtask,
-            paraphrase=args.paraphrase, weights=weights, max_len=args.max_len,
+            paraphrase=args.paraphrase, weights=weights, max_len=args.max_len, text_source=args.text_source,
         )
         if guard:
             stream = itertools.islice(guard.filter(stream), args.n)
