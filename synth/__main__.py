@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="official:DIR|FILE.jsonl",
-        help="drop examples whose normalised prompt matches one of this benchmark's prompts (repeatable)",
+        help="drop examples whose normalised prompt matches one of this benchmark's prompts, or that share a "
+        "13-token n-gram (words/characters/syllables) with one (repeatable; drops are reported by reason)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
@@ -101,11 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             if out is not sys.stdout:
                 out.close()
         if guard:
-            print(
-                f"contamination guard: dropped {guard.dropped} of {guard.seen} generated examples "
-                f"matching {len(guard.prompts)} benchmark prompts",
-                file=sys.stderr,
-            )
+            print(guard.report(), file=sys.stderr)
     except SynthError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
