@@ -12,6 +12,8 @@ package ships one), matched as substrings.
 from __future__ import annotations
 
 import re
+
+import numpy as np
 from functools import lru_cache
 from importlib import resources as ir
 from pathlib import Path
@@ -88,10 +90,36 @@ class Denylist:
         """English: `bad` for a list of words that are already clean one by one (only phrases can
         still form when they are put side by side); C-speed in the common case. `heads`: the words of
         the caller's vocabulary containing a phrase head in any case (default: `phrase_heads`, for
-        lower-case vocabularies)."""
-        if (self.phrase_heads if heads is None else heads).isdisjoint(words):
+        lower-case vocabularies). Only the words from a head on are re-read."""
+        heads = self.phrase_heads if heads is None else heads
+        if heads.isdisjoint(words):
             return False
-        return self.bad(" ".join(words))
+        return self.bad_at(words, [i for i, w in enumerate(words) if w in heads])
+
+    def bad_at(self, words, starts) -> bool:
+        """English: True when a listed phrase starts in one of `words[i]` for i in `starts` (a phrase of
+        k runs lies within k words from the word holding its first run)."""
+        m = self._max_phrase
+        return any(self.bad(" ".join(words[i : i + m])) for i in starts)
+
+    def pair_classes(self, vocab) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """English, for a vocabulary of words that are clean one by one: arrays A, B over the vocabulary
+        and a table T such that a listed phrase can only form across words u v when
+        T[A[u], B[v]] (A: u's last run as the left run of a pair of consecutive phrase runs, B: v's
+        first run as the right one; 0 = none). A vectorised necessary condition; callers re-check the
+        rare hits with `bad`."""
+        pairs = {(p[j], p[j + 1]) for p in self.phrases for j in range(len(p) - 1)}
+        lefts = {a: i + 1 for i, a in enumerate(sorted({a for a, _ in pairs}))}
+        rights = {b: i + 1 for i, b in enumerate(sorted({b for _, b in pairs}))}
+        table = np.zeros((len(lefts) + 1, len(rights) + 1), dtype=bool)
+        for a, b in pairs:
+            table[lefts[a], rights[b]] = True
+        a_of, b_of = [], []
+        for w in vocab:
+            runs = EN_RUN.findall(w.lower()) or [""]
+            a_of.append(lefts.get(runs[-1], 0))
+            b_of.append(rights.get(runs[0], 0))
+        return np.array(a_of, dtype=np.intp), np.array(b_of, dtype=np.intp), table
 
     def heads_in(self, vocab) -> frozenset[str]:
         """The words of `vocab` one of whose lower-cased runs starts a listed phrase."""

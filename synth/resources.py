@@ -220,6 +220,43 @@ def freq_vocab(lang: str) -> tuple[tuple[str, ...], np.ndarray | None]:
     return tuple(chars), np.cumsum([freqs[c] for c in chars])
 
 
+FREQ_STREAM = {"en": 600_000, "zh": 1_500_000, "ko": 1_500_000}
+
+
+@lru_cache(maxsize=None)
+def freq_stream(lang: str) -> Corpus:
+    """A fixed stream of FREQ tokens drawn as `freq_vocab` says (seeded with `CORPUS_SEED`, not the
+    user's seed), with listed terms that formed across neighbours cut out. FREQ texts are random
+    windows of it: every token is still drawn from the official distribution, at C speed."""
+    from .denylist import denylist
+
+    toks, cum = freq_vocab(lang)
+    gen = np.random.default_rng(CORPUS_SEED)
+    n = FREQ_STREAM[lang]
+    idx = gen.integers(0, len(toks), n) if cum is None else cum.searchsorted(gen.random(n) * cum[-1], side="right")
+    dl = denylist(lang)
+    if lang == "en":
+        words = np.array(toks, dtype=object)[idx].tolist()
+        words = [words[k] for k in _drop_joined_matches([(words, " ")], dl)]
+        pos, end, off = array("i"), array("i"), 0
+        for w in words:
+            pos.append(off)
+            end.append(off + len(w))
+            off += len(w) + 1
+        return Corpus(lang, " ".join(words), pos, end, "", None)
+    text = np.array([ord(c) for c in toks], dtype="<u4")[idx].tobytes().decode("utf-32-le")
+    while True:  # cut out every listed term (each is two or more tokens: single ones are not drawn)
+        hits = dl.spans(text)
+        if not hits:
+            break
+        cut = np.zeros(len(text), dtype=bool)
+        for a, b in hits:
+            cut[a:b] = True
+        text = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")[~cut].tobytes().decode("utf-32-le")
+    n = len(text)
+    return Corpus(lang, text, array("i", range(n)), array("i", range(1, n + 1)), text, None)
+
+
 # --- real running text (SORT, LENOP count, REORD, DIFF) ------------------------------------------------
 #
 # Sources (all installed by `make install`; licences and sizes in docs/resources.md):
@@ -339,21 +376,40 @@ class RealText:
     def span(self, rng: random.Random, n: int, tries: int = 200) -> str | None:
         """A span of exactly n tokens, as the official SORT/LENOP generators cut one: en, n consecutive
         words joined by spaces; zh/ko, from a random character to the n-th token after it, rejected
-        when it starts with a separator or holds a run of 3 separators (None after `tries`)."""
+        when it starts with a separator or holds a run of 3 separators (None after `tries`). Starts
+        are drawn among the non-separator characters directly (the same distribution as drawing any
+        character and rejecting separators), and the run test is two lookups in `run3`."""
         if self.lang == "en":
             c = self.corpus
             return c.span(rng.randrange(len(c) - n + 1), n)
-        text, tokpos = self.text, self.tokpos
+        starts, before, run3, tokpos, text = self._index
         last = len(tokpos) - n
         for _ in range(tries):
-            s = rng.randrange(len(text))
-            k = int(tokpos.searchsorted(s))
-            if k > last or text[s] in SEPS:
+            s = starts[rng.randrange(len(starts))]
+            k = before[s]  # s is a token, so it is token k
+            if k > last:
                 continue
-            out = text[s : tokpos[k + n - 1] + 1]
-            if _SEP3.search(out) is None:
-                return out
+            e = tokpos[k + n - 1] + 1
+            if run3[e] - run3[min(s + 2, e)] == 0:
+                return text[s:e]
         return None
+
+    @property
+    def _index(self):
+        """zh/ko lookup tables (built on first use): token start positions, tokens before each
+        position, and the prefix count of positions ending a run of 3 separators."""
+        idx = self.__dict__.get("_idx")
+        if idx is None:
+            text = self.text
+            is_sep = np.array([c in SEPS for c in text], dtype=bool)
+            before = np.concatenate(([0], np.cumsum(~is_sep))).tolist()
+            run = is_sep[2:] & is_sep[1:-1] & is_sep[:-2]  # run[j - 2]: text[j-2..j] all separators
+            ends = np.zeros(len(text), dtype=np.int64)
+            ends[2:] = run
+            run3 = np.concatenate(([0], np.cumsum(ends))).tolist()
+            idx = (np.flatnonzero(~is_sep).tolist(), before, run3, self.tokpos.tolist(), text)
+            object.__setattr__(self, "_idx", idx)
+        return idx
 
 
 @lru_cache(maxsize=None)

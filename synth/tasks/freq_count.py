@@ -3,23 +3,24 @@
 Default (`text_source="real"`), per language as the official files are built: the text is random tokens,
 not prose. English: words of a 60,000-word list drawn uniformly, joined by spaces; Chinese: characters
 drawn by frequency; Korean: Hangul syllables drawn uniformly, joined without spaces (`freq_vocab`).
-The target is drawn the same way and injected `count` (1..10, uniform) times at random positions into
-`length - count` drawn tokens, `length` uniform in [10 x count, 500] (Korean: [count + 10, 500], as the
-official Korean script has it); like the official scripts, a draw whose other tokens already contain
-the target is rejected and redrawn whole, which shortens texts with frequent Chinese targets the way
-the official file is. Texts that would contain a denylisted term are redrawn.
+The target is drawn the same way and injected `count` (1..10, uniform) times at random gaps (as the
+official scripts insert: never two targets side by side) into `length - count` drawn tokens, `length`
+uniform in [10 x count, 500] (Korean: [count + 10, 500], as the official Korean script has it). The
+drawn tokens are a random window of `freq_stream`, a fixed seeded stream of such draws, so a text costs
+a slice instead of 250 random draws. Like the official scripts, a draw whose other tokens already
+contain the target is rejected and redrawn whole, which shortens texts with frequent Chinese targets
+the way the official file is. Texts that would contain a denylisted term are redrawn.
 `text_source="unigram"` (ablation): a run of the unigram corpus with the target removed, as before.
 """
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 
 from ..core import Generator, register
 from ..record import make_record
-import numpy as np
-
 from ..denylist import denylist
-from ..resources import clean_word_list, corpus, freq_vocab
+from ..resources import clean_word_list, corpus, freq_stream, freq_vocab
 from ._common import JOIN, random_span
 
 MAX_TOKENS = 500
@@ -73,31 +74,35 @@ class FreqCount(Generator):
         return self._record(rng, lang, target, count, text, len(others))
 
     def _make_real(self, rng: random.Random, lang: str):
-        toks, cum = _vocab(lang)
+        toks, cum = freq_vocab(lang)
         count = rng.randint(1, 10)
         length = rng.randint(*self.n_range(count + 10 if lang == "ko" else count * 10, MAX_TOKENS))
         k = length - count
         if cum is None:
-            t = rng.randrange(len(toks))
-            idx = np.frombuffer(rng.randbytes(4 * k), dtype=np.uint32) % np.uint32(len(toks))
+            target = toks[rng.randrange(len(toks))]
         else:
-            u = np.frombuffer(rng.randbytes(8 * (k + 1)), dtype=np.uint64) * (cum[-1] / 2.0**64)
-            pick = cum.searchsorted(u, side="right")
-            t, idx = int(pick[0]), pick[1:]
-        if (idx == t).any():  # the official scripts reject such a draw (actual count != count)
+            target = toks[min(int(cum.searchsorted(rng.random() * float(cum[-1]), side="right")), len(toks) - 1)]
+        stream = freq_stream(lang)
+        span = stream.span_text(rng.randrange(len(stream) - k + 1), k)
+        # the official scripts reject a draw whose other tokens already hold the target
+        if (f" {target} " in f" {span} ") if lang == "en" else (target in span):
             return None
         at = sorted(rng.sample(range(k + 1), count))
-        idx = np.insert(idx, at, t)
         if lang == "en":
-            words = _EN_ARRAY[0][idx].tolist()
-            if denylist("en").bad_words(words):
-                return None
+            words = span.split(" ")
+            for j, p in enumerate(at):
+                words.insert(p + j, target)
             text = " ".join(words)
         else:
-            text = _cps(lang)[idx].tobytes().decode("utf-32-le")
-            if denylist(lang).bad(text):
-                return None
-        return self._record(rng, lang, toks[t], count, text, length)
+            parts, prev = [], 0
+            for p in at:
+                parts += (span[prev:p], target)
+                prev = p
+            parts.append(span[prev:])
+            text = "".join(parts)
+        if _risky(lang, target) and denylist(lang).bad(text):
+            return None  # the target completed a listed term with a neighbour
+        return self._record(rng, lang, target, count, text, length)
 
     def _record(self, rng: random.Random, lang: str, target: str, count: int, text: str, n_tokens: int):
         prompt = self.template(rng, TEMPLATES, lang).format(t=target, text=text)
@@ -112,22 +117,28 @@ class FreqCount(Generator):
         )
 
 
-_EN_ARRAY: list = []
+@lru_cache(maxsize=None)
+def _parts(lang: str) -> frozenset[str]:
+    """Runs (en) or characters (zh/ko) that occur in some listed term: only a target made of them can
+    complete a term next to the stream's tokens."""
+    from ..denylist import EN_RUN, terms
+
+    if lang == "en":
+        return frozenset(r for t in terms("en") for r in EN_RUN.findall(t))
+    return frozenset("".join(terms(lang)))
 
 
-def _vocab(lang: str):
-    """`freq_vocab(lang)`, plus the English words as an object array for one fancy index per text."""
-    toks, cum = freq_vocab(lang)
-    if lang == "en" and not _EN_ARRAY:
-        _EN_ARRAY.append(np.array(toks, dtype=object))
-    return toks, cum
+@lru_cache(maxsize=None)
+def _risky_set(lang: str) -> frozenset[str]:
+    """The FREQ tokens that hold a run (en) or character (zh/ko) of some listed term."""
+    from ..denylist import EN_RUN
+
+    parts = _parts(lang)
+    toks = freq_vocab(lang)[0]
+    if lang == "en":
+        return frozenset(t for t in toks if any(r in parts for r in EN_RUN.findall(t.lower())))
+    return frozenset(t for t in toks if t in parts)
 
 
-_CPS: dict[str, np.ndarray] = {}
-
-
-def _cps(lang: str) -> np.ndarray:
-    """The zh/ko FREQ tokens as UTF-32 code points (a text decodes straight from the index)."""
-    if lang not in _CPS:
-        _CPS[lang] = np.array([ord(c) for c in freq_vocab(lang)[0]], dtype="<u4")
-    return _CPS[lang]
+def _risky(lang: str, target: str) -> bool:
+    return target in _risky_set(lang)
