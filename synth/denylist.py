@@ -61,7 +61,7 @@ class Denylist:
             self.singles = frozenset(t for t in ts if " " not in t)
             self.phrases = frozenset(tuple(t.split(" ")) for t in ts if " " in t)
             self.phrase_heads = frozenset(p[0] for p in self.phrases)
-            self._max_phrase = max((len(p) for p in self.phrases), default=1)
+            self.max_phrase = max((len(p) for p in self.phrases), default=1)
             self._re = None
         else:
             self.singles = frozenset(t for t in ts if len(t) == 1)
@@ -81,7 +81,7 @@ class Denylist:
             return False
         for i, r in enumerate(runs):
             if r in self.phrase_heads:
-                for k in range(2, self._max_phrase + 1):
+                for k in range(2, self.max_phrase + 1):
                     if tuple(runs[i : i + k]) in self.phrases:
                         return True
         return False
@@ -99,7 +99,7 @@ class Denylist:
     def bad_at(self, words, starts) -> bool:
         """English: True when a listed phrase starts in one of `words[i]` for i in `starts` (a phrase of
         k runs lies within k words from the word holding its first run)."""
-        m = self._max_phrase
+        m = self.max_phrase
         return any(self.bad(" ".join(words[i : i + m])) for i in starts)
 
     def pair_classes(self, vocab) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -121,10 +121,6 @@ class Denylist:
             b_of.append(rights.get(runs[0], 0))
         return np.array(a_of, dtype=np.intp), np.array(b_of, dtype=np.intp), table
 
-    def heads_in(self, vocab) -> frozenset[str]:
-        """The words of `vocab` one of whose lower-cased runs starts a listed phrase."""
-        return frozenset(w for w in vocab if not self.phrase_heads.isdisjoint(EN_RUN.findall(w.lower())))
-
     def spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) character offsets of every listed term in `text`."""
         if self._re is not None:
@@ -137,7 +133,7 @@ class Denylist:
             if w in self.singles:
                 out.append((s, e))
             if w in self.phrase_heads:
-                for k in range(2, self._max_phrase + 1):
+                for k in range(2, self.max_phrase + 1):
                     if i + k <= len(runs) and tuple(words[i : i + k]) in self.phrases:
                         out.append((s, runs[i + k - 1][2]))
         return out
