@@ -132,9 +132,10 @@ class _Tables:
         """Whether `text` (the tokens at `pos`, in order) holds a listed term. English words are clean
         one by one, so only phrases across neighbours can appear: a vectorised pre-check first."""
         if self.lang == "en":
-            hits = np.flatnonzero(self.table[self.a[pos[:-1]], self.b[pos[1:]]])
-            if not len(hits):
+            pair = self.table[self.a[pos[:-1]], self.b[pos[1:]]]
+            if not pair.any():
                 return False
+            hits = np.flatnonzero(pair)
             m = self.dl.max_phrase  # re-read only the words a phrase through the pair could cover
             return any(self.dl.bad(" ".join(self.words[pos[max(0, i - m + 2) : i + m]].tolist())) for i in hits.tolist())
         return self.dl.bad(text)
