@@ -53,9 +53,10 @@ class SortLengths(Generator):
                 lengths = [n, *list(alts)[:2]]
             else:
                 pool = [k for k in alts for _ in range(2)]
-                lengths = [n, *rng.sample(pool, 2)]
-                if lengths[1] == lengths[2]:
-                    return None  # a tie: the official scripts skip the triplet
+                pick = rng.sample(pool, 2)
+                while pick[0] == pick[1]:  # a tie: the official scripts skip it and draw again
+                    pick = rng.sample(pool, 2)
+                lengths = [n, *pick]
             rng.shuffle(lengths)
             texts = [rt.span(rng, k) for k in lengths]
             if None in texts:
