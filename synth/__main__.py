@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .core import SynthError, available, combos, generate
+from .core import TEXT_SOURCES, SynthError, available, combos, generate
 from .guard import Guard
 from .record import LANGS, TASKS
 
@@ -30,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-len", type=int, default=None, help="cap sequence lengths (tokens) for shorter prompts")
     p.add_argument(
         "--text-source",
-        choices=("real", "unigram"),
         default="real",
+        metavar="real|unigram",
         help="awareness tasks: real running text built like the official files (default) or the "
         "frequency-weighted unigram sample (ablation)",
     )
@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SynthError(f"-n must be >= 0, got {args.n}")
         available()
         combos(args.task, args.lang, args.subtask)  # validate before opening the output
+        if args.text_source not in TEXT_SOURCES:
+            raise SynthError(f"unknown text source {args.text_source!r}; choose from: {', '.join(TEXT_SOURCES)}")
         weights = load_mixture(args.mixture) if args.mixture else None
         guard = None
         if args.exclude:

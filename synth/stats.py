@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import SynthError, generate
+from .core import TEXT_SOURCES, SynthError, generate
 from .resources import EN_VALID, EN_WORDS
 
 FILES = {"en": "english", "zh": "chinese", "ko": "korean"}
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--official", required=True, metavar="DIR", help="root of the TASE release (tasks/<group>/<task>/)")
     p.add_argument("-n", "--n", type=int, default=1000, help="generated examples per cell (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--text-source", choices=("real", "unigram"), default="real", help="what the generators slice")
+    p.add_argument("--text-source", default="real", metavar="real|unigram", help="what the generators slice")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the numbers as JSON")
     return p
 
@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.n < 1:
             raise SynthError(f"-n must be >= 1, got {args.n}")
+        if args.text_source not in TEXT_SOURCES:
+            raise SynthError(f"unknown text source {args.text_source!r}; choose from: {', '.join(TEXT_SOURCES)}")
         root = Path(args.official)
         if not root.is_dir():
             raise SynthError(f"--official {root}: not a directory")

@@ -209,8 +209,12 @@ def test_stats_cli_prints_every_awareness_cell(tmp_path):
     assert all(0.0 <= r["ks"] <= 1.0 and r["n_official"] >= 6 for r in rows)
     assert all("bigram_official" in r for r in rows if r["lang"] == "en")
     assert re.search(r"# KS < 0.2 in \d+ of 15 cells", res.stdout)
-    bad = run_module(["synth", "stats", "--official", str(tmp_path / "nope")])
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+    for args in (["stats", "--official", str(tmp_path / "nope")], ["stats", "--official", str(FIXTURES), "--text-source", "x"],
+                 ["--task", "sort_lengths", "-n", "2", "--text-source", "x", "--out", str(tmp_path / "keep.jsonl")]):
+        (tmp_path / "keep.jsonl").write_text("kept\n")
+        bad = run_module(["synth", *args])
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("error:"), bad.stderr
+        assert (tmp_path / "keep.jsonl").read_text() == "kept\n"  # nothing already written is lost
 
 
 def test_structural_tasks_ignore_the_text_source():
