@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from .core import SynthError, available, combos, generate
+from .core import TEXT_SOURCES, SynthError, available, combos, generate
 from .guard import Guard
 from .record import LANGS, TASKS
 
@@ -21,7 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m synth",
         description="Generate typed token-awareness examples (one JSON object per line). With several "
         "tasks/languages, N examples in total are interleaved round-robin over the task x language x "
-        "subtask cells (or drawn with --mixture weights). Same seed, same bytes.",
+        "subtask cells (or drawn with --mixture weights). Same seed, same bytes. "
+        "`python -m synth stats --official DIR` compares generated and official length distributions.",
     )
     p.add_argument("--task", default="all", help=f"all or one of: {', '.join(TASKS)}")
     p.add_argument("--lang", default="all", help=f"all or one of: {', '.join(LANGS)}")
@@ -31,13 +32,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="-", help="output .jsonl file ('-' = stdout)")
     p.add_argument("--paraphrase", action="store_true", help="draw prompt wording from paraphrased templates")
     p.add_argument("--max-len", type=int, default=None, help="cap sequence lengths (tokens) for shorter prompts")
+    p.add_argument(
+        "--text-source",
+        default="real",
+        metavar="real|unigram",
+        help="awareness tasks: real running text built like the official files (default) or the "
+        "frequency-weighted unigram sample (ablation)",
+    )
     p.add_argument("--mixture", default=None, help="YAML file with per-task mixing weights (task: weight)")
     p.add_argument(
         "--exclude",
         action="append",
         default=[],
         metavar="official:DIR|FILE.jsonl",
-        help="drop examples whose normalised prompt matches one of this benchmark's prompts (repeatable)",
+        help="drop examples whose normalised prompt matches one of this benchmark's prompts, or that share a "
+        "13-token n-gram (words/characters/syllables) with one (repeatable; drops are reported by reason)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
@@ -102,12 +111,19 @@ def _umask() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["stats"]:
+        from .stats import main as stats_main
+
+        return stats_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.n < 0:
             raise SynthError(f"-n must be >= 0, got {args.n}")
         available()
         combos(args.task, args.lang, args.subtask)  # validate before opening the output
+        if args.text_source not in TEXT_SOURCES:
+            raise SynthError(f"unknown text source {args.text_source!r}; choose from: {', '.join(TEXT_SOURCES)}")
         if args.out != "-":
             check_out(Path(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None
@@ -121,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SynthError(str(e)) from None
         stream = generate(
             args.task, args.lang, sys.maxsize if guard else args.n, args.seed, args.subtask,
-            paraphrase=args.paraphrase, weights=weights, max_len=args.max_len,
+            paraphrase=args.paraphrase, weights=weights, max_len=args.max_len, text_source=args.text_source,
         )
         if guard:
             stream = itertools.islice(guard.filter(stream), args.n)
@@ -137,11 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 stream = tqdm(stream, total=args.n, unit="ex", desc="synth", file=sys.stderr)
             write_atomic(Path(args.out), stream)
         if guard:
-            print(
-                f"contamination guard: dropped {guard.dropped} of {guard.seen} generated examples "
-                f"matching {len(guard.prompts)} benchmark prompts",
-                file=sys.stderr,
-            )
+            print(guard.report(), file=sys.stderr)
     except SynthError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

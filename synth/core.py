@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from .record import LANGS, TASE_TASKS, TASKS
 
 MAX_TRIES = 64
+TEXT_SOURCES = ("real", "unigram")
 
 
 class Generator:
@@ -29,6 +30,7 @@ class Generator:
     class Config:
         paraphrase: bool = False  # draw the prompt template from paraphrases instead of the official one
         max_len: int | None = None  # cap on the sampled sequence length n (short prompts for small models)
+        text_source: str = "real"  # awareness tasks: "real" running text built like the official files, or "unigram" (ablation)
 
     def __init__(self, config: Any | None = None) -> None:
         self.config = config if config is not None else self.Config()
@@ -118,18 +120,27 @@ def generate(
     paraphrase: bool = False,
     weights: dict[str, float] | None = None,
     max_len: int | None = None,
+    text_source: str = "real",
 ) -> Iterator[dict[str, Any]]:
     """Stream `n` records for `task`/`lang` (either may be "all"), deterministic for `seed`.
 
     With several cells (task x lang x subtask), records are interleaved round-robin, or drawn with
     per-task `weights` (a mixture for GRPO) when given. `max_len` caps sequence lengths (tokens) for
-    tasks that have one (shorter prompts for small models and CPU runs). Each record's `id` is
+    tasks that have one (shorter prompts for small models and CPU runs). `text_source` picks what the
+    awareness tasks slice: "real" (default; running text and token lists built per task the way the
+    official files are) or "unigram" (the earlier frequency-weighted unigram sample, an ablation).
+    Structural tasks ignore it. Each record's `id` is
     `synth/<task>/<lang>[/<subtask>]/<seed>/<index within its cell>`.
     """
     if n < 0:
         raise SynthError(f"n must be >= 0, got {n}")
+    if text_source not in TEXT_SOURCES:
+        raise SynthError(f"unknown text source {text_source!r}; choose from: {', '.join(TEXT_SOURCES)}")
     cells = combos(task, lang, subtask)
-    gens = {t: GENERATORS[t](GENERATORS[t].Config(paraphrase=paraphrase, max_len=max_len)) for t in {c[0] for c in cells}}
+    gens = {
+        t: GENERATORS[t](GENERATORS[t].Config(paraphrase=paraphrase, max_len=max_len, text_source=text_source))
+        for t in {c[0] for c in cells}
+    }
     salts = [_salt(*c) for c in cells]
     counters = [0] * len(cells)
     pick = _picker(cells, weights, seed)

@@ -106,12 +106,18 @@ class Corpus:
 
 @lru_cache(maxsize=None)
 def corpus(lang: str) -> Corpus:
-    """Build (once per process) the deterministic token stream for `lang`."""
+    """Build (once per process) the deterministic unigram token stream for `lang` (the
+    `--text-source unigram` ablation), from the denylist-clean word list; units next to which a listed
+    term would form across the join are left out."""
+    from .denylist import denylist
+
+    dl = denylist(lang)
     rng = random.Random(CORPUS_SEED)
-    wl = word_list(lang)
+    wl = clean_word_list(lang)
     pos, end = array("i"), array("i")
     if lang == "en":
         words = wl.sample(rng, CORPUS_TOKENS)
+        words = [words[k] for k in _drop_joined_matches([(words, " ")], dl)]
         off = 0
         for w in words:
             pos.append(off)
@@ -120,8 +126,8 @@ def corpus(lang: str) -> Corpus:
         index = {w: i for i, w in enumerate(wl.words)}
         ids = np.fromiter((index[w] for w in words), dtype=np.uint32, count=len(words))
         return Corpus(lang, " ".join(words), pos, end, "", ids)
-    parts: list[str] = []
-    off = 0
+    units: list[str] = []  # token characters, then the separator after them
+    seps: list[str] = []
     n_tok = 0
     words = wl.sample(rng, CORPUS_TOKENS)
     wi = 0
@@ -137,12 +143,7 @@ def corpus(lang: str) -> Corpus:
         if wi >= len(words) - 2:
             words = wl.sample(rng, CORPUS_TOKENS)
             wi = 0
-        for ch in unit:
-            pos.append(off)
-            end.append(off + 1)
-            parts.append(ch)
-            off += 1
-            n_tok += 1
+        n_tok += len(unit)
         sep = ""
         next_punct -= len(unit)
         if next_punct <= 0:
@@ -150,9 +151,313 @@ def corpus(lang: str) -> Corpus:
             next_punct = rng.randint(6, 24)
         if lang == "ko":
             sep += " "
-        parts.append(sep)
-        off += len(sep)
+        units.append(unit)
+        seps.append(sep)
+    keep = _drop_joined_matches([([u + s for u, s in zip(units, seps)], ""), (units, "")], dl)
+    parts: list[str] = []
+    off = 0
+    for k in keep:
+        for ch in units[k]:
+            pos.append(off)
+            end.append(off + 1)
+            parts.append(ch)
+            off += 1
+        parts.append(seps[k])
+        off += len(seps[k])
     text = "".join(parts)
-    joined = "".join(text[i] for i in pos)
+    joined = "".join(units[k] for k in keep)
     ids = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).copy()
     return Corpus(lang, text, pos, end, joined, ids)
+
+
+# --- denylist-clean word lists ----------------------------------------------------------------------
+
+
+def _clean_word_list(lang: str) -> WordList:
+    """`word_list(lang)` without denylisted words (Chinese/Korean: no word containing a listed term).
+    The structural generators keep `word_list` itself, so their bytes do not change."""
+    from .denylist import denylist
+
+    dl = denylist(lang)
+    wl = word_list(lang)
+    keep = [i for i, w in enumerate(wl.words) if not dl.bad(w)]
+    words = tuple(wl.words[i] for i in keep)
+    prev = [0.0, *wl.cum_weights]
+    cum, total = [], 0.0
+    for i in keep:
+        total += wl.cum_weights[i] - prev[i]
+        cum.append(total)
+    return WordList(lang, words, tuple(cum))
+
+
+@lru_cache(maxsize=None)
+def clean_word_list(lang: str) -> WordList:
+    """Cached `_clean_word_list`."""
+    return _clean_word_list(lang)
+
+
+@lru_cache(maxsize=None)
+def freq_vocab(lang: str) -> tuple[tuple[str, ...], np.ndarray | None]:
+    """FREQ's token inventory, built like the official files (and denylist-clean): English, the
+    60,000-word list drawn uniformly; Chinese, characters with cumulative frequency weights (summed over
+    wordfreq's zh words); Korean, every Hangul syllable, drawn uniformly. Returns (tokens, cumulative
+    weights or None for uniform)."""
+    from .denylist import denylist
+
+    dl = denylist(lang)
+    if lang == "en":
+        return clean_word_list("en").words, None
+    if lang == "ko":
+        return tuple(chr(c) for c in range(0xAC00, 0xD7A4) if chr(c) not in dl.singles), None
+    import wordfreq
+
+    freqs: dict[str, float] = {}
+    for w, f in wordfreq.get_frequency_dict("zh").items():
+        if CJK.fullmatch(w):
+            for ch in w:
+                freqs[ch] = freqs.get(ch, 0.0) + f
+    chars = sorted((c for c in freqs if c not in dl.singles), key=lambda c: (-freqs[c], c))
+    return tuple(chars), np.cumsum([freqs[c] for c in chars])
+
+
+FREQ_STREAM = {"en": 600_000, "zh": 1_500_000, "ko": 1_500_000}
+
+
+@lru_cache(maxsize=None)
+def freq_stream(lang: str) -> Corpus:
+    """A fixed stream of FREQ tokens drawn as `freq_vocab` says (seeded with `CORPUS_SEED`, not the
+    user's seed), with listed terms that formed across neighbours cut out. FREQ texts are random
+    windows of it: every token is still drawn from the official distribution, at C speed."""
+    from .denylist import denylist
+
+    toks, cum = freq_vocab(lang)
+    gen = np.random.default_rng(CORPUS_SEED)
+    n = FREQ_STREAM[lang]
+    idx = gen.integers(0, len(toks), n) if cum is None else cum.searchsorted(gen.random(n) * cum[-1], side="right")
+    dl = denylist(lang)
+    if lang == "en":
+        words = np.array(toks, dtype=object)[idx].tolist()
+        words = [words[k] for k in _drop_joined_matches([(words, " ")], dl)]
+        pos, end, off = array("i"), array("i"), 0
+        for w in words:
+            pos.append(off)
+            end.append(off + len(w))
+            off += len(w) + 1
+        return Corpus(lang, " ".join(words), pos, end, "", None)
+    text = np.array([ord(c) for c in toks], dtype="<u4")[idx].tobytes().decode("utf-32-le")
+    while True:  # cut out every listed term (each is two or more tokens: single ones are not drawn)
+        hits = dl.spans(text)
+        if not hits:
+            break
+        cut = np.zeros(len(text), dtype=bool)
+        for a, b in hits:
+            cut[a:b] = True
+        text = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")[~cut].tobytes().decode("utf-32-le")
+    n = len(text)
+    return Corpus(lang, text, array("i", range(n)), array("i", range(1, n + 1)), text, None)
+
+
+# --- real running text (SORT, LENOP count, REORD, DIFF) ------------------------------------------------
+#
+# Sources (all installed by `make install`; licences and sizes in docs/resources.md):
+#   en: the English translations of hsk-sentences-audio's 4,354 sentences, then the prose paragraphs of
+#       CPython's `pydoc_data.topics` (the language reference as shipped with the interpreter);
+#   zh: hsk-sentences-audio's 4,354 Chinese sentences (HSK 1-6);
+#   ko: konlpy's bundled corpus files (the Constitution of the Republic of Korea and 10 bills), read as
+#       plain text (konlpy's taggers and Java are not used).
+# Sentences containing a denylisted term are dropped, and so is any sentence next to which a term forms
+# across the join, so every span of the stream is clean.
+
+SEPS = " ,，。；;：:"  # the separators the official zh/ko generators keep between characters
+_SEP3 = re.compile("[ ,，。；;：:]{3,}")
+EN_WORDS = re.compile(r"\b[\w'-]+\b")
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z])")
+_KO_SPLIT = re.compile(r"(?<=[.?!])\s+")
+_KO_ARTICLE = re.compile(r"제\d+(?:조|항|호|장|절|관)(?:의\d+)?|[①-⑳]|\d+\.")
+
+
+def _hsk() -> list[dict]:
+    import json
+
+    return json.loads(ir_files("hsk_sentences_audio").joinpath("data/sentences.json").read_text(encoding="utf-8"))
+
+
+def ir_files(package: str):
+    """importlib.resources.files for an installed package, without importing it (konlpy's __init__
+    starts Java machinery)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"{package} is not installed (make install)")
+    from pathlib import Path
+
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _pydoc_prose() -> list[str]:
+    """Prose paragraphs of the Python language reference as CPython ships it (no code, no headings)."""
+    import pydoc_data.topics as topics
+
+    out = []
+    for key in sorted(topics.topics):
+        for para in topics.topics[key].split("\n\n"):
+            lines = para.split("\n")
+            if not lines or any(l.startswith(" ") for l in lines) or any(set(l) <= set("*=-~^") for l in lines):
+                continue
+            out.extend(_SENT_SPLIT.split(" ".join(lines)))
+    return out
+
+
+def source_sentences(lang: str) -> list[tuple[str, list[str]]]:
+    """The raw sentences of each source for `lang`, in reading order: [(source name, sentences)]."""
+    if lang == "en":
+        return [
+            ("hsk-sentences-audio (English translations)", [r["translation"]["en"] for r in _hsk()]),
+            ("CPython pydoc_data.topics (prose)", _pydoc_prose()),
+        ]
+    if lang == "zh":
+        return [("hsk-sentences-audio (Chinese)", [r["chinese"] for r in _hsk()])]
+    root = ir_files("konlpy") / "data" / "corpus"
+    sents: list[str] = []
+    for f in [root / "kolaw" / "constitution.txt", *sorted((root / "kobill").glob("*.txt"))]:
+        for line in f.read_text(encoding="utf-8").splitlines():
+            line = _KO_ARTICLE.sub("", line)
+            sents.extend(s for s in (" ".join(x.split()) for x in _KO_SPLIT.split(line)) if HANGUL.search(s))
+    return [("konlpy corpus (kolaw constitution, kobill bills)", sents)]
+
+
+def _zh_ko_clean(s: str, lang: str) -> str:
+    """The official zh/ko cleaning: keep the language's token characters and the separators only."""
+    tok = is_cjk if lang == "zh" else is_hangul
+    return "".join(c for c in s if tok(c) or c in SEPS)
+
+
+def _drop_joined_matches(views: list[tuple[list[str], str]], dl) -> list[int]:
+    """Indices of the units to keep so that no listed term occurs in any view `joiner.join(units)`
+    (terms can form across joins). `views` are parallel lists of the same units, each with its joiner."""
+    keep = list(range(len(views[0][0])))
+    while True:
+        bad: set[int] = set()
+        for units, joiner in views:
+            parts = [units[k] for k in keep]
+            hits = dl.spans(joiner.join(parts))
+            if not hits:
+                continue
+            starts = np.cumsum([0] + [len(u) + len(joiner) for u in parts[:-1]])
+            for s, e in hits:
+                i = int(np.searchsorted(starts, s, side="right")) - 1
+                j = int(np.searchsorted(starts, e - 1, side="right")) - 1
+                bad.update(keep[i : j + 1])
+        if not bad:
+            return keep
+        keep = [k for k in keep if k not in bad]
+
+
+@dataclass(frozen=True)
+class RealText:
+    """One language's running text, cleaned as the official generators clean theirs.
+
+    en: `words`, the valid English words of the text in order (the official `re.findall(r"\\b[\\w'-]+\\b")`
+    then the validity filter); `corpus` is them as a `Corpus` (tokens = words).
+    zh/ko: `text`, the sentences cleaned to token characters and separators and joined (the official
+    files remove the newlines after slicing, which glues the lines the same way); `tokpos[i]` is the
+    offset in `text` of token i; `corpus` is the token characters alone (REORD/DIFF tokens).
+    `sentences` counts the distinct source sentences kept.
+    """
+
+    lang: str
+    corpus: Corpus
+    text: str
+    tokpos: Any
+    sentences: int
+    sources: tuple[tuple[str, int], ...]  # (name, sentences kept)
+
+    def span(self, rng: random.Random, n: int, tries: int = 200) -> str | None:
+        """A span of exactly n tokens, as the official SORT/LENOP generators cut one: en, n consecutive
+        words joined by spaces; zh/ko, from a random character to the n-th token after it, rejected
+        when it starts with a separator or holds a run of 3 separators (None after `tries`). Starts
+        are drawn among the non-separator characters directly (the same distribution as drawing any
+        character and rejecting separators), and the run test is two lookups in `run3`."""
+        if self.lang == "en":
+            c = self.corpus
+            return c.span(rng.randrange(len(c) - n + 1), n)
+        starts, before, run3, tokpos, text = self._index
+        last = len(tokpos) - n
+        for _ in range(tries):
+            s = starts[rng.randrange(len(starts))]
+            k = before[s]  # s is a token, so it is token k
+            if k > last:
+                continue
+            e = tokpos[k + n - 1] + 1
+            if run3[e] - run3[min(s + 2, e)] == 0:
+                return text[s:e]
+        return None
+
+    @property
+    def _index(self):
+        """zh/ko lookup tables (built on first use): token start positions, tokens before each
+        position, and the prefix count of positions ending a run of 3 separators."""
+        idx = self.__dict__.get("_idx")
+        if idx is None:
+            text = self.text
+            is_sep = np.array([c in SEPS for c in text], dtype=bool)
+            before = np.concatenate(([0], np.cumsum(~is_sep))).tolist()
+            run = is_sep[2:] & is_sep[1:-1] & is_sep[:-2]  # run[j - 2]: text[j-2..j] all separators
+            ends = np.zeros(len(text), dtype=np.int64)
+            ends[2:] = run
+            run3 = np.concatenate(([0], np.cumsum(ends))).tolist()
+            idx = (np.flatnonzero(~is_sep).tolist(), before, run3, self.tokpos.tolist(), text)
+            object.__setattr__(self, "_idx", idx)
+        return idx
+
+
+@lru_cache(maxsize=None)
+def real_text(lang: str) -> RealText:
+    """Build (once per process) the denylist-clean running text for `lang`."""
+    from .denylist import denylist
+
+    dl = denylist(lang)
+    kept_sources = []
+    units: list[str] = []
+    for name, sents in source_sentences(lang):
+        seen: set[str] = set()
+        ok = []
+        for s in sents:
+            s = " ".join(s.split())
+            if lang == "en":
+                w = [x for x in EN_WORDS.findall(s) if EN_VALID.fullmatch(x)]
+                unit = " ".join(w)
+            else:
+                unit = _zh_ko_clean(s, lang).strip(SEPS)
+                w = [c for c in unit if c not in SEPS]
+            if not w or dl.bad(s) or dl.bad(unit) or (lang == "ko" and dl.bad("".join(w))):
+                continue
+            ok.append(unit)
+            seen.add(s)
+        kept_sources.append((name, len(seen)))
+        units.extend(ok)
+    if lang == "en":
+        units = [units[k] for k in _drop_joined_matches([(units, " ")], dl)]
+        text = " ".join(units)
+        words = text.split(" ")
+        pos, end, off = array("i"), array("i"), 0
+        for w in words:
+            pos.append(off)
+            end.append(off + len(w))
+            off += len(w) + 1
+        # ids of the lower-cased words: the REORD scorer lower-cases, so "He" and "he" are one token
+        _, ids = np.unique(np.array([w.lower() for w in words], dtype=object), return_inverse=True)
+        corp = Corpus(lang, text, pos, end, "", ids.astype(np.uint32))
+        return RealText(lang, corp, text, None, len(set(units)), tuple(kept_sources))
+    drop_seps = {ord(c): None for c in SEPS}
+    tok_units = [u.translate(drop_seps) for u in units]  # the token-only stream (REORD, DIFF) too
+    keep = _drop_joined_matches([(units, ""), (tok_units, "")], dl)
+    units = [units[k] for k in keep]
+    text = "".join(units)
+    joined = text.translate(drop_seps)
+    tokpos = np.fromiter((i for i, c in enumerate(text) if c not in SEPS), dtype=np.int64)
+    ids = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).copy()
+    n = len(joined)
+    corp = Corpus(lang, joined, array("i", range(n)), array("i", range(1, n + 1)), joined, ids)
+    return RealText(lang, corp, text, tokpos, len(set(units)), tuple(kept_sources))

@@ -1,19 +1,27 @@
 """DIFF: do two shuffled token sequences match one-to-one, and if not, which token differs?
 
-A run of n corpus tokens (5..254) is copied and changed by one of four variations in equal shares:
+A run of n consecutive tokens (5..254) of real running text (default; words for English, characters
+for Chinese, Hangul syllables for Korean, as the official scripts take them; `text_source="unigram"`:
+of the unigram corpus) is copied and changed by one of four variations in equal shares:
 unchanged, add (one extra token), delete (one token removed), modify (one token replaced by a
 different one). Both sequences are shuffled. The answer is the differing token (for modify: the
 original token, as the official files write it) or yes/是/예 when unchanged. Tokens the official DIFF
-cleaning would erase or confuse with the yes-answer (no, yes, 是, 예) never differ.
+cleaning would erase or confuse with the yes-answer (no, yes, 是, 예) never differ. Added and
+replacement tokens are drawn from the same text (so by frequency, as the official scripts do); a pair
+of shuffled lines in which a denylisted term forms is redrawn.
 """
 from __future__ import annotations
 
 import random
+from functools import lru_cache
+
+import numpy as np
 
 from ..core import Generator, register
 from ..record import VARIATIONS, YES, make_record
-from ..resources import corpus
-from ._common import JOIN, alt_tokens, fast_permutation, random_span
+from ..denylist import denylist
+from ..resources import corpus, real_text
+from ._common import random_span
 
 MIN_N, MAX_N = 5, 254
 RESERVED = {"en": {"yes", "no"}, "zh": {"是"}, "ko": {"예"}}
@@ -47,32 +55,92 @@ class DiffTokens(Generator):
     task = "diff_tokens"
 
     def make(self, rng: random.Random, lang: str, subtask: str):
-        corp = corpus(lang)
+        tab = _tables(lang, self.config.text_source)
+        corp = tab.corp
         n = rng.randint(*self.n_range(MIN_N, MAX_N))
-        base = corp.tokens(random_span(rng, corp, n), n)
+        start = random_span(rng, corp, n)
+        base = np.arange(start, start + n)  # corpus positions; tokens are looked up once at the end
         variation = VARIATIONS[rng.randrange(4)]
-        other = list(base)
+        other = base
         if variation == "unchanged":
             answer = YES[lang]
         elif variation == "add":
-            answer = alt_tokens(rng, corp, RESERVED[lang])[0]
+            p = _alt_position(rng, tab, RESERVED[lang])
+            answer = tab.token(p)
             if not _usable(answer, lang):
                 return None
-            other.append(answer)
+            other = np.append(base, p)
         else:
             i = rng.randrange(n)
-            answer = base[i]
+            answer = tab.token(start + i)
             if not _usable(answer, lang):
                 return None
             if variation == "delete":
-                del other[i]
+                other = np.delete(base, i)
             else:
-                other[i] = alt_tokens(rng, corp, RESERVED[lang] | {answer})[0]
-        seq1 = [base[i] for i in fast_permutation(rng, len(base))]
-        seq2 = [other[i] for i in fast_permutation(rng, len(other))]
-        j = JOIN[lang]
-        prompt = self.template(rng, TEMPLATES, lang).format(a=j.join(seq1), b=j.join(seq2))
+                other = base.copy()
+                other[i] = _alt_position(rng, tab, RESERVED[lang] | {answer})
+        seq1 = base[_permutation(rng, len(base))]
+        seq2 = other[_permutation(rng, len(other))]
+        a, b = tab.text(seq1), tab.text(seq2)
+        if tab.bad(seq1, a) or tab.bad(seq2, b):
+            return None  # a denylisted term formed where shuffled tokens met
+        prompt = self.template(rng, TEMPLATES, lang).format(a=a, b=b)
         return make_record(
             id="", task=self.task, lang=lang, type="DIFF", prompt=prompt, answer=answer,
             variation=variation, meta={"length": n},
         )
+
+
+def _permutation(rng: random.Random, n: int) -> np.ndarray:
+    """`fast_permutation` as an index array (the same draws)."""
+    return np.argsort(np.frombuffer(rng.randbytes(8 * n), dtype=np.uint64), kind="stable")
+
+
+def _alt_position(rng: random.Random, tab: "_Tables", avoid: set[str]) -> int:
+    """A random corpus position (so a token drawn by frequency) whose token is not in `avoid`."""
+    while True:
+        p = rng.randrange(len(tab.corp))
+        if tab.token(p) not in avoid:
+            return p
+
+
+class _Tables:
+    """One text source's tokens by corpus position, and its denylist test for shuffled lines."""
+
+    def __init__(self, lang: str, source: str) -> None:
+        self.lang = lang
+        self.corp = corp = real_text(lang).corpus if source == "real" else corpus(lang)
+        self.dl = denylist(lang)
+        if lang == "en":
+            self.words = np.array(corp.text.split(" "), dtype=object)
+            vocab, inv = np.unique(self.words, return_inverse=True)
+            a, b, self.table = self.dl.pair_classes(vocab.tolist())
+            self.a, self.b = a[inv], b[inv]  # per corpus position
+        else:
+            self.cps = corp.ids.astype("<u4")
+
+    def token(self, p: int) -> str:
+        return self.words[p] if self.lang == "en" else self.corp.joined[p]
+
+    def text(self, pos: np.ndarray) -> str:
+        if self.lang == "en":
+            return " ".join(self.words[pos].tolist())
+        return self.cps[pos].tobytes().decode("utf-32-le")
+
+    def bad(self, pos: np.ndarray, text: str) -> bool:
+        """Whether `text` (the tokens at `pos`, in order) holds a listed term. English words are clean
+        one by one, so only phrases across neighbours can appear: a vectorised pre-check first."""
+        if self.lang == "en":
+            pair = self.table[self.a[pos[:-1]], self.b[pos[1:]]]
+            if not pair.any():
+                return False
+            hits = np.flatnonzero(pair)
+            m = self.dl.max_phrase  # re-read only the words a phrase through the pair could cover
+            return any(self.dl.bad(" ".join(self.words[pos[max(0, i - m + 2) : i + m]].tolist())) for i in hits.tolist())
+        return self.dl.bad(text)
+
+
+@lru_cache(maxsize=None)
+def _tables(lang: str, source: str) -> _Tables:
+    return _Tables(lang, source)

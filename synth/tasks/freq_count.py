@@ -1,16 +1,26 @@
-"""FREQ: how many times does a target token occur in a text (paper's recipe).
+"""FREQ: how many times does a target token occur in a text (the official generators' recipe).
 
-The target is injected 1..10 times (uniform) at random positions into a run of corpus tokens from which
-every other occurrence of it was removed; the text has between 10 x count and 500 tokens (words for
-English, characters for Chinese and Korean), as the official generators do.
+Default (`text_source="real"`), per language as the official files are built: the text is random tokens,
+not prose. English: words of a 60,000-word list drawn uniformly, joined by spaces; Chinese: characters
+drawn by frequency; Korean: Hangul syllables drawn uniformly, joined without spaces (`freq_vocab`).
+The target is drawn the same way and injected `count` (1..10, uniform) times at random gaps (as the
+official scripts insert: never two targets side by side) into `length - count` drawn tokens, `length`
+uniform in [10 x count, 500] (Korean: [count + 10, 500], as the official Korean script has it). The
+drawn tokens are a random window of `freq_stream`, a fixed seeded stream of such draws, so a text costs
+a slice instead of 250 random draws. Like the official scripts, a draw whose other tokens already
+contain the target is rejected and redrawn whole, which shortens texts with frequent Chinese targets
+the way the official file is. Texts that would contain a denylisted term are redrawn.
+`text_source="unigram"` (ablation): a run of the unigram corpus with the target removed, as before.
 """
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 
 from ..core import Generator, register
 from ..record import make_record
-from ..resources import corpus, word_list
+from ..denylist import denylist
+from ..resources import clean_word_list, corpus, freq_stream, freq_vocab
 from ._common import JOIN, random_span
 
 MAX_TOKENS = 500
@@ -39,11 +49,13 @@ class FreqCount(Generator):
     task = "freq_count"
 
     def make(self, rng: random.Random, lang: str, subtask: str):
+        if self.config.text_source == "real":
+            return self._make_real(rng, lang)
         corp = corpus(lang)
         count = rng.randint(1, 10)
         length = rng.randint(*self.n_range(count * 10, MAX_TOKENS))
         if lang == "en":
-            target = rng.choice(word_list("en").words)
+            target = rng.choice(clean_word_list("en").words)
         else:
             target = corp.tokens(rng.randrange(len(corp)), 1)[0]
         start = random_span(rng, corp, length - count)
@@ -57,6 +69,42 @@ class FreqCount(Generator):
         for p in sorted(rng.sample(range(len(others) + count), count)):
             others.insert(p, target)
         text = JOIN[lang].join(others)
+        if lang == "en" and denylist(lang).bad_words(others) or lang != "en" and denylist(lang).bad(text):
+            return None  # removing the target joined two halves of a listed term (rare)
+        return self._record(rng, lang, target, count, text, len(others))
+
+    def _make_real(self, rng: random.Random, lang: str):
+        toks, cum = freq_vocab(lang)
+        count = rng.randint(1, 10)
+        length = rng.randint(*self.n_range(count + 10 if lang == "ko" else count * 10, MAX_TOKENS))
+        k = length - count
+        if cum is None:
+            target = toks[rng.randrange(len(toks))]
+        else:
+            target = toks[min(int(cum.searchsorted(rng.random() * float(cum[-1]), side="right")), len(toks) - 1)]
+        stream = freq_stream(lang)
+        span = stream.span_text(rng.randrange(len(stream) - k + 1), k)
+        # the official scripts reject a draw whose other tokens already hold the target
+        if (f" {target} " in f" {span} ") if lang == "en" else (target in span):
+            return None
+        at = sorted(rng.sample(range(k + 1), count))
+        if lang == "en":
+            words = span.split(" ")
+            for j, p in enumerate(at):
+                words.insert(p + j, target)
+            text = " ".join(words)
+        else:
+            parts, prev = [], 0
+            for p in at:
+                parts += (span[prev:p], target)
+                prev = p
+            parts.append(span[prev:])
+            text = "".join(parts)
+        if _risky(lang, target) and denylist(lang).bad(text):
+            return None  # the target completed a listed term with a neighbour
+        return self._record(rng, lang, target, count, text, length)
+
+    def _record(self, rng: random.Random, lang: str, target: str, count: int, text: str, n_tokens: int):
         prompt = self.template(rng, TEMPLATES, lang).format(t=target, text=text)
         return make_record(
             id="",
@@ -65,5 +113,32 @@ class FreqCount(Generator):
             type="NUMBER",
             prompt=prompt,
             answer=str(count),
-            meta={"target": target, "count": count, "tokens": len(others)},
+            meta={"target": target, "count": count, "tokens": n_tokens},
         )
+
+
+@lru_cache(maxsize=None)
+def _parts(lang: str) -> frozenset[str]:
+    """Runs (en) or characters (zh/ko) that occur in some listed term: only a target made of them can
+    complete a term next to the stream's tokens."""
+    from ..denylist import EN_RUN, terms
+
+    if lang == "en":
+        return frozenset(r for t in terms("en") for r in EN_RUN.findall(t))
+    return frozenset("".join(terms(lang)))
+
+
+@lru_cache(maxsize=None)
+def _risky_set(lang: str) -> frozenset[str]:
+    """The FREQ tokens that hold a run (en) or character (zh/ko) of some listed term."""
+    from ..denylist import EN_RUN
+
+    parts = _parts(lang)
+    toks = freq_vocab(lang)[0]
+    if lang == "en":
+        return frozenset(t for t in toks if any(r in parts for r in EN_RUN.findall(t.lower())))
+    return frozenset(t for t in toks if t in parts)
+
+
+def _risky(lang: str, target: str) -> bool:
+    return target in _risky_set(lang)

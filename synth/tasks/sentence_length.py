@@ -1,7 +1,9 @@
 """LENOP: count the tokens of a sentence (`count`) or write exactly n of them on a topic (`generate`).
 
-`count`: a run of n consecutive corpus tokens (5..254; words for English, characters for Chinese,
-Hangul syllables for Korean), with the corpus's punctuation and spaces between them; answer n.
+`count`: a span of n tokens (5..254; words for English, characters for Chinese, Hangul syllables for
+Korean) of real running text, cut as the official scripts cut theirs (`RealText.span`: English words
+joined by spaces; Chinese/Korean from a random character, keeping spaces and the official separators);
+answer n. `text_source="unigram"` (ablation): n consecutive tokens of the unigram corpus.
 `generate`: ask for exactly n tokens on a topic from the release's aligned en/zh/ko topic list; no gold
 answer (the LENGTH scorer counts the completion). n is the first integer of every prompt, which is
 what the official LENGTH rule reads.
@@ -15,7 +17,7 @@ from importlib import resources as ir
 
 from ..core import Generator, register
 from ..record import make_record
-from ..resources import corpus
+from ..resources import corpus, real_text
 from ._common import random_span
 
 MIN_N, MAX_N = 5, 254
@@ -78,8 +80,13 @@ class SentenceLength(Generator):
                 id="", task=self.task, subtask=subtask, lang=lang, type="LENGTH", prompt=prompt,
                 answer="", meta={"target": n, "topic": topic, "topic_index": i},
             )
-        corp = corpus(lang)
-        text = corp.span(random_span(rng, corp, n), n)
+        if self.config.text_source == "real":
+            text = real_text(lang).span(rng, n)
+            if text is None:
+                return None
+        else:
+            corp = corpus(lang)
+            text = corp.span(random_span(rng, corp, n), n)
         prompt = self.template(rng, COUNT_TEMPLATES, lang).format(text=text)
         return make_record(
             id="", task=self.task, subtask=subtask, lang=lang, type="NUMBER", prompt=prompt,

@@ -1,5 +1,8 @@
 """REORD: shuffle n consecutive tokens so that no token stays next to an original neighbour.
 
+The line is n consecutive tokens (5..254) of real running text (default: words joined by spaces for
+English; characters, and Hangul syllables with the spaces removed, for Chinese and Korean, as the
+official scripts take them) or, with `text_source="unigram"`, of the unigram corpus (ablation).
 There is no gold answer; each instance comes with one permutation valid under the official rule
 (same multiset; each shuffled token mapped to the first unused original position of that token; no
 two mapped positions adjacent) in `meta["solution"]`, built by the constructive solver of `_common`
@@ -17,7 +20,7 @@ import numpy as np
 
 from ..core import Generator, register
 from ..record import make_record
-from ..resources import corpus
+from ..resources import Corpus, corpus, real_text
 from ._common import SpanOrders, random_span
 
 MIN_N, MAX_N = 5, 254
@@ -43,8 +46,9 @@ class Spans:
     """One language's corpus with its REORD solver: the input line of a span and its tokens written in
     a given order, without splitting the span into a token list."""
 
-    def __init__(self, lang: str) -> None:
-        self.corp = corp = corpus(lang)
+    def __init__(self, corp: Corpus) -> None:
+        lang = corp.lang
+        self.corp = corp
         self.orders = SpanOrders(corp.ids)
         self.en = lang == "en"
         if self.en:  # the corpus' words as an object array: a span's words in order are one fancy index
@@ -71,8 +75,9 @@ class Spans:
 
 
 @lru_cache(maxsize=None)
-def spans(lang: str) -> Spans:
-    return Spans(lang)
+def spans(lang: str, source: str = "unigram") -> Spans:
+    """The REORD spans of the unigram corpus or (`source="real"`) of the running text."""
+    return Spans(real_text(lang).corpus if source == "real" else corpus(lang))
 
 
 @register
@@ -80,7 +85,7 @@ class ShuffleTokens(Generator):
     task = "shuffle_tokens"
 
     def make(self, rng: random.Random, lang: str, subtask: str):
-        sp = spans(lang)
+        sp = spans(lang, self.config.text_source)
         n = rng.randint(*self.n_range(MIN_N, MAX_N))
         start = random_span(rng, sp.corp, n)
         order = sp.orders.order(start, n)

@@ -1,8 +1,12 @@
 """SORT: order three labelled sequences from longest to shortest (answer like CAB).
 
-One sequence has a base length n (5..254 tokens), the two others n - d1 and n + d2 with d in
-1..n//10+1 (about 10% apart, as the official generator does); lengths are always distinct, so there
-are no ties. Lengths count words (en), Chinese characters (zh) or Hangul syllables (ko).
+Default (`text_source="real"`), as the official scripts build their rows: a base span of n tokens
+(5..254) of real running text and two more spans drawn from the alternative lengths n - d1, n - d1 - 1,
+n + d2, n + d2 + 1 (d in 1..n//10+1). English takes the first two alternatives in Python's set order,
+as the official en script does; Chinese and Korean draw two of the alternatives' spans at random. Spans
+are cut as `RealText.span` does (Korean keeps its spaces); lengths are always distinct, so there are no
+ties. `text_source="unigram"` (ablation): spans of lengths n, n - d1, n + d2 of the unigram corpus.
+Lengths count words (en), Chinese characters (zh) or Hangul syllables (ko).
 """
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import random
 
 from ..core import Generator, register
 from ..record import make_record
-from ..resources import corpus
+from ..resources import corpus, real_text
 from ._common import random_span
 
 MIN_N, MAX_N = 5, 254
@@ -39,12 +43,29 @@ class SortLengths(Generator):
     task = "sort_lengths"
 
     def make(self, rng: random.Random, lang: str, subtask: str):
-        corp = corpus(lang)
         n = rng.randint(*self.n_range(MIN_N, MAX_N))
         dmax = n // 10 + 1
-        lengths = [n, n - rng.randint(1, dmax), n + rng.randint(1, dmax)]
-        rng.shuffle(lengths)
-        texts = [corp.span(random_span(rng, corp, k), k) for k in lengths]
+        if self.config.text_source == "real":
+            rt = real_text(lang)
+            d_dec, d_inc = rng.randint(1, dmax), rng.randint(1, dmax)
+            alts = {n - d_dec, n - d_dec - 1, n + d_inc, n + d_inc + 1} - {0}  # iterated in set order
+            if lang == "en":
+                lengths = [n, *list(alts)[:2]]
+            else:
+                pool = [k for k in alts for _ in range(2)]
+                pick = rng.sample(pool, 2)
+                while pick[0] == pick[1]:  # a tie: the official scripts skip it and draw again
+                    pick = rng.sample(pool, 2)
+                lengths = [n, *pick]
+            rng.shuffle(lengths)
+            texts = [rt.span(rng, k) for k in lengths]
+            if None in texts:
+                return None
+        else:
+            corp = corpus(lang)
+            lengths = [n, n - rng.randint(1, dmax), n + rng.randint(1, dmax)]
+            rng.shuffle(lengths)
+            texts = [corp.span(random_span(rng, corp, k), k) for k in lengths]
         order = sorted(range(3), key=lambda i: -lengths[i])
         answer = "".join("ABC"[i] for i in order)
         prompt = self.template(rng, TEMPLATES, lang).format(a=texts[0], b=texts[1], c=texts[2])
