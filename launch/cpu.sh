@@ -6,8 +6,10 @@ usage() {
 usage: launch/cpu.sh [--out DIR] [--steps N] [--granularity coarse|fine] [--dry-run] [-- extra grpo options]
 
   1. python recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml --output_dir DIR/sft
+        --resume_from_checkpoint true
   2. python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --model_name_or_path DIR/sft
-        --output_dir DIR/grpo --max_steps N --reward_granularity G [extra]
+        --output_dir DIR/grpo --resume_from_checkpoint true --max_steps N --reward_granularity G [extra]
+  (a rerun of the same command continues each stage from its newest complete checkpoint)
   3. python recipes/export.py DIR/grpo --out DIR/export --force
 
   --out DIR        run folder (default runs/cpu)
@@ -32,7 +34,10 @@ done
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 run() { echo "+ $*"; [[ $DRY -eq 1 ]] || "$@"; }
-run "$PY" recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml --output_dir "$OUT/sft"
+# --resume_from_checkpoint true: rerunning the same command continues from the newest complete checkpoint
+# (or starts at step 0 when there is none) instead of being refused for reusing the run folder.
+run "$PY" recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml --output_dir "$OUT/sft" \
+    --resume_from_checkpoint true
 run "$PY" recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --model_name_or_path "$OUT/sft" \
-    --output_dir "$OUT/grpo" --max_steps "$STEPS" --reward_granularity "$GRAN" ${EXTRA[@]+"${EXTRA[@]}"}
+    --output_dir "$OUT/grpo" --resume_from_checkpoint true --max_steps "$STEPS" --reward_granularity "$GRAN" ${EXTRA[@]+"${EXTRA[@]}"}
 run "$PY" recipes/export.py "$OUT/grpo" --out "$OUT/export" --force
