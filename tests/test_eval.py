@@ -162,7 +162,6 @@ def test_score_accepts_chat_message_completions(fixture_root, rows, tmp_path):
     (["--model", "/nonexistent/model"], "no such model folder"),
     (["--data", "official:/nonexistent"], "no tasks/ folder"),
     (["--data", "/nonexistent.jsonl"], "no such file"),
-    (["--backend", "vllm"], "vllm"),
     (["--device", "cuda"], "no CUDA GPU is visible"),
 ])
 def test_run_bad_input_one_line(fixture_root, tmp_path, args, msg):
