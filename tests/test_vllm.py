@@ -60,9 +60,10 @@ def test_vllm_and_hf_backends_agree_greedy(vllm_llm, fixture_root, tmp_path):
 
 @pytest.mark.slow
 def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
-    """One GRPO step (TRL, vLLM colocate on CPU, reload-API sync) at lr 1e-3: vLLM's greedy tokens change, follow
-    the trained transformers policy's greedy tokens, and vLLM's log-probs of its tokens sit close to the trained
-    policy's and far from the untrained one's. vLLM runs bf16 (TRL's dtype="auto" downcasts the float32
+    """One GRPO step (TRL, vLLM colocate on CPU, reload-API sync) at lr 1e-3: vLLM's greedy tokens stay put until
+    the sync and change with it, follow the trained transformers policy's greedy tokens, and vLLM's log-probs of
+    its tokens sit close to the trained policy's (reloading unchanged weights leaves vLLM's output bit-identical,
+    so the change is the new weights). vLLM runs bf16 (TRL's dtype="auto" downcasts the float32
     checkpoint), so the comparison allows bf16 noise (measured ~0.02 mean before training)."""
     out = tmp_path / "sync.json"
     res = subprocess.run([sys.executable, str(ROOT / "tests" / "vllm_sync_check.py"), str(out)], cwd=ROOT,
@@ -74,10 +75,9 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
         d = [abs(x - y) for la, lb in zip(a, b) for x, y in zip(la, lb)]
         return sum(d) / len(d)
 
+    assert r["stale"] == r["before"], "vLLM changed before the sync"
     assert r["after"] != r["before"], "vLLM's greedy output did not change: the step never reached vLLM"
-    to_trained = mean_abs(r["after_lp"], r["hf_lp_of_vllm_after"])
-    to_base = mean_abs(r["after_lp"], r["base_lp_of_vllm_after"])
-    assert to_trained < 0.15 and to_trained < to_base / 3, (to_trained, to_base)
+    assert mean_abs(r["after_lp"], r["hf_lp_of_vllm_after"]) < 0.15  # measured 0.065 (bf16 vs float32)
     assert mean_abs(r["before_lp"], r["hf_lp_of_vllm_before"]) < 0.1  # the engine agreed with the policy before too
 
     def shared_prefix(a: list[int], b: list[int]) -> int:
