@@ -194,7 +194,7 @@ def test_real_hf_backend_and_kill_resume(rows, tmp_path):
     data = short_rows_file(rows, tmp_path / "short.jsonl", 6)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "eval", "run", "--model", "default", "--data", str(data), "--out", str(out),
-           "--batch-size", "2", "--max-new-tokens", "12"]
+           "--backend", "hf", "--batch-size", "2", "--max-new-tokens", "12"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     samples = out / "samples.jsonl"
     deadline = time.time() + 400
