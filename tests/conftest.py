@@ -53,3 +53,6 @@ def run_module(args: list[str], **kw):
     import subprocess
 
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, **kw)
+
+
+from vllm_fixtures import vllm_env, vllm_llm  # noqa: E402,F401  (h14: one shared vLLM engine per session)

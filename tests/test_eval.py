@@ -178,7 +178,6 @@ def test_score_accepts_chat_message_completions(fixture_root, rows, tmp_path):
     (["--model", "/nonexistent/model"], "no such model folder"),
     (["--data", "official:/nonexistent"], "no tasks/ folder"),
     (["--data", "/nonexistent.jsonl"], "no such file"),
-    (["--backend", "vllm"], "vllm"),
     (["--device", "cuda"], "no CUDA GPU is visible"),
 ])
 def test_run_bad_input_one_line(fixture_root, tmp_path, args, msg, default_model):
@@ -211,7 +210,7 @@ def test_real_hf_backend_and_kill_resume(rows, tmp_path, default_model):
     data = short_rows_file(rows, tmp_path / "short.jsonl", 6)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "eval", "run", "--model", "default", "--data", str(data), "--out", str(out),
-           "--batch-size", "2", "--max-new-tokens", "12"]
+           "--backend", "hf", "--batch-size", "2", "--max-new-tokens", "12"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     samples = out / "samples.jsonl"
     deadline = time.time() + 400

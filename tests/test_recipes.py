@@ -75,7 +75,7 @@ def test_grpo_export_reload_eval(tiny_model, tmp_path):
 
     data.write_text("".join(json.dumps(r) + "\n" for r in synth.generate("sort_lengths", "en", 5, 3, max_len=6)))
     res = run([PY, "-m", "eval", "run", "--model", str(exp), "--data", str(data), "--out", str(tmp_path / "ev"),
-               "--max-new-tokens", "4", "--no-progress"])
+               "--backend", "hf", "--max-new-tokens", "4", "--no-progress"])
     assert res.returncode == 0, res.stderr[-2000:]
     assert json.loads((tmp_path / "ev" / "results.json").read_text())["n"] == 5
     # --card-only rewrites the card with the evaluation results, weights untouched
