@@ -146,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def check_out(out: Path) -> None:
     """--out must be a folder or creatable as one."""
+    try:
+        out.exists()
+    except OSError as e:  # e.g. a name the file system refuses (too long)
+        fail(f"{out.parent}: cannot write there ({e.strerror})")
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file, not a folder")
     for d in out.parents:
