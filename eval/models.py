@@ -42,25 +42,37 @@ def find_default_gguf() -> Path:
 
 @contextlib.contextmanager
 def captured_output(log: Path) -> Iterator[None]:
-    """Send everything written to file descriptors 1 and 2 (Python, C and tqdm alike) to `log`.
+    """Send everything written to file descriptors 1 and 2, Python's sys.stdout/sys.stderr (tqdm bars) and
+    transformers' log handler to `log`.
 
     A first-use conversion must not print into a command's output: the CLI contract is one stderr line
     on failure whether the cache was cold or warm. The chatter is kept in `log` for whoever wants it."""
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    with open(log, "ab") as f:
+    with open(log, "a", encoding="utf-8", errors="replace") as f:
+        handler = logging.StreamHandler(f)
+        hf_logging.disable_default_handler()
+        hf_logging.add_handler(handler)
         os.dup2(f.fileno(), 1)
         os.dup2(f.fileno(), 2)
         try:
-            yield
+            with contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+                yield
         finally:
+            f.flush()
             sys.stdout.flush()
             sys.stderr.flush()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
+            hf_logging.remove_handler(handler)
+            hf_logging.enable_default_handler()
 
 
 def convert_gguf(gguf: Path, out: Path) -> Path:
