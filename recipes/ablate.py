@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-limit", type=int, default=None, help="rows per file in evaluation")
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--eval-backend", choices=["hf", "vllm"], default=None,
+                   help="eval run's --backend (default: eval's own, vllm where installed, else hf)")
     args = p.parse_args(argv)
     if not Path(args.config).is_file():
         print(f"error: no such config file: {args.config}", file=sys.stderr)
@@ -75,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                    "--max-new-tokens", str(args.max_new_tokens), "--batch-size", str(args.batch_size), "--no-progress"]
             if args.eval_limit:
                 cmd += ["--limit", str(args.eval_limit)]
+            if args.eval_backend:
+                cmd += ["--backend", args.eval_backend]
             sh(cmd)
             runs.append(str(d))
         cmp_dir = out / "comparison" / f"data{k}"

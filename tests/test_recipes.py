@@ -209,6 +209,7 @@ def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
     out = tmp_path / "ablate"
     cmd = [PY, "recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--granularity", "coarse",
            "fine", "--out", str(out), "--base", str(tiny_model), "--eval-data", str(data), "--max-new-tokens", "4",
+           "--eval-backend", "hf",  # vLLM's CPU engine failed to start on this tiny random model (not investigated)
            "--", "--max_steps", "1", "--save_strategy", "no", *TINY_ARGS]
     res = run(cmd, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
