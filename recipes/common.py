@@ -335,6 +335,22 @@ def prepare_output_dir(output_dir: str, resume: Any) -> str | None:
     return ckpt
 
 
+def already_finished(output_dir: str, ckpt: str | None, max_steps: int) -> bool:
+    """A rerun of a finished command: the resumed checkpoint is at max_steps and the final model was
+    saved. Resuming the Trainer there would run one step past max_steps (seen with TRL 1.16 GRPO), so the
+    recipes stop instead, and say so."""
+    if not ckpt or max_steps <= 0:
+        return False
+    step = json.loads((Path(ckpt) / "trainer_state.json").read_text(encoding="utf-8"))["global_step"]
+    out = Path(output_dir)
+    saved = (out / "model.safetensors").is_file() or (out / "adapter_model.safetensors").is_file() or any(
+        out.glob("model-*.safetensors"))
+    if step >= max_steps and saved:
+        print(f"{output_dir}: already trained to max_steps {max_steps} ({Path(ckpt).name}) and saved; nothing to do")
+        return True
+    return False
+
+
 def fail(msg: str, code: int = 2) -> None:
     """One clear line on stderr, no traceback."""
     print(f"error: {msg}", file=sys.stderr)

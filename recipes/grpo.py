@@ -211,6 +211,8 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     if tase.streaming and cfg.max_steps <= 0:
         fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
     resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
+    if common.already_finished(cfg.output_dir, resume, cfg.max_steps):
+        return 0
     from rewards import get_reward_funcs
     from rewards.trl import RewardInputError
     from transformers import AutoTokenizer

@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoTokenizer
 
     resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
+    if common.already_finished(cfg.output_dir, resume, cfg.max_steps):
+        return 0
     path = common.resolve(model_args.model_name_or_path, data_args.allow_pickle_weights)
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:

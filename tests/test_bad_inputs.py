@@ -307,6 +307,10 @@ def test_kill_during_checkpoint_save_resumes_from_last_complete(tiny_model, tmp_
     assert [h["step"] for h in state["log_history"] if "reward" in h] == [1, 2, 3]  # nothing lost or repeated
     logged = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in logged if "reward" in m] == [1, 2, 3]  # the killed runs' later steps trimmed
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)  # a finished run: no step 4
+    assert again.returncode == 0 and "nothing to do" in again.stdout, again.stderr[-2000:]
+    assert not (out / "checkpoint-4").exists()
+    assert [json.loads(l)["step"] for l in (out / "metrics.jsonl").read_text().splitlines()][-1] == 3
 
 
 
