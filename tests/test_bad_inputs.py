@@ -232,8 +232,9 @@ def test_killed_synth_leaves_the_old_file(tmp_path):
     old = jl(GOOD).encode()
     out.write_bytes(old)
     rng = random.Random(17)
-    killed = 0
-    for _ in range(KILLS):
+    killed = tries = 0
+    while tries < KILLS or (killed < KILLS // 2 and tries < 3 * KILLS):  # load varies: more draws, same checks
+        tries += 1
         rc = kill_at([*cmd, "--out", str(out)], rng.uniform(0.05, full))
         now = out.read_bytes()
         assert now in (old, ref.read_bytes())  # never partial: killed before the rename, or after it (exiting)
@@ -242,7 +243,7 @@ def test_killed_synth_leaves_the_old_file(tmp_path):
         else:
             assert rc == 0 and now == ref.read_bytes()
         out.write_bytes(old)
-    print(f"synth: {killed} of {KILLS} runs killed mid-way, old file intact every time")
+    print(f"synth: {killed} of {tries} runs killed mid-way, old file intact every time")
     assert killed >= KILLS // 2
     subprocess.run([*cmd, "--out", str(out)], cwd=ROOT, check=True)
     assert out.read_bytes() == ref.read_bytes()
@@ -264,8 +265,9 @@ def test_killed_score_leaves_the_old_scores(tmp_path):
     new = snapshot(out)
     assert json.loads(new["results.json"])["overall"] == 100.0 and new["notes.md"] == b"mine\n"
     rng = random.Random(23)
-    killed = 0
-    for _ in range(KILLS):
+    killed = tries = 0
+    while tries < KILLS or (killed < 2 and tries < 3 * KILLS):  # load varies: more draws, same checks
+        tries += 1
         subprocess.run([*score, "--predictions", str(wrong)], cwd=ROOT, check=True, capture_output=True)
         rc = kill_at([*score, "--predictions", str(preds)], rng.uniform(0.4, 0.95) * full)  # start-up is most of it
         aside = list(tmp_path.glob(".scores.old-*/scores"))
@@ -279,7 +281,7 @@ def test_killed_score_leaves_the_old_scores(tmp_path):
         res = subprocess.run([*score, "--predictions", str(preds)], cwd=ROOT, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr  # the rerun finishes the job
         assert strip(snapshot(out)) == strip(new)
-    print(f"score: {killed} of {KILLS} runs killed mid-way, old or new scores whole every time")
+    print(f"score: {killed} of {tries} runs killed mid-way, old or new scores whole every time")
     assert killed >= 2  # the others finished first: timing on a loaded machine varies
     assert not list(tmp_path.glob(".scores.*"))
 
