@@ -170,21 +170,31 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
                 lines.append(f"| {n} | " + " | ".join(_delta_cell(d["by_lang"].get(c)) for c in lang_cols) + " |")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    plot = plot_tasks(names, results, task_cols, lang_cols, out / "comparison.png")
+    levels = [bootstrap_level(samples, n_boot, seed) for _, _, samples in runs]
+    plot = plot_tasks(names, results, task_cols, lang_cols, out / "comparison.png", levels)
     md = "\n".join(lines) + f"\n\nPlot: {plot}\n"
     (out / "comparison.md").write_text(md, encoding="utf-8")
     summary = {"runs": dict(zip(names, dirs)), "by_task": {n: r["by_task"] for n, r in zip(names, results)},
                "by_lang": {n: r["by_lang"] for n, r in zip(names, results)},
                "overall": {n: r["overall"] for n, r in zip(names, results)},
                "micro": {n: r["micro"]["overall"] for n, r in zip(names, results)},
-               "deltas": deltas, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
+               "deltas": deltas, "ci95": {n: lv for n, lv in zip(names, levels)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     return summary
 
 
+def bootstrap_level(samples: dict[str, dict[str, Any]], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """95% intervals of one run's own accuracies (overall, by task, by language): the paired bootstrap
+    against an all-wrong copy of itself, so the interval comes from the same file-stratified aggregation
+    as the deltas."""
+    zero = {i: {**s, "coarse": 0.0} for i, s in samples.items()}
+    return bootstrap_delta(zero, samples, n_boot, seed)
+
+
 def plot_tasks(names: list[str], results: list[dict[str, Any]], cols: list[str], lang_cols: list[str],
-               path: Path) -> Path:
-    """Grouped bars: tasks + Avg (left), languages + Avg (right)."""
+               path: Path, levels: list[dict[str, Any]] | None = None) -> Path:
+    """Grouped bars: tasks + Avg (left), languages + Avg (right); each bar labelled with its value and,
+    where `levels` (bootstrap_level of each run) are given, whiskers for its 95% interval."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -193,21 +203,36 @@ def plot_tasks(names: list[str], results: list[dict[str, Any]], cols: list[str],
     panels = [("by task", cols, "by_task", "overall")]
     if lang_cols:
         panels.append(("by language", lang_cols, "by_lang", None))
-    widths = [len(c) + 1 for _, c, _, _ in panels]
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(7, 0.7 * sum(widths) + 2), 4),
+    widths = [max(len(c) + 1, 3) for _, c, _, _ in panels]
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(8, 0.9 * sum(widths) * max(1, len(names) / 3) + 2), 4.6),
                              gridspec_kw={"width_ratios": widths}, squeeze=False)
     w = 0.8 / len(names)
+    top = 0.0
     for ax, (title, cs, key, avg_key) in zip(axes[0], panels):
         x = np.arange(len(cs) + 1)
         for k, (n, r) in enumerate(zip(names, results)):
             vals = [r[key].get(c, 0.0) for c in cs]
             vals.append(r[avg_key] if avg_key else r.get("by_lang_avg", sum(vals) / len(vals) if vals else 0.0))
-            ax.bar(x + (k - (len(names) - 1) / 2) * w, vals, w, label=n)
-        ax.set_xticks(x, cs + ["Avg"])
-        ax.set_ylim(0, 100)
-        ax.set_title(f"TASE accuracy {title}")
+            err, hi = None, [0.0] * len(vals)
+            if levels and levels[k].get("n_shared"):
+                lv = levels[k]
+                cis = [lv[key].get(c, {}).get("ci95") for c in cs] + [lv["overall"]["ci95"] if avg_key else None]
+                lo = [v - ci[0] if ci else 0.0 for v, ci in zip(vals, cis)]
+                hi = [ci[1] - v if ci else 0.0 for v, ci in zip(vals, cis)]
+                err = np.clip(np.array([lo, hi]), 0, None)
+                top = max(top, max(v + h for v, h in zip(vals, hi)))
+            top = max(top, max(vals))
+            xs = x + (k - (len(names) - 1) / 2) * w
+            ax.bar(xs, vals, w, label=n, yerr=err, capsize=2, error_kw={"elinewidth": 0.8, "alpha": 0.6})
+            for xi, v, h in zip(xs, vals, hi):  # the value above its whisker, so neither hides the other
+                ax.text(xi, v + h + 1, f"{v:.1f}", ha="center", va="bottom", fontsize=6, rotation=90)
+        ax.set_xticks(x, cs + ["Avg"], fontsize=8)
+        ax.set_title(title, fontsize=10)
         ax.set_ylabel("accuracy (%)")
-    axes[0][0].legend(fontsize=8)
+    for ax in axes[0]:
+        ax.set_ylim(0, min(100.0, top) * 1.15 + 6)
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    fig.suptitle("TASE accuracy (%), coarse verdict" + (", 95% bootstrap intervals" if levels else ""), fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -108,6 +108,13 @@ def test_tables_to_the_digit(fixture_root, rows, tmp_path):
     assert "| aw | 54.55 | 54.55 | 60.00 | 56.36 |" in md
     assert "| aw | 216 | +0.00 [" in md and "+50.00* [" in md
     assert (out / "comparison.png").stat().st_size > 5000
+    # each bar's own 95% interval (the plot's whiskers): aw is exact per task (all right or all wrong),
+    # half varies by resampling around 50
+    lv = summary["ci95"]
+    assert lv["aw"]["by_task"]["FREQ"] == {"delta": 100.0, "ci95": [100.0, 100.0]}
+    assert lv["aw"]["by_task"]["DOT"] == {"delta": 0.0, "ci95": [0.0, 0.0]}
+    lo, hi = lv["half"]["overall"]["ci95"]
+    assert lv["half"]["overall"]["delta"] == 50.0 and 30 < lo < 50 < hi < 70
     # deterministic: the same command gives the same intervals
     first = (out / "comparison.json").read_text()
     assert run_module(cmd).returncode == 0 and (out / "comparison.json").read_text() == first
