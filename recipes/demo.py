@@ -7,8 +7,10 @@
 3. SFT warm-up on the first set (teaches the <answer> format: the base model never writes it);
 4. a few GRPO steps on the second with the fine reward + format reward (TRL GRPOTrainer);
 5. export the tuned model (plain bf16 folder);
-6. evaluate base and tuned on the held-out slice (or `--eval-data official:DIR --eval-limit N`);
-7. write the model card with both evaluations; 8. print the comparison table and the plot's path.
+6. evaluate base, warm-up and tuned on the held-out slice (or `--eval-data official:DIR --eval-limit N`);
+7. write the model card with the base and tuned evaluations; 8. print the comparison table, the plot's
+   path and the gain of each stage (warm-up vs base, GRPO vs warm-up, tuned vs base) with its paired 95%
+   bootstrap interval, saying which stage produced the gain.
 
 Every step is a real command you can rerun by hand; they are printed as they run. Outputs: runs/demo/.
 Rerunning resumes: finished training steps are skipped, evaluations continue where they stopped.
@@ -62,12 +64,39 @@ def grpo_summary(metrics: Path) -> str:
     return "\n".join(lines)
 
 
+def stage_gains(evals: Path, n_boot: int = 1000) -> str:
+    """Overall gain of each stage with its paired, file-stratified 95% bootstrap interval (the same
+    statistic as `eval compare`), and which stage the gain over the base model came from."""
+    from eval.compare import bootstrap_delta, load_run
+
+    runs = {name: load_run(evals / name)[2] for name in ("base", "warm-up", "tuned")}
+    lines, beyond = [f"gain by stage (overall, points; paired 95% bootstrap, {n_boot} resamples):"], {}
+    for label, a, b in (("SFT warm-up vs base", "base", "warm-up"), ("GRPO vs warm-up", "warm-up", "tuned"),
+                        ("tuned vs base", "base", "tuned")):
+        d = bootstrap_delta(runs[a], runs[b], n_boot, 0)
+        if not d["n_shared"]:
+            return "gain by stage: the evaluations share no rows"
+        delta, (lo, hi) = d["overall"]["delta"], d["overall"]["ci95"]
+        beyond[label] = lo > 0
+        lines.append(f"  {label:<20} {delta:+7.2f} [{lo:+.2f}, {hi:+.2f}]  "
+                     + ("gain beyond the 95% CI" if lo > 0 else "loss beyond the 95% CI" if hi < 0 else "within the CI")
+                     + f" (n={d['n_shared']})")
+    if not beyond["tuned vs base"]:
+        lines.append("no gain beyond the 95% CI over the base model on this slice")
+    else:
+        came = [name for name, key in (("the SFT warm-up", "SFT warm-up vs base"), ("GRPO", "GRPO vs warm-up"))
+                if beyond[key]]
+        lines.append("the gain over the base model came from: " + (" and ".join(came) if came else
+                     "neither stage alone beyond its CI, both together"))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python recipes/demo.py", description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(ROOT / "runs" / "demo"))
     p.add_argument("--sft-examples", type=int, default=64)
     p.add_argument("--grpo-steps", type=int, default=4)
-    p.add_argument("--eval-examples", type=int, default=24, help="size of the generated held-out slice")
+    p.add_argument("--eval-examples", type=int, default=48, help="size of the generated held-out slice")
     p.add_argument("--eval-data", default=None, help="evaluate on this instead (official:DIR or FILE.jsonl)")
     p.add_argument("--eval-limit", type=int, default=None, help="rows per file of --eval-data")
     p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first")
@@ -122,15 +151,16 @@ def main(argv: list[str] | None = None) -> int:
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--force"])
     data = args.eval_data or str(out / "heldout_data.jsonl")
     limit = ["--limit", str(args.eval_limit)] if args.eval_limit else []
-    for name, model in (("base", "default"), ("tuned", str(out / "tuned"))):
+    for name, model in (("base", "default"), ("warm-up", str(out / "sft")), ("tuned", str(out / "tuned"))):
         step(6, f"evaluate {name} on {data} with {eval_backend}",
              [py, "-m", "eval", "run", "--model", model, "--data", data, "--out", str(out / "eval" / name),
               "--backend", eval_backend, "--max-new-tokens", "48", "--batch-size", "12", "--no-progress", *limit])
     step(7, "model card with both evaluations",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--card-only",
           "--results", str(out / "eval" / "base"), "--results", str(out / "eval" / "tuned")])
-    step(8, "compare", [py, "-m", "eval", "compare", str(out / "eval" / "base"), str(out / "eval" / "tuned"),
-                        "--out", str(out / "comparison"), "--n-boot", "500"])
+    step(8, "compare", [py, "-m", "eval", "compare", str(out / "eval" / "base"), str(out / "eval" / "warm-up"),
+                        str(out / "eval" / "tuned"), "--out", str(out / "comparison"), "--n-boot", "1000"])
+    print(stage_gains(out / "eval"))
     print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}")
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "
           f"plot: {out / 'comparison' / 'comparison.png'}; model: {out / 'tuned'}")
