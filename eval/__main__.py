@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .backends import BackendError
     from .compare import CompareError
-    from .data import DataError
+    from synth.readers import DataError
     from .gold import GoldError
     from .models import ModelError
     from .robustness import RobustnessError
@@ -368,7 +368,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _gold(args: argparse.Namespace) -> int:
-    from .data import load_data
+    from synth.readers import load_data
     from .gold import gold_predictions
 
     out = Path(args.out)
@@ -388,7 +388,7 @@ def _tokstats(args: argparse.Namespace) -> int:
     from transformers import AutoTokenizer
 
     from . import tokstats as ts
-    from .data import load_data
+    from synth.readers import load_data
     from .models import resolve_model
 
     path = resolve_model(args.model, allow_pickle_weights=True)  # reads the tokenizer only

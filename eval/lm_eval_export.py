@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .aggregate import code_of, file_key, in_lang_table
-from .data import DataError, load_data
+from synth.readers import DataError, load_data
 from .prompts import SYSTEM_PROMPT
 from .runner import select
 

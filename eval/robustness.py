@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .data import DataError, load_data
+from synth.readers import DataError, load_data
 from .perturb import KINDS, perturbed_sets
 from .runner import SAMPLES, iter_samples, select
 

@@ -17,7 +17,7 @@ from typing import Any
 from rewards import score
 
 from .aggregate import aggregate, file_key
-from .data import DataError, load_data
+from synth.readers import DataError, load_data
 from .prompts import SYSTEM_PROMPT, build_messages
 
 SAMPLES = "samples.jsonl"

@@ -22,7 +22,7 @@ def build_sft_dataset(args: DataArgs, tokenizer=None):
     answer (no gold, no known solution) and prompts over max_prompt_tokens are skipped."""
     from datasets import Dataset
 
-    from eval.data import DataError
+    from synth.readers import DataError
 
     measure = common.PromptLength(tokenizer, args.system_prompt) if args.max_prompt_tokens and tokenizer else None
     rows = []

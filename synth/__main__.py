@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
-from .guard import Guard
+from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
+from .guard import guard_from_specs
 from .record import LANGS, TASKS
 
 
@@ -50,21 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
-
-
-def load_mixture(path: str) -> dict[str, float]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise SynthError(f"cannot read mixture file {path}: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise SynthError(f"mixture file {path} is not valid YAML: {str(e).splitlines()[0]}") from None
-    weights = data.get("weights", data) if isinstance(data, dict) else None
-    if not isinstance(weights, dict) or not all(isinstance(v, (int, float)) for v in weights.values()):
-        raise SynthError(f"mixture file {path} must map task names to numbers")
-    return {str(k): float(v) for k, v in weights.items()}
 
 
 def check_out(out: Path) -> None:
@@ -127,14 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.out != "-":
             check_out(Path(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None
-        guard = None
-        if args.exclude:
-            from eval.data import DataError, load_data
+        from .readers import DataError
 
-            try:
-                guard = Guard.from_records(r for spec in args.exclude for r in load_data(spec))
-            except DataError as e:
-                raise SynthError(str(e)) from None
+        try:
+            guard = guard_from_specs(args.exclude)
+        except DataError as e:
+            raise SynthError(str(e)) from None
         stream = generate(
             args.task, args.lang, sys.maxsize if guard else args.n, args.seed, args.subtask,
             paraphrase=args.paraphrase, weights=weights, max_len=args.max_len, text_source=args.text_source,

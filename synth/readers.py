@@ -1,5 +1,8 @@
 """Readers for benchmark data: the official TASE release layout and our generated JSON lines.
 
+This is the shared data layer (with `synth.record`, the record type and task catalogue): synth/, eval/
+and recipes/ read data through it; `eval.data` re-exports it for the documented `eval.data.load_official`.
+
 `load_official(root)` walks `tasks/<group>/<task>/<file>.csv` and yields contract records whose `id` is
 `<task>/<file stem>/<row index>` (0-based over data rows). Each file's scoring type comes from the
 release's `data/final_token_*.json` when present (cross-checked against the built-in table), else from
@@ -16,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synth.record import TASKS
+from .record import TASKS, TYPES, make_record
 
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 LANG_OF_STEM = {"chinese": "zh", "zh": "zh", "english": "en", "en": "en", "korean": "ko", "kor": "ko"}
 EVAL_TO_TYPE = {
@@ -35,6 +37,7 @@ DOT_SUBTASK = {
     "bitmap_classification_final": "bitmap_classification",
 }
 REQUIRED_JSONL_KEYS = ("id", "task", "lang", "type", "prompt", "answer")
+CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
 
 
 class DataError(ValueError):
@@ -127,6 +130,7 @@ def official_files(root: str | Path) -> list[tuple[Path, FileInfo]]:
 
 
 def _read_csv(path: Path, rel: str) -> Iterator[tuple[int, dict[str, str]]]:
+    csv.field_size_limit(CSV_FIELD_LIMIT)  # official rows can be long; set when reading, not at import
     try:
         f = open(path, encoding="utf-8", newline="")
     except OSError as e:
@@ -175,18 +179,17 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
             meta: dict[str, Any] = {"file": rel, "row": i}
             if "explanation" in row:
                 meta["explanation"] = row["explanation"]
-            yield {
-                "id": f"{info.task}/{path.stem}/{i}",
-                "task": info.task,
-                "subtask": info.subtask,
-                "lang": info.lang,
-                "category": TASKS[info.task].category,
-                "type": info.type,
-                "prompt": row["input"],
-                "answer": (row.get("answer") or "").strip(),
-                "variation": row.get("variation", "") if info.type == "DIFF" else "",
-                "meta": meta,
-            }
+            yield make_record(
+                id=f"{info.task}/{path.stem}/{i}",
+                task=info.task,
+                subtask=info.subtask,
+                lang=info.lang,
+                type=info.type,
+                prompt=row["input"],
+                answer=(row.get("answer") or "").strip(),
+                variation=row.get("variation", "") if info.type == "DIFF" else "",
+                meta=meta,
+            )
 
 
 def load_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
@@ -228,9 +231,8 @@ def _has_surrogate(s: str) -> bool:
 def check_record(rec: Any, where: str) -> None:
     """Refuse, in one line naming the row, a record the scorers and models would choke on later: not an
     object, a missing key, a non-string field, text that is not encodable, or an unknown `type` (which
-    would otherwise score every row as invalid, silently)."""
-    from rewards import SCORERS
-
+    would otherwise score every row as invalid, silently). The known types are the catalogue's `TYPES`,
+    which are exactly the scorers' keys (`rewards.SCORERS`, checked by tests/test_layers.py)."""
     if not isinstance(rec, dict):
         raise DataError(f"{where}: not a JSON object")
     missing = [k for k in REQUIRED_JSONL_KEYS if k not in rec]
@@ -242,8 +244,8 @@ def check_record(rec: Any, where: str) -> None:
             raise DataError(f"{where}: {k} must be a string, got {type(v).__name__} {json.dumps(v)[:40]}")
         if _has_surrogate(v):
             raise DataError(f"{where}: {k} holds a lone surrogate (text that cannot be encoded as UTF-8)")
-    if rec["type"] not in SCORERS:
-        raise DataError(f"{where}: unknown type {rec['type']!r}; expected one of {', '.join(SCORERS)}")
+    if rec["type"] not in TYPES:
+        raise DataError(f"{where}: unknown type {rec['type']!r}; expected one of {', '.join(TYPES)}")
     if rec.get("meta") is not None and not isinstance(rec["meta"], dict):
         raise DataError(f"{where}: meta must be an object")
 

@@ -85,18 +85,10 @@ class Example:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "task": self.task,
-            "subtask": self.subtask,
-            "lang": self.lang,
-            "category": self.category or TASKS[self.task].category,
-            "type": self.type,
-            "prompt": self.prompt,
-            "answer": self.answer,
-            "variation": self.variation,
-            "meta": self.meta,
-        }
+        return make_record(
+            id=self.id, task=self.task, lang=self.lang, type=self.type, prompt=self.prompt, answer=self.answer,
+            subtask=self.subtask, category=self.category, variation=self.variation, meta=self.meta,
+        )
 
 
 def make_record(
@@ -108,16 +100,19 @@ def make_record(
     prompt: str,
     answer: str = "",
     subtask: str = "",
+    category: str = "",
     variation: str = "",
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Build a record dict with every contract key present (fast path for generators)."""
+    """Build a record dict with every contract key present, in the contract's key order: the one place a
+    record is built (generators, `Example.to_dict` and the official reader all call it). `category`
+    defaults to the catalogue's."""
     return {
         "id": id,
         "task": task,
         "subtask": subtask,
         "lang": lang,
-        "category": TASKS[task].category,
+        "category": category or TASKS[task].category,
         "type": type,
         "prompt": prompt,
         "answer": answer,
