@@ -10,7 +10,7 @@ import numpy as np
 
 from synth.record import TASKS
 
-from .aggregate import LANG_TABLE, code_of, in_lang_table
+from .aggregate import DIGITAL_TASK, DOT_TASK, LANG_TABLE, code_of, in_lang_table
 from .runner import RESULTS, SAMPLES, RunError, iter_samples
 
 TASK_ORDER = [t.code for t in TASKS.values()]
@@ -141,12 +141,12 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
     adj = [(n, r["dot_official_adjusted"]) for n, r in zip(names, results)
            if r.get("dot_official_adjusted") is not None]
     if adj:
-        lines += ["", "DOT above is the plain mean of the dot_matrix files. The release's merge_result.py instead "
+        lines += ["", f"DOT above is the plain mean of the {DOT_TASK} files. The release's merge_result.py instead "
                       "divides the bitmap files' mean by char_classification accuracy: "
                   + ", ".join(f"{n} {v:.2f}" for n, v in adj)
                   + (" (undefined where char_classification is 0)." if len(adj) < len(runs) else ".")]
     lines += ["", "## Table 2: accuracy (%) by language", "",
-              "dot_matrix and variant_normalize's digital file are left out, as in the official table; "
+              f"{DOT_TASK} and {DIGITAL_TASK}'s digital file are left out, as in the official table; "
               "Avg = mean of the language scores.", "",
               "| model | " + " | ".join(lang_cols) + " | Avg |", "|---|" + "---:|" * (len(lang_cols) + 1)]
     for n, r in zip(names, results):

@@ -5,7 +5,6 @@ new code imports `synth.readers`.
 """
 from synth.readers import (  # noqa: F401
     CSV_FIELD_LIMIT,
-    DOT_SUBTASK,
     EVAL_TO_TYPE,
     LANG_OF_STEM,
     REQUIRED_JSONL_KEYS,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from synth.readers import DataError, load_data
+
 from .perturb import KINDS, perturbed_sets
 from .runner import SAMPLES, iter_samples, select
 

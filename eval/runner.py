@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from rewards import score
+from synth.readers import DataError, load_data
 
 from .aggregate import aggregate, file_key
-from synth.readers import DataError, load_data
 from .prompts import SYSTEM_PROMPT, build_messages
 
 SAMPLES = "samples.jsonl"

@@ -491,8 +491,10 @@ def save_tase_config(output_dir: str, **parts: Any) -> None:
 def gold_response(record: dict[str, Any]) -> str | None:
     """A short correct assistant turn for SFT warm-up: brief reasoning where the generator knows it,
     then the gold answer in tags. None when no gold answer can be written."""
+    from synth.core import spec
+
     meta = record.get("meta") or {}
-    task, typ, ans = record["task"], record["type"], record.get("answer", "")
+    typ, ans = record["type"], record.get("answer", "")
     unit = {"en": "words", "zh": "characters", "ko": "syllables"}.get(record["lang"], "tokens")
     if typ == "SHUFFLE":
         sol = meta.get("solution")
@@ -508,15 +510,5 @@ def gold_response(record: dict[str, Any]) -> str | None:
         return f"Here are exactly {n} {unit}.\n<answer>{corp.span(start, n)}</answer>"
     if not ans:
         return None
-    if task == "sort_lengths" and "lengths" in meta:
-        la, lb, lc = meta["lengths"]
-        return f"A has {la} {unit}, B has {lb}, C has {lc}. Longest to shortest: {ans}.\n<answer>{ans}</answer>"
-    if task == "freq_count" and "target" in meta:
-        return f"Counting every \"{meta['target']}\" in the text gives {ans}.\n<answer>{ans}</answer>"
-    if task == "sentence_length":
-        return f"The sentence has {ans} {unit}.\n<answer>{ans}</answer>"
-    if task == "diff_tokens":
-        if record.get("variation") == "unchanged":
-            return f"Both sequences hold the same tokens.\n<answer>{ans}</answer>"
-        return f"The token that differs is {ans}.\n<answer>{ans}</answer>"
-    return f"<answer>{ans}</answer>"
+    gen = spec(record["task"])  # the task module may add a reasoning line (synth.core.Generator.sft_response)
+    return (gen.sft_response(record, unit) if gen is not None else None) or f"<answer>{ans}</answer>"

@@ -13,18 +13,33 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .record import LANGS, TASE_TASKS, TASKS
+from .record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
 
 MAX_TRIES = 64
 TEXT_SOURCES = ("real", "unigram")
 
 
 class Generator:
-    """Base class: subclasses set `task`, `langs`, `subtasks` and implement `make`."""
+    """Base class: subclasses set `task`, `langs`, `subtasks` and implement `make`.
+
+    A task module owns everything about its task, declared here and read through the registry
+    (`spec(task)`) by the readers, eval/ and recipes/ instead of lists keyed by task name:
+    `answer_types` (subtask -> scoring TYPE), `official_file` (which official file names it has),
+    `perturb_layouts`/`perturb_kinds` (how `eval robustness` cuts and perturbs its prompts, matching its
+    templates), `unit_in_prompt` (tokstats: the asked-about unit is quoted in the prompt) and
+    `sft_response` (a gold assistant turn with a short reasoning line)."""
 
     task: ClassVar[str]
     langs: ClassVar[tuple[str, ...]] = LANGS
     subtasks: ClassVar[tuple[str, ...]] = ("",)
+    answer_types: ClassVar[dict[str, str]] = {}
+    # regexes (full match) cutting a prompt into spans; named groups p* payload, t counted target (kept),
+    # k* kept verbatim, i* the only instruction spans (see eval/perturb.py)
+    perturb_layouts: ClassVar[tuple[str, ...]] = ()
+    # perturbation kinds that keep the gold answer when applied to the payload: a set of kind names,
+    # UNIT_SAFE (every kind that keeps a word/character/syllable one unit), or empty (payload untouched)
+    perturb_kinds: ClassVar[frozenset[str] | str] = frozenset()
+    unit_in_prompt: ClassVar[bool] = False
 
     @dataclass
     class Config:
@@ -37,6 +52,23 @@ class Generator:
 
     def supports(self, lang: str, subtask: str) -> bool:
         return lang in self.langs and subtask in self.subtasks
+
+    @classmethod
+    def answer_type(cls, subtask: str = "") -> str:
+        """The scoring TYPE of the task's rows of `subtask`."""
+        return cls.answer_types[subtask]
+
+    @classmethod
+    def official_file(cls, stem: str) -> tuple[str, str] | None:
+        """(subtask, lang) of the official file `<stem>.csv` of this task, or None for a name the release
+        does not use. Default: one file per language, named `chinese`/`english`/`korean`."""
+        return ("", LANG_OF_STEM[stem]) if stem in LANG_OF_STEM else None
+
+    @classmethod
+    def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
+        """A short correct assistant turn (reasoning line, then the tagged answer) for a labelled row of
+        this task, or None for the plain tagged answer. `unit` names the language's unit (words, ...)."""
+        return None
 
     def make(self, rng: random.Random, lang: str, subtask: str) -> dict[str, Any] | None:
         raise NotImplementedError
@@ -54,6 +86,8 @@ class Generator:
         return rng.choice(options) if self.config.paraphrase else options[0]
 
 
+UNIT_SAFE = "unit_safe"  # perturb_kinds: every kind that keeps a unit one unit (eval/perturb.py resolves it)
+
 GENERATORS: dict[str, type[Generator]] = {}
 
 
@@ -69,6 +103,11 @@ def _load_all() -> None:
 def available() -> dict[str, type[Generator]]:
     _load_all()
     return GENERATORS
+
+
+def spec(task: str) -> type[Generator] | None:
+    """The registry entry (generator class, with the task's declarations) of `task`, or None."""
+    return available().get(task)
 
 
 class SynthError(ValueError):

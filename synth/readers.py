@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .record import TASKS, TYPES, make_record
+from .record import LANG_OF_STEM, TASKS, TYPES, UNLABELLED_TYPES, make_record  # noqa: F401
 
 
-LANG_OF_STEM = {"chinese": "zh", "zh": "zh", "english": "en", "en": "en", "korean": "ko", "kor": "ko"}
 EVAL_TO_TYPE = {
     "number": "NUMBER",
     "length": "LENGTH",
@@ -30,11 +29,6 @@ EVAL_TO_TYPE = {
     "split": "SPLIT",
     "diff": "DIFF",
     "match_answer": "MATCH_ANSWER",
-}
-DOT_SUBTASK = {
-    "char_classification": "char_classification",
-    "bitmap_type_classification": "bitmap_type_classification",
-    "bitmap_classification_final": "bitmap_classification",
 }
 REQUIRED_JSONL_KEYS = ("id", "task", "lang", "type", "prompt", "answer")
 CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
@@ -56,39 +50,17 @@ class FileInfo:
 
 
 def classify_file(task: str, stem: str) -> FileInfo | None:
-    """Task/subtask/language/type of an official file, or None when the name is unknown."""
-    if task == "dot_matrix":
-        sub = DOT_SUBTASK.get(stem)
-        return FileInfo(task, sub, "mul", "MATCH_ANSWER", True) if sub else None
-    if task == "variant_normalize" and stem == "digital":
-        return FileInfo(task, "digital", "ko", "MATCH_ANSWER", True)
-    if task == "component_split":
-        prefix, _, kind = stem.partition("_")
-        if prefix in LANG_OF_STEM and kind in ("split", "combine"):
-            typ = "SPLIT" if kind == "split" else "MATCH_ANSWER"
-            return FileInfo(task, kind, LANG_OF_STEM[prefix], typ, True)
+    """Task/subtask/language/type of an official file, or None when the name is unknown. The task module
+    declares its file names and answer types (`synth.core.Generator.official_file`, `answer_types`)."""
+    from .core import spec
+
+    gen = spec(task)
+    found = gen.official_file(stem) if gen is not None else None
+    if found is None or found[0] not in gen.answer_types:  # a task with no official files (execute)
         return None
-    if task == "sentence_length":
-        base, _, kind = stem.partition("_")
-        if base in LANG_OF_STEM and kind in ("", "generate"):
-            gen = kind == "generate"
-            return FileInfo(task, "generate" if gen else "count", LANG_OF_STEM[base],
-                            "LENGTH" if gen else "NUMBER", not gen)
-        return None
-    if stem not in LANG_OF_STEM:
-        return None
-    typ = {
-        "freq_count": "NUMBER",
-        "component_count": "NUMBER",
-        "diff_tokens": "DIFF",
-        "sort_lengths": "MATCH_ANSWER",
-        "shuffle_tokens": "SHUFFLE",
-        "structure_riddle": "MATCH_ANSWER",
-        "variant_normalize": "MATCH_ANSWER",
-    }.get(task)
-    if typ is None:
-        return None
-    return FileInfo(task, "", LANG_OF_STEM[stem], typ, typ != "SHUFFLE")
+    sub, lang = found
+    typ = gen.answer_type(sub)
+    return FileInfo(task, sub, lang, typ, typ not in UNLABELLED_TYPES)
 
 
 def _official_types(root: Path) -> dict[str, str]:

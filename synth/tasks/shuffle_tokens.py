@@ -83,6 +83,9 @@ def spans(lang: str, source: str = "unigram") -> Spans:
 @register
 class ShuffleTokens(Generator):
     task = "shuffle_tokens"
+    answer_types = {"": "SHUFFLE"}
+    perturb_layouts = (r"(?s)(?P<i>[^:：]*)(?P<k>[:：]\s*)(?P<p>[^\n]*)",)
+    perturb_kinds = frozenset({"spacing"})
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         sp = spans(lang, self.config.text_source)
@@ -93,6 +96,6 @@ class ShuffleTokens(Generator):
             return None
         prompt = self.template(rng, TEMPLATES, lang).format(text=sp.line(start, n))
         return make_record(
-            id="", task=self.task, lang=lang, type="SHUFFLE", prompt=prompt, answer="",
+            id="", task=self.task, lang=lang, type=self.answer_type(), prompt=prompt, answer="",
             meta={"length": n, "solution": sp.write(start, n, order)},
         )
