@@ -27,7 +27,8 @@ class Generator:
     `answer_types` (subtask -> scoring TYPE), `official_file` (which official file names it has),
     `perturb_layouts`/`perturb_kinds` (how `eval robustness` cuts and perturbs its prompts, matching its
     templates), `unit_in_prompt` (tokstats: the asked-about unit is quoted in the prompt) and
-    `sft_response` (a gold assistant turn with a short reasoning line)."""
+    `sft_response` (a gold assistant turn with a short reasoning line), `stats_texts`/`stats_subtask`
+    (the text a prompt carries, for `python -m synth stats`)."""
 
     task: ClassVar[str]
     langs: ClassVar[tuple[str, ...]] = LANGS
@@ -40,6 +41,9 @@ class Generator:
     # UNIT_SAFE (every kind that keeps a word/character/syllable one unit), or empty (payload untouched)
     perturb_kinds: ClassVar[frozenset[str] | str] = frozenset()
     unit_in_prompt: ClassVar[bool] = False
+    # `python -m synth stats` compares official and generated text lengths of the cells that define
+    # `stats_texts`, generating this subtask
+    stats_subtask: ClassVar[str | None] = None
 
     @dataclass
     class Config:
@@ -65,6 +69,12 @@ class Generator:
         return ("", LANG_OF_STEM[stem]) if stem in LANG_OF_STEM else None
 
     @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        """The running text(s) a prompt in the official wording carries (`python -m synth stats`), or None
+        for a task without length statistics."""
+        return None
+
+    @classmethod
     def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
         """A short correct assistant turn (reasoning line, then the tagged answer) for a labelled row of
         this task, or None for the plain tagged answer. `unit` names the language's unit (words, ...)."""
@@ -86,6 +96,7 @@ class Generator:
         return rng.choice(options) if self.config.paraphrase else options[0]
 
 
+MUL_TASKS = ", ".join(t for t, info in TASKS.items() if info.no_lang)  # the tasks whose rows are `mul`
 UNIT_SAFE = "unit_safe"  # perturb_kinds: every kind that keeps a unit one unit (eval/perturb.py resolves it)
 
 GENERATORS: dict[str, type[Generator]] = {}
@@ -127,7 +138,7 @@ def combos(task: str, lang: str, subtask: str | None = None) -> list[tuple[str, 
     langs = [*LANGS, "mul"] if lang == "all" else [lang]
     for l in langs:
         if l not in (*LANGS, "mul"):
-            raise SynthError(f"unknown language {l!r}; choose from: all, {', '.join(LANGS)}, mul (dot_matrix)")
+            raise SynthError(f"unknown language {l!r}; choose from: all, {', '.join(LANGS)}, mul ({MUL_TASKS})")
     cells = []
     for t in tasks:
         g = gens[t]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from .core import SynthError
+from .core import MUL_TASKS, SynthError
 from .resources import word_list
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -234,7 +234,7 @@ def unifont_path() -> str:
         if Path(p).is_file():
             return p
     raise ResourceError(
-        "GNU Unifont not found (dot_matrix needs unifont.hex): run `make install` (copies the system's "
+        f"GNU Unifont not found ({MUL_TASKS} needs unifont.hex): run `make install` (copies the system's "
         "or unpacks Debian's `unifont` package into .cache/unifont), or set TASE_UNIFONT=/path/unifont.hex"
     )
 

@@ -13,6 +13,7 @@ of shuffled lines in which a denylisted term forms is redrawn.
 from __future__ import annotations
 
 import random
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -64,6 +65,12 @@ class DiffTokens(Generator):
         if record.get("variation") == "unchanged":
             return f"Both sequences hold the same tokens.\n<answer>{ans}</answer>"
         return f"The token that differs is {ans}.\n<answer>{ans}</answer>"
+
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        m = re.search(r"^seq1: (.*)$", prompt, re.M)
+        return [m.group(1)] if m else []
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         tab = _tables(lang, self.config.text_source)

@@ -22,7 +22,7 @@ from ..core import Generator, UNIT_SAFE, register
 from ..record import make_record
 from ..denylist import denylist
 from ..resources import clean_word_list, corpus, freq_stream, freq_vocab
-from ._common import JOIN, random_span
+from ._common import JOIN, random_span, text_after
 
 MAX_TOKENS = 500
 
@@ -63,6 +63,12 @@ class FreqCount(Generator):
         if "target" not in meta:
             return None
         return f"Counting every \"{meta['target']}\" in the text gives {ans}.\n<answer>{ans}</answer>"
+
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        text = text_after(prompt, {"en": "Text: ", "zh": "文本：", "ko": "문장: "}[lang])
+        return [] if text is None else [text]
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         if self.config.text_source == "real":

@@ -19,7 +19,7 @@ from typing import Any
 from ..core import Generator, UNIT_SAFE, register
 from ..record import LANG_OF_STEM, make_record
 from ..resources import corpus, real_text
-from ._common import random_span
+from ._common import random_span, text_after
 
 MIN_N, MAX_N = 5, 254
 
@@ -90,6 +90,14 @@ class SentenceLength(Generator):
     def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
         ans = record.get("answer", "")
         return f"The sentence has {ans} {unit}.\n<answer>{ans}</answer>"
+
+
+    stats_subtask = "count"
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        text = text_after(prompt, {"en": "The sentence is: '", "zh": "句子是：‘", "ko": "문장은: ‘"}[lang])
+        return [] if text is None else [text[: text.rfind("'" if lang == "en" else "’")]]
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         n = rng.randint(*self.n_range(MIN_N, MAX_N))

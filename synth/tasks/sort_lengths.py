@@ -11,6 +11,7 @@ Lengths count words (en), Chinese characters (zh) or Hangul syllables (ko).
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from ..core import Generator, UNIT_SAFE, register
@@ -54,6 +55,11 @@ class SortLengths(Generator):
             return None
         la, lb, lc = meta["lengths"]
         return f"A has {la} {unit}, B has {lb}, C has {lc}. Longest to shortest: {ans}.\n<answer>{ans}</answer>"
+
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        return re.findall(r"^[ABC]: (.*)$", prompt, re.M)
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         n = rng.randint(*self.n_range(MIN_N, MAX_N))
