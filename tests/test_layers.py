@@ -117,3 +117,39 @@ def test_catalogue_types_are_the_scorers():
     from synth.record import TYPES
 
     assert tuple(SCORERS) == TYPES
+
+
+# The task catalogue and the task modules are the only library files that may name a task.
+TASK_NAME_HOMES = ("synth/tasks/", "synth/record.py")
+
+
+def _string_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of every string literal and f-string piece, docstrings left out (prose may name tasks)."""
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docs.add(id(first.value))
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_task_names_only_in_task_modules_and_catalogue():
+    """Per-task knowledge lives in synth/tasks/<task>.py (read through the registry) or the catalogue
+    (synth/record.py): no other library module holds a task name as a string literal."""
+    import re
+
+    from synth.record import TASE_TASKS
+
+    assert len(TASE_TASKS) == 10
+    names = re.compile(r"\b(?:" + "|".join(TASE_TASKS) + r")\b")
+    hits = []
+    for mod, path in _modules().items():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(TASK_NAME_HOMES):
+            continue
+        for line, text in _string_literals(ast.parse(path.read_text(encoding="utf-8"))):
+            for m in names.finditer(text):
+                hits.append(f"{rel}:{line}: {m.group(0)}")
+    assert not hits, "task names outside synth/tasks/ and the catalogue: " + "; ".join(hits)
