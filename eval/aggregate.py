@@ -22,7 +22,7 @@ Official quirks, reported separately and labelled, never mixed into the plain ta
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -83,6 +83,34 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
+def macro(file_values: dict[str, Any], info: dict[str, dict[str, Any]],
+          mean: Callable[[list[Any]], Any] = _mean) -> dict[str, Any]:
+    """The official macro statistic, written once: file values -> task means -> overall (unweighted), and
+    file values -> language means over the language-table files. `info[file]` holds `task`, `lang` and
+    `in_lang_table`; `mean` averages a list of file values (floats here, for results.json; numpy
+    replicate columns in `compare.bootstrap_delta`, which resamples through this same function)."""
+    task_files: dict[str, list[Any]] = defaultdict(list)
+    lang_files: dict[str, list[Any]] = defaultdict(list)
+    for f, v in file_values.items():
+        task_files[info[f]["task"]].append(v)
+        if info[f]["in_lang_table"]:
+            lang_files[info[f]["lang"]].append(v)
+    by_task = {t: mean(v) for t, v in task_files.items()}
+    return {"overall": mean(list(by_task.values())), "by_task": by_task,
+            "by_lang": {lang: mean(lang_files[lang]) for lang in LANG_TABLE if lang_files.get(lang)}}
+
+
+def ci95(x: Any) -> list[float] | None:
+    """95% percentile interval of bootstrap replicates, rounded to 2 places (NaNs dropped; None if empty)."""
+    import numpy as np
+
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return None
+    lo, hi = np.percentile(x, [2.5, 97.5])
+    return [round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0]  # + 0.0: no "-0.0"
+
+
 def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Tables from sample dicts carrying task, subtask, lang, file, coarse, fine and valid."""
     per_file: dict[str, list[float]] = defaultdict(list)
@@ -104,16 +132,11 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
         per_file_fine[f].append(float(s["fine"]))
     file_acc = {f: round(_mean(v), 4) for f, v in per_file.items()}  # batch_eval.py: 0 when no valid row
 
-    by_task_files: dict[str, list[float]] = defaultdict(list)
-    by_lang_files: dict[str, list[float]] = defaultdict(list)
+    stats = macro(file_acc, info)
+    by_task = stats["by_task"]
     by_tl_files: dict[tuple[str, str], list[float]] = defaultdict(list)
     for f, acc in file_acc.items():
-        t, lang = info[f]["task"], info[f]["lang"]
-        by_task_files[t].append(acc)
-        by_tl_files[(t, lang)].append(acc)
-        if info[f]["in_lang_table"]:
-            by_lang_files[lang].append(acc)
-    by_task = {t: _mean(v) for t, v in by_task_files.items()}
+        by_tl_files[(info[f]["task"], info[f]["lang"])].append(acc)
     by_cat: dict[str, list[float]] = defaultdict(list)
     for t, acc in by_task.items():
         by_cat[TASKS[t].category if t in TASKS else "other"].append(acc)
@@ -142,10 +165,10 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
             fname_lang[lang].append(acc)
 
     return {
-        "overall": _pct(_mean(list(by_task.values()))),
+        "overall": _pct(stats["overall"]),
         "by_task": {code_of(t): _pct(a) for t, a in sorted(by_task.items(), key=_task_order)},
-        "by_lang": {lang: _pct(_mean(by_lang_files[lang])) for lang in LANG_TABLE if by_lang_files.get(lang)},
-        "by_lang_avg": _pct(_mean([_mean(by_lang_files[lang]) for lang in LANG_TABLE if by_lang_files.get(lang)])),
+        "by_lang": {lang: _pct(a) for lang, a in stats["by_lang"].items()},
+        "by_lang_avg": _pct(_mean(list(stats["by_lang"].values()))),
         "by_task_lang": {f"{code_of(t)}/{lang}": _pct(_mean(v))
                          for (t, lang), v in sorted(by_tl_files.items(), key=_task_order)},
         "by_category": {c: _pct(_mean(v)) for c, v in sorted(by_cat.items())},
