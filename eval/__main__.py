@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
-
-# OpenMP threads that spin while waiting collapse when CPU cores are shared (measured 5-20x slower
-# generation on a busy 2-core machine); passive waiting costs little when they are not. Must be set
-# before torch is imported; an explicit setting in the environment wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 PERTURBATION_KINDS = ("homoglyph", "zero_width", "fullwidth", "math_style", "spacing", "hyphenation", "case",
                       "keyboard_typo", "ocr_typo", "traditional", "jamo")  # eval.perturb.KINDS (kept light here)
@@ -248,6 +242,9 @@ def _summary(res: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import process
+
+    process.apply()  # before anything imports torch (eval/process.py)
     args = build_parser().parse_args(argv)
     from .backends import BackendError
     from .compare import CompareError

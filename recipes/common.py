@@ -14,14 +14,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Before torch loads OpenMP: spinning worker threads waste most of the CPU when cores are shared
-# (measured on 2 busy cores: SmolLM2 forward+backward 24 s -> 15 s). Override by setting it yourself.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # scripts run as `python recipes/x.py`: make synth/rewards/eval importable
     sys.path.insert(0, str(ROOT))
 
+from eval.process import apply as process_settings  # noqa: E402,F401  (each script's main calls it first)
 from eval.prompts import SYSTEM_PROMPT, build_messages  # noqa: E402
 
 @dataclass

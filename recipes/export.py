@@ -86,6 +86,7 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
 
 
 def main(argv: list[str] | None = None) -> int:
+    common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", help="a Trainer checkpoint or output folder (full model or PEFT adapter)")
     p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")

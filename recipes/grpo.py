@@ -184,6 +184,7 @@ class MetricsLogger:
 def main(argv: list[str] | None = None, default_config: str | None = None, callbacks: list | None = None) -> int:
     """Parse, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
     times steps with one)."""
+    common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     tase, cfg, model_args = parse(argv, default_config)
     if tase.dry_run:
         dry_run(tase, cfg, model_args)

@@ -41,6 +41,7 @@ def build_sft_dataset(args: DataArgs, tokenizer=None):
 
 
 def main(argv: list[str] | None = None) -> int:
+    common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser
 
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -153,3 +153,19 @@ def test_task_names_only_in_task_modules_and_catalogue():
             for m in names.finditer(text):
                 hits.append(f"{rel}:{line}: {m.group(0)}")
     assert not hits, "task names outside synth/tasks/ and the catalogue: " + "; ".join(hits)
+
+
+def test_importing_the_library_sets_no_process_state():
+    """Process settings (OpenMP wait policy, csv field limit) are made by entry points, not at import."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import csv, os, sys; lim = csv.field_size_limit(); "
+            "import synth, synth.readers, rewards, eval.data, eval.aggregate, eval.compare, eval.runner, eval.__main__; "
+            "sys.path.insert(0, 'recipes'); import common; "
+            "print(os.environ.get('OMP_WAIT_POLICY'), csv.field_size_limit() == lim)")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["None", "True"]
