@@ -168,6 +168,21 @@ def _parses(t: Any, v: str) -> bool:
     return True
 
 
+def parse_config(dataclass_types: tuple, argv: list[str]) -> tuple:
+    """TrlParser over `dataclass_types` (a recipe's options, a TRL config, ModelConfig): --config YAML and
+    command line, type-checked first (check_config_types), every error one line. Shared by GRPO and SFT."""
+    from trl import TrlParser
+
+    parser = TrlParser(dataclass_types)
+    one_line_errors(parser)
+    check_config_types(parser, argv)
+    try:
+        return parser.parse_args_and_config(args=argv)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        fail(str(e).strip().splitlines()[0])
+    raise AssertionError  # unreachable: fail exits
+
+
 def one_line_errors(parser: Any) -> None:
     """argparse errors (a bad value on the command line) as one line, not the usage text."""
     parser.error = lambda message: fail(message)
@@ -178,13 +193,12 @@ def check_output_dir(output_dir: str) -> Path:
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
         fail(f"output_dir {out} is a file, not a folder")
-    for d in out.parents:
-        if d.exists():
-            if not d.is_dir():
-                fail(f"output_dir {out}: {d} is a file, not a folder")
-            if not os.access(d, os.W_OK | os.X_OK):
-                fail(f"output_dir {out}: {d} is not writable")
-            break
+    from synth.paths import write_blocker
+
+    blocked = write_blocker(out)
+    if blocked:
+        d, why = blocked
+        fail(f"output_dir {out}: {d} is " + ("a file, not a folder" if why == "file" else "not writable"))
     return out
 
 

@@ -153,11 +153,11 @@ def check_out(out: Path) -> None:
         fail(f"{out.parent}: cannot write there ({e.strerror})")
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file, not a folder")
-    for d in out.parents:
-        if d.exists():
-            if not d.is_dir():
-                fail(f"--out {out}: {d} is a file, not a folder")
-            return
+    from synth.paths import write_blocker
+
+    blocked = write_blocker(out)
+    if blocked and blocked[1] == "file":  # an unwritable folder fails later, when the export writes
+        fail(f"--out {out}: {blocked[0]} is a file, not a folder")
 
 
 def guard_force(ckpt: Path, out: Path) -> None:

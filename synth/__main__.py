@@ -14,6 +14,7 @@ from pathlib import Path
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
 from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
 from .guard import guard_from_specs
+from .paths import write_blocker
 from .record import LANGS, TASKS
 
 
@@ -58,13 +59,10 @@ def check_out(out: Path) -> None:
     file, or a place without write permission."""
     if out.is_dir():
         raise SynthError(f"--out {out} is a folder")
-    for d in out.parents:
-        if d.exists():
-            if not d.is_dir():
-                raise SynthError(f"--out {out}: {d} is a file, not a folder")
-            if not os.access(d, os.W_OK | os.X_OK):
-                raise SynthError(f"--out {out}: {d} is not writable")
-            return
+    blocked = write_blocker(out)
+    if blocked:
+        d, why = blocked
+        raise SynthError(f"--out {out}: {d} is " + ("a file, not a folder" if why == "file" else "not writable"))
 
 
 def write_atomic(out: Path, stream: Iterable[dict]) -> None:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .record import LANG_OF_STEM, TASKS, TYPES, UNLABELLED_TYPES, make_record  # noqa: F401
 
@@ -63,6 +63,14 @@ def classify_file(task: str, stem: str) -> FileInfo | None:
     return FileInfo(task, sub, lang, typ, typ not in UNLABELLED_TYPES)
 
 
+def open_text(path: Path, name: str | Path | None = None, newline: str | None = None) -> TextIO:
+    """`path` opened as UTF-8 text, or DataError "<name>: cannot read (<reason>)" (name defaults to path)."""
+    try:
+        return open(path, encoding="utf-8", newline=newline)
+    except OSError as e:
+        raise DataError(f"{path if name is None else name}: cannot read ({e.strerror})") from None
+
+
 def _official_types(root: Path) -> dict[str, str]:
     """file path (relative, 'tasks/...csv') -> TYPE from data/final_token_*.json, when present."""
     out: dict[str, str] = {}
@@ -103,10 +111,7 @@ def official_files(root: str | Path) -> list[tuple[Path, FileInfo]]:
 
 def _read_csv(path: Path, rel: str) -> Iterator[tuple[int, dict[str, str]]]:
     csv.field_size_limit(CSV_FIELD_LIMIT)  # official rows can be long; set when reading, not at import
-    try:
-        f = open(path, encoding="utf-8", newline="")
-    except OSError as e:
-        raise DataError(f"{rel}: cannot read ({e.strerror})") from None
+    f = open_text(path, rel, newline="")
     with f:
         reader = csv.reader(f)
         try:
@@ -167,28 +172,32 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
 def load_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     """Stream records from a JSON-lines file (e.g. written by `python -m synth`)."""
     path = Path(path)
+    with open_text(path) as f:
+        for ln, line in text_lines(f, path):
+            try:
+                rec = json.loads(line)
+            except ValueError as e:
+                raise DataError(f"{path}: line {ln}: not JSON ({e.msg})") from None
+            check_record(rec, f"{path}: line {ln}")
+            rec.setdefault("subtask", "")
+            rec.setdefault("variation", "")
+            rec.setdefault("meta", {})
+            rec.setdefault("category", TASKS[rec["task"]].category if rec["task"] in TASKS else "")
+            yield rec
+
+
+def text_lines(f: TextIO, where: str | Path, line_in_error: bool = True) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every non-blank line of an open text file. A byte that is not UTF-8 raises
+    DataError naming the file and the line (with `line_in_error`; else the file only)."""
+    ln = 0
     try:
-        f = open(path, encoding="utf-8")
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror})") from None
-    with f:
-        ln = 0
-        try:
-            for ln, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except ValueError as e:
-                    raise DataError(f"{path}: line {ln}: not JSON ({e.msg})") from None
-                check_record(rec, f"{path}: line {ln}")
-                rec.setdefault("subtask", "")
-                rec.setdefault("variation", "")
-                rec.setdefault("meta", {})
-                rec.setdefault("category", TASKS[rec["task"]].category if rec["task"] in TASKS else "")
-                yield rec
-        except UnicodeDecodeError as e:
-            raise DataError(f"{path}: line {ln + 1}: not UTF-8 text (byte {e.object[e.start]:#04x})") from None
+        for ln, line in enumerate(f, 1):
+            if line.strip():
+                yield ln, line
+    except UnicodeDecodeError as e:
+        if line_in_error:
+            raise DataError(f"{where}: line {ln + 1}: not UTF-8 text (byte {e.object[e.start]:#04x})") from None
+        raise DataError(f"{where}: not UTF-8 text") from None
 
 
 def _has_surrogate(s: str) -> bool:
