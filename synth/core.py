@@ -51,6 +51,12 @@ class Generator:
         max_len: int | None = None  # cap on the sampled sequence length n (short prompts for small models)
         text_source: str = "real"  # awareness tasks: "real" running text built like the official files, or "unigram" (ablation)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A task in the catalogue takes its subtasks from there unless its module names them itself."""
+        super().__init_subclass__(**kwargs)
+        if "subtasks" not in cls.__dict__ and getattr(cls, "task", None) in TASKS:
+            cls.subtasks = TASKS[cls.task].subtasks
+
     def __init__(self, config: Any | None = None) -> None:
         self.config = config if config is not None else self.Config()
 

@@ -162,10 +162,29 @@ def test_importing_the_library_sets_no_process_state():
     import sys
 
     code = ("import csv, os, sys; lim = csv.field_size_limit(); "
-            "import synth, synth.readers, rewards, eval.data, eval.aggregate, eval.compare, eval.runner, eval.__main__; "
+            "import synth, synth.readers, rewards, eval.data, eval.aggregate, eval.compare, eval.runner; "
+            "import eval.__main__; "
             "sys.path.insert(0, 'recipes'); import common; "
             "print(os.environ.get('OMP_WAIT_POLICY'), csv.field_size_limit() == lim)")
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env["PYTHONPATH"] = str(ROOT)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["None", "True"]
+
+
+def test_rewards_reads_only_the_catalogue_from_synth():
+    """rewards/ stays a pure bottom layer: of synth it may read only the stdlib-only catalogue."""
+    bad = [f"{a} imports {b}" for a, bs in import_graph().items() if a.split(".")[0] == "rewards"
+           for b in sorted(bs) if b.split(".")[0] == "synth" and b != "synth.record"]
+    assert not bad, "; ".join(bad)
+
+
+def test_task_modules_declare_what_the_registry_is_asked():
+    """Every registered task takes its subtasks from the catalogue and names an answer type for each."""
+    from synth.core import available
+    from synth.record import TASKS, TYPES
+
+    for task, gen in available().items():
+        assert gen.subtasks == TASKS[task].subtasks, task
+        assert set(gen.answer_types) == set(gen.subtasks), task
+        assert all(t in TYPES for t in gen.answer_types.values()), task

@@ -87,7 +87,6 @@ def spec_matches(w: str, spec: list[tuple[str, str]]) -> int:
 @register
 class ComponentSplit(Generator):
     task = "component_split"
-    subtasks = ("split", "combine")
     answer_types = {"split": "SPLIT", "combine": "MATCH_ANSWER"}
     perturb_layouts = (
         r"(?P<i>Combine) (?P<k>.*) (?P<i2>into one word)\.",

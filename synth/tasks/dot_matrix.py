@@ -57,7 +57,6 @@ def categories() -> tuple[str, ...]:
 class DotMatrix(Generator):
     task = "dot_matrix"
     langs = ("mul",)
-    subtasks = ("char_classification", "bitmap_type_classification", "bitmap_classification")
     answer_types = {"char_classification": "MATCH_ANSWER", "bitmap_type_classification": "MATCH_ANSWER",
                     "bitmap_classification": "MATCH_ANSWER"}
     perturb_layouts = (r"(?s)(?P<k>\n?)(?P<i>Please classify the following) (?P<k2>.*)",)

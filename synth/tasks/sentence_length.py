@@ -69,7 +69,6 @@ def topics() -> dict[str, tuple[str, ...]]:
 @register
 class SentenceLength(Generator):
     task = "sentence_length"
-    subtasks = ("count", "generate")
     answer_types = {"count": "NUMBER", "generate": "LENGTH"}
     perturb_layouts = (
         r"How many English words are in this sentence\? The sentence is: '(?P<p>.*)'",

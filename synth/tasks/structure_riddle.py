@@ -177,4 +177,5 @@ class StructureRiddle(Generator):
         return self._rec("zh", prompt, rest, {"kind": "removal", "char": ch, "removed": part})
 
     def _rec(self, lang, prompt, answer, meta):
-        return make_record(id="", task=self.task, lang=lang, type=self.answer_type(), prompt=prompt, answer=answer, meta=meta)
+        return make_record(id="", task=self.task, lang=lang, type=self.answer_type(), prompt=prompt, answer=answer,
+                           meta=meta)

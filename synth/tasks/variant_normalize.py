@@ -52,7 +52,6 @@ def perturb(rng: random.Random, text: str, table: dict[str, tuple[str, ...]], ra
 @register
 class VariantNormalize(Generator):
     task = "variant_normalize"
-    subtasks = ("", "digital")
     answer_types = {"": "MATCH_ANSWER", "digital": "MATCH_ANSWER"}
     perturb_layouts = (
         r"(?s)(?P<i>The following is an? .*?)(?P<k>\n(?:Word|Number): .*)",
