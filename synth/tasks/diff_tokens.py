@@ -66,7 +66,6 @@ class DiffTokens(Generator):
             return f"Both sequences hold the same tokens.\n<answer>{ans}</answer>"
         return f"The token that differs is {ans}.\n<answer>{ans}</answer>"
 
-
     @classmethod
     def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
         m = re.search(r"^seq1: (.*)$", prompt, re.M)

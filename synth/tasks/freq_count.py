@@ -64,7 +64,6 @@ class FreqCount(Generator):
             return None
         return f"Counting every \"{meta['target']}\" in the text gives {ans}.\n<answer>{ans}</answer>"
 
-
     @classmethod
     def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
         text = text_after(prompt, {"en": "Text: ", "zh": "文本：", "ko": "문장: "}[lang])

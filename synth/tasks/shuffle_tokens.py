@@ -87,7 +87,6 @@ class ShuffleTokens(Generator):
     perturb_layouts = (r"(?s)(?P<i>[^:：]*)(?P<k>[:：]\s*)(?P<p>[^\n]*)",)
     perturb_kinds = frozenset({"spacing"})
 
-
     @classmethod
     def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
         text = text_after(prompt, {"en": "Input: ", "zh": "输入：", "ko": "입력: "}[lang])

@@ -56,7 +56,6 @@ class SortLengths(Generator):
         la, lb, lc = meta["lengths"]
         return f"A has {la} {unit}, B has {lb}, C has {lc}. Longest to shortest: {ans}.\n<answer>{ans}</answer>"
 
-
     @classmethod
     def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
         return re.findall(r"^[ABC]: (.*)$", prompt, re.M)
