@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `python -m eval` does (see eval/__main__.py)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `python -m eval` does (see eval/process.py)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

@@ -22,13 +22,17 @@ Official quirks, reported separately and labelled, never mixed into the plain ta
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
 from synth.record import TASKS
 
 LANG_TABLE = ("en", "zh", "ko")
+# The catalogue's task without a language slot (DOT, rows `mul`), whose official aggregation has quirks
+# (see the module docstring), and the task whose `digital` file sits outside the language table.
+DOT_TASK = next(t for t, info in TASKS.items() if info.no_lang)
+DIGITAL_TASK = next(t for t, info in TASKS.items() if "digital" in info.subtasks)
 DOT_BITMAP = ("bitmap_classification", "bitmap_type_classification")
 
 
@@ -42,7 +46,7 @@ def file_key(rec: dict[str, Any]) -> str:
 
 
 def in_lang_table(s: dict[str, Any]) -> bool:
-    return s.get("lang") in LANG_TABLE and s.get("subtask") != "digital" and s.get("task") != "dot_matrix"
+    return s.get("lang") in LANG_TABLE and s.get("subtask") != "digital" and s.get("task") != DOT_TASK
 
 
 def official_filename_lang(file: str) -> str | None:
@@ -79,6 +83,34 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
+def macro(file_values: dict[str, Any], info: dict[str, dict[str, Any]],
+          mean: Callable[[list[Any]], Any] = _mean) -> dict[str, Any]:
+    """The official macro statistic, written once: file values -> task means -> overall (unweighted), and
+    file values -> language means over the language-table files. `info[file]` holds `task`, `lang` and
+    `in_lang_table`; `mean` averages a list of file values (floats here, for results.json; numpy
+    replicate columns in `compare.bootstrap_delta`, which resamples through this same function)."""
+    task_files: dict[str, list[Any]] = defaultdict(list)
+    lang_files: dict[str, list[Any]] = defaultdict(list)
+    for f, v in file_values.items():
+        task_files[info[f]["task"]].append(v)
+        if info[f]["in_lang_table"]:
+            lang_files[info[f]["lang"]].append(v)
+    by_task = {t: mean(v) for t, v in task_files.items()}
+    return {"overall": mean(list(by_task.values())), "by_task": by_task,
+            "by_lang": {lang: mean(lang_files[lang]) for lang in LANG_TABLE if lang_files.get(lang)}}
+
+
+def ci95(x: Any) -> list[float] | None:
+    """95% percentile interval of bootstrap replicates, rounded to 2 places (NaNs dropped; None if empty)."""
+    import numpy as np
+
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return None
+    lo, hi = np.percentile(x, [2.5, 97.5])
+    return [round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0]  # + 0.0: no "-0.0"
+
+
 def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Tables from sample dicts carrying task, subtask, lang, file, coarse, fine and valid."""
     per_file: dict[str, list[float]] = defaultdict(list)
@@ -100,16 +132,11 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
         per_file_fine[f].append(float(s["fine"]))
     file_acc = {f: round(_mean(v), 4) for f, v in per_file.items()}  # batch_eval.py: 0 when no valid row
 
-    by_task_files: dict[str, list[float]] = defaultdict(list)
-    by_lang_files: dict[str, list[float]] = defaultdict(list)
+    stats = macro(file_acc, info)
+    by_task = stats["by_task"]
     by_tl_files: dict[tuple[str, str], list[float]] = defaultdict(list)
     for f, acc in file_acc.items():
-        t, lang = info[f]["task"], info[f]["lang"]
-        by_task_files[t].append(acc)
-        by_tl_files[(t, lang)].append(acc)
-        if info[f]["in_lang_table"]:
-            by_lang_files[lang].append(acc)
-    by_task = {t: _mean(v) for t, v in by_task_files.items()}
+        by_tl_files[(info[f]["task"], info[f]["lang"])].append(acc)
     by_cat: dict[str, list[float]] = defaultdict(list)
     for t, acc in by_task.items():
         by_cat[TASKS[t].category if t in TASKS else "other"].append(acc)
@@ -123,25 +150,25 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
     all_f = [c for v in per_file_fine.values() for c in v]
 
     # official quirks (see the module docstring)
-    dot = {info[f]["subtask"]: a for f, a in file_acc.items() if info[f]["task"] == "dot_matrix"}
+    dot = {info[f]["subtask"]: a for f, a in file_acc.items() if info[f]["task"] == DOT_TASK}
     dot_adj = None
     bitmaps = [dot[k] for k in DOT_BITMAP if k in dot]
     if dot.get("char_classification") and bitmaps:
         dot_adj = _mean(bitmaps) / dot["char_classification"]
-    official_tasks = {t: a for t, a in by_task.items() if t != "dot_matrix"}
+    official_tasks = {t: a for t, a in by_task.items() if t != DOT_TASK}
     if dot_adj is not None:
-        official_tasks["dot_matrix"] = dot_adj
+        official_tasks[DOT_TASK] = dot_adj
     fname_lang: dict[str, list[float]] = defaultdict(list)
     for f, acc in file_acc.items():
-        lang = official_filename_lang(f) if f.endswith(".csv") and info[f]["task"] != "dot_matrix" else None
+        lang = official_filename_lang(f) if f.endswith(".csv") and info[f]["task"] != DOT_TASK else None
         if lang:
             fname_lang[lang].append(acc)
 
     return {
-        "overall": _pct(_mean(list(by_task.values()))),
+        "overall": _pct(stats["overall"]),
         "by_task": {code_of(t): _pct(a) for t, a in sorted(by_task.items(), key=_task_order)},
-        "by_lang": {lang: _pct(_mean(by_lang_files[lang])) for lang in LANG_TABLE if by_lang_files.get(lang)},
-        "by_lang_avg": _pct(_mean([_mean(by_lang_files[lang]) for lang in LANG_TABLE if by_lang_files.get(lang)])),
+        "by_lang": {lang: _pct(a) for lang, a in stats["by_lang"].items()},
+        "by_lang_avg": _pct(_mean(list(stats["by_lang"].values()))),
         "by_task_lang": {f"{code_of(t)}/{lang}": _pct(_mean(v))
                          for (t, lang), v in sorted(by_tl_files.items(), key=_task_order)},
         "by_category": {c: _pct(_mean(v)) for c, v in sorted(by_cat.items())},

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from .backends import BackendError, GenConfig
+from .gen_config import BackendError, GenConfig
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 FATAL_STATUS = {401, 403, 404}  # wrong key, no access, unknown model: every request would fail the same way

@@ -7,27 +7,11 @@ which `make install` puts beside the CPU torch build). It is the default whereve
 from __future__ import annotations
 
 import os
-
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 
-class BackendError(RuntimeError):
-    """A backend that cannot run here (one clear line for the CLI)."""
-
-
-@dataclass
-class GenConfig:
-    """Generation settings shared by both backends (greedy by default, as benchmark numbers should be)."""
-
-    max_new_tokens: int = 1024
-    temperature: float = 0.0  # 0 = greedy
-    top_p: float = 1.0
-    top_k: int = -1  # <= 0: off
-    seed: int = 0
-    batch_size: int = 8  # prompts per generate call = per flush of samples.jsonl
-
+from .gen_config import BackendError, GenConfig  # noqa: F401  (re-exported: the backends' shared types)
 
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU computes bfloat16 in hardware (AVX512-BF16 or AMX). Without it torch and vLLM emulate

@@ -10,7 +10,7 @@ import numpy as np
 
 from synth.record import TASKS
 
-from .aggregate import LANG_TABLE, code_of, in_lang_table
+from .aggregate import DIGITAL_TASK, DOT_TASK, LANG_TABLE, ci95, code_of, in_lang_table, macro
 from .runner import RESULTS, SAMPLES, RunError, iter_samples
 
 TASK_ORDER = [t.code for t in TASKS.values()]
@@ -53,11 +53,11 @@ def bootstrap_delta(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], 
     if not ids:
         return {"n_shared": 0}
     by_file: dict[str, list[float]] = {}
-    info: dict[str, tuple[str, str, bool]] = {}
+    info: dict[str, dict[str, Any]] = {}
     for i in ids:
         f = a[i]["file"]
         by_file.setdefault(f, []).append(float(b[i]["coarse"]) - float(a[i]["coarse"]))
-        info.setdefault(f, (a[i]["task"], a[i]["lang"], in_lang_table(a[i])))
+        info.setdefault(f, {"task": a[i]["task"], "lang": a[i]["lang"], "in_lang_table": in_lang_table(a[i])})
     files = sorted(by_file)
     rng = np.random.default_rng(seed)
     point = np.array([np.mean(by_file[f]) for f in files])
@@ -66,35 +66,24 @@ def bootstrap_delta(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], 
         d = np.asarray(by_file[f])
         boot[:, k] = d[rng.integers(0, len(d), (n_boot, len(d)))].mean(axis=1)
 
-    def group(key) -> dict[str, np.ndarray]:
-        cols: dict[str, list[int]] = {}
-        for k, f in enumerate(files):
-            g = key(info[f])
-            if g is not None:
-                cols.setdefault(g, []).append(k)
-        return {g: np.array(c) for g, c in cols.items()}
+    # the same macro statistic as results.json (aggregate.macro), on the point deltas and on every replicate
+    def mean(xs: list[Any]) -> Any:
+        return np.stack(xs, axis=-1).mean(axis=-1)
 
-    def stat(cols: np.ndarray) -> dict[str, Any]:
-        return {"delta": round(100 * float(point[cols].mean()), 2),
-                "ci95": _ci(100 * boot[:, cols].mean(axis=1))}
+    pt = macro({f: point[k] for k, f in enumerate(files)}, info, mean)
+    bs = macro({f: boot[:, k] for k, f in enumerate(files)}, info, mean)
 
-    tasks = group(lambda x: x[0])
-    langs = group(lambda x: x[1] if x[2] else None)
-    task_boot = np.stack([boot[:, c].mean(axis=1) for c in tasks.values()], axis=1)
-    task_point = np.array([point[c].mean() for c in tasks.values()])
+    def stat(p: Any, reps: np.ndarray) -> dict[str, Any]:
+        return {"delta": round(100 * float(p), 2), "ci95": ci95(100 * reps)}
+
+    order = sorted(pt["by_task"], key=lambda t: TASK_ORDER.index(code_of(t)) if code_of(t) in TASK_ORDER else 99)
     return {
         "n_shared": len(ids),
-        "overall": {"delta": round(100 * float(task_point.mean()), 2), "ci95": _ci(100 * task_boot.mean(axis=1))},
-        "by_task": {code_of(t): stat(c) for t, c in sorted(tasks.items(), key=lambda x: TASK_ORDER.index(code_of(x[0]))
-                                                             if code_of(x[0]) in TASK_ORDER else 99)},
-        "by_lang": {lang: stat(langs[lang]) for lang in LANG_TABLE if lang in langs},
+        "overall": stat(pt["overall"], bs["overall"]),
+        "by_task": {code_of(t): stat(pt["by_task"][t], bs["by_task"][t]) for t in order},
+        "by_lang": {lang: stat(pt["by_lang"][lang], bs["by_lang"][lang]) for lang in pt["by_lang"]},
         "micro": {"delta": round(100 * float(np.mean([x for f in files for x in by_file[f]])), 2)},
     }
-
-
-def _ci(x: np.ndarray) -> list[float]:
-    lo, hi = np.percentile(x, [2.5, 97.5])
-    return [round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0]  # + 0.0: no "-0.0"
 
 
 def _row(name: str, values: dict[str, float], cols: list[str], extra: list[float | None]) -> str:
@@ -141,12 +130,12 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
     adj = [(n, r["dot_official_adjusted"]) for n, r in zip(names, results)
            if r.get("dot_official_adjusted") is not None]
     if adj:
-        lines += ["", "DOT above is the plain mean of the dot_matrix files. The release's merge_result.py instead "
+        lines += ["", f"DOT above is the plain mean of the {DOT_TASK} files. The release's merge_result.py instead "
                       "divides the bitmap files' mean by char_classification accuracy: "
                   + ", ".join(f"{n} {v:.2f}" for n, v in adj)
                   + (" (undefined where char_classification is 0)." if len(adj) < len(runs) else ".")]
     lines += ["", "## Table 2: accuracy (%) by language", "",
-              "dot_matrix and variant_normalize's digital file are left out, as in the official table; "
+              f"{DOT_TASK} and {DIGITAL_TASK}'s digital file are left out, as in the official table; "
               "Avg = mean of the language scores.", "",
               "| model | " + " | ".join(lang_cols) + " | Avg |", "|---|" + "---:|" * (len(lang_cols) + 1)]
     for n, r in zip(names, results):

@@ -30,12 +30,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from synth.readers import DataError, load_data
+from synth.record import TASE_TASKS, TASKS
+
 from .aggregate import code_of, file_key, in_lang_table
-from .data import DataError, load_data
 from .prompts import SYSTEM_PROMPT
 from .runner import select
 
-TASK_ORDER = ["FREQ", "LENOP", "DIFF", "SORT", "REORD", "COMPC", "COMPM", "DOT", "RIDL", "VAR"]
+TASK_ORDER = [TASKS[t].code for t in TASE_TASKS]  # the catalogue's order: FREQ, LENOP, ..., VAR
 LANGS = ("en", "zh", "ko")
 INSTALL_HINT = ("the TASE lm-eval tasks score with tase-grpo's `rewards`: install tase-grpo in lm-eval's "
                 "environment (pip install -e /path/to/tase-grpo)")

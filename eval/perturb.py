@@ -237,58 +237,27 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
 # COMPC counts letters: only kinds that add no letter. DIFF and REORD answers copy payload tokens:
 # only extra spaces, which neither their scorers nor a reader see as a token.
 _UNIT_SAFE = frozenset(KINDS) - {"hyphenation"}
-PAYLOAD_KINDS: dict[str, frozenset[str]] = {
-    "freq_count": _UNIT_SAFE,
-    "sentence_length": _UNIT_SAFE,
-    "sort_lengths": _UNIT_SAFE,
-    "component_count": frozenset({"zero_width", "spacing"}),
-    "diff_tokens": frozenset({"spacing"}),
-    "shuffle_tokens": frozenset({"spacing"}),
-}
 
 # ---- layouts -------------------------------------------------------------------------------------
+# Each task module declares the layouts matching its prompt templates (`perturb_layouts`) and the kinds
+# allowed on its payload (`perturb_kinds`, UNIT_SAFE meaning `_UNIT_SAFE`), read here from the registry.
 # Named groups: p* = payload, t = counted target (kept), k* = kept verbatim, i* = the only instruction
 # spans (when a layout has i* groups, text outside every group is kept too).
-_L = {
-    "freq_count": (
-        r'How many times does "(?P<t>[^"\n]+)" appear in the following text\? (?P<k>Text: )(?P<p>.*)',
-        r"在以下文本中，(?P<t>\S+) 出现了多少次？(?P<k>文本：)(?P<p>.*)",
-        r'다음 문장에서 "(?P<t>[^"\n]+)"는 몇 번 나타납니까\? (?P<k>문장: )(?P<p>.*)',
-    ),
-    "sentence_length": (
-        r"How many English words are in this sentence\? The sentence is: '(?P<p>.*)'",
-        r"这个句子中有多少个汉字（不计算标点符号）？句子是：‘(?P<p>.*)’",
-        r"이 문장에는 한글 문자가 몇 개 있나요\? 문장은: ‘(?P<p>.*)’",
-        r"(?P<i>[^\d]*)(?P<k>\d+)(?P<i2>[^\d]*)",  # generate: the number is kept, the topic is instruction
-    ),
-    "diff_tokens": (r"(?s)(?P<i>.*?)\n(?P<k>seq1: )(?P<p>[^\n]*)\n(?P<k2>seq2: )(?P<p2>[^\n]*)",),
-    "shuffle_tokens": (r"(?s)(?P<i>[^:：]*)(?P<k>[:：]\s*)(?P<p>[^\n]*)",),
-    "sort_lengths": (r"(?s)(?P<i>[^\n]*)(?P<k>\n.*?\n)(?P<k2>A: )(?P<p>[^\n]*)\n(?P<k3>B: )(?P<p2>[^\n]*)\n"
-                     r"(?P<k4>C: )(?P<p3>[^\n]*)",),
-    "component_count": (
-        r'How many times does the letter "(?P<t>[^"\n]+)" appear in (?P<p>[^?]*)\?',
-        r'(?P<k>[^"]*"的字形中有多少"[^"]+"存在)',  # zh: the characters hold the answer; nothing to perturb
-        r'(?P<k>"[^"]*"에서 "[^"]+")(?P<i>는 몇 회 출현하였습니까)\?',
-    ),
-    "component_split": (
-        r"(?P<i>Combine) (?P<k>.*) (?P<i2>into one word)\.",
-        r"(?P<i>Split) (?P<k>.*)\.",
-        r"(?P<i>다음 자모를 조합하세요)(?P<k>: .*)",
-        r"(?P<k>'.')(?P<i>의 초성, 중성, 종성\(있는 경우\)은 무엇인가요\? 쉼표로 구분하세요)\.",
-        r"(?P<i>使用)(?P<k>“[^”]*”)(?P<i2>可以组成哪个汉字)？",
-        r"(?P<i>请将)(?P<k>“[^”]*”)(?P<i2>拆分为可重新组合的基本部件).",
-    ),
-    "dot_matrix": (r"(?s)(?P<k>\n?)(?P<i>Please classify the following) (?P<k2>.*)",),
-    "structure_riddle": (
-        r"(?P<k>.*)(?P<i>\(猜一字\))",
-        r"(?s)(?P<i>초성 퀴즈입니다!\n제시된 주제와 초성을 보고 단어를 맞혀보세요)(?P<k>\..*)",
-    ),
-    "variant_normalize": (
-        r"(?s)(?P<i>The following is an? .*?)(?P<k>\n(?:Word|Number): .*)",
-        r"(?P<i>以下是被扰动后的文本，请你还原出原始文本，不修改标点符号)(?P<k>：.*)",
-    ),
-}
-LAYOUTS: dict[str, tuple[re.Pattern[str], ...]] = {t: tuple(re.compile(p) for p in ps) for t, ps in _L.items()}
+
+
+def _from_registry() -> tuple[dict[str, frozenset[str]], dict[str, tuple[re.Pattern[str], ...]]]:
+    from synth.core import UNIT_SAFE, available
+
+    kinds, layouts = {}, {}
+    for task, gen in available().items():
+        if gen.perturb_kinds:
+            kinds[task] = _UNIT_SAFE if gen.perturb_kinds == UNIT_SAFE else frozenset(gen.perturb_kinds)
+        if gen.perturb_layouts:
+            layouts[task] = tuple(re.compile(p) for p in gen.perturb_layouts)
+    return kinds, layouts
+
+
+PAYLOAD_KINDS, LAYOUTS = _from_registry()
 
 
 @dataclass(frozen=True)

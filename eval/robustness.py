@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .data import DataError, load_data
+from synth.readers import DataError, load_data
+
+from .aggregate import ci95
 from .perturb import KINDS, perturbed_sets
 from .runner import SAMPLES, iter_samples, select
 
@@ -90,14 +92,6 @@ def _drop(c: np.ndarray, p: np.ndarray) -> np.ndarray:
         return np.where(cm > 0, 100 * (cm - pm) / np.where(cm > 0, cm, 1), np.nan)
 
 
-def _ci(x: np.ndarray) -> list[float] | None:
-    x = x[~np.isnan(x)]
-    if len(x) == 0:
-        return None
-    lo, hi = np.percentile(x, [2.5, 97.5])
-    return [round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0]
-
-
 def _num(x: float) -> float | None:
     return None if np.isnan(x) else round(float(x), 2) + 0.0
 
@@ -122,7 +116,7 @@ def report(runs: dict[str, list[dict[str, Any]]], metric: str = "coarse", n_boot
             p = np.array([v[1] for v in rows.values()])
             idx = rng.integers(0, len(c), (n_boot, len(c)))
             row[name] = {"n": len(c), "canonical": round(100 * c.mean(), 2), "perturbed": round(100 * p.mean(), 2),
-                         "drop_pct": _num(_drop(c, p)), "ci95": _ci(_drop(c[idx], p[idx]))}
+                         "drop_pct": _num(_drop(c, p)), "ci95": ci95(_drop(c[idx], p[idx]))}
         base = names[0]
         for name in names[1:]:
             shared = sorted(set(pairs[base].get(kind, {})) & set(pairs[name].get(kind, {})))
@@ -133,7 +127,7 @@ def report(runs: dict[str, list[dict[str, Any]]], metric: str = "coarse", n_boot
             idx = rng.integers(0, len(shared), (n_boot, len(shared)))
             d_point = _drop(b[:, 0], b[:, 1]) - _drop(a[:, 0], a[:, 1])
             d_boot = _drop(b[idx, 0], b[idx, 1]) - _drop(a[idx, 0], a[idx, 1])
-            row[name]["vs_" + base] = {"n_shared": len(shared), "delta_drop": _num(d_point), "ci95": _ci(d_boot)}
+            row[name]["vs_" + base] = {"n_shared": len(shared), "delta_drop": _num(d_point), "ci95": ci95(d_boot)}
         table[kind] = row
     return {"metric": metric, "n_boot": n_boot, "seed": seed, "models": names, "kinds": table}
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from rewards import score
+from synth.paths import write_blocker
+from synth.readers import DataError, load_data, open_text, text_lines
 
 from .aggregate import aggregate, file_key
-from .data import DataError, load_data
 from .prompts import SYSTEM_PROMPT, build_messages
 
 SAMPLES = "samples.jsonl"
@@ -307,32 +308,23 @@ def read_predictions(path: str | Path, known: dict[str, Any], data: str) -> list
     """(id, completion) pairs; a completion is a string or chat messages. Unknown or repeated ids, and
     lines that are not {"id", "completion"} objects, raise DataError naming the line."""
     p = Path(path)
-    try:
-        fh = p.open(encoding="utf-8")
-    except OSError as e:
-        raise DataError(f"{p}: cannot read ({e.strerror})") from None
     preds: list[tuple[str, Any]] = []
     seen: set[str] = set()
-    with fh:
-        try:
-            for ln, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                    pid, comp = obj["id"], obj["completion"]
-                except (ValueError, KeyError, TypeError):
-                    raise DataError(f"{p}: line {ln}: expected a JSON object with id and completion") from None
-                if pid not in known:
-                    raise DataError(f"{p}: line {ln}: unknown id {pid!r} (not in {data})")
-                if pid in seen:
-                    raise DataError(f"{p}: line {ln}: id {pid!r} appears twice")
-                if not isinstance(comp, (str, list)):
-                    raise DataError(f"{p}: line {ln}: completion must be a string or a list of chat messages")
-                seen.add(pid)
-                preds.append((pid, comp))
-        except UnicodeDecodeError:
-            raise DataError(f"{p}: not UTF-8 text") from None
+    with open_text(p) as fh:
+        for ln, line in text_lines(fh, p, line_in_error=False):
+            try:
+                obj = json.loads(line)
+                pid, comp = obj["id"], obj["completion"]
+            except (ValueError, KeyError, TypeError):
+                raise DataError(f"{p}: line {ln}: expected a JSON object with id and completion") from None
+            if pid not in known:
+                raise DataError(f"{p}: line {ln}: unknown id {pid!r} (not in {data})")
+            if pid in seen:
+                raise DataError(f"{p}: line {ln}: id {pid!r} appears twice")
+            if not isinstance(comp, (str, list)):
+                raise DataError(f"{p}: line {ln}: completion must be a string or a list of chat messages")
+            seen.add(pid)
+            preds.append((pid, comp))
     if not preds:
         raise DataError(f"{p}: no predictions")
     return preds
@@ -340,13 +332,12 @@ def read_predictions(path: str | Path, known: dict[str, Any], data: str) -> list
 
 def check_out_dir(out: Path) -> None:
     """--out must be a folder or creatable as one: refuse a file, or a path under a file, in one line."""
-    for d in (out, *out.parents):
-        if d.exists():
-            if not d.is_dir():
-                raise RunError(f"{out}: {'is' if d == out else f'is under {d}, which is'} a file, not a folder")
-            if not os.access(d, os.W_OK | os.X_OK):
-                raise RunError(f"{d}: not writable")
-            return
+    blocked = write_blocker(out, include_self=True)
+    if blocked and blocked[1] == "file":
+        d = blocked[0]
+        raise RunError(f"{out}: {'is' if d == out else f'is under {d}, which is'} a file, not a folder")
+    if blocked:
+        raise RunError(f"{blocked[0]}: not writable")
 
 
 def score_predictions(data: str, predictions: str | Path, out: str | Path, force: bool = False) -> dict[str, Any]:

@@ -123,8 +123,10 @@ def unit_of(record: dict[str, Any]) -> str | None:
         v = meta.get(k)
         if isinstance(v, str) and v:
             return v
-    task = record.get("task")
-    if task in ("freq_count", "component_count", "component_split", "variant_normalize"):
+    from synth.core import spec
+
+    gen = spec(record.get("task"))
+    if gen is not None and gen.unit_in_prompt:  # the task module says the unit is quoted in the prompt
         m = _QUOTED.search(record.get("prompt", ""))
         if m:
             return m.group(1)

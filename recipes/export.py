@@ -86,6 +86,7 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
 
 
 def main(argv: list[str] | None = None) -> int:
+    common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", help="a Trainer checkpoint or output folder (full model or PEFT adapter)")
     p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")
@@ -152,11 +153,11 @@ def check_out(out: Path) -> None:
         fail(f"{out.parent}: cannot write there ({e.strerror})")
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file, not a folder")
-    for d in out.parents:
-        if d.exists():
-            if not d.is_dir():
-                fail(f"--out {out}: {d} is a file, not a folder")
-            return
+    from synth.paths import write_blocker
+
+    blocked = write_blocker(out)
+    if blocked and blocked[1] == "file":  # an unwritable folder fails later, when the export writes
+        fail(f"--out {out}: {blocked[0]} is a file, not a folder")
 
 
 def guard_force(ckpt: Path, out: Path) -> None:

@@ -28,7 +28,7 @@ KNOWN_SIZES = {  # total params, largest layer params (embedding), for dry-run e
 
 
 def parse(argv: list[str] | None = None, default_config: str | None = None):
-    from trl import GRPOConfig, ModelConfig, TrlParser
+    from trl import GRPOConfig, ModelConfig
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if default_config and "--config" not in argv:
@@ -43,13 +43,7 @@ def parse(argv: list[str] | None = None, default_config: str | None = None):
         if torch.cuda.device_count() < need:
             fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; use --dry-run to "
                  "inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
-    parser = TrlParser((TaseArgs, GRPOConfig, ModelConfig))
-    common.one_line_errors(parser)
-    common.check_config_types(parser, argv)
-    try:
-        tase, cfg, model_args = parser.parse_args_and_config(args=argv)
-    except (ValueError, TypeError, FileNotFoundError) as e:
-        fail(str(e).strip().splitlines()[0])
+    tase, cfg, model_args = common.parse_config((TaseArgs, GRPOConfig, ModelConfig), argv)
     return tase, cfg, model_args
 
 
@@ -184,6 +178,7 @@ class MetricsLogger:
 def main(argv: list[str] | None = None, default_config: str | None = None, callbacks: list | None = None) -> int:
     """Parse, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
     times steps with one)."""
+    common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     tase, cfg, model_args = parse(argv, default_config)
     if tase.dry_run:
         dry_run(tase, cfg, model_args)

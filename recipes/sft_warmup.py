@@ -22,7 +22,7 @@ def build_sft_dataset(args: DataArgs, tokenizer=None):
     answer (no gold, no known solution) and prompts over max_prompt_tokens are skipped."""
     from datasets import Dataset
 
-    from eval.data import DataError
+    from synth.readers import DataError
 
     measure = common.PromptLength(tokenizer, args.system_prompt) if args.max_prompt_tokens and tokenizer else None
     rows = []
@@ -41,16 +41,11 @@ def build_sft_dataset(args: DataArgs, tokenizer=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser
+    common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
+    from trl import ModelConfig, SFTConfig, SFTTrainer
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = TrlParser((DataArgs, SFTConfig, ModelConfig))
-    common.one_line_errors(parser)
-    common.check_config_types(parser, argv)
-    try:
-        data_args, cfg, model_args = parser.parse_args_and_config(args=argv)
-    except (ValueError, TypeError, FileNotFoundError) as e:
-        fail(str(e).strip().splitlines()[0])
+    data_args, cfg, model_args = common.parse_config((DataArgs, SFTConfig, ModelConfig), argv)
     from transformers import AutoTokenizer
 
     resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)

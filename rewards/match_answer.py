@@ -24,12 +24,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from synth.record import TASKS
+
 from .base import Score, field, label_of
 from .extract import extract_answer
 
 _PUNCT = ",。，:：；;、 "
-SEQUENCE_TASKS = frozenset({"variant_normalize", "component_split"})
-ORDER_TASKS = frozenset({"sort_lengths"})
+# which tasks' labels earn which partial credit: the catalogue says (TaskInfo.match_credit)
+SEQUENCE_TASKS = frozenset(t for t, info in TASKS.items() if info.match_credit == "sequence")
+ORDER_TASKS = frozenset(t for t, info in TASKS.items() if info.match_credit == "order")
 _CAP = 0.9
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from .extract import completion_text
 from .format import format_score
 from .format import length_penalty as _length_penalty
+from .router import SCORERS, score
 
 RewardFunc = Callable[..., list[float]]
 
@@ -37,8 +38,6 @@ class RewardInputError(ValueError):
 
 
 def _check_types(n: int, columns: dict[str, Any]) -> None:
-    from . import SCORERS
-
     types = columns.get("type")
     if types is None:
         raise RewardInputError(f"accuracy reward: the batch of {n} completions has no `type` column (columns: "
@@ -73,23 +72,23 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
 
 def accuracy_coarse(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Official binary verdict (the benchmark's accuracy) as the reward; invalid rows give 0."""
-    from . import score
-
     rows = _rows(prompts, len(completions), columns)
     return [score(r, c).coarse for r, c in zip(rows, completions)]
 
 
 def accuracy_fine(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Fine-grained partial credit in [0, 1], 1 exactly when the official verdict is 1."""
-    from . import score
-
     rows = _rows(prompts, len(completions), columns)
     return [score(r, c).fine for r, c in zip(rows, completions)]
 
 
-def format(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:  # noqa: A001
+def format_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Answer-tag format reward in {0, 0.25, 0.5, 1} (see rewards.format)."""
     return [format_score(completion_text(c)) for c in completions]
+
+
+# TRL logs a reward as rewards/<__name__>/mean: keep the registry name without shadowing the builtin here
+format_reward.__name__ = format_reward.__qualname__ = "format"
 
 
 def length_penalty(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
@@ -112,7 +111,7 @@ def make_length_penalty(soft: int = 1500, hard: int = 2000) -> RewardFunc:
 REWARD_FUNCS: dict[str, RewardFunc] = {
     "accuracy_coarse": accuracy_coarse,
     "accuracy_fine": accuracy_fine,
-    "format": format,
+    "format": format_reward,
     "length_penalty": length_penalty,
 }
 

@@ -12,7 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
-from .guard import Guard
+from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
+from .guard import guard_from_specs
+from .paths import write_blocker
 from .record import LANGS, TASKS
 
 
@@ -52,33 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def load_mixture(path: str) -> dict[str, float]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise SynthError(f"cannot read mixture file {path}: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise SynthError(f"mixture file {path} is not valid YAML: {str(e).splitlines()[0]}") from None
-    weights = data.get("weights", data) if isinstance(data, dict) else None
-    if not isinstance(weights, dict) or not all(isinstance(v, (int, float)) for v in weights.values()):
-        raise SynthError(f"mixture file {path} must map task names to numbers")
-    return {str(k): float(v) for k, v in weights.items()}
-
-
 def check_out(out: Path) -> None:
     """Refuse, before generating anything, an --out that cannot be written: a folder, a path under a
     file, or a place without write permission."""
     if out.is_dir():
         raise SynthError(f"--out {out} is a folder")
-    for d in out.parents:
-        if d.exists():
-            if not d.is_dir():
-                raise SynthError(f"--out {out}: {d} is a file, not a folder")
-            if not os.access(d, os.W_OK | os.X_OK):
-                raise SynthError(f"--out {out}: {d} is not writable")
-            return
+    blocked = write_blocker(out)
+    if blocked:
+        d, why = blocked
+        raise SynthError(f"--out {out}: {d} is " + ("a file, not a folder" if why == "file" else "not writable"))
 
 
 def write_atomic(out: Path, stream: Iterable[dict]) -> None:
@@ -127,14 +111,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.out != "-":
             check_out(Path(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None
-        guard = None
-        if args.exclude:
-            from eval.data import DataError, load_data
+        from .readers import DataError
 
-            try:
-                guard = Guard.from_records(r for spec in args.exclude for r in load_data(spec))
-            except DataError as e:
-                raise SynthError(str(e)) from None
+        try:
+            guard = guard_from_specs(args.exclude)
+        except DataError as e:
+            raise SynthError(str(e)) from None
         stream = generate(
             args.task, args.lang, sys.maxsize if guard else args.n, args.seed, args.subtask,
             paraphrase=args.paraphrase, weights=weights, max_len=args.max_len, text_source=args.text_source,

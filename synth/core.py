@@ -13,18 +13,37 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .record import LANGS, TASE_TASKS, TASKS
+from .record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
 
 MAX_TRIES = 64
 TEXT_SOURCES = ("real", "unigram")
 
 
 class Generator:
-    """Base class: subclasses set `task`, `langs`, `subtasks` and implement `make`."""
+    """Base class: subclasses set `task`, `langs`, `subtasks` and implement `make`.
+
+    A task module owns everything about its task, declared here and read through the registry
+    (`spec(task)`) by the readers, eval/ and recipes/ instead of lists keyed by task name:
+    `answer_types` (subtask -> scoring TYPE), `official_file` (which official file names it has),
+    `perturb_layouts`/`perturb_kinds` (how `eval robustness` cuts and perturbs its prompts, matching its
+    templates), `unit_in_prompt` (tokstats: the asked-about unit is quoted in the prompt) and
+    `sft_response` (a gold assistant turn with a short reasoning line), `stats_texts`/`stats_subtask`
+    (the text a prompt carries, for `python -m synth stats`)."""
 
     task: ClassVar[str]
     langs: ClassVar[tuple[str, ...]] = LANGS
     subtasks: ClassVar[tuple[str, ...]] = ("",)
+    answer_types: ClassVar[dict[str, str]] = {}
+    # regexes (full match) cutting a prompt into spans; named groups p* payload, t counted target (kept),
+    # k* kept verbatim, i* the only instruction spans (see eval/perturb.py)
+    perturb_layouts: ClassVar[tuple[str, ...]] = ()
+    # perturbation kinds that keep the gold answer when applied to the payload: a set of kind names,
+    # UNIT_SAFE (every kind that keeps a word/character/syllable one unit), or empty (payload untouched)
+    perturb_kinds: ClassVar[frozenset[str] | str] = frozenset()
+    unit_in_prompt: ClassVar[bool] = False
+    # `python -m synth stats` compares official and generated text lengths of the cells that define
+    # `stats_texts`, generating this subtask
+    stats_subtask: ClassVar[str | None] = None
 
     @dataclass
     class Config:
@@ -32,11 +51,40 @@ class Generator:
         max_len: int | None = None  # cap on the sampled sequence length n (short prompts for small models)
         text_source: str = "real"  # awareness tasks: "real" running text built like the official files, or "unigram" (ablation)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A task in the catalogue takes its subtasks from there unless its module names them itself."""
+        super().__init_subclass__(**kwargs)
+        if "subtasks" not in cls.__dict__ and getattr(cls, "task", None) in TASKS:
+            cls.subtasks = TASKS[cls.task].subtasks
+
     def __init__(self, config: Any | None = None) -> None:
         self.config = config if config is not None else self.Config()
 
     def supports(self, lang: str, subtask: str) -> bool:
         return lang in self.langs and subtask in self.subtasks
+
+    @classmethod
+    def answer_type(cls, subtask: str = "") -> str:
+        """The scoring TYPE of the task's rows of `subtask`."""
+        return cls.answer_types[subtask]
+
+    @classmethod
+    def official_file(cls, stem: str) -> tuple[str, str] | None:
+        """(subtask, lang) of the official file `<stem>.csv` of this task, or None for a name the release
+        does not use. Default: one file per language, named `chinese`/`english`/`korean`."""
+        return ("", LANG_OF_STEM[stem]) if stem in LANG_OF_STEM else None
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        """The running text(s) a prompt in the official wording carries (`python -m synth stats`), or None
+        for a task without length statistics."""
+        return None
+
+    @classmethod
+    def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
+        """A short correct assistant turn (reasoning line, then the tagged answer) for a labelled row of
+        this task, or None for the plain tagged answer. `unit` names the language's unit (words, ...)."""
+        return None
 
     def make(self, rng: random.Random, lang: str, subtask: str) -> dict[str, Any] | None:
         raise NotImplementedError
@@ -54,6 +102,9 @@ class Generator:
         return rng.choice(options) if self.config.paraphrase else options[0]
 
 
+MUL_TASKS = ", ".join(t for t, info in TASKS.items() if info.no_lang)  # the tasks whose rows are `mul`
+UNIT_SAFE = "unit_safe"  # perturb_kinds: every kind that keeps a unit one unit (eval/perturb.py resolves it)
+
 GENERATORS: dict[str, type[Generator]] = {}
 
 
@@ -69,6 +120,11 @@ def _load_all() -> None:
 def available() -> dict[str, type[Generator]]:
     _load_all()
     return GENERATORS
+
+
+def spec(task: str) -> type[Generator] | None:
+    """The registry entry (generator class, with the task's declarations) of `task`, or None."""
+    return available().get(task)
 
 
 class SynthError(ValueError):
@@ -88,7 +144,7 @@ def combos(task: str, lang: str, subtask: str | None = None) -> list[tuple[str, 
     langs = [*LANGS, "mul"] if lang == "all" else [lang]
     for l in langs:
         if l not in (*LANGS, "mul"):
-            raise SynthError(f"unknown language {l!r}; choose from: all, {', '.join(LANGS)}, mul (dot_matrix)")
+            raise SynthError(f"unknown language {l!r}; choose from: all, {', '.join(LANGS)}, mul ({MUL_TASKS})")
     cells = []
     for t in tasks:
         g = gens[t]

@@ -144,3 +144,16 @@ class Guard:
             f"(exact prompt: {self.dropped_exact}, shared {NGRAM}-gram: {self.dropped_ngram}) "
             f"against {len(self.prompts)} benchmark prompts and {len(self.hashes)} content {NGRAM}-grams"
         )
+
+
+def guard_from_specs(specs: Iterable[str]) -> Guard | None:
+    """The guard against the benchmarks named by `specs` (`official:DIR` or a `.jsonl`, as `load_data`
+    reads them), or None when there are none. Unreadable data raises `synth.readers.DataError`. Used by
+    `python -m synth --exclude` and the recipes' training sets alike."""
+    from .readers import load_data
+
+    specs = list(specs)
+    if not specs:
+        return None
+    return Guard.from_records(r for spec in specs for r in load_data(spec))
+

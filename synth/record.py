@@ -1,7 +1,10 @@
 """The example record shared by generators, rewards and the evaluator (see ../shared/CONTRACT.md).
 
 Records are plain dicts (JSON lines) for speed and interop with `datasets`; this module owns the
-vocabulary of tasks, types, languages and categories so every package agrees on it.
+vocabulary of tasks, types, languages and categories (the task catalogue) so every package agrees on
+it. It imports nothing but the standard library: it is the bottom of the layering (docs/architecture.md),
+which rewards/ may read too. What a task does beyond these static facts lives in its module under
+synth/tasks/.
 """
 from __future__ import annotations
 
@@ -21,6 +24,10 @@ class TaskInfo:
     category: str  # awareness | structural
     group: str  # official folder group: token_awareness | token_structure
     subtasks: tuple[str, ...] = ("",)
+    no_lang: bool = False  # rows carry no language (`mul`); left out of the language table, as officially
+    # MATCH_ANSWER partial credit (rewards.match_answer): "order" (the label is an order of letters),
+    # "sequence" (the label is a string to spell: character-level credit), "" (a class name: none)
+    match_credit: str = ""
 
 
 TASKS: dict[str, TaskInfo] = {
@@ -29,19 +36,22 @@ TASKS: dict[str, TaskInfo] = {
         TaskInfo("freq_count", "FREQ", "awareness", "token_awareness"),
         TaskInfo("sentence_length", "LENOP", "awareness", "token_awareness", ("count", "generate")),
         TaskInfo("diff_tokens", "DIFF", "awareness", "token_awareness"),
-        TaskInfo("sort_lengths", "SORT", "awareness", "token_awareness"),
+        TaskInfo("sort_lengths", "SORT", "awareness", "token_awareness", match_credit="order"),
         TaskInfo("shuffle_tokens", "REORD", "awareness", "token_awareness"),
         TaskInfo("component_count", "COMPC", "structural", "token_structure"),
-        TaskInfo("component_split", "COMPM", "structural", "token_structure", ("split", "combine")),
+        TaskInfo("component_split", "COMPM", "structural", "token_structure", ("split", "combine"),
+                 match_credit="sequence"),
         TaskInfo(
             "dot_matrix",
             "DOT",
             "structural",
             "token_structure",
             ("char_classification", "bitmap_type_classification", "bitmap_classification"),
+            no_lang=True,
         ),
         TaskInfo("structure_riddle", "RIDL", "structural", "token_structure"),
-        TaskInfo("variant_normalize", "VAR", "structural", "token_structure", ("", "digital")),
+        TaskInfo("variant_normalize", "VAR", "structural", "token_structure", ("", "digital"),
+                 match_credit="sequence"),
         # Beyond TASE: CUTE/EXECUTE-style composition and manipulation tasks (opt-in, not in "all").
         TaskInfo(
             "execute",
@@ -62,6 +72,11 @@ TASE_TASKS = tuple(n for n, t in TASKS.items() if t.category in ("awareness", "s
 
 AWARENESS_TASKS = tuple(n for n, t in TASKS.items() if t.category == "awareness")
 STRUCTURAL_TASKS = tuple(n for n, t in TASKS.items() if t.category == "structural")
+
+# Official file stems that name a language (`chinese.csv`, `en_split.csv`, `kor_combine.csv`, ...).
+LANG_OF_STEM = {"chinese": "zh", "zh": "zh", "english": "en", "en": "en", "korean": "ko", "kor": "ko"}
+# Scoring types whose official rows hold no label (the rule reads the question instead).
+UNLABELLED_TYPES = ("SHUFFLE", "LENGTH")
 
 # Official DIFF wording of the "no difference" answer and of the variation names per language.
 YES = {"en": "yes", "zh": "是", "ko": "예"}
@@ -85,18 +100,10 @@ class Example:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "task": self.task,
-            "subtask": self.subtask,
-            "lang": self.lang,
-            "category": self.category or TASKS[self.task].category,
-            "type": self.type,
-            "prompt": self.prompt,
-            "answer": self.answer,
-            "variation": self.variation,
-            "meta": self.meta,
-        }
+        return make_record(
+            id=self.id, task=self.task, lang=self.lang, type=self.type, prompt=self.prompt, answer=self.answer,
+            subtask=self.subtask, category=self.category, variation=self.variation, meta=self.meta,
+        )
 
 
 def make_record(
@@ -108,16 +115,19 @@ def make_record(
     prompt: str,
     answer: str = "",
     subtask: str = "",
+    category: str = "",
     variation: str = "",
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Build a record dict with every contract key present (fast path for generators)."""
+    """Build a record dict with every contract key present, in the contract's key order: the one place a
+    record is built (generators, `Example.to_dict` and the official reader all call it). `category`
+    defaults to the catalogue's."""
     return {
         "id": id,
         "task": task,
         "subtask": subtask,
         "lang": lang,
-        "category": TASKS[task].category,
+        "category": category or TASKS[task].category,
         "type": type,
         "prompt": prompt,
         "answer": answer,

@@ -20,22 +20,20 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import TEXT_SOURCES, SynthError, generate
+from .core import TEXT_SOURCES, Generator, SynthError, available, generate, spec
+from .record import TASKS
 from .resources import EN_VALID, EN_WORDS
 
 FILES = {"en": "english", "zh": "chinese", "ko": "korean"}
-CELLS = (  # (task, subtask, paper code)
-    ("freq_count", None, "FREQ"),
-    ("sentence_length", "count", "LENOP"),
-    ("diff_tokens", None, "DIFF"),
-    ("sort_lengths", None, "SORT"),
-    ("shuffle_tokens", None, "REORD"),
-)
-MARKERS = {  # text after the marker (to the end of the line where noted) in the official wording
-    "freq_count": {"en": "Text: ", "zh": "文本：", "ko": "문장: "},
-    "sentence_length": {"en": "The sentence is: '", "zh": "句子是：‘", "ko": "문장은: ‘"},
-    "shuffle_tokens": {"en": "Input: ", "zh": "输入：", "ko": "입력: "},
-}
+
+
+def cells() -> tuple[tuple[str, str | None, str], ...]:
+    """(task, subtask, paper code) of every task whose module defines `stats_texts`, catalogue order."""
+    gens = available()
+    return tuple((t, gens[t].stats_subtask, TASKS[t].code) for t in TASKS
+                 if t in gens and gens[t].stats_texts.__func__ is not Generator.stats_texts.__func__)
+
+
 BIGRAMS = re.compile(r"\b(?:of|in|to|on|and) the\b")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -52,22 +50,8 @@ def count_tokens(text: str, lang: str) -> int:
 
 
 def texts_of(prompt: str, task: str, lang: str) -> list[str]:
-    """The text(s) a row carries, cut from its prompt in the official wording."""
-    if task == "sort_lengths":
-        return re.findall(r"^[ABC]: (.*)$", prompt, re.M)
-    if task == "diff_tokens":
-        m = re.search(r"^seq1: (.*)$", prompt, re.M)
-        return [m.group(1)] if m else []
-    marker = MARKERS[task][lang]
-    i = prompt.find(marker)
-    if i < 0:
-        return []
-    text = prompt[i + len(marker) :]
-    if task == "sentence_length":
-        text = text[: text.rfind("'" if lang == "en" else "’")]
-    elif task == "shuffle_tokens":
-        text = text.split("\n", 1)[0]
-    return [text]
+    """The text(s) a row carries, cut from its prompt in the official wording (the task module knows how)."""
+    return spec(task).stats_texts(prompt, lang) or []
 
 
 def read_official(root: Path, task: str, lang: str) -> list[str]:
@@ -141,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         if not root.is_dir():
             raise SynthError(f"--official {root}: not a directory")
         rows = []
-        for task, sub, code in CELLS:
+        for task, sub, code in cells():
             for lang in FILES:
                 rows.append({**cell_stats(root, task, sub, lang, args.n, args.seed, args.text_source), "code": code})
     except SynthError as e:

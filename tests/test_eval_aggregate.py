@@ -120,3 +120,27 @@ def test_bootstrap_is_paired_deterministic_and_brackets_the_delta():
     # identical runs: zero-width interval; disjoint ids: nothing to pair
     assert bootstrap_delta(a, a, 100)["overall"] == {"delta": 0.0, "ci95": [0.0, 0.0]}
     assert bootstrap_delta(a, {"x": {}}, 100) == {"n_shared": 0}
+
+
+def test_bootstrap_point_delta_is_the_difference_of_the_aggregates():
+    """compare's bootstrap and results.json share one macro statistic (aggregate.macro): on fully valid
+    paired runs the bootstrap's point deltas are B's tables minus A's (up to aggregate's 4-place file
+    rounding), overall, per task and per language, with the DOT and digital files left out alike."""
+    import random
+
+    rng = random.Random(7)
+    cells = [("f1.csv", "freq_count", "en", ""), ("f2.csv", "freq_count", "zh", ""),
+             ("s1.csv", "sentence_length", "ko", "count"), ("s2.csv", "sentence_length", "ko", "generate"),
+             ("d1.csv", "dot_matrix", "mul", "char_classification"), ("v1.csv", "variant_normalize", "ko", "digital"),
+             ("v2.csv", "variant_normalize", "en", "")]
+    sizes = [rng.randint(3, 9) for _ in cells]
+    runs = [[smp(f, t, lang, rng.random() < 0.5, subtask=sub, i=k)
+             for (f, t, lang, sub), size in zip(cells, sizes) for k in range(size)] for _ in range(2)]
+    ra, rb = aggregate(runs[0]), aggregate(runs[1])
+    d = bootstrap_delta({s["id"]: s for s in runs[0]}, {s["id"]: s for s in runs[1]}, n_boot=50, seed=1)
+    assert abs(d["overall"]["delta"] - (rb["overall"] - ra["overall"])) < 0.03
+    assert set(d["by_task"]) == set(ra["by_task"]) and set(d["by_lang"]) == set(ra["by_lang"])
+    for code, v in d["by_task"].items():
+        assert abs(v["delta"] - (rb["by_task"][code] - ra["by_task"][code])) < 0.03, code
+    for lang, v in d["by_lang"].items():
+        assert abs(v["delta"] - (rb["by_lang"][lang] - ra["by_lang"][lang])) < 0.03, lang

@@ -13,6 +13,12 @@ from ..resources import Corpus
 JOIN = {"en": " ", "zh": "", "ko": ""}
 
 
+def text_after(prompt: str, marker: str) -> str | None:
+    """What follows `marker` in `prompt` (its first occurrence), or None when it is absent."""
+    i = prompt.find(marker)
+    return None if i < 0 else prompt[i + len(marker) :]
+
+
 def random_span(rng: random.Random, corp: Corpus, n: int) -> int:
     """Start index of a random run of `n` consecutive corpus tokens."""
     return rng.randrange(0, len(corp) - n)

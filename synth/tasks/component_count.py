@@ -82,6 +82,14 @@ def pick(rng: random.Random, by, parts: list[int]) -> list[str] | None:
 @register
 class ComponentCount(Generator):
     task = "component_count"
+    answer_types = {"": "NUMBER"}
+    perturb_layouts = (
+        r'How many times does the letter "(?P<t>[^"\n]+)" appear in (?P<p>[^?]*)\?',
+        r'(?P<k>[^"]*"的字形中有多少"[^"]+"存在)',  # zh: the characters hold the answer; nothing to perturb
+        r'(?P<k>"[^"]*"에서 "[^"]+")(?P<i>는 몇 회 출현하였습니까)\?',
+    )
+    perturb_kinds = frozenset({"zero_width", "spacing"})
+    unit_in_prompt = True  # tokstats: the asked-about unit is quoted in the prompt
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         if lang == "en":
@@ -94,7 +102,7 @@ class ComponentCount(Generator):
             return None
         c, text, count = got
         prompt = self.template(rng, TEMPLATES, lang).format(c=c, w=text)
-        return make_record(id="", task=self.task, lang=lang, type="NUMBER", prompt=prompt, answer=str(count),
+        return make_record(id="", task=self.task, lang=lang, type=self.answer_type(), prompt=prompt, answer=str(count),
                            meta={"target": c, "text": text, "count": count})
 
     @staticmethod

@@ -18,7 +18,7 @@ from collections import defaultdict
 from functools import lru_cache
 
 from ..core import Generator, register
-from ..record import make_record
+from ..record import LANG_OF_STEM, make_record
 from ..resources import word_list
 from ..structural import combine_index, common_hanzi, compose, jamo_of, split_options, syllable_pools
 
@@ -87,7 +87,23 @@ def spec_matches(w: str, spec: list[tuple[str, str]]) -> int:
 @register
 class ComponentSplit(Generator):
     task = "component_split"
-    subtasks = ("split", "combine")
+    answer_types = {"split": "SPLIT", "combine": "MATCH_ANSWER"}
+    perturb_layouts = (
+        r"(?P<i>Combine) (?P<k>.*) (?P<i2>into one word)\.",
+        r"(?P<i>Split) (?P<k>.*)\.",
+        r"(?P<i>다음 자모를 조합하세요)(?P<k>: .*)",
+        r"(?P<k>'.')(?P<i>의 초성, 중성, 종성\(있는 경우\)은 무엇인가요\? 쉼표로 구분하세요)\.",
+        r"(?P<i>使用)(?P<k>“[^”]*”)(?P<i2>可以组成哪个汉字)？",
+        r"(?P<i>请将)(?P<k>“[^”]*”)(?P<i2>拆分为可重新组合的基本部件).",
+    )
+    unit_in_prompt = True  # tokstats: the asked-about unit is quoted in the prompt
+
+    @classmethod
+    def official_file(cls, stem: str) -> tuple[str, str] | None:
+        prefix, _, kind = stem.partition("_")  # `en_split.csv`, `kor_combine.csv`, ...
+        if prefix in LANG_OF_STEM and kind in ("split", "combine"):
+            return kind, LANG_OF_STEM[prefix]
+        return None
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         t = self.template(rng, T_SPLIT if subtask == "split" else T_COMBINE, lang)
@@ -136,4 +152,4 @@ class ComponentSplit(Generator):
 
     def _rec(self, lang, subtask, prompt, answer, meta):
         return make_record(id="", task=self.task, subtask=subtask, lang=lang,
-                           type="SPLIT" if subtask == "split" else "MATCH_ANSWER", prompt=prompt, answer=answer, meta=meta)
+                           type=self.answer_type(subtask), prompt=prompt, answer=answer, meta=meta)

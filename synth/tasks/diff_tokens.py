@@ -13,7 +13,9 @@ of shuffled lines in which a denylisted term forms is redrawn.
 from __future__ import annotations
 
 import random
+import re
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +55,21 @@ def _usable(tok: str, lang: str) -> bool:
 @register
 class DiffTokens(Generator):
     task = "diff_tokens"
+    answer_types = {"": "DIFF"}
+    perturb_layouts = (r"(?s)(?P<i>.*?)\n(?P<k>seq1: )(?P<p>[^\n]*)\n(?P<k2>seq2: )(?P<p2>[^\n]*)",)
+    perturb_kinds = frozenset({"spacing"})
+
+    @classmethod
+    def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
+        ans = record.get("answer", "")
+        if record.get("variation") == "unchanged":
+            return f"Both sequences hold the same tokens.\n<answer>{ans}</answer>"
+        return f"The token that differs is {ans}.\n<answer>{ans}</answer>"
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        m = re.search(r"^seq1: (.*)$", prompt, re.M)
+        return [m.group(1)] if m else []
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         tab = _tables(lang, self.config.text_source)
@@ -87,7 +104,7 @@ class DiffTokens(Generator):
             return None  # a denylisted term formed where shuffled tokens met
         prompt = self.template(rng, TEMPLATES, lang).format(a=a, b=b)
         return make_record(
-            id="", task=self.task, lang=lang, type="DIFF", prompt=prompt, answer=answer,
+            id="", task=self.task, lang=lang, type=self.answer_type(), prompt=prompt, answer=answer,
             variation=variation, meta={"length": n},
         )
 

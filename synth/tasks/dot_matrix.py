@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from functools import lru_cache
+from typing import ClassVar
 
 from ..core import Generator, register
 from ..record import make_record
@@ -56,7 +57,20 @@ def categories() -> tuple[str, ...]:
 class DotMatrix(Generator):
     task = "dot_matrix"
     langs = ("mul",)
-    subtasks = ("char_classification", "bitmap_type_classification", "bitmap_classification")
+    answer_types = {"char_classification": "MATCH_ANSWER", "bitmap_type_classification": "MATCH_ANSWER",
+                    "bitmap_classification": "MATCH_ANSWER"}
+    perturb_layouts = (r"(?s)(?P<k>\n?)(?P<i>Please classify the following) (?P<k2>.*)",)
+
+    OFFICIAL_STEMS: ClassVar[dict[str, str]] = {
+        "char_classification": "char_classification",
+        "bitmap_type_classification": "bitmap_type_classification",
+        "bitmap_classification_final": "bitmap_classification",
+    }
+
+    @classmethod
+    def official_file(cls, stem: str) -> tuple[str, str] | None:
+        sub = cls.OFFICIAL_STEMS.get(stem)
+        return (sub, "mul") if sub else None
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         cat = rng.choice(categories())
@@ -70,5 +84,5 @@ class DotMatrix(Generator):
                 prompt, answer = t.format(rows_nl=rows_nl), cat
             else:
                 prompt, answer = t.format(cat=cat, rows_list=rows_list), ch
-        return make_record(id="", task=self.task, subtask=subtask, lang="mul", type="MATCH_ANSWER",
+        return make_record(id="", task=self.task, subtask=subtask, lang="mul", type=self.answer_type(subtask),
                            prompt=prompt, answer=answer, meta={"char": ch, "category": cat})

@@ -225,7 +225,7 @@ def jamo(syllables: str) -> list[str]:
 @register
 class Execute(Generator):
     task = "execute"
-    subtasks = TASKS["execute"].subtasks
+    answer_types = dict.fromkeys(TASKS["execute"].subtasks, "EXACT")  # subtasks: the catalogue's
 
     def supports(self, lang: str, subtask: str) -> bool:
         if subtask.startswith("ko_"):
@@ -328,7 +328,8 @@ class Execute(Generator):
             raise ValueError(subtask)
         prompt = T[subtask][lang].format(**f)
         return make_record(
-            id="", task=self.task, subtask=subtask, lang=lang, type="EXACT", prompt=prompt, answer=answer,
+            id="", task=self.task, subtask=subtask, lang=lang, type=self.answer_type(subtask), prompt=prompt,
+            answer=answer,
             meta={"word": w} if subtask not in WORD_LEVEL else {"sequence": f["s"]},
         )
 
@@ -358,6 +359,6 @@ class Execute(Generator):
         else:  # pragma: no cover - guarded by supports()
             raise ValueError(subtask)
         return make_record(
-            id="", task=self.task, subtask=subtask, lang="zh", type="EXACT",
+            id="", task=self.task, subtask=subtask, lang="zh", type=self.answer_type(subtask),
             prompt=T[subtask]["zh"].format(**f), answer=answer, meta=meta,
         )

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import random
 from functools import lru_cache
+from typing import Any
 
-from ..core import Generator, register
+from ..core import Generator, UNIT_SAFE, register
 from ..record import make_record
 from ..denylist import denylist
 from ..resources import clean_word_list, corpus, freq_stream, freq_vocab
-from ._common import JOIN, random_span
+from ._common import JOIN, random_span, text_after
 
 MAX_TOKENS = 500
 
@@ -47,6 +48,26 @@ TEMPLATES = {
 @register
 class FreqCount(Generator):
     task = "freq_count"
+    answer_types = {"": "NUMBER"}
+    perturb_layouts = (
+        r'How many times does "(?P<t>[^"\n]+)" appear in the following text\? (?P<k>Text: )(?P<p>.*)',
+        r"在以下文本中，(?P<t>\S+) 出现了多少次？(?P<k>文本：)(?P<p>.*)",
+        r'다음 문장에서 "(?P<t>[^"\n]+)"는 몇 번 나타납니까\? (?P<k>문장: )(?P<p>.*)',
+    )
+    perturb_kinds = UNIT_SAFE
+    unit_in_prompt = True  # tokstats: the asked-about unit is quoted in the prompt
+
+    @classmethod
+    def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
+        meta, ans = record.get("meta") or {}, record.get("answer", "")
+        if "target" not in meta:
+            return None
+        return f"Counting every \"{meta['target']}\" in the text gives {ans}.\n<answer>{ans}</answer>"
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        text = text_after(prompt, {"en": "Text: ", "zh": "文本：", "ko": "문장: "}[lang])
+        return [] if text is None else [text]
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         if self.config.text_source == "real":
@@ -110,7 +131,7 @@ class FreqCount(Generator):
             id="",
             task=self.task,
             lang=lang,
-            type="NUMBER",
+            type=self.answer_type(),
             prompt=prompt,
             answer=str(count),
             meta={"target": target, "count": count, "tokens": n_tokens},

@@ -14,11 +14,12 @@ import json
 import random
 from functools import lru_cache
 from importlib import resources as ir
+from typing import Any
 
-from ..core import Generator, register
-from ..record import make_record
+from ..core import Generator, UNIT_SAFE, register
+from ..record import LANG_OF_STEM, make_record
 from ..resources import corpus, real_text
-from ._common import random_span
+from ._common import random_span, text_after
 
 MIN_N, MAX_N = 5, 254
 
@@ -68,7 +69,34 @@ def topics() -> dict[str, tuple[str, ...]]:
 @register
 class SentenceLength(Generator):
     task = "sentence_length"
-    subtasks = ("count", "generate")
+    answer_types = {"count": "NUMBER", "generate": "LENGTH"}
+    perturb_layouts = (
+        r"How many English words are in this sentence\? The sentence is: '(?P<p>.*)'",
+        r"这个句子中有多少个汉字（不计算标点符号）？句子是：‘(?P<p>.*)’",
+        r"이 문장에는 한글 문자가 몇 개 있나요\? 문장은: ‘(?P<p>.*)’",
+        r"(?P<i>[^\d]*)(?P<k>\d+)(?P<i2>[^\d]*)",  # generate: the number is kept, the topic is instruction
+    )
+    perturb_kinds = UNIT_SAFE
+
+    @classmethod
+    def official_file(cls, stem: str) -> tuple[str, str] | None:
+        base, _, kind = stem.partition("_")  # `english.csv` (count), `english_generate.csv`
+        if base in LANG_OF_STEM and kind in ("", "generate"):
+            return ("generate" if kind == "generate" else "count"), LANG_OF_STEM[base]
+        return None
+
+    @classmethod
+    def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
+        ans = record.get("answer", "")
+        return f"The sentence has {ans} {unit}.\n<answer>{ans}</answer>"
+
+
+    stats_subtask = "count"
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        text = text_after(prompt, {"en": "The sentence is: '", "zh": "句子是：‘", "ko": "문장은: ‘"}[lang])
+        return [] if text is None else [text[: text.rfind("'" if lang == "en" else "’")]]
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         n = rng.randint(*self.n_range(MIN_N, MAX_N))
@@ -77,7 +105,7 @@ class SentenceLength(Generator):
             topic = topics()[lang][i]
             prompt = self.template(rng, GENERATE_TEMPLATES, lang).format(n=n, topic=topic)
             return make_record(
-                id="", task=self.task, subtask=subtask, lang=lang, type="LENGTH", prompt=prompt,
+                id="", task=self.task, subtask=subtask, lang=lang, type=self.answer_type(subtask), prompt=prompt,
                 answer="", meta={"target": n, "topic": topic, "topic_index": i},
             )
         if self.config.text_source == "real":
@@ -89,6 +117,6 @@ class SentenceLength(Generator):
             text = corp.span(random_span(rng, corp, n), n)
         prompt = self.template(rng, COUNT_TEMPLATES, lang).format(text=text)
         return make_record(
-            id="", task=self.task, subtask=subtask, lang=lang, type="NUMBER", prompt=prompt,
+            id="", task=self.task, subtask=subtask, lang=lang, type=self.answer_type(subtask), prompt=prompt,
             answer=str(n), meta={"count": n},
         )

@@ -21,7 +21,7 @@ import numpy as np
 from ..core import Generator, register
 from ..record import make_record
 from ..resources import Corpus, corpus, real_text
-from ._common import SpanOrders, random_span
+from ._common import SpanOrders, random_span, text_after
 
 MIN_N, MAX_N = 5, 254
 
@@ -83,6 +83,14 @@ def spans(lang: str, source: str = "unigram") -> Spans:
 @register
 class ShuffleTokens(Generator):
     task = "shuffle_tokens"
+    answer_types = {"": "SHUFFLE"}
+    perturb_layouts = (r"(?s)(?P<i>[^:：]*)(?P<k>[:：]\s*)(?P<p>[^\n]*)",)
+    perturb_kinds = frozenset({"spacing"})
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        text = text_after(prompt, {"en": "Input: ", "zh": "输入：", "ko": "입력: "}[lang])
+        return [] if text is None else [text.split("\n", 1)[0]]
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         sp = spans(lang, self.config.text_source)
@@ -93,6 +101,6 @@ class ShuffleTokens(Generator):
             return None
         prompt = self.template(rng, TEMPLATES, lang).format(text=sp.line(start, n))
         return make_record(
-            id="", task=self.task, lang=lang, type="SHUFFLE", prompt=prompt, answer="",
+            id="", task=self.task, lang=lang, type=self.answer_type(), prompt=prompt, answer="",
             meta={"length": n, "solution": sp.write(start, n, order)},
         )

@@ -11,8 +11,10 @@ Lengths count words (en), Chinese characters (zh) or Hangul syllables (ko).
 from __future__ import annotations
 
 import random
+import re
+from typing import Any
 
-from ..core import Generator, register
+from ..core import Generator, UNIT_SAFE, register
 from ..record import make_record
 from ..resources import corpus, real_text
 from ._common import random_span
@@ -41,6 +43,22 @@ TEMPLATES = {
 @register
 class SortLengths(Generator):
     task = "sort_lengths"
+    answer_types = {"": "MATCH_ANSWER"}
+    perturb_layouts = (r"(?s)(?P<i>[^\n]*)(?P<k>\n.*?\n)(?P<k2>A: )(?P<p>[^\n]*)\n(?P<k3>B: )(?P<p2>[^\n]*)\n"
+        r"(?P<k4>C: )(?P<p3>[^\n]*)",)
+    perturb_kinds = UNIT_SAFE
+
+    @classmethod
+    def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
+        meta, ans = record.get("meta") or {}, record.get("answer", "")
+        if "lengths" not in meta:
+            return None
+        la, lb, lc = meta["lengths"]
+        return f"A has {la} {unit}, B has {lb}, C has {lc}. Longest to shortest: {ans}.\n<answer>{ans}</answer>"
+
+    @classmethod
+    def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
+        return re.findall(r"^[ABC]: (.*)$", prompt, re.M)
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         n = rng.randint(*self.n_range(MIN_N, MAX_N))
@@ -70,6 +88,6 @@ class SortLengths(Generator):
         answer = "".join("ABC"[i] for i in order)
         prompt = self.template(rng, TEMPLATES, lang).format(a=texts[0], b=texts[1], c=texts[2])
         return make_record(
-            id="", task=self.task, lang=lang, type="MATCH_ANSWER", prompt=prompt, answer=answer,
+            id="", task=self.task, lang=lang, type=self.answer_type(), prompt=prompt, answer=answer,
             meta={"lengths": lengths},
         )

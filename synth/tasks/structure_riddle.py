@@ -115,6 +115,11 @@ def zh_removals() -> tuple[tuple[str, str, str], ...]:
 @register
 class StructureRiddle(Generator):
     task = "structure_riddle"
+    answer_types = {"": "MATCH_ANSWER"}
+    perturb_layouts = (
+        r"(?P<k>.*)(?P<i>\(猜一字\))",
+        r"(?s)(?P<i>초성 퀴즈입니다!\n제시된 주제와 초성을 보고 단어를 맞혀보세요)(?P<k>\..*)",
+    )
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         if lang == "ko":
@@ -172,4 +177,5 @@ class StructureRiddle(Generator):
         return self._rec("zh", prompt, rest, {"kind": "removal", "char": ch, "removed": part})
 
     def _rec(self, lang, prompt, answer, meta):
-        return make_record(id="", task=self.task, lang=lang, type="MATCH_ANSWER", prompt=prompt, answer=answer, meta=meta)
+        return make_record(id="", task=self.task, lang=lang, type=self.answer_type(), prompt=prompt, answer=answer,
+                           meta=meta)

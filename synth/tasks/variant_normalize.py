@@ -52,7 +52,18 @@ def perturb(rng: random.Random, text: str, table: dict[str, tuple[str, ...]], ra
 @register
 class VariantNormalize(Generator):
     task = "variant_normalize"
-    subtasks = ("", "digital")
+    answer_types = {"": "MATCH_ANSWER", "digital": "MATCH_ANSWER"}
+    perturb_layouts = (
+        r"(?s)(?P<i>The following is an? .*?)(?P<k>\n(?:Word|Number): .*)",
+        r"(?P<i>以下是被扰动后的文本，请你还原出原始文本，不修改标点符号)(?P<k>：.*)",
+    )
+    unit_in_prompt = True  # tokstats: the asked-about unit is quoted in the prompt
+
+    @classmethod
+    def official_file(cls, stem: str) -> tuple[str, str] | None:
+        if stem == "digital":  # the digit file fills the Korean slot
+            return "digital", "ko"
+        return super().official_file(stem)
 
     def supports(self, lang: str, subtask: str) -> bool:
         return (lang, subtask) in (("en", ""), ("zh", ""), ("ko", "digital"))
@@ -76,5 +87,5 @@ class VariantNormalize(Generator):
         if x is None:
             return None
         prompt = self.template(rng, T, key).format(x=x)
-        return make_record(id="", task=self.task, subtask=subtask, lang=lang, type="MATCH_ANSWER",
+        return make_record(id="", task=self.task, subtask=subtask, lang=lang, type=self.answer_type(subtask),
                            prompt=prompt, answer=orig, meta={"perturbed": x})

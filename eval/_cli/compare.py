@@ -1,0 +1,27 @@
+"""`python -m eval compare`: paper-style tables, bootstrap deltas and a plot for several runs."""
+from __future__ import annotations
+
+import argparse
+
+from .common import pos_int
+
+
+def register(sub: argparse._SubParsersAction, fmt: type) -> None:
+    c = sub.add_parser("compare", formatter_class=fmt,
+                       help="paper-style tables, bootstrap deltas and a plot for several runs",
+                       description="Table 1 (tasks) and Table 2 (languages) for several result folders, deltas "
+                                   "against the first with paired 95%% bootstrap intervals, and a PNG. Writes "
+                                   "OUT/comparison.md, comparison.json and comparison.png.")
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="result folders; the first is the baseline")
+    c.add_argument("--out", required=True)
+    c.add_argument("--n-boot", type=pos_int, default=1000, help="bootstrap resamples (default 1000)")
+    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    c.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace) -> int:
+    from ..compare import compare
+
+    summary = compare(args.dirs, args.out, args.n_boot, args.seed)
+    print(summary["markdown"])
+    return 0

@@ -1,0 +1,36 @@
+"""`python -m eval gold`: write correct predictions for a data set (sanity check)."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction, fmt: type) -> None:
+    o = sub.add_parser("gold", formatter_class=fmt, help="write correct predictions for a data set (sanity check)",
+                       description="Write a predictions file with a correct completion for every row "
+                                   "(labels in tags; constructed answers for REORD and LENOP generate, checked "
+                                   "by rewards.score). `eval score` on it must give 100 everywhere.")
+    o.add_argument("--data", required=True)
+    o.add_argument("--out", required=True, help="predictions FILE.jsonl")
+    o.add_argument("--seed", type=int, default=0,
+                   help="unused: REORD answers are constructed deterministically (kept for old command lines)")
+    o.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace) -> int:
+    from synth.readers import load_data
+
+    from ..gold import gold_predictions
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as f:
+        for line in gold_predictions(load_data(args.data), args.seed):
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            n += 1
+    tmp.replace(out)
+    print(f"wrote {n} gold predictions to {out}")
+    return 0

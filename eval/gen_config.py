@@ -1,0 +1,24 @@
+"""What every generation backend shares: its settings (`GenConfig`) and its one-line error (`BackendError`).
+
+A module of its own so that `eval.backends` (which builds the backends) and `eval.api_backend` (one of
+them) both import it without importing each other; `eval.backends` re-exports both names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class BackendError(RuntimeError):
+    """A backend that cannot run here (one clear line for the CLI)."""
+
+
+@dataclass
+class GenConfig:
+    """Generation settings shared by both backends (greedy by default, as benchmark numbers should be)."""
+
+    max_new_tokens: int = 1024
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0
+    top_k: int = -1  # <= 0: off
+    seed: int = 0
+    batch_size: int = 8  # prompts per generate call = per flush of samples.jsonl

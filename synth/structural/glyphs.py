@@ -1,0 +1,115 @@
+"""16x16 glyphs: GNU Unifont's `unifont.hex` (Debian package `unifont`). Found at `$TASE_UNIFONT` when set
+(and then only there), else at the first of `UNIFONT_PATHS` that exists: the source checkout's .cache/
+(where `make install` copies or unpacks it), the user cache (`$XDG_CACHE_HOME/tase-grpo/unifont.hex`, for
+an installed package) and the system's `/usr/share/unifont/unifont.hex`."""
+from __future__ import annotations
+
+import os
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+
+from ..core import MUL_TASKS
+from .chinese import common_hanzi
+from .common import ResourceError
+from .hangul import hangul_syllables
+
+
+ROOT = Path(__file__).resolve().parents[2]  # the source checkout (or editable install) holding .cache/
+UNIFONT_PATHS = (
+    str(ROOT / ".cache" / "unifont" / "usr" / "share" / "unifont" / "unifont.hex"),  # make install
+    str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tase-grpo" / "unifont.hex"),
+    "/usr/share/unifont/unifont.hex",  # Debian/Ubuntu package `unifont`
+)
+
+
+@lru_cache(maxsize=None)
+def unifont_path() -> str:
+    """$TASE_UNIFONT when set (and then only it), else the first of UNIFONT_PATHS that exists."""
+    cands = [os.environ["TASE_UNIFONT"]] if os.environ.get("TASE_UNIFONT") else list(UNIFONT_PATHS)
+    for p in cands:
+        if Path(p).is_file():
+            return p
+    raise ResourceError(
+        f"GNU Unifont not found ({MUL_TASKS} needs unifont.hex): run `make install` (copies the system's "
+        "or unpacks Debian's `unifont` package into .cache/unifont), or set TASE_UNIFONT=/path/unifont.hex"
+    )
+
+
+@lru_cache(maxsize=None)
+def unifont() -> dict[int, str]:
+    """codepoint -> hex glyph string from unifont.hex."""
+    out = {}
+    with open(unifont_path(), encoding="ascii") as f:
+        for line in f:
+            cp, _, hx = line.strip().partition(":")
+            if hx:
+                out[int(cp, 16)] = hx
+    return out
+
+
+def glyph_bits(ch: str) -> tuple[tuple[int, ...], ...] | None:
+    """16x16 bitmap of `ch` (8-wide glyphs centred with 4 blank columns each side, as the official
+    ASC16 rendering), or None when the font lacks it or it is blank."""
+    hx = unifont().get(ord(ch))
+    if hx is None:
+        return None
+    width = len(hx) * 4 // 16
+    rows = []
+    for r in range(16):
+        v = int(hx[r * width // 4 : (r + 1) * width // 4], 16)
+        bits = [(v >> (width - 1 - i)) & 1 for i in range(width)]
+        if width == 8:
+            bits = [0, 0, 0, 0] + bits + [0, 0, 0, 0]
+        rows.append(tuple(bits))
+    if not any(any(r) for r in rows):
+        return None
+    return tuple(rows)
+
+
+def classify_char(ch: str) -> str:
+    """The official dot_matrix categories (same ranges as the release's generator)."""
+    if ch in "0123456789":
+        return "digit"
+    if "a" <= ch <= "z" or "A" <= ch <= "Z":
+        return "latin"
+    if "\u4e00" <= ch <= "\u9fff":
+        return "hanzi"
+    if "\uac00" <= ch <= "\ud7a3":
+        return "hangul"
+    if "\u3040" <= ch <= "\u30ff":
+        return "kana"
+    if "\u0370" <= ch <= "\u03ff":
+        return "greek"
+    if unicodedata.category(ch).startswith(("P", "S")):
+        return "symbol"
+    return "unknown"
+
+
+@lru_cache(maxsize=None)
+def dot_charset() -> dict[str, tuple[str, ...]]:
+    """Characters per category with a non-blank Unifont glyph that no other candidate shares, so a bitmap
+    names one character and one category (Greek Α is dropped for Latin A, Katakana ヘ for Hiragana へ,
+    whenever Unifont draws them identically; the first category listed keeps the glyph)."""
+    cats: dict[str, list[str]] = {
+        "digit": list("0123456789"),
+        "latin": [chr(c) for c in range(65, 91)] + [chr(c) for c in range(97, 123)],
+        "greek": [chr(c) for c in range(0x391, 0x3CA) if unicodedata.category(chr(c)).startswith("L")],
+        "kana": [chr(c) for c in range(0x3041, 0x30FF) if unicodedata.category(chr(c)) == "Lo"],
+        "hanzi": list(common_hanzi(2000)),
+        "hangul": list(hangul_syllables()[:1500]),
+        "symbol": [chr(c) for c in range(0x21, 0x7F)]  # ASCII punctuation and symbols
+        + list("·×÷‘’“”…—–、。《》「」『』【】〈〉〔〕！（），：；？￥～·")
+        + [chr(c) for c in range(0x2190, 0x2200)],  # arrows
+    }
+    taken: set[tuple[tuple[int, ...], ...]] = set()
+    out: dict[str, tuple[str, ...]] = {}
+    for k, v in cats.items():  # priority order: a later category never reuses an earlier bitmap
+        keep = []
+        for c in dict.fromkeys(v):
+            b = glyph_bits(c)
+            if b is not None and classify_char(c) == k and b not in taken:
+                taken.add(b)
+                keep.append(c)
+        out[k] = tuple(keep)
+    return out
