@@ -175,7 +175,7 @@ def measure_api(args: argparse.Namespace, model: Path, convs: list, tok) -> tupl
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
         proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
                                  "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port),
-                                 "--seed", "0", *cpu_eager], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                                 "--seed", "0", "--dtype", args.dtype, *cpu_eager], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         url = f"http://127.0.0.1:{port}/v1"
         t0 = time.time()
         while True:
