@@ -195,7 +195,7 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     model = model_args.model_name_or_path or "default"
     out = {
         "tase": {k: getattr(tase, k) for k in tase.__dataclass_fields__},
-        "model": {k: getattr(model_args, k) for k in ("model_name_or_path", "dtype", "attn_implementation", "use_peft")},
+        "model": {k: getattr(model_args, k, getattr(cfg, k, None)) for k in ("model_name_or_path", "dtype", "attn_implementation", "use_peft")},
         "training": {k: getattr(cfg, k) for k in (
             "output_dir", "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
             "max_steps", "learning_rate", "lr_scheduler_type", "warmup_steps", "seed", "bf16", "use_liger_kernel",
@@ -220,7 +220,8 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     gpus = n if n > 1 else max(tase.min_gpus - (tase.vllm_gpus if tase.trainer == "async" else 0), 1)
     per_step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * gpus
     if n == 1 and gpus > 1:
-        print(f"on {gpus} GPUs (recipes/accelerate/zero3.yaml): {batch_line(per_step, cfg.num_generations)}")
+        launcher = "recipes/accelerate/fsdp2.yaml" if tase.trainer == "async" else "recipes/accelerate/zero3.yaml"
+        print(f"on {gpus} GPUs ({launcher}): {batch_line(per_step, cfg.num_generations)}")
     if cfg.max_steps > 0:
         print(f"training length: max_steps {cfg.max_steps}")
     elif not tase.streaming and cfg.num_generations:
