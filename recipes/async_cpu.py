@@ -353,10 +353,14 @@ class TraceSteps:
 
             def on_step_end(self, args, state, control, **kw):
                 if state.is_world_process_zero:
-                    version = trainer_ref[0].model_version if trainer_ref else None
+                    trainer = trainer_ref[0] if trainer_ref else None
+                    # TRL appends one staleness value per trained sample and reduces the list when it logs (after
+                    # on_step_end): read here, it is this step's distribution (with logging_steps 1)
+                    stale = list(trainer._metrics["train"].get("sample/staleness_mean", [])) if trainer else []
                     with open(path, "a", encoding="utf-8") as f:
                         f.write(json.dumps({"event": "train_step", "t0": self.t0, "t1": time.time(),
-                                            "step": state.global_step, "model_version": version}) + "\n")
+                                            "step": state.global_step, "staleness": stale,
+                                            "model_version": trainer.model_version if trainer else None}) + "\n")
 
         return _Trace()
 

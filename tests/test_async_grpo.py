@@ -57,16 +57,16 @@ def test_async_refuses_sync_only_options_in_one_line():
 
 @pytest.mark.slow
 def test_async_grpo_steps_on_cpu(vllm_env, default_model, tmp_path):
-    """3 async GRPO steps, SmolLM2-135M, 4 completions of <= 12 tokens per step, max_staleness 1: generation in
+    """2 async GRPO steps, SmolLM2-135M, 4 completions of <= 8 tokens per step, max_staleness 1: generation in
     the rollout process overlaps optimizer steps; every weight sync reaches the engine (versions 1, 2, ...) and the
     worker's policy version follows; no trained sample is more than max_staleness syncs old; both reward functions
     are logged at every step."""
     trace, out = tmp_path / "trace.jsonl", tmp_path / "run"
-    steps, staleness = 3, 1
+    steps, staleness = 2, 1
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
            "--trainer", "async", "--output_dir", str(out), "--max_steps", str(steps), "--num_generations", "4",
            "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1", "--max_completion_length",
-           "12", "--max_staleness", str(staleness), "--save_strategy", "no", "--num_train_examples", "16",
+           "8", "--max_staleness", str(staleness), "--save_strategy", "no", "--num_train_examples", "16",
            "--learning_rate", "1e-4", "--async_trace", str(trace), "--async_max_model_len", "512"]
     res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
                          text=True, timeout=900)
