@@ -39,6 +39,8 @@ def parse(argv: list[str] | None = None, default_config: str | None = None):
         argv += ["--use_cpu", "true"]
     else:
         need = int(peek(argv, "min_gpus") or 0)
+        if str(peek(argv, "trainer") or "sync") == "async":  # the vLLM server's GPUs are not the trainer's
+            need -= int(peek(argv, "vllm_gpus") or 0)
         import torch
 
         if torch.cuda.device_count() < need:
@@ -285,8 +287,9 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         return 0
     import torch
 
-    if torch.cuda.device_count() < tase.min_gpus:
-        fail(f"this recipe needs {tase.min_gpus} CUDA GPUs and {torch.cuda.device_count()} are visible; "
+    need = tase.min_gpus - (tase.vllm_gpus if tase.trainer == "async" else 0)
+    if torch.cuda.device_count() < need:
+        fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; "
              "use --dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
     if tase.trainer == "async":
         return main_async(tase, cfg, model_args, callbacks)
