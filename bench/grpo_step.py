@@ -3,6 +3,7 @@
     python bench/grpo_step.py [--config recipes/configs/grpo_smollm2_cpu.yaml] [--steps 4]
                               [--generators hf,vllm] [--set key=value ...] [--conditions quiet,loaded]
                               [--variant LABEL:key=value[,key=value] ...]
+    python bench/grpo_step.py --trainer sync async [--steps 5] [--set key=value ...]   # sync vs async GRPO
 
 Each generator runs the real recipe (`recipes/grpo.py`, TRL GRPOTrainer, same config, data and seed) in
 its own process for `--steps` optimizer steps; the first step is a warm-up and is left out of the
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,12 +63,14 @@ def child(args: argparse.Namespace) -> int:
             self.t = time.perf_counter()
 
         def on_step_end(self, a, state, control, **kw):
-            steps.append({"step": state.global_step, "seconds": time.perf_counter() - self.t})
+            steps.append({"step": state.global_step, "seconds": time.perf_counter() - self.t, "end": time.time()})
 
         def on_log(self, a, state, control, logs=None, **kw):
             if logs and "completions/mean_length" in logs and steps:
                 steps[-1]["mean_length"] = logs["completions/mean_length"]
 
+    if args.child.startswith("trainer:"):
+        return child_trainer(args, Clock(), steps, meta)
     import grpo
 
     argv = ["--config", args.config, "--max_steps", str(args.steps), "--output_dir", args.output_dir,
@@ -83,6 +87,84 @@ def child(args: argparse.Namespace) -> int:
         argv += ["--use_vllm", "true", "--vllm_mode", "colocate"]
     grpo.main(argv, callbacks=[Clock()])
     Path(args.result).write_text(json.dumps({"steps": steps, "timings": timings, **meta}))
+    return 0
+
+
+def child_trainer(args: argparse.Namespace, clock: Any, steps: list, meta: dict) -> int:
+    """--trainer mode: the recipe with trainer: sync (vLLM colocated) or async (cpu_engine), step wall times and,
+    for async, the staleness of every trained sample (from its trace)."""
+    import grpo
+
+    kind = args.child.split(":", 1)[1]
+    trace = Path(args.output_dir + ".trace.jsonl")
+    argv = ["--config", args.config, "--max_steps", str(args.steps), "--output_dir", args.output_dir,
+            "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none"]
+    for kv in args.set:
+        k, _, v = kv.partition("=")
+        argv += [f"--{k}", v]
+    argv += (["--use_vllm", "true", "--vllm_mode", "colocate"] if kind == "sync"
+             else ["--trainer", "async", "--async_trace", str(trace)])
+    t0 = time.time()
+    grpo.main(argv, callbacks=[clock])
+    out = {"steps": steps, "wall_s": time.time() - t0, **meta}
+    if trace.exists():
+        ev = [json.loads(x) for x in trace.read_text().splitlines()]
+        out["staleness"] = [s for e in ev if e["event"] == "train_step" for s in e.get("staleness", [])]
+        out["staleness_by_step"] = [e.get("staleness", []) for e in ev if e["event"] == "train_step"]
+        gens = [e for e in ev if e["event"] == "generate"]
+        train = [e for e in ev if e["event"] == "train_step"]
+        busy = lambda xs: sum(e["t1"] - e["t0"] for e in xs)  # noqa: E731
+        both = sum(max(0.0, min(g["t1"], t["t1"]) - max(g["t0"], t["t0"])) for g in gens for t in train)
+        out["overlap"] = {"generate_s": busy(gens), "train_s": busy(train), "overlap_s": both,
+                          "sync_s": busy([e for e in ev if e["event"] == "sync"])}
+    Path(args.result).write_text(json.dumps(out))
+    return 0
+
+
+def trainer_table(args: argparse.Namespace) -> int:
+    """sync vs async in one run: samples/s and wall seconds per optimizer step, staleness distribution."""
+    import collections
+
+    print(f"# sync vs async GRPO: {Path(args.config).name}, {args.steps} optimizer steps each (first = warm-up), "
+          f"CPU x{os.cpu_count()}; {' '.join(args.set) or 'config as is'}")
+    print(f"{'trainer':<8} {'s/step':>7} {'samples/s':>10} {'samples/step':>13} {'run wall s':>11}  notes")
+    rows = {}
+    for kind in args.trainer:
+        why = skip_reason("vllm")
+        if why:
+            print(f"{kind:<8} skipped: {why}")
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            result = Path(tmp) / "result.json"
+            cmd = [sys.executable, __file__, "--child", f"trainer:{kind}", "--config", args.config, "--steps",
+                   str(args.steps), "--result", str(result), "--output_dir", str(Path(tmp) / "run"),
+                   *sum((["--set", s] for s in args.set), [])]
+            env = {**os.environ, "VLLM_CPU_CI_ENV": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+            if proc.returncode != 0 or not result.exists():
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                print(f"{kind:<8} failed: {tail[0]}")
+                continue
+            r = json.loads(result.read_text())
+        ends = [s["end"] for s in r["steps"]]
+        per = statistics.median([b - a for a, b in zip(ends, ends[1:])]) if len(ends) > 1 else float("nan")
+        n = r["completions_per_step"]
+        note = ""
+        if "staleness" in r:
+            hist = collections.Counter(int(x) for x in r["staleness"][n:] or r["staleness"])
+            o = r["overlap"]
+            note = (f"staleness of trained samples (steps 2+): "
+                    + ", ".join(f"{k}: {v}" for k, v in sorted(hist.items()))
+                    + f"; generation {o['generate_s']:.0f} s and optimizer steps {o['train_s']:.0f} s overlapped "
+                      f"{o['overlap_s']:.0f} s; weight syncs {o['sync_s']:.1f} s in the engine")
+        rows[kind] = per
+        print(f"{kind:<8} {per:>7.2f} {n / per:>10.3f} {n:>13} {r['wall_s']:>11.0f}  {note}", flush=True)
+    if "sync" in rows and "async" in rows:
+        print(f"# async / sync samples/s: {rows['sync'] / rows['async']:.2f}x")
+    print("# s/step = median wall time between successive optimizer-step ends after the first (generation, "
+          "rewards, weight sync and the update included); sync = TRL GRPOTrainer with vLLM colocated (generation "
+          "and training take turns), async = TRL AsyncGRPOTrainer with the in-process CPU engine "
+          "(recipes/async_cpu.py)")
     return 0
 
 
@@ -133,6 +215,8 @@ def main() -> int:
                    help="an extra row per generator with these recipe options (threads=N: torch threads)")
     p.add_argument("--conditions", default="quiet",
                    help="quiet (the machine as it is), loaded (a spinning process on every core), or quiet,loaded")
+    p.add_argument("--trainer", nargs="+", choices=["sync", "async"], default=None,
+                   help="compare trainers instead of generators: samples/s, s/step, staleness (vLLM on both)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--result", default=None, help=argparse.SUPPRESS)
     p.add_argument("--output_dir", default=None, help=argparse.SUPPRESS)
@@ -151,6 +235,8 @@ def main() -> int:
         if not label or not sets or any("=" not in o for o in sets):
             p.error(f"--variant {v!r}: expected LABEL:KEY=VALUE[,KEY=VALUE]")
         variants.append((label, sets))
+    if args.trainer:
+        return trainer_table(args)
     try:
         import torch
 

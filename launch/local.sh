@@ -1,26 +1,39 @@
 #!/usr/bin/env bash
-# One node, N GPUs, vLLM colocated with training (TRL vllm_mode=colocate), DeepSpeed ZeRO-3.
+# One node, N GPUs. Sync (default): vLLM colocated with training (TRL vllm_mode=colocate), DeepSpeed ZeRO-3.
+# --async: a vLLM server on the first GPUs, TRL's AsyncGRPOTrainer under FSDP2 on the rest.
 set -euo pipefail
 usage() {
   cat <<'USAGE'
-usage: launch/local.sh [--gpus N] [--config FILE] [--dry-run] [-- extra recipe options]
+usage: launch/local.sh [--gpus N] [--config FILE] [--async] [--vllm-gpus K] [--dry-run] [-- extra recipe options]
 
-Runs GRPO on this machine's GPUs:
-  accelerate launch --config_file recipes/accelerate/zero3.yaml --num_processes N \
-      recipes/grpo.py --config FILE --use_vllm true --vllm_mode colocate [extra]
+Runs GRPO on this machine's GPUs.
+  sync (default config recipes/configs/grpo_qwen14b_sync.yaml):
+    accelerate launch --config_file recipes/accelerate/zero3.yaml --num_processes N \
+        recipes/grpo.py --config FILE --use_vllm true --vllm_mode colocate [extra]
+  --async (default config recipes/configs/grpo_qwen14b.yaml, the paper's async run):
+    CUDA_VISIBLE_DEVICES=0..K-1 VLLM_SERVER_DEV_MODE=1 vllm serve MODEL --data-parallel-size K \
+        --weight-transfer-config '{"backend":"nccl"}' ... &                      # generation, receives weights
+    CUDA_VISIBLE_DEVICES=K..N-1 accelerate launch --config_file recipes/accelerate/fsdp2.yaml \
+        --num_processes N-K recipes/grpo.py --config FILE --trainer async ...   # FSDP2 training
 
   --gpus N       number of GPUs (default: all visible, from nvidia-smi)
-  --config FILE  recipe config (default: recipes/configs/grpo_qwen14b.yaml)
-  --dry-run      print the command (and the recipe's resolved configuration) without training
+  --config FILE  recipe config
+  --async        asynchronous GRPO (TRL AsyncGRPOTrainer): vLLM server + FSDP2 trainer
+  --vllm-gpus K  async: GPUs for the vLLM server (default: the config's vllm_gpus, else 2)
+  --port P       async: vLLM server port (default 8000)
+  --dry-run      print every command (and the recipe's resolved configuration) without running anything
   -h, --help     this help
 Example: launch/local.sh --gpus 8 -- --reward_granularity coarse --output_dir runs/coarse
 USAGE
 }
-GPUS="" CONFIG="recipes/configs/grpo_qwen14b.yaml" DRY=0 EXTRA=()
+GPUS="" CONFIG="" DRY=0 ASYNC=0 VGPUS="" PORT=8000 EXTRA=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --gpus) GPUS="$2"; shift 2 ;;
     --config) CONFIG="$2"; shift 2 ;;
+    --async) ASYNC=1; shift ;;
+    --vllm-gpus) VGPUS="$2"; shift 2 ;;
+    --port) PORT="$2"; shift 2 ;;
     --dry-run) DRY=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; EXTRA=("$@"); break ;;
@@ -31,14 +44,44 @@ cd "$(dirname "$0")/.."
 if [[ -z "$GPUS" ]]; then
   GPUS=$(nvidia-smi -L 2>/dev/null | wc -l || true)
   [[ "$GPUS" -gt 0 ]] || GPUS=1
+  [[ $DRY -eq 1 && $ASYNC -eq 1 && "$GPUS" -lt 2 ]] && GPUS=8  # dry run on a machine without GPUs: the paper's node
 fi
+[[ -n "$CONFIG" ]] || { [[ $ASYNC -eq 1 ]] && CONFIG="recipes/configs/grpo_qwen14b.yaml" || CONFIG="recipes/configs/grpo_qwen14b_sync.yaml"; }
 [[ -f "$CONFIG" ]] || { echo "error: no such config: $CONFIG" >&2; exit 2; }
 PY=${PYTHON:-.venv/bin/python}
-CMD=("$PY" -m accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml --num_processes "$GPUS"
-     recipes/grpo.py --config "$CONFIG" --use_vllm true --vllm_mode colocate ${EXTRA[@]+"${EXTRA[@]}"})
+key() { grep -E "^$1:" "$CONFIG" | head -1 | awk '{print $2}' || true; }
+if [[ $ASYNC -eq 0 ]]; then
+  CMD=("$PY" -m accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml --num_processes "$GPUS"
+       recipes/grpo.py --config "$CONFIG" --use_vllm true --vllm_mode colocate ${EXTRA[@]+"${EXTRA[@]}"})
+  if [[ $DRY -eq 1 ]]; then
+    echo "${CMD[*]}"
+    "$PY" recipes/grpo.py --config "$CONFIG" ${EXTRA[@]+"${EXTRA[@]}"} --dry-run
+    exit 0
+  fi
+  exec "${CMD[@]}"
+fi
+# --async
+[[ -n "$VGPUS" ]] || VGPUS=$(key vllm_gpus); [[ -n "$VGPUS" && "$VGPUS" -gt 0 ]] || VGPUS=2
+TGPUS=$((GPUS - VGPUS))
+(( TGPUS >= 1 )) || { echo "error: --async needs at least one training GPU: $GPUS GPUs, $VGPUS for vLLM" >&2; exit 2; }
+MODEL=$(key model_name_or_path)
+DTYPE=$(key dtype); DTYPE=${DTYPE:-bfloat16}
+MAXLEN=$(key token_budget); MAXLEN=${MAXLEN:-18432}
+VDEV=$(seq -s, 0 $((VGPUS - 1)))
+TDEV=$(seq -s, "$VGPUS" $((GPUS - 1)))
+VLLM=${VLLM:-$( [[ "$PY" == */* ]] && echo "$(dirname "$PY")/vllm" || echo vllm)}
+SERVE="CUDA_VISIBLE_DEVICES=$VDEV VLLM_SERVER_DEV_MODE=1 $VLLM serve $MODEL --data-parallel-size $VGPUS --dtype $DTYPE --max-model-len $MAXLEN --host 127.0.0.1 --port $PORT --weight-transfer-config '{\"backend\":\"nccl\"}'"
+TRAIN="CUDA_VISIBLE_DEVICES=$TDEV $PY -m accelerate.commands.launch --config_file recipes/accelerate/fsdp2.yaml --num_processes $TGPUS recipes/grpo.py --config $CONFIG --trainer async --vllm_gpus $VGPUS --vllm_server_base_url http://127.0.0.1:$PORT ${EXTRA[*]:-}"
+echo "# async on $GPUS GPUs: vLLM server on GPU(s) $VDEV, FSDP2 trainer on GPU(s) $TDEV"
+echo "$SERVE &"
+echo "$TRAIN"
 if [[ $DRY -eq 1 ]]; then
-  echo "${CMD[*]}"
-  "$PY" recipes/grpo.py --config "$CONFIG" ${EXTRA[@]+"${EXTRA[@]}"} --dry-run
+  "$PY" recipes/grpo.py --config "$CONFIG" --trainer async --vllm_gpus "$VGPUS" --min_gpus "$GPUS" \
+      --vllm_server_base_url "http://127.0.0.1:$PORT" ${EXTRA[@]+"${EXTRA[@]}"} --dry-run
   exit 0
 fi
-exec "${CMD[@]}"
+eval "$SERVE" &
+SERVER_PID=$!
+trap 'kill "$SERVER_PID" 2>/dev/null || true' EXIT
+# no fixed sleep: the trainer polls the server's /health for up to vllm_server_timeout seconds
+eval "$TRAIN"

@@ -90,6 +90,23 @@ class TaseArgs(DataArgs):
         "help": "colocated vLLM weight sync through vLLM's reload API (recipes/vllm_sync.py): auto (CPU engines, "
                 "where TRL's load_weights sync fails), always, never", "choices": ["auto", "always", "never"]})
 
+    trainer: str = field(default="sync", metadata={
+        "help": "sync: TRL's GRPOTrainer (generation and optimizer steps take turns); async: TRL's AsyncGRPOTrainer "
+                "(a rollout worker generates while the trainer trains; FSDP2 only, see docs/training.md)",
+        "choices": ["sync", "async"]})
+    async_generation: str = field(default="auto", metadata={
+        "help": "async only: server (TRL's worker on `vllm serve` with NCCL weight transfer, CUDA), cpu_engine "
+                "(recipes/async_cpu.py: an in-process vLLM engine in the rollout process, weights over gloo), auto "
+                "(server with CUDA, else cpu_engine)", "choices": ["auto", "server", "cpu_engine"]})
+    vllm_gpus: int = field(default=0, metadata={
+        "help": "async on one node: GPUs given to the vLLM server (the rest train); shown by --dry-run and used "
+                "by launch/local.sh --async"})
+    async_max_model_len: int = field(default=2048, metadata={
+        "help": "async cpu_engine: max_model_len of the in-process vLLM engine (prompt + completion)"})
+    async_trace: str | None = field(default=None, metadata={
+        "help": "async cpu_engine: append one JSON line per generation batch and weight sync to this file "
+                "(times, policy versions; the async test and bench read it)"})
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.reward_granularity not in ("coarse", "fine"):

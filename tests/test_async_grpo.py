@@ -1,0 +1,98 @@
+"""trainer: async (TRL's AsyncGRPOTrainer) on CPU: recipes/async_cpu.py's tree attention, the one-line option
+errors, and a few real async GRPO steps on the default model with the in-process vLLM engine (slow)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = ROOT / "recipes"
+
+
+def test_cpu_tree_attention_matches_causal_attention_per_path():
+    """Two samples sharing a prompt, packed by TRL's own TreeRow: every segment's output equals plain causal
+    attention over its root-to-segment path (grouped-query heads, as SmolLM2)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl.experimental.async_grpo")
+    sys.path.insert(0, str(RECIPES))
+    from async_cpu import cpu_tree_attention
+    from trl.experimental.async_grpo.packing import TreeRow
+
+    row = TreeRow()
+    for ids in ([5, 6, 7, 8, 9], [5, 6, 7, 3, 4, 2], [5, 6, 1]):
+        row.add({"input_ids": torch.tensor(ids), "completion_mask": torch.tensor([0] * 2 + [1] * (len(ids) - 2)),
+                 "old_log_probs": torch.zeros(len(ids)), "advantage": 0.0, "group_id": 0})
+    p = row.pack()
+    n, heads, kv_heads, d = len(p["input_ids"]), 6, 2, 8
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, heads, n, d, generator=g)
+    k, v = torch.randn(1, kv_heads, n, d, generator=g), torch.randn(1, kv_heads, n, d, generator=g)
+    out, _ = cpu_tree_attention(None, q, k, v, None, tree_kv_index=p["tree_kv_index"],
+                                tree_cu_seqlens_q=p["tree_cu_seqlens_q"], tree_cu_seqlens_k=p["tree_cu_seqlens_k"])
+    assert out.shape == (1, n, heads, d)
+    cu_q, cu_k = p["tree_cu_seqlens_q"].tolist(), p["tree_cu_seqlens_k"].tolist()
+    assert len(cu_q) > 3  # the samples really branch
+    kr, vr = k.repeat_interleave(heads // kv_heads, 1), v.repeat_interleave(heads // kv_heads, 1)
+    for s in range(len(cu_q) - 1):
+        path = p["tree_kv_index"][cu_k[s]:cu_k[s + 1]]
+        ref = torch.nn.functional.scaled_dot_product_attention(q[0][:, path], kr[0][:, path], vr[0][:, path],
+                                                               is_causal=True)
+        lq = cu_q[s + 1] - cu_q[s]
+        assert torch.allclose(out[0, cu_q[s]:cu_q[s + 1]], ref[:, -lq:].transpose(0, 1), atol=1e-5)
+
+
+def test_async_refuses_sync_only_options_in_one_line():
+    res = subprocess.run([sys.executable, str(RECIPES / "grpo.py"), "--config",
+                          str(RECIPES / "configs" / "grpo_qwen14b_sync.yaml"), "--trainer", "async", "--dry-run"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2
+    err = res.stderr.strip().splitlines()
+    assert err[-1].startswith("error: trainer: async does not support ") and "use_vllm" in err[-1], res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.slow
+def test_async_grpo_steps_on_cpu(vllm_env, default_model, tmp_path):
+    """2 async GRPO steps, SmolLM2-135M, 4 completions of <= 8 tokens per step, max_staleness 1: generation in
+    the rollout process overlaps optimizer steps; every weight sync reaches the engine (versions 1, 2, ...) and the
+    worker's policy version follows; no trained sample is more than max_staleness syncs old; both reward functions
+    are logged at every step."""
+    trace, out = tmp_path / "trace.jsonl", tmp_path / "run"
+    steps, staleness = 2, 1
+    cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
+           "--trainer", "async", "--output_dir", str(out), "--max_steps", str(steps), "--num_generations", "4",
+           "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1", "--max_completion_length",
+           "8", "--max_staleness", str(staleness), "--save_strategy", "no", "--num_train_examples", "16",
+           "--learning_rate", "1e-4", "--async_trace", str(trace), "--async_max_model_len", "512"]
+    res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
+                         text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-4000:]
+    events = [json.loads(x) for x in trace.read_text().splitlines()]
+    gens = [e for e in events if e["event"] == "generate"]
+    syncs = [e for e in events if e["event"] == "sync"]
+    train = [e for e in events if e["event"] == "train_step"]
+    assert [e["step"] for e in train] == list(range(1, steps + 1))
+    # rollouts were produced while training ran
+    overlap = [(g, t) for g in gens for t in train if g["t0"] < t["t1"] and t["t0"] < g["t1"]]
+    assert overlap, (gens, train)
+    # every sync reached the engine, in order: the cold one, then one per optimizer step
+    assert [s["weights"] for s in syncs] == list(range(1, len(syncs) + 1)) and len(syncs) >= steps
+    for s in syncs:  # batches after a sync run on its weights (or a later sync's)
+        after = [g for g in gens if g["t0"] >= s["t1"]]
+        if after:
+            assert after[0]["weights"] >= s["weights"]
+    # the worker's policy version (TRL's, bumped once the engine acknowledged a sync) advanced step after step
+    versions = [g["model_version"] for g in gens]
+    assert versions == sorted(versions) and len(set(versions)) >= steps, versions
+    assert all(g["model_version"] <= g["weights"] for g in gens)  # a tag never claims newer weights
+    logs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    per_step = [r for r in logs if "sample/staleness_max" in r]
+    assert len(per_step) == steps
+    for r in per_step:
+        assert r["sample/staleness_max"] <= staleness
+        assert "rewards/accuracy_fine" in r and "rewards/format*0.2" in r and "reward" in r
+    assert (out / "model.safetensors").is_file()
