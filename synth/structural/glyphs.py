@@ -1,7 +1,8 @@
 """16x16 glyphs: GNU Unifont's `unifont.hex` (Debian package `unifont`). Found at `$TASE_UNIFONT` when set
 (and then only there), else at the first of `UNIFONT_PATHS` that exists: the source checkout's .cache/
-(where `make install` copies or unpacks it), the user cache (`$XDG_CACHE_HOME/tase-grpo/unifont.hex`, for
-an installed package) and the system's `/usr/share/unifont/unifont.hex`."""
+(where `make install` copies or unpacks it) and the project's cache (`$TASE_CACHE/unifont.hex`, default
+~/.cache/tase-grpo, for an installed package). Nothing else on the machine is read (tests run on any
+machine the same way): copy the system's font there, or point TASE_UNIFONT at it."""
 from __future__ import annotations
 
 import os
@@ -18,8 +19,7 @@ from .hangul import hangul_syllables
 ROOT = Path(__file__).resolve().parents[2]  # the source checkout (or editable install) holding .cache/
 UNIFONT_PATHS = (
     str(ROOT / ".cache" / "unifont" / "usr" / "share" / "unifont" / "unifont.hex"),  # make install
-    str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tase-grpo" / "unifont.hex"),
-    "/usr/share/unifont/unifont.hex",  # Debian/Ubuntu package `unifont`
+    str(Path(os.environ.get("TASE_CACHE") or Path.home() / ".cache" / "tase-grpo") / "unifont.hex"),  # as eval.models
 )
 
 
