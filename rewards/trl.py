@@ -88,7 +88,7 @@ def format_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns:
 
 
 # TRL logs a reward as rewards/<__name__>/mean: keep the registry name without shadowing the builtin here
-format_reward.__name__ = format_reward.__qualname__ = "format"
+format_reward.__name__ = "format"  # __qualname__ stays: pickle finds the function by it (async GRPO ships rewards to a child)
 
 
 def length_penalty(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:

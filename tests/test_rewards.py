@@ -381,3 +381,15 @@ def test_reward_funcs_refuse_silent_zeros():
         rewards.get_reward_funcs(" , ")
     with pytest.raises(ValueError, match="unknown reward function"):
         rewards.get_reward_funcs(["nope"])
+
+
+def test_reward_funcs_pickle_under_their_logged_names():
+    """Async GRPO ships the reward functions to its rollout child by pickle (by qualified name): a renamed
+    __qualname__ (format_reward logged as "format") once broke that in the merged tree."""
+    import pickle
+
+    from rewards.trl import REWARD_FUNCS
+
+    for name, f in REWARD_FUNCS.items():
+        g = pickle.loads(pickle.dumps(f))
+        assert g is f and g.__name__ == name
