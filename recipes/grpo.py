@@ -272,6 +272,25 @@ class MetricsLogger:
         return _CB()
 
 
+def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list[str], list] | None:
+    """What both trainers do before building anything: the streaming check, the output folder (resume or a
+    fresh start), the model path and the reward functions. None when the run already finished."""
+    if tase.streaming and cfg.max_steps <= 0:
+        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
+    resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
+    if common.already_finished(cfg.output_dir, resume, cfg.max_steps):
+        return None
+    from rewards import get_reward_funcs
+
+    path = common.resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
+    names = common.reward_names(tase)
+    try:
+        funcs = get_reward_funcs(names)
+    except ValueError as e:
+        fail(str(e))
+    return resume, path, names, funcs
+
+
 def main(argv: list[str] | None = None, default_config: str | None = None, callbacks: list | None = None) -> int:
     """Parse, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
     times steps with one)."""
@@ -303,22 +322,14 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
             import liger_kernel  # noqa: F401
         except ImportError:
             fail('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)')
-    if tase.streaming and cfg.max_steps <= 0:
-        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
-    resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
-    if common.already_finished(cfg.output_dir, resume, cfg.max_steps):
+    start = start_run(tase, cfg, model_args)
+    if start is None:
         return 0
-    from rewards import get_reward_funcs
+    resume, path, names, funcs = start
     from rewards.trl import RewardInputError
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
 
-    path = common.resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
-    names = common.reward_names(tase)
-    try:
-        funcs = get_reward_funcs(names)
-    except ValueError as e:
-        fail(str(e))
     cfg.reward_weights = common.reward_weights(tase, names, cfg.reward_weights)
     init = dict(cfg.model_init_kwargs or {})
     if model_args.dtype:
@@ -375,24 +386,16 @@ def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
         if cfg.token_budget is None:  # TRL would ask the server for max_model_len; there is no server here.
             cfg.token_budget = 0  # fixed count: per_device_train_batch_size x processes samples per micro-batch
-    if tase.streaming and cfg.max_steps <= 0:
-        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
-    resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
-    if common.already_finished(cfg.output_dir, resume, cfg.max_steps):
+    start = start_run(tase, cfg, model_args)
+    if start is None:
         return 0
-    from rewards import get_reward_funcs
+    resume, path, names, funcs = start
     from rewards.trl import RewardInputError
     from transformers import AutoTokenizer
     from trl import get_peft_config
 
     import async_cpu
 
-    path = common.resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
-    names = common.reward_names(tase)
-    try:
-        funcs = get_reward_funcs(names)
-    except ValueError as e:
-        fail(str(e))
     weights = common.reward_weights(tase, names, None)
     funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(funcs, weights)]  # TRL's async sums with weight 1
     tok = AutoTokenizer.from_pretrained(path)
