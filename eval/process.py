@@ -5,6 +5,13 @@ on a busy 2-core machine; SmolLM2 forward+backward 24 s -> 15 s); passive waitin
 not. It must be set before torch is imported, so each entry point calls `apply()` first thing; an explicit
 setting in the environment wins. (The csv field limit for long official rows is set by the reader that
 needs it, `synth.readers`.)
+
+vLLM on CPU keeps one core per engine out of its worker's OpenMP threads, for the scheduler process
+(`VLLM_CPU_NUM_OF_RESERVED_CPU`, default: one per worker on x86). On a 2-core machine that halves the
+model's threads: an evaluation of 48 short prompts took 81-86 s with the reserve and 62-64 s without it
+(alternated, two runs each, eval/vllm; docs/benchmarks.md). So the entry points give the worker every
+core unless the environment says otherwise; vLLM warns that this is below its minimum, and the scheduler
+then shares the cores, which costs less than the idle core did.
 """
 from __future__ import annotations
 
@@ -13,3 +20,4 @@ import os
 
 def apply() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")

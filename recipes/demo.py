@@ -129,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     mix.write_text("weights:\n" + "".join(f"  {t}: 1\n" for t in tasks), encoding="utf-8")
     guard = ["--exclude", f"official:{FIXTURE}"] if FIXTURE.is_dir() else []
     sets = (("sft", args.sft_examples, 777, ["--paraphrase", *guard]), ("grpo", 64, 1234, ["--paraphrase", *guard]),
-            ("heldout", args.eval_examples, 4242, [*guard, "--exclude", str(out / "sft_data.jsonl"),  # official wording
-                                                   "--exclude", str(out / "grpo_data.jsonl")]))
+            ("heldout", args.eval_examples, 4242, [*guard, "--exclude-exact", str(out / "sft_data.jsonl"),  # official
+                                                   "--exclude-exact", str(out / "grpo_data.jsonl")]))  # wording
     for name, n, seed, extra in sets:
         step(2, f"generate the {name} set", [py, "-m", "synth", "--task", "all", "--lang", "en", "-n", str(n),
              "--seed", str(seed), "--max-len", "12", "--mixture", str(mix), "--no-progress",
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, model in (("base", "default"), ("warm-up", str(out / "sft")), ("tuned", str(out / "tuned"))):
         step(6, f"evaluate {name} on {data} with {eval_backend}",
              [py, "-m", "eval", "run", "--model", model, "--data", data, "--out", str(out / "eval" / name),
-              "--backend", eval_backend, "--max-new-tokens", "48", "--batch-size", "12", "--no-progress", *limit])
+              "--backend", eval_backend, "--max-new-tokens", "48", "--batch-size", "48", "--no-progress", *limit])
     step(7, "model card with both evaluations",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--card-only",
           "--results", str(out / "eval" / "base"), "--results", str(out / "eval" / "tuned")])

@@ -50,6 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="drop examples whose normalised prompt matches one of this benchmark's prompts, or that share a "
         "13-token n-gram (words/characters/syllables) with one (repeatable; drops are reported by reason)",
     )
+    p.add_argument(
+        "--exclude-exact",
+        action="append",
+        default=[],
+        metavar="official:DIR|FILE.jsonl",
+        help="drop examples whose normalised prompt matches one of these prompts (exact only, no n-gram rule: "
+        "a held-out split against generated training sets; repeatable)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -114,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         from .readers import DataError
 
         try:
-            guard = guard_from_specs(args.exclude)
+            guard = guard_from_specs(args.exclude, args.exclude_exact)
         except DataError as e:
             raise SynthError(str(e)) from None
         stream = generate(

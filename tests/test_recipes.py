@@ -248,3 +248,21 @@ def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
     assert ids[0] == ids[1] == ids[2] and len(ids[0]) == 3
     res = run(cmd)
     assert res.returncode == 0 and "grpo.py" not in res.stdout and "export.py" not in res.stdout  # nothing retrained
+
+
+def test_engine_model_view_sets_the_dtype_and_shares_the_weights(tmp_path):
+    """The colocated CPU engine gets a config in the policy's dtype, over the same weight files (no copy)."""
+    sys.path.insert(0, str(ROOT / "recipes"))
+    from vllm_sync import engine_model_view
+
+    src = tmp_path / "model"
+    src.mkdir()
+    (src / "config.json").write_text(json.dumps({"model_type": "llama", "dtype": "bfloat16"}))
+    (src / "model.safetensors").write_bytes(b"weights")
+    (src / "tokenizer.json").write_text("{}")
+    assert engine_model_view(str(src), "bfloat16") == str(src)  # already in that dtype: the folder itself
+    view = Path(engine_model_view(str(src), "float32"))
+    assert view != src and json.loads((view / "config.json").read_text()) == {"model_type": "llama", "dtype": "float32"}
+    assert (view / "model.safetensors").resolve() == (src / "model.safetensors").resolve()
+    assert sorted(p.name for p in view.iterdir()) == sorted(p.name for p in src.iterdir())
+    assert json.loads((src / "config.json").read_text())["dtype"] == "bfloat16"  # the source is untouched
