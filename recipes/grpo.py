@@ -305,6 +305,15 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     if torch.cuda.device_count() < need:
         fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; "
              "use --dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
+    on_cpu = cfg.use_cpu or not torch.cuda.is_available()
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true") and on_cpu:
+        # accelerate 1.15 honours the FSDP plugin only for accelerator devices (state.py, AcceleratorState):
+        # a CPU run would silently train as DDP with full weights on every process.
+        fail("FSDP on CPU: accelerate prepares CPU (gloo) runs as DDP, not FSDP; launch with "
+             "--config_file recipes/accelerate/cpu_ddp.yaml (tests/fsdp_cpu_check.py shows FSDP2 on gloo)")
+    if world_size() > 1 and not torch.cuda.is_available() and not cfg.use_cpu:
+        fail(f"{world_size()} processes and no CUDA: set use_cpu: true (gloo); without it accelerate gives "
+             "each process no distributed backend and they train alone")
     if tase.trainer == "async":
         return main_async(tase, cfg, model_args, callbacks)
     if cfg.use_vllm:

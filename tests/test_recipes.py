@@ -159,7 +159,10 @@ def test_two_process_accelerate_gloo(tiny_model, tmp_path):
                "recipes/grpo.py", "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "1",
                "--save_strategy", "no", *TINY_ARGS], timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert [m["step"] for m in metrics(out) if "reward" in m] == [1]  # logged once, by the main process
+    logs = [m for m in metrics(out) if "reward" in m]
+    assert [m["step"] for m in logs] == [1]  # logged once, by the main process
+    # two processes x 4 completions = 4 prompts of the 16 per step (one process: 2 prompts, epoch 0.125)
+    assert logs[0]["epoch"] == 0.25, logs[0]
 
 
 def test_paper_recipe_dry_run_and_gpu_check():
@@ -192,6 +195,8 @@ def test_bad_config_is_one_line(tmp_path):
     assert res.returncode == 2 and res.stderr.startswith("error:") and "coarse or fine" in res.stderr
     res = run([*GRPO, "--config", str(tmp_path / "missing.yaml")])
     assert res.returncode == 2 and "Traceback" not in res.stderr
+    res = run([*GRPO, *TINY_ARGS], env={**os.environ, "ACCELERATE_USE_FSDP": "true"})  # accelerate: DDP on CPU
+    assert res.returncode == 2 and "FSDP on CPU" in res.stderr and res.stderr.count("\n") == 1, res.stderr[-2000:]
 
 
 def test_launchers_help_and_dry_run():
