@@ -4,6 +4,8 @@ FSDP2 and not accelerate's: accelerate 1.15 prepares CPU runs as DDP)."""
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.fsdp_cpu_check import compare
 
@@ -13,6 +15,7 @@ TOL_LOSS = 1e-5  # float32; measured ~3e-8 (losses) and ~8e-7 (weights) against 
 TOL_PARAM = 1e-5
 
 
+@pytest.mark.slow  # ~50 s: three processes load torch
 def test_fsdp2_two_gloo_ranks_hold_half_and_match_one_process(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     res = subprocess.run([PY, CHECK, str(one)], cwd=ROOT, capture_output=True, text=True, timeout=300)
