@@ -245,7 +245,10 @@ _UNIT_SAFE = frozenset(KINDS) - {"hyphenation"}
 # spans (when a layout has i* groups, text outside every group is kept too).
 
 
+@lru_cache(maxsize=None)
 def _from_registry() -> tuple[dict[str, frozenset[str]], dict[str, tuple[re.Pattern[str], ...]]]:
+    """(PAYLOAD_KINDS, LAYOUTS), read from the registry on first use: importing this module stays light
+    (the CLI lists KINDS in its help without loading every task module)."""
     from synth.core import UNIT_SAFE, available
 
     kinds, layouts = {}, {}
@@ -257,7 +260,13 @@ def _from_registry() -> tuple[dict[str, frozenset[str]], dict[str, tuple[re.Patt
     return kinds, layouts
 
 
-PAYLOAD_KINDS, LAYOUTS = _from_registry()
+def __getattr__(name: str) -> Any:
+    """`PAYLOAD_KINDS` (task -> kinds allowed on its payload) and `LAYOUTS` (task -> compiled layouts)."""
+    if name == "PAYLOAD_KINDS":
+        return _from_registry()[0]
+    if name == "LAYOUTS":
+        return _from_registry()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -268,7 +277,7 @@ class Span:
 
 def _layout(record: dict[str, Any]) -> re.Match[str] | None:
     """The first layout of the record's task that matches its whole prompt."""
-    for pat in LAYOUTS.get(record["task"], ()):
+    for pat in _from_registry()[1].get(record["task"], ()):
         m = pat.fullmatch(record["prompt"])
         if m is not None:
             return m
@@ -353,7 +362,7 @@ def perturb(record: dict[str, Any], kind: str, seed: int, rate: float = 0.3) -> 
         return None
     cut, target = _cut(m), m.groupdict().get("t")
     rng = random.Random(f"{seed}:{kind}:{record['id']}")
-    payload_ok = kind in PAYLOAD_KINDS.get(record["task"], frozenset())
+    payload_ok = kind in _from_registry()[0].get(record["task"], frozenset())
     slots: list[tuple[int, int, int]] = []  # (span index, start, end)
     for si, s in enumerate(cut):
         if s.role == "instruction" or (s.role == "payload" and payload_ok):

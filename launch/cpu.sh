@@ -19,18 +19,10 @@ usage: launch/cpu.sh [--out DIR] [--steps N] [--granularity coarse|fine] [--dry-
   -h, --help       this help
 USAGE
 }
-OUT="runs/cpu" STEPS=40 GRAN="fine" DRY=0 EXTRA=()
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --out) OUT="$2"; shift 2 ;;
-    --steps) STEPS="$2"; shift 2 ;;
-    --granularity) GRAN="$2"; shift 2 ;;
-    --dry-run) DRY=1; shift ;;
-    -h|--help) usage; exit 0 ;;
-    --) shift; EXTRA=("$@"); break ;;
-    *) echo "error: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+OUT="runs/cpu" STEPS=40 GRAN="fine" DRY=0
+OPTIONS=(--out OUT  --steps STEPS  --granularity GRAN  --dry-run DRY=1)
+. "$(dirname "$0")/_options.sh"
+parse_options "$@"
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 run() { echo "+ $*"; [[ $DRY -eq 1 ]] || "$@"; }

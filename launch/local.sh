@@ -26,20 +26,10 @@ Runs GRPO on this machine's GPUs.
 Example: launch/local.sh --gpus 8 -- --reward_granularity coarse --output_dir runs/coarse
 USAGE
 }
-GPUS="" CONFIG="" DRY=0 ASYNC=0 VGPUS="" PORT=8000 EXTRA=()
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --gpus) GPUS="$2"; shift 2 ;;
-    --config) CONFIG="$2"; shift 2 ;;
-    --async) ASYNC=1; shift ;;
-    --vllm-gpus) VGPUS="$2"; shift 2 ;;
-    --port) PORT="$2"; shift 2 ;;
-    --dry-run) DRY=1; shift ;;
-    -h|--help) usage; exit 0 ;;
-    --) shift; EXTRA=("$@"); break ;;
-    *) echo "error: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+GPUS="" CONFIG="" DRY=0 ASYNC=0 VGPUS="" PORT=8000
+OPTIONS=(--gpus GPUS  --config CONFIG  --async ASYNC=1  --vllm-gpus VGPUS  --port PORT  --dry-run DRY=1)
+. "$(dirname "$0")/_options.sh"
+parse_options "$@"
 cd "$(dirname "$0")/.."
 if [[ -z "$GPUS" ]]; then
   GPUS=$(nvidia-smi -L 2>/dev/null | wc -l || true)

@@ -7,7 +7,6 @@ endless `datasets.IterableDataset`), and the chat formatting used for GRPO promp
 from __future__ import annotations
 
 import json
-import zlib
 import os
 import sys
 from dataclasses import asdict, dataclass, field
@@ -515,28 +514,3 @@ def save_tase_config(output_dir: str, **parts: Any) -> None:
     with open(os.path.join(output_dir, "tase_config.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=str)
 
-
-def gold_response(record: dict[str, Any]) -> str | None:
-    """A short correct assistant turn for SFT warm-up: brief reasoning where the generator knows it,
-    then the gold answer in tags. None when no gold answer can be written."""
-    from synth.core import spec
-
-    meta = record.get("meta") or {}
-    typ, ans = record["type"], record.get("answer", "")
-    unit = {"en": "words", "zh": "characters", "ko": "syllables"}.get(record["lang"], "tokens")
-    if typ == "SHUFFLE":
-        sol = meta.get("solution")
-        return f"<answer>{sol}</answer>" if sol else None
-    if typ == "LENGTH":
-        from synth.resources import corpus
-
-        n = int(meta.get("target", 0))
-        if not n or record["lang"] not in ("en", "zh", "ko"):
-            return None
-        corp = corpus(record["lang"])
-        start = zlib.crc32(record["id"].encode()) % (len(corp) - n)  # deterministic per example
-        return f"Here are exactly {n} {unit}.\n<answer>{corp.span(start, n)}</answer>"
-    if not ans:
-        return None
-    gen = spec(record["task"])  # the task module may add a reasoning line (synth.core.Generator.sft_response)
-    return (gen.sft_response(record, unit) if gen is not None else None) or f"<answer>{ans}</answer>"

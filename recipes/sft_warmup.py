@@ -22,13 +22,14 @@ def build_sft_dataset(args: DataArgs, tokenizer=None):
     answer (no gold, no known solution) and prompts over max_prompt_tokens are skipped."""
     from datasets import Dataset
 
+    from synth.gold import sft_completion
     from synth.readers import DataError
 
     measure = common.PromptLength(tokenizer, args.system_prompt) if args.max_prompt_tokens and tokenizer else None
     rows = []
     try:
         for r in common.iter_records(args):
-            resp = common.gold_response(r)
+            resp = sft_completion(r)
             if resp is None or (measure and measure(r) > args.max_prompt_tokens):
                 continue
             rows.append({"prompt": common.messages(r, args.system_prompt),

@@ -52,10 +52,16 @@ class Generator:
         text_source: str = "real"  # awareness tasks: "real" running text built like the official files, or "unigram" (ablation)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A task in the catalogue takes its subtasks from there unless its module names them itself."""
+        """A task in the catalogue takes its subtasks from there, and its languages too when the catalogue
+        marks it `no_lang` (rows in `mul` only), unless its module names them itself."""
         super().__init_subclass__(**kwargs)
-        if "subtasks" not in cls.__dict__ and getattr(cls, "task", None) in TASKS:
-            cls.subtasks = TASKS[cls.task].subtasks
+        info = TASKS.get(getattr(cls, "task", ""))
+        if info is None:
+            return
+        if "subtasks" not in cls.__dict__:
+            cls.subtasks = info.subtasks
+        if "langs" not in cls.__dict__ and info.no_lang:
+            cls.langs = ("mul",)
 
     def __init__(self, config: Any | None = None) -> None:
         self.config = config if config is not None else self.Config()

@@ -180,11 +180,16 @@ def test_rewards_reads_only_the_catalogue_from_synth():
 
 
 def test_task_modules_declare_what_the_registry_is_asked():
-    """Every registered task takes its subtasks from the catalogue and names an answer type for each."""
+    """Every registered task takes its subtasks from the catalogue and names an answer type for each;
+    its languages agree with the catalogue's `no_lang` (only `mul`, or the real languages)."""
     from synth.core import available
-    from synth.record import TASKS, TYPES
+    from synth.record import LANGS, TASKS, TYPES
 
     for task, gen in available().items():
         assert gen.subtasks == TASKS[task].subtasks, task
+        if TASKS[task].no_lang:
+            assert gen.langs == ("mul",), task
+        else:
+            assert gen.langs and set(gen.langs) <= set(LANGS), task
         assert set(gen.answer_types) == set(gen.subtasks), task
         assert all(t in TYPES for t in gen.answer_types.values()), task

@@ -200,9 +200,13 @@ def test_bad_config_is_one_line(tmp_path):
 
 
 def test_launchers_help_and_dry_run():
-    for script in ("launch/local.sh", "launch/cpu.sh", "launch/slurm/grpo.sbatch"):
+    valued = {"launch/local.sh": "--gpus", "launch/cpu.sh": "--steps", "launch/slurm/grpo.sbatch": "--tp"}
+    for script, opt in valued.items():
         res = run(["bash", script, "--help"])
         assert res.returncode == 0 and res.stdout.startswith("usage:"), script
+        for bad, why in (("--bogus", "unknown option --bogus"), (opt, f"{opt} needs a value")):
+            res = run(["bash", script, bad])  # launch/_options.sh: one line, exit 2
+            assert res.returncode == 2 and res.stderr == f"error: {why} (see --help)\n", (script, res.stderr)
     res = run(["bash", "launch/slurm/grpo.sbatch", "--dry-run", "--nodes", "4"])
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()

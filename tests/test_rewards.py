@@ -110,6 +110,20 @@ def test_synth_gold_answers_score_one():
         assert (s.coarse, s.fine, s.valid) == (1.0, 1.0, True), (r["id"], s)
 
 
+def test_sft_targets_score_one():
+    """The SFT warm-up's targets (synth.gold.sft_completion: reasoning line + tagged gold) are correct
+    answers for every task, official and paraphrased wording alike."""
+    from synth.gold import sft_completion
+
+    for paraphrase in (False, True):
+        rows = list(synth.generate("all", "all", 200, 5, paraphrase=paraphrase))
+        comps = [sft_completion(r) for r in rows]
+        for r, c in zip(rows, comps):
+            assert c is not None, r["id"]  # synth rows carry what a target needs (REORD solution, LENOP target)
+            s = score(r, c)
+            assert (s.coarse, s.valid) == (1.0, True), (r["id"], c, s)
+
+
 # --- extraction ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("text,want", [
     ("a <answer> 5 </answer> b <answer>6</answer>", "5"),        # first pair, stripped

@@ -4,11 +4,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..perturb import KINDS
 from . import run
 from .common import add_generation_args, pos_int
 
-PERTURBATION_KINDS = ("homoglyph", "zero_width", "fullwidth", "math_style", "spacing", "hyphenation", "case",
-                      "keyboard_typo", "ocr_typo", "traditional", "jamo")  # eval.perturb.KINDS (kept light here)
+PERTURBATION_KINDS = tuple(KINDS)  # for the help text (eval.perturb reads the task registry only when used)
 
 
 def register(sub: argparse._SubParsersAction, fmt: type) -> None:

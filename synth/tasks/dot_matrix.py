@@ -55,8 +55,7 @@ def categories() -> tuple[str, ...]:
 
 @register
 class DotMatrix(Generator):
-    task = "dot_matrix"
-    langs = ("mul",)
+    task = "dot_matrix"  # langs: ("mul",), from the catalogue's no_lang
     answer_types = {"char_classification": "MATCH_ANSWER", "bitmap_type_classification": "MATCH_ANSWER",
                     "bitmap_classification": "MATCH_ANSWER"}
     perturb_layouts = (r"(?s)(?P<k>\n?)(?P<i>Please classify the following) (?P<k2>.*)",)

@@ -1,0 +1,100 @@
+"""Gold answers, the one builder used by eval and training alike: `gold_completion` for `eval gold` and
+the tests (a tagged answer `rewards.score` marks correct, for any record), `sft_completion` for the SFT
+warm-up (a short reasoning line where the task module declares one, then the tagged answer).
+
+Rows without a stored label (the scoring types in `UNLABELLED_TYPES`) get a constructed answer:
+REORD (SHUFFLE) a reordering with no original neighbours kept, built by the same solver as the synthetic
+REORD solutions (`synth.tasks._common.non_adjacent_order`); LENOP generate (LENGTH) text with the
+requested number of units. Other rows answer with their label; the reasoning line of a training answer
+comes from the registry (`synth.core.Generator.sft_response`).
+"""
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+from rewards import score
+from rewards.length import target_length
+from rewards.shuffle import input_line, kind, tokens
+
+from .core import spec
+from .tasks._common import non_adjacent_order
+
+FILLER = {"zh": "字", "ko": "가"}  # one unit of a LENGTH answer (English: the word "word")
+UNIT = {"en": "words", "zh": "characters", "ko": "syllables"}  # what a training answer says it counts
+
+
+class GoldError(ValueError):
+    """No correct completion could be built for a record (one line naming its id)."""
+
+
+def tag(text: str) -> str:
+    return f"<answer>{text}</answer>"
+
+
+def shuffle_answer(prompt: str) -> str | None:
+    """A reordering of a REORD prompt's input line (its official tokens) that keeps no original
+    neighbours under the official greedy rule, or None when the solver finds none (a line of 2 or 3
+    tokens, or one like "a a a a a"; it is exact up to 16 tokens)."""
+    line = input_line(prompt)
+    if line is None:
+        return None
+    toks = tokens(line)
+    order = non_adjacent_order(toks)
+    if order is None:
+        return None
+    return (" " if kind(line) == "word" else "").join([toks[i] for i in order])
+
+
+def length_text(rec: dict[str, Any]) -> str:
+    """`n` units in the record's language (one CJK character / Hangul syllable / English word each)."""
+    n = target_length(rec["prompt"]) or 0
+    fill = FILLER.get(rec.get("lang", ""))
+    return fill * n if fill else " ".join(["word"] * n)
+
+
+def gold_completion(rec: dict[str, Any], seed: int = 0) -> str:
+    """A completion that `rewards.score` marks correct (coarse 1.0); raises GoldError when none exists
+    (e.g. a REORD line of 2 or 3 tokens). Rows the official evaluator drops (valid=False) get the tagged
+    label, since no completion can make them count. `seed` is unused (the REORD answer is constructed,
+    not sampled); it stays for callers that pass one."""
+    typ = rec.get("type")
+    if typ == "SHUFFLE":
+        ans = shuffle_answer(rec["prompt"])
+        cands: Iterable[str] = [] if ans is None else [ans]
+    elif typ == "LENGTH":
+        cands = [length_text(rec)]
+    else:
+        cands = [str(rec.get("answer", ""))]
+    for text in cands:
+        comp = tag(text)
+        s = score(rec, comp)
+        if s.coarse == 1.0 or not s.valid:
+            return comp
+    raise GoldError(f"{rec.get('id', '?')}: no correct {typ} completion could be built")
+
+
+def sft_completion(record: dict[str, Any]) -> str | None:
+    """A short correct assistant turn for the SFT warm-up: brief reasoning where the task module declares
+    it, then the gold answer in tags. None when no gold answer can be written: a REORD row without the
+    generator's solution, a LENOP generate row without its target, a row without a label."""
+    meta = record.get("meta") or {}
+    typ, ans = record["type"], record.get("answer", "")
+    unit = UNIT.get(record["lang"], "tokens")
+    if typ == "SHUFFLE":
+        sol = meta.get("solution")
+        return tag(sol) if sol else None
+    if typ == "LENGTH":
+        from .resources import corpus
+
+        n = int(meta.get("target", 0))
+        if not n or record["lang"] not in UNIT:
+            return None
+        corp = corpus(record["lang"])
+        start = zlib.crc32(record["id"].encode()) % (len(corp) - n)  # deterministic per example
+        return f"Here are exactly {n} {unit}.\n" + tag(corp.span(start, n))
+    if not ans:
+        return None
+    gen = spec(record["task"])  # the task module may add a reasoning line (synth.core.Generator.sft_response)
+    return (gen.sft_response(record, unit) if gen is not None else None) or tag(ans)
