@@ -28,6 +28,10 @@ class Steps:
     def __call__(self, k: int, title: str, cmd: list[str], stage: str | None = None) -> float:
         """Run `cmd` from `cwd` as step k (under --dry-run: only print it); returns its wall time."""
         self.header(k, title)
+        return self.run(title, cmd, stage)
+
+    def run(self, title: str, cmd: list[str], stage: str | None = None) -> float:
+        """Print and run `cmd` (a step's command, or one more of it), adding its time to `stage` (or `title`)."""
         self.show(cmd)
         if self.dry_run:
             return 0.0
