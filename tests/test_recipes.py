@@ -275,3 +275,94 @@ def test_engine_model_view_sets_the_dtype_and_shares_the_weights(tmp_path):
     assert (view / "model.safetensors").resolve() == (src / "model.safetensors").resolve()
     assert sorted(p.name for p in view.iterdir()) == sorted(p.name for p in src.iterdir())
     assert json.loads((src / "config.json").read_text())["dtype"] == "bfloat16"  # the source is untouched
+
+
+PROOF = [PY, "recipes/proof.py"]
+PROOF_FILES = [f"token_structure/component_count/{f}.csv" for f in ("english", "chinese", "korean")]
+
+
+def test_proof_dry_run_prints_every_stage_and_runs_nothing(tmp_path, fixture_root):
+    assert all((fixture_root / "tasks" / f).is_file() for f in PROOF_FILES)  # the default config's files
+    out = tmp_path / "proof"
+    res = run([*PROOF, "--dry-run", "--official", str(fixture_root), "--out", str(out)], timeout=60)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert [l.split()[1] for l in res.stdout.splitlines() if l.startswith("== ")][0] == "1/8"
+    assert all(f"== {k}/8 " in res.stdout for k in range(1, 9))
+    cmds = [l[2:] for l in res.stdout.splitlines() if l.startswith("+ ")]
+    guard = f"--exclude official:{fixture_root}"
+    sft = [c for c in cmds if "recipes/sft_warmup.py" in c]
+    assert len(sft) == 1 and guard in sft[0] and "--tasks component_count --langs en zh ko --num_train_examples 384 " \
+        "--synth_seed 777 --paraphrase false --learning_rate 0.0001 --logging_steps 8" in sft[0]
+    grpo = [c for c in cmds if "recipes/grpo.py" in c]
+    assert [c.split("--reward_funcs ")[1].split(" --")[0] for c in grpo] == [
+        "accuracy_coarse format length_penalty", "accuracy_fine format length_penalty"]
+    assert all(guard in c and f"--model_name_or_path {out / 'sft'}" in c for c in grpo)
+    assert [c.replace("accuracy_fine", "accuracy_coarse").replace(str(out / "fine"), str(out / "coarse"))
+            for c in grpo[1:]] == grpo[:1]  # the arms differ in the accuracy reward (and folder) only
+    synth = [c for c in cmds if " -m synth " in c]
+    assert len(synth) == 7 and "--lang all -n 300 --seed 4242" in synth[-1] and synth[-1].count("--exclude-exact") == 6
+    assert sum(" -m eval run " in c for c in cmds) == 8 and sum(" -m eval compare " in c for c in cmds) == 2
+    assert sum(" -m eval score " in c for c in cmds) == 12
+    assert "--max-new-tokens 16" in next(c for c in cmds if " -m eval run " in c)
+    assert not out.exists() and not (ROOT / "docs" / "results" / "proof_cpu").exists()
+
+
+def test_proof_bad_inputs_are_one_line(tmp_path, fixture_root):
+    def one_line(args, *want):
+        res = run([*PROOF, "--dry-run", *args], timeout=60)
+        assert res.returncode == 2 and res.stderr.startswith("error:") and res.stderr.count("\n") == 1, res.stderr
+        assert all(w in res.stderr for w in want), res.stderr
+
+    one_line(["--official", str(tmp_path / "missing")], "no such folder")
+    partial = tmp_path / "partial" / "tasks" / "token_structure" / "component_count"
+    partial.mkdir(parents=True)
+    (partial / "english.csv").write_bytes((fixture_root / "tasks" / PROOF_FILES[0]).read_bytes())
+    one_line(["--official", str(tmp_path / "partial")], "no tasks/token_structure/component_count/chinese.csv")
+    one_line([], "--official")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "recipes" / "configs" / "proof_cpu.yaml").read_text().replace("  n: 300", "  n: 300\n  k: 1"))
+    one_line(["--official", str(fixture_root), "--config", str(bad)], "heldout: unknown key 'k'")
+
+
+def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
+    """Stages 7-8 on evaluations faked with `eval score`: completion files in row order with the release ids,
+    re-scored to the same accuracy (a mismatch is caught), and the summary's table and gains."""
+    sys.path.insert(0, str(ROOT / "recipes"))
+    import proof
+    from pipeline import Steps
+
+    from eval.gold import gold_predictions
+    from eval.runner import score_predictions
+    from synth import generate
+    from synth.readers import load_data
+
+    out, comp = tmp_path / "proof", tmp_path / "completions"
+    proof.link_subset(fixture_root, PROOF_FILES, out / "official", dry_run=False)
+    held = tmp_path / "heldout.jsonl"
+    held.write_text("".join(json.dumps(r) + "\n" for r in generate("component_count", "all", 6, 1)))
+    models = ["base", "warm-up", "coarse", "fine"]
+    for dname, spec in (("official", f"official:{out / 'official'}"), ("heldout", str(held))):
+        gold = list(gold_predictions(load_data(spec)))
+        for k, name in enumerate(models):  # model k answers every (k+1)-th row right
+            preds = tmp_path / f"{dname}_{name}.jsonl"
+            preds.write_text("".join(json.dumps({"id": g["id"], "completion": g["completion"] if i % (4 - k) == 0
+                                                 else "<answer>-1</answer>"}) + "\n" for i, g in enumerate(gold)))
+            score_predictions(spec, preds, out / "eval" / dname / name)
+    step = Steps("proof", 8, ROOT)
+    two = ["base", "fine"]
+    assert proof.completions_stage(step, out, PROOF_FILES[:1], two, comp, f"official:{out / 'official'}") == []
+    lines = [json.loads(l) for l in (comp / "fine" / "component_count" / "english.jsonl").read_text().splitlines()]
+    assert [l["id"] for l in lines] == [f"component_count/english/{i}" for i in range(len(lines))] and len(lines) == 6
+    assert set(step.times) == {"7 completion files + re-score"}
+    res = out / "eval" / "official" / "fine" / "results.json"  # a run whose accuracy the completions do not give
+    r = json.loads(res.read_text())
+    r["by_file"][PROOF_FILES[0]]["accuracy"] += 1
+    res.write_text(json.dumps(r))
+    assert proof.completions_stage(step, out, PROOF_FILES[:1], two, comp, "unused: re-scores are up to date") == [
+        f"fine {PROOF_FILES[0]}"]
+    r["by_file"][PROOF_FILES[0]]["accuracy"] -= 1
+    res.write_text(json.dumps(r))
+    cfg = proof.load_config(str(ROOT / "recipes" / "configs" / "proof_cpu.yaml"))
+    text = proof.summary(out, cfg, models, 200, step, 1.0)
+    assert "| model | component_count/english | component_count/chinese | component_count/korean |" in text
+    assert "  GRPO fine vs warm-up " in text and "  fine vs coarse " in text and "| total |" in text

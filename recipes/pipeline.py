@@ -1,0 +1,80 @@
+"""Pieces shared by the multi-stage recipes (recipes/demo.py, recipes/proof.py): numbered steps that print
+the real command before running it and time it, and the paired bootstrap gains between evaluation runs.
+"""
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+class Steps:
+    """Runs numbered steps (`== k/n title`, then `+ command`), stops the pipeline at the first failing one
+    (`error: <name> step '<title>' failed (exit N)`), and adds up the wall time of each stage."""
+
+    def __init__(self, name: str, n_steps: int, cwd: Path, dry_run: bool = False, quote: bool = False) -> None:
+        self.name, self.n, self.cwd, self.dry_run, self.quote = name, n_steps, cwd, dry_run, quote
+        self.times: dict[str, float] = {}
+
+    def header(self, k: int, title: str) -> None:
+        print(f"\n== {k}/{self.n} {title}", flush=True)
+
+    def show(self, cmd: list[str]) -> None:
+        print("+ " + (shlex.join(cmd) if self.quote else " ".join(cmd)), flush=True)
+
+    def __call__(self, k: int, title: str, cmd: list[str], stage: str | None = None) -> float:
+        """Run `cmd` from `cwd` as step k (under --dry-run: only print it); returns its wall time."""
+        self.header(k, title)
+        return self.run(title, cmd, stage)
+
+    def run(self, title: str, cmd: list[str], stage: str | None = None) -> float:
+        """Print and run `cmd` (a step's command, or one more of it), adding its time to `stage` (or `title`)."""
+        self.show(cmd)
+        if self.dry_run:
+            return 0.0
+        t = time.time()
+        res = subprocess.run(cmd, cwd=self.cwd)
+        if res.returncode != 0:
+            print(f"error: {self.name} step '{title}' failed (exit {res.returncode})", file=sys.stderr)
+            raise SystemExit(res.returncode)
+        dt = time.time() - t
+        print(f"   ({dt:.0f} s)", flush=True)
+        self.add(stage or title, dt)
+        return dt
+
+    def add(self, stage: str, seconds: float) -> None:
+        self.times[stage] = self.times.get(stage, 0.0) + seconds
+
+    def table(self) -> str:
+        """Markdown table of the wall time of each stage (in the order they ran) and the total."""
+        rows = [f"| {stage} | {s:.0f} |" for stage, s in self.times.items()]
+        total = sum(self.times.values())
+        return "\n".join(["| stage | wall time (s) |", "|---|---:|", *rows, f"| total | {total:.0f} |"])
+
+
+def paired_gains(evals: Path, pairs: tuple[tuple[str, str, str], ...], n_boot: int = 1000,
+                 seed: int = 0) -> dict[str, dict[str, Any]] | None:
+    """For each (label, A, B): the overall gain of run evals/B over run evals/A in points with its paired,
+    file-stratified 95% bootstrap interval (the statistic of `eval compare`). None when a pair shares no rows."""
+    from eval.compare import bootstrap_delta, load_run
+
+    names = [n for _, a, b in pairs for n in (a, b)]
+    runs = {name: load_run(evals / name)[2] for name in dict.fromkeys(names)}
+    out: dict[str, dict[str, Any]] = {}
+    for label, a, b in pairs:
+        d = bootstrap_delta(runs[a], runs[b], n_boot, seed)
+        if not d["n_shared"]:
+            return None
+        (lo, hi) = d["overall"]["ci95"]
+        out[label] = {"delta": d["overall"]["delta"], "lo": lo, "hi": hi, "n": d["n_shared"],
+                      "beyond": "gain" if lo > 0 else "loss" if hi < 0 else None}
+    return out
+
+
+def gain_line(label: str, g: dict[str, Any], width: int = 20) -> str:
+    """`  label  +d.dd [+lo, +hi]  gain beyond the 95% CI (n=N)` (or loss beyond it, or within it)."""
+    verdict = f"{g['beyond']} beyond the 95% CI" if g["beyond"] else "within the CI"
+    return (f"  {label:<{width}} {g['delta']:+7.2f} [{g['lo']:+.2f}, {g['hi']:+.2f}]  {verdict} (n={g['n']})")
