@@ -1,11 +1,13 @@
 """`make demo`: the whole loop on CPU in a few minutes, with real SmolLM2-135M-Instruct weights.
 
 1. rebuild the embedded GGUF into a plain bf16 folder (once, cached);
-2. generate the warm-up, GRPO and held-out evaluation sets with `python -m synth` (short English
-   prompts of three tasks; the held-out set is guarded against both training sets and, when at hand,
-   the official sample rows);
+2. generate the warm-up, GRPO and held-out evaluation sets with `python -m synth` (COMPC, the proof's task:
+   count a letter, a Chinese component or a Hangul jamo, in English, Chinese and Korean, in the official
+   wording; the held-out set is guarded by exact prompt against both training sets and, when at hand,
+   against the official sample rows);
 3. SFT warm-up on the first set (teaches the <answer> format: the base model never writes it);
-4. a few GRPO steps on the second with the fine reward + format reward (TRL GRPOTrainer);
+4. a few GRPO steps on the second with the fine reward + format reward + length penalty (TRL GRPOTrainer,
+   the proof's GRPO config, recipes/configs/grpo_proof_cpu.yaml);
 5. export the tuned model (plain bf16 folder);
 6. evaluate base, warm-up and tuned on the held-out slice (or `--eval-data official:DIR --eval-limit N`);
 7. write the model card with the base and tuned evaluations; 8. print the comparison table, the plot's
@@ -29,7 +31,8 @@ from pipeline import Steps, gain_line, paired_gains
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "tase_official_sample"
-DEMO_CODES = ("SORT", "FREQ", "LENOP")  # the demo's tasks, by paper code (names from the catalogue in main)
+DEMO_CODES = ("COMPC",)  # the demo's tasks, by paper code (names from the catalogue in main): the proof's task, whose
+# short prompts and one-number answers keep a CPU demo within minutes (docs/results.md)
 N_STEPS = 8
 # The GRPO step benchmark (bench/grpo_step.py, docs/benchmarks.md) on the 2-core CPU: the step is dominated by the
 # training pass and a vLLM colocate step was not faster than a transformers one, so rollouts stay on transformers.
@@ -76,9 +79,9 @@ def stage_gains(evals: Path, n_boot: int = 1000) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python recipes/demo.py", description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(ROOT / "runs" / "demo"))
-    p.add_argument("--sft-examples", type=int, default=64)
+    p.add_argument("--sft-examples", type=int, default=128)
     p.add_argument("--grpo-steps", type=int, default=4)
-    p.add_argument("--eval-examples", type=int, default=48, help="size of the generated held-out slice")
+    p.add_argument("--eval-examples", type=int, default=96, help="size of the generated held-out slice")
     p.add_argument("--eval-data", default=None, help="evaluate on this instead (official:DIR or FILE.jsonl)")
     p.add_argument("--eval-limit", type=int, default=None, help="rows per file of --eval-data")
     p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first")
@@ -111,24 +114,24 @@ def main(argv: list[str] | None = None) -> int:
     mix = out / "mixture.yaml"
     mix.write_text("weights:\n" + "".join(f"  {t}: 1\n" for t in tasks), encoding="utf-8")
     guard = ["--exclude", f"official:{FIXTURE}"] if FIXTURE.is_dir() else []
-    sets = (("sft", args.sft_examples, 777, ["--paraphrase", *guard]), ("grpo", 64, 1234, ["--paraphrase", *guard]),
+    sets = (("sft", args.sft_examples, 777, guard), ("grpo", 64, 1234, guard),
             ("heldout", args.eval_examples, 4242, [*guard, "--exclude-exact", str(out / "sft_data.jsonl"),  # official
                                                    "--exclude-exact", str(out / "grpo_data.jsonl")]))  # wording
     for name, n, seed, extra in sets:
-        step(2, f"generate the {name} set", [py, "-m", "synth", "--task", "all", "--lang", "en", "-n", str(n),
+        step(2, f"generate the {name} set", [py, "-m", "synth", "--task", "all", "--lang", "all", "-n", str(n),
              "--seed", str(seed), "--max-len", "12", "--mixture", str(mix), "--no-progress",
              "--out", str(out / f"{name}_data.jsonl"), *extra])
     if not (out / "sft" / "model.safetensors").exists():
-        step(3, "SFT warm-up (format + short reasoning)",
+        step(3, "SFT warm-up (the answer format, on gold answers)",
              [py, str(HERE / "sft_warmup.py"), "--config", str(HERE / "configs" / "sft_smollm2_cpu.yaml"),
               "--train_data", str(out / "sft_data.jsonl"), "--num_train_examples", str(args.sft_examples),
               "--output_dir", str(out / "sft"), "--learning_rate", "1e-4", "--logging_steps", "2",
               "--resume_from_checkpoint", "true"])  # a killed demo continues; a fresh folder starts at step 0
     if not (out / "grpo" / "model.safetensors").exists():
         engine = ["--use_vllm", "true", "--vllm_mode", "colocate"] if rollout == "vllm" else []
-        step(4, f"GRPO, {args.grpo_steps} steps (fine reward + format reward), rollouts: "
+        step(4, f"GRPO, {args.grpo_steps} steps (fine reward + format reward + length penalty), rollouts: "
                 f"{'vLLM colocate' if rollout == 'vllm' else 'transformers'}",
-             [py, str(HERE / "grpo.py"), "--config", str(HERE / "configs" / "grpo_smollm2_cpu.yaml"),
+             [py, str(HERE / "grpo.py"), "--config", str(HERE / "configs" / "grpo_proof_cpu.yaml"),
               "--model_name_or_path", str(out / "sft"), "--output_dir", str(out / "grpo"),
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
               "--save_steps", str(args.grpo_steps), "--resume_from_checkpoint", "true", *engine])
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, model in (("base", "default"), ("warm-up", str(out / "sft")), ("tuned", str(out / "tuned"))):
         step(6, f"evaluate {name} on {data} with {eval_backend}",
              [py, "-m", "eval", "run", "--model", model, "--data", data, "--out", str(out / "eval" / name),
-              "--backend", eval_backend, "--max-new-tokens", "48", "--batch-size", "48", "--no-progress", *limit])
+              "--backend", eval_backend, "--max-new-tokens", "16", "--batch-size", "96", "--no-progress", *limit])
     step(7, "model card with both evaluations",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--card-only",
           "--results", str(out / "eval" / "base"), "--results", str(out / "eval" / "tuned")])
