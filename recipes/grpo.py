@@ -352,15 +352,6 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     dataset = common.build_dataset(tase, tok)
     common.save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
-    if cfg.use_vllm and cfg.vllm_mode == "colocate" and not torch.cuda.is_available():
-        from eval.backends import cpu_default_dtype
-        from vllm_sync import engine_model_view
-
-        engine_dtype = model_args.dtype if model_args.dtype not in (None, "auto") else cpu_default_dtype()
-        path = engine_model_view(path, engine_dtype)  # the CPU engine computes in the policy's dtype
-        engine_note = f"; engine dtype {engine_dtype}"
-    else:
-        engine_note = ""
     trainer = GRPOTrainer(
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
         peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])],
@@ -369,7 +360,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         from vllm_sync import use_reload_sync
 
         how = "vLLM reload API" if use_reload_sync(trainer, tase.vllm_reload_sync) else "TRL load_weights"
-        trainer.accelerator.print(f"rollouts: vLLM {cfg.vllm_mode}; weight sync every step: {how}{engine_note}")
+        trainer.accelerator.print(f"rollouts: vLLM {cfg.vllm_mode}; weight sync every step: {how}")
     else:
         trainer.accelerator.print("rollouts: transformers generate")
     try:

@@ -14,11 +14,6 @@ is the whole change TRL would need (`sync_weights` calling `collective_rpc("relo
 """
 from __future__ import annotations
 
-import atexit
-import json
-import os
-import shutil
-import tempfile
 from typing import Any
 
 
@@ -61,30 +56,3 @@ def use_reload_sync(trainer: Any, mode: str = "auto") -> bool:
     gen.__class__ = _reload_class()
     return True
 
-
-def engine_model_view(path: str, dtype: str) -> str:
-    """`path`, or a folder of symlinks to it whose config.json says `dtype`, for a colocated engine to load.
-
-    Why: TRL builds the colocated `vllm.LLM(model=model.name_or_path, ...)` without a dtype, so vLLM computes in
-    the folder's config dtype (bf16 for the default model), and vLLM's CPU platform assumes bf16 is native on
-    every x86 CPU. Where it is emulated (AVX2 without avx512_bf16) that made generation 1.4x slower than the
-    float32 policy's, and the importance-sampling ratio compared two precisions. The view shares the weight
-    files (no copy); the trainer loads the same tensors in the same dtype from either folder. Removed at exit."""
-    cfg_path = os.path.join(path, "config.json")
-    try:
-        with open(cfg_path, encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError):
-        return path
-    if (config.get("dtype") or config.get("torch_dtype")) == dtype:
-        return path
-    view = tempfile.mkdtemp(prefix="tase-vllm-model-")
-    atexit.register(shutil.rmtree, view, ignore_errors=True)
-    for name in os.listdir(path):
-        if name != "config.json":
-            os.symlink(os.path.abspath(os.path.join(path, name)), os.path.join(view, name))
-    config["dtype"] = dtype
-    config.pop("torch_dtype", None)
-    with open(os.path.join(view, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2)
-    return view

@@ -259,24 +259,6 @@ def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
     assert res.returncode == 0 and "grpo.py" not in res.stdout and "export.py" not in res.stdout  # nothing retrained
 
 
-def test_engine_model_view_sets_the_dtype_and_shares_the_weights(tmp_path):
-    """The colocated CPU engine gets a config in the policy's dtype, over the same weight files (no copy)."""
-    sys.path.insert(0, str(ROOT / "recipes"))
-    from vllm_sync import engine_model_view
-
-    src = tmp_path / "model"
-    src.mkdir()
-    (src / "config.json").write_text(json.dumps({"model_type": "llama", "dtype": "bfloat16"}))
-    (src / "model.safetensors").write_bytes(b"weights")
-    (src / "tokenizer.json").write_text("{}")
-    assert engine_model_view(str(src), "bfloat16") == str(src)  # already in that dtype: the folder itself
-    view = Path(engine_model_view(str(src), "float32"))
-    assert view != src and json.loads((view / "config.json").read_text()) == {"model_type": "llama", "dtype": "float32"}
-    assert (view / "model.safetensors").resolve() == (src / "model.safetensors").resolve()
-    assert sorted(p.name for p in view.iterdir()) == sorted(p.name for p in src.iterdir())
-    assert json.loads((src / "config.json").read_text())["dtype"] == "bfloat16"  # the source is untouched
-
-
 PROOF = [PY, "recipes/proof.py"]
 PROOF_FILES = [f"token_structure/component_count/{f}.csv" for f in ("english", "chinese", "korean")]
 
@@ -284,6 +266,12 @@ PROOF_FILES = [f"token_structure/component_count/{f}.csv" for f in ("english", "
 def test_proof_dry_run_prints_every_stage_and_runs_nothing(tmp_path, fixture_root):
     assert all((fixture_root / "tasks" / f).is_file() for f in PROOF_FILES)  # the default config's files
     out = tmp_path / "proof"
+    committed = ROOT / "docs" / "results" / "proof_cpu"  # the measured completion files (docs/results.md)
+
+    def snapshot() -> dict:
+        return {p: p.stat().st_mtime_ns for p in committed.rglob("*")} if committed.exists() else {}
+
+    before = snapshot()
     res = run([*PROOF, "--dry-run", "--official", str(fixture_root), "--out", str(out)], timeout=60)
     assert res.returncode == 0, res.stderr[-2000:]
     assert [l.split()[1] for l in res.stdout.splitlines() if l.startswith("== ")][0] == "1/8"
@@ -304,7 +292,7 @@ def test_proof_dry_run_prints_every_stage_and_runs_nothing(tmp_path, fixture_roo
     assert sum(" -m eval run " in c for c in cmds) == 8 and sum(" -m eval compare " in c for c in cmds) == 2
     assert sum(" -m eval score " in c for c in cmds) == 12
     assert "--max-new-tokens 16" in next(c for c in cmds if " -m eval run " in c)
-    assert not out.exists() and not (ROOT / "docs" / "results" / "proof_cpu").exists()
+    assert not out.exists() and snapshot() == before
 
 
 def test_proof_bad_inputs_are_one_line(tmp_path, fixture_root):
