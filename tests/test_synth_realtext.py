@@ -221,3 +221,23 @@ def test_structural_tasks_ignore_the_text_source():
     for t in ("component_count", "variant_normalize"):
         a = [r["prompt"] for r in synth.generate(t, "en", 20, 4)]
         assert a == [r["prompt"] for r in synth.generate(t, "en", 20, 4, text_source="unigram")]
+
+
+def test_exclude_exact_drops_identical_prompts_only(tmp_path):
+    """A held-out split in the official wording, guarded against paraphrased training sets: the 13-gram rule
+    drops rows for sharing the (paraphrase-diluted) instruction wording; the exact guard keeps them."""
+    from synth.guard import guard_from_specs
+
+    train = tmp_path / "train.jsonl"
+    rows = list(synth.generate("sort_lengths", "en", 40, 777, paraphrase=True, max_len=12))
+    train.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    held = list(synth.generate("sort_lengths", "en", 40, 4242, max_len=12))
+    exact = guard_from_specs([], [str(train)])
+    assert len(exact.hashes) == 0 and len(exact.prompts) == len({r["prompt"] for r in rows})
+    assert exact.reason(rows[0]["prompt"]) == "exact" and exact.reason(" " + rows[0]["prompt"].upper()) == "exact"
+    assert [exact.reason(r["prompt"]) for r in held] == [None] * len(held)
+    ngram = guard_from_specs([str(train)])
+    assert sum(ngram.reason(r["prompt"]) == "ngram" for r in held) > 0  # what --exclude-exact is for
+    res = run_module(["synth", "--task", "sort_lengths", "--lang", "en", "-n", "5", "--seed", "1", "--max-len", "12",
+                      "--exclude-exact", str(train), "--out", str(tmp_path / "h.jsonl"), "--no-progress"])
+    assert res.returncode == 0 and "shared 13-gram: 0" in res.stderr, res.stderr
