@@ -10,7 +10,7 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     c = sub.add_parser("compare", formatter_class=fmt,
                        help="paper-style tables, bootstrap deltas and a plot for several runs",
                        description="Table 1 (tasks) and Table 2 (languages) for several result folders, deltas "
-                                   "against the first with paired 95%% bootstrap intervals, and a PNG. Writes "
+                                   "against the first with paired 95% bootstrap intervals, and a PNG. Writes "
                                    "OUT/comparison.md, comparison.json and comparison.png.")
     c.add_argument("dirs", nargs="+", metavar="DIR", help="result folders; the first is the baseline")
     c.add_argument("--out", required=True)
