@@ -380,12 +380,20 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
 
 def swap_in(new: Path, out: Path) -> None:
     """Replace the folder `out` by `new`. No single rename replaces a folder, so the old one is first
-    renamed aside into `.NAME.old-*`, then `new` takes its place, then files of the old folder that `new`
-    lacks (the user's own) are moved over and the rest deleted. A kill at any point leaves every file
-    somewhere whole; `recover_swap` (run first by the caller) puts them back."""
+    renamed aside into `.NAME.old-*`, then `new` takes its place, then the old folder is deleted. Files of
+    the old folder that `new` lacks (the user's own, e.g. notes) are hard-linked (else copied) into `new`
+    first, so `out` holds them at every moment it exists: a kill mid-swap once left `out` without them
+    until the next run. Between the two renames only the `.old-*` folder exists; `recover_swap` (run first
+    by the caller) puts it back."""
     if not out.exists():
         os.replace(new, out)
         return
+    for f in out.iterdir():
+        if not (new / f.name).exists():
+            try:
+                os.link(f, new / f.name)
+            except OSError:  # a folder, or another file system
+                (shutil.copytree if f.is_dir() else shutil.copy2)(f, new / f.name)
     old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
     os.replace(out, old / out.name)
     os.replace(new, out)

@@ -351,3 +351,31 @@ def test_checkpoint_completeness_catches_every_torn_file(tmp_path):
     (torn / "trainer_state.json").unlink()
     assert common.resolve_resume(str(tmp_path / "run"), "true") == str(tmp_path / "run" / "checkpoint-2")
     assert (tmp_path / "run" / "checkpoint-3.incomplete").is_dir() and not torn.exists()
+
+
+def test_swap_in_keeps_the_users_files_in_out_when_killed_after_the_swap(tmp_path, monkeypatch):
+    """A kill right after the new folder took `out`'s place (before the old one was cleared) must not leave
+    `out` without the user's own files (the CI once caught `notes.md` missing there)."""
+    from eval import runner
+
+    out, new = tmp_path / "scores", tmp_path / "new"
+    out.mkdir()
+    new.mkdir()
+    (out / "results.json").write_text("old")
+    (out / "notes.md").write_text("mine\n")
+    (new / "results.json").write_text("new")
+    real, done = os.replace, []
+
+    def replace(a, b):
+        real(a, b)
+        done.append(b)
+        if Path(b) == out:
+            raise KeyboardInterrupt  # "killed" here
+    monkeypatch.setattr(runner.os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        runner.swap_in(new, out)
+    assert (out / "results.json").read_text() == "new" and (out / "notes.md").read_text() == "mine\n"
+    monkeypatch.setattr(runner.os, "replace", real)
+    runner.recover_swap(out)  # what the next run does first: clears the old folder, keeps everything
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores"]
+    assert (out / "notes.md").read_text() == "mine\n"
