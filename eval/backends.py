@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 from .gen_config import BackendError, GenConfig  # noqa: F401  (re-exported: the backends' shared types)
@@ -115,6 +115,7 @@ CPU_KV_CACHE_GIB = 2  # vLLM on CPU, unless VLLM_CPU_KVCACHE_SPACE says otherwis
 
 class VLLMBackend:
     name = "vllm"
+    relays_progress = True  # generate(..., progress=) moves the caller's bar per finished prompt
 
     def __init__(self, model_path: Path, cfg: GenConfig, dtype: str | None = None, max_model_len: int | None = None,
                  gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
@@ -152,9 +153,47 @@ class VLLMBackend:
             max_tokens=cfg.max_new_tokens, seed=cfg.seed,
         )
 
-    def generate(self, conversations: list[list[dict[str, str]]]) -> list[str]:
-        outs = self.llm.chat(conversations, sampling_params=self.params, use_tqdm=False)
+    def generate(self, conversations: list[list[dict[str, str]]],
+                 progress: Callable[[int], Any] | None = None) -> list[str]:
+        """Greedy/sampled completions; `progress(n)` is called as requests finish (one vLLM call can hold a whole
+        file, which on a CPU runs for many minutes: the caller's bar moves per finished prompt, not per call)."""
+        outs = self.llm.chat(conversations, sampling_params=self.params,
+                             use_tqdm=_ProgressRelay.factory(progress) if progress else False)
         return [o.outputs[0].text.strip() if o.outputs else "" for o in outs]
+
+
+class _ProgressRelay:
+    """Stands in for the tqdm bar vLLM's `use_tqdm=callable` builds: forwards `update(n)` to our own bar.
+
+    vLLM calls the factory twice per `chat`: over an iterable while it renders prompts (returned unchanged), then
+    with `total=` for the bar it updates as requests finish, reading `format_dict["elapsed"]` and setting
+    `postfix` (vllm/entrypoints/common/offline.py, `_run_engine`)."""
+
+    def __init__(self, progress: Callable[[int], Any]) -> None:
+        import time
+
+        self._progress, self._t0, self._clock = progress, time.monotonic(), time.monotonic
+        self.n, self.postfix = 0, ""
+
+    @classmethod
+    def factory(cls, progress: Callable[[int], Any]) -> Callable[..., Any]:
+        def make(iterable: Any = None, *args: Any, **kwargs: Any) -> Any:
+            return iterable if iterable is not None else cls(progress)
+        return make
+
+    @property
+    def format_dict(self) -> dict[str, float]:
+        return {"elapsed": max(self._clock() - self._t0, 1e-6)}
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        self._progress(n)
+
+    def refresh(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def make_backend(name: str, model_path: Path, cfg: GenConfig, **options: Any) -> Any:

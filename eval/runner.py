@@ -251,11 +251,13 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         bs = gen.batch_size
         for i in range(0 if not api else len(todo), len(todo), bs):
             batch = todo[i : i + bs]
-            comps = be.generate([build_messages(r, cot, system_prompt) for r in batch])
+            msgs = [build_messages(r, cot, system_prompt) for r in batch]
+            relay = bar is not None and getattr(be, "relays_progress", False)  # vLLM: one call may be a whole file
+            comps = be.generate(msgs, progress=bar.update) if relay else be.generate(msgs)
             lines = [sample_line(r, c) for r, c in zip(batch, comps)]
             append_samples(path, lines)
             done.update((s["id"], s) for s in lines)
-            if bar:
+            if bar and not relay:
                 bar.update(len(batch))
         if bar:
             bar.close()

@@ -4,9 +4,10 @@
 
 Run by tests/test_vllm.py in its own process (vLLM colocate sets RANK/WORLD_SIZE and starts torch.distributed in
 the calling process; the `__main__` guard is required because vLLM may spawn). The model is the default
-SmolLM2-135M-Instruct saved as float32 (the policy trains in float32; vLLM's `dtype="auto"`, which TRL uses,
-downcasts float32 checkpoints to bfloat16, so vLLM's numbers carry bf16 noise: ~0.02 mean absolute log-prob
-difference against the float32 policy before any training). A large learning rate
+SmolLM2-135M-Instruct saved as float32 (the policy trains in float32). TRL builds the engine with
+`dtype="auto"`: float32 on a CPU without native bf16 (our vLLM platform plugin, eval/vllm_cpu.py; 3.4e-6 mean
+absolute log-prob difference against the policy before training), bfloat16 where the CPU has it (~0.02). A
+large learning rate
 (1e-3, Adam) and a reward with variance inside every group (completion length) make one step move every weight.
 Writes, per prompt: vLLM greedy tokens before the step, after it but before the next sync (stale), and after
 the sync, transformers' greedy tokens from the trained
