@@ -27,9 +27,9 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `python -m eval` does (see eval/process.py)
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eval.process import apply as process_settings  # noqa: E402
 
 import synth  # noqa: E402
 from eval.backends import BackendError, GenConfig, make_backend  # noqa: E402
@@ -59,6 +59,7 @@ def timed(be, convs: list, batch: int, tok) -> tuple[float, float]:
 
 
 def main() -> int:
+    process_settings()  # as `python -m eval`, before torch loads: passive OpenMP waits, vLLM's worker on every core
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="default")
     p.add_argument("--n", type=int, default=64)

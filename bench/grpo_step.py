@@ -17,6 +17,7 @@ quiet,loaded` runs every generator twice in one run: as the machine is, then wit
 every core (bench/_load.py). Each `--variant` adds a row per generator with those recipe options on top
 (one lever at a time, e.g. `--variant bf16:bf16=true --variant lora:use_peft=true --variant
 compile:torch_compile=true --variant 1-thread:threads=1 --variant short:max_completion_length=24`);
+a variant whose options all start with `vllm_` runs for the vLLM generator only;
 `threads=N` sets torch's intra-op threads in the child instead of a recipe option.
 """
 from __future__ import annotations
@@ -258,6 +259,8 @@ def main() -> int:
             for gen, (label, extra) in [(g.strip(), v) for g in args.generators.split(",") if g.strip()
                                         for v in variants]:
                 name = f"{gen}+{label}" if label else gen
+                if gen == "hf" and extra and all(o.startswith("vllm_") for o in extra):
+                    continue  # only vLLM reads these options: an hf row would repeat the hf row
                 why = skip_reason(gen)
                 if why:
                     print(f"{name:<14} skipped: {why}")
