@@ -34,10 +34,11 @@ FIXTURE = ROOT.parent / "shared" / "fixtures" / "tase_official_sample"
 DEMO_CODES = ("COMPC",)  # the demo's tasks, by paper code (names from the catalogue in main): the proof's task, whose
 # short prompts and one-number answers keep a CPU demo within minutes (docs/results.md)
 N_STEPS = 8
-# The GRPO step benchmark (bench/grpo_step.py, docs/benchmarks.md) on the 2-core CPU: the step is dominated by the
-# training pass and a vLLM colocate step was not faster than a transformers one, so rollouts stay on transformers.
+# The GRPO step benchmark (bench/grpo_step.py, docs/benchmarks.md) on the 2-core CPU: a vLLM colocate step is 1.06x a
+# transformers one with TRL's importance-sampling pass, 0.84x without it, and the engine's ~40 s start outweighs what
+# the demo's 4 GRPO steps could save, so the demo's rollouts stay on transformers.
 ROLLOUT_ENGINE = "hf"
-ROLLOUT_WHY = "a vLLM colocate step was not faster on 2 CPU cores, docs/benchmarks.md"
+ROLLOUT_WHY = "over the demo's 4 steps a vLLM engine start costs more than vLLM rollouts save, docs/benchmarks.md"
 
 
 def grpo_summary(metrics: Path) -> str:
