@@ -115,7 +115,7 @@ CPU_KV_CACHE_GIB = 2  # vLLM on CPU, unless VLLM_CPU_KVCACHE_SPACE says otherwis
 
 class VLLMBackend:
     name = "vllm"
-    relays_progress = True  # generate(..., progress=) moves the caller's bar per finished prompt
+    streams = True  # generate_streaming(): the runner writes each sample as its request finishes
 
     def __init__(self, model_path: Path, cfg: GenConfig, dtype: str | None = None, max_model_len: int | None = None,
                  gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
@@ -153,47 +153,40 @@ class VLLMBackend:
             max_tokens=cfg.max_new_tokens, seed=cfg.seed,
         )
 
-    def generate(self, conversations: list[list[dict[str, str]]],
-                 progress: Callable[[int], Any] | None = None) -> list[str]:
-        """Greedy/sampled completions; `progress(n)` is called as requests finish (one vLLM call can hold a whole
-        file, which on a CPU runs for many minutes: the caller's bar moves per finished prompt, not per call)."""
-        outs = self.llm.chat(conversations, sampling_params=self.params,
-                             use_tqdm=_ProgressRelay.factory(progress) if progress else False)
-        return [o.outputs[0].text.strip() if o.outputs else "" for o in outs]
+    def generate(self, conversations: list[list[dict[str, str]]]) -> list[str]:
+        outs = self.llm.chat(conversations, sampling_params=self.params, use_tqdm=False)
+        return [_text(o) for o in outs]
+
+    def generate_streaming(self, conversations: list[list[dict[str, str]]],
+                           on_text: Callable[[int, str], Any]) -> None:
+        """Call `on_text(index, completion)` as each request finishes, not when the whole call does.
+
+        Why: one call holds up to --batch-size (256) prompts, often a whole official file, which runs for many
+        minutes on a CPU; the caller writes each sample as it comes, so a kill loses only unfinished requests.
+        The requests are rendered and queued exactly as `LLM.chat` does (`LLM.enqueue_chat`, vLLM's public
+        API), then the engine is stepped as `LLM.wait_for_completion` would, handing over finished outputs."""
+        if not hasattr(self.llm, "enqueue_chat"):  # a vLLM older than the enqueue API: hand over per call
+            for i, text in enumerate(self.generate(conversations)):
+                on_text(i, text)
+            return
+        ids = self.llm.enqueue_chat(conversations, sampling_params=self.params, use_tqdm=False)
+        # enqueue returns the engine's internal ids ("7-1a2b3c4d": vLLM appends 8 random characters), outputs carry
+        # the external one ("7"): accept either
+        index = {key: i for i, rid in enumerate(ids) for key in {rid, rid.rsplit("-", 1)[0]}}
+        left = set(range(len(ids)))
+        engine = self.llm.llm_engine
+        while left and engine.has_unfinished_requests():
+            for out in engine.step():
+                i = index.get(out.request_id)
+                if out.finished and i in left:
+                    left.discard(i)
+                    on_text(i, _text(out))
+        if left:
+            raise BackendError(f"vllm finished without {len(left)} of {len(ids)} requests")
 
 
-class _ProgressRelay:
-    """Stands in for the tqdm bar vLLM's `use_tqdm=callable` builds: forwards `update(n)` to our own bar.
-
-    vLLM calls the factory twice per `chat`: over an iterable while it renders prompts (returned unchanged), then
-    with `total=` for the bar it updates as requests finish, reading `format_dict["elapsed"]` and setting
-    `postfix` (vllm/entrypoints/common/offline.py, `_run_engine`)."""
-
-    def __init__(self, progress: Callable[[int], Any]) -> None:
-        import time
-
-        self._progress, self._t0, self._clock = progress, time.monotonic(), time.monotonic
-        self.n, self.postfix = 0, ""
-
-    @classmethod
-    def factory(cls, progress: Callable[[int], Any]) -> Callable[..., Any]:
-        def make(iterable: Any = None, *args: Any, **kwargs: Any) -> Any:
-            return iterable if iterable is not None else cls(progress)
-        return make
-
-    @property
-    def format_dict(self) -> dict[str, float]:
-        return {"elapsed": max(self._clock() - self._t0, 1e-6)}
-
-    def update(self, n: int = 1) -> None:
-        self.n += n
-        self._progress(n)
-
-    def refresh(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+def _text(out: Any) -> str:
+    return out.outputs[0].text.strip() if out.outputs else ""
 
 
 def make_backend(name: str, model_path: Path, cfg: GenConfig, **options: Any) -> Any:

@@ -1,5 +1,6 @@
 """`eval run` and `eval score`: generate (or read) completions, score them with `rewards`, write
-`samples.jsonl` (one line per example, appended and fsync'ed per batch) and `results.json` (rebuilt from
+`samples.jsonl` (one line per example, appended and fsync'ed per batch; with vllm and openai per finished
+request) and `results.json` (rebuilt from
 the samples, so a killed run loses nothing and a rerun of the same command resumes)."""
 from __future__ import annotations
 
@@ -252,12 +253,21 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         for i in range(0 if not api else len(todo), len(todo), bs):
             batch = todo[i : i + bs]
             msgs = [build_messages(r, cot, system_prompt) for r in batch]
-            relay = bar is not None and getattr(be, "relays_progress", False)  # vLLM: one call may be a whole file
-            comps = be.generate(msgs, progress=bar.update) if relay else be.generate(msgs)
+            if getattr(be, "streams", False):  # vLLM: one call may be a whole file; write each sample as it ends
+                def on_text(j: int, text: str, batch: list[dict[str, Any]] = batch) -> None:
+                    line = sample_line(batch[j], text)
+                    append_samples(path, [line])
+                    done[line["id"]] = line
+                    if bar:
+                        bar.update(1)
+
+                be.generate_streaming(msgs, on_text)
+                continue
+            comps = be.generate(msgs)
             lines = [sample_line(r, c) for r, c in zip(batch, comps)]
             append_samples(path, lines)
             done.update((s["id"], s) for s in lines)
-            if bar and not relay:
+            if bar:
                 bar.update(len(batch))
         if bar:
             bar.close()

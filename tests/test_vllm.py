@@ -59,18 +59,30 @@ def test_vllm_and_hf_backends_agree_greedy(vllm_llm, fixture_root, tmp_path):
 
 
 @pytest.mark.slow
-def test_vllm_progress_moves_per_finished_prompt(vllm_llm):
-    """One vLLM call can hold a whole file (minutes on a CPU): the backend relays vLLM's per-request completions to
-    the caller's bar, one update per finished prompt, and the completions are the same as without a bar."""
+def test_vllm_streams_each_completion_as_its_request_finishes(vllm_llm):
+    """One vLLM call can hold a whole file (minutes on a CPU): `generate_streaming` hands over each completion as
+    its request finishes, while others are still running, so the runner can write it at once; the texts are
+    those of `generate` (same rendering through LLM.enqueue_chat, same engine)."""
     from eval.backends import GenConfig, VLLMBackend
     from eval.models import resolve_model
 
-    be = VLLMBackend(resolve_model("default"), GenConfig(max_new_tokens=4), llm=vllm_llm)
-    msgs = [[{"role": "user", "content": f"Say the number {i}."}] for i in range(5)]
-    calls: list[int] = []
-    relayed = be.generate(msgs, progress=calls.append)
-    assert calls == [1] * 5
-    assert relayed == be.generate(msgs) and all(relayed)
+    be = VLLMBackend(resolve_model("default"), GenConfig(max_new_tokens=24), llm=vllm_llm)
+    msgs = [[{"role": "user", "content": c}] for c in
+            ("Reply with one word: yes or no?", "Write a long story about a dragon.", "Say the number 7.",
+             "List ten fruits.", "What is 2+2? Answer with the number only.")]
+    got: dict[int, str] = {}
+    running_at_first: list[bool] = []
+
+    def on_text(i: int, text: str) -> None:
+        if not got:
+            running_at_first.append(vllm_llm.llm_engine.has_unfinished_requests())
+        assert i not in got
+        got[i] = text
+
+    be.generate_streaming(msgs, on_text)
+    assert sorted(got) == list(range(len(msgs)))
+    assert [got[i] for i in range(len(msgs))] == be.generate(msgs) and all(got.values())
+    assert running_at_first == [True], "the first completion came only after every request had finished"
 
 
 def test_vllm_cpu_float32_plugin_is_registered_and_switchable(monkeypatch):
