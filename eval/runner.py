@@ -1,7 +1,7 @@
 """`eval run` and `eval score`: generate (or read) completions, score them with `rewards`, write
 `samples.jsonl` (one line per example, appended and fsync'ed per batch; with vllm and openai per finished
-request) and `results.json` (rebuilt from
-the samples, so a killed run loses nothing and a rerun of the same command resumes)."""
+request) and `results.json` (rebuilt from the samples, so a killed run loses nothing and a rerun of the same
+command resumes)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import platform
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -247,28 +247,23 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
 
             bar = tqdm(total=len(records), initial=len(done), unit="ex", dynamic_ncols=True, file=sys.stderr,
                        desc=f"eval {Path(str(model)).name} [{backend}]")
+
+        def keep(lines: list[dict[str, Any]]) -> None:  # append + fsync, then count them as done
+            append_samples(path, lines)
+            done.update((s["id"], s) for s in lines)
+            if bar:
+                bar.update(len(lines))
+
         if api:
-            _run_api(be, todo, done, path, cot, system_prompt, bar)
+            _run_api(be, todo, keep, path, cot, system_prompt, bar)
         bs = gen.batch_size
         for i in range(0 if not api else len(todo), len(todo), bs):
             batch = todo[i : i + bs]
             msgs = [build_messages(r, cot, system_prompt) for r in batch]
             if getattr(be, "streams", False):  # vLLM: one call may be a whole file; write each sample as it ends
-                def on_text(j: int, text: str, batch: list[dict[str, Any]] = batch) -> None:
-                    line = sample_line(batch[j], text)
-                    append_samples(path, [line])
-                    done[line["id"]] = line
-                    if bar:
-                        bar.update(1)
-
-                be.generate_streaming(msgs, on_text)
-                continue
-            comps = be.generate(msgs)
-            lines = [sample_line(r, c) for r, c in zip(batch, comps)]
-            append_samples(path, lines)
-            done.update((s["id"], s) for s in lines)
-            if bar:
-                bar.update(len(batch))
+                be.generate_streaming(msgs, lambda j, text, batch=batch: keep([sample_line(batch[j], text)]))
+            else:
+                keep([sample_line(r, c) for r, c in zip(batch, be.generate(msgs))])
         if bar:
             bar.close()
     out.mkdir(parents=True, exist_ok=True)
@@ -280,19 +275,17 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     return write_results(out, records, done, header)
 
 
-def _run_api(be: Any, todo: list[dict[str, Any]], done: dict[str, dict[str, Any]], path: Path, cot: bool,
-             system_prompt: str, bar: Any) -> None:
-    """One append + fsync per finished request; a request that failed after its retries goes to
+def _run_api(be: Any, todo: list[dict[str, Any]], keep: Callable[[list[dict[str, Any]]], None], path: Path,
+             cot: bool, system_prompt: str, bar: Any) -> None:
+    """One append + fsync per finished request (`keep`); a request that failed after its retries goes to
     failures.jsonl with its reason (not scored; the next run retries it)."""
     def on_result(i: int, res: Any) -> None:
         rec = todo[i]
         if res.ok:
-            line = {**sample_line(rec, res.text), **res.fields}
-            append_samples(path, [line])
-            done[rec["id"]] = line
-        else:
-            append_samples(path.with_name(FAILURES), [{"id": rec["id"], "error": res.error,
-                                                      "attempts": res.attempts}])
+            keep([{**sample_line(rec, res.text), **res.fields}])
+            return
+        append_samples(path.with_name(FAILURES), [{"id": rec["id"], "error": res.error,
+                                                  "attempts": res.attempts}])
         if bar:
             bar.update(1)
 
