@@ -14,17 +14,31 @@ from typing import Any
 class Score:
     """One verdict.
 
-    coarse:    the official evaluator's verdict, 0.0 or 1.0.
-    fine:      partial credit in [0, 1], equal to 1.0 exactly when `coarse` is 1.0.
+    coarse:    the official evaluator's verdict, 0.0 or 1.0 (loopholes included: it is the benchmark).
+    fine:      the training credit in [0, 1]: 1.0 exactly when `strict` is 1.0, partial credit only
+               where no answer-independent strategy can collect it (docs/rewards.md, "Loopholes").
     extracted: the answer the official extraction pulled out of the completion ("" when none).
     valid:     False where the official evaluator would raise on this row and drop it from its
                denominator (batch_eval.py: result None -> excluded); coarse and fine are 0.0 then.
+    strict:    the strict verdict, 0.0 or 1.0: the official verdict without its loopholes (a list that
+               contains the label, the unsplit word, ...), so strict <= coarse. Left out (None), it
+               equals `coarse`: the types whose official rule has no loophole.
     """
 
     coarse: float
     fine: float
     extracted: str = ""
     valid: bool = True
+    strict: float = None  # type: ignore[assignment]  # None -> coarse, set in __post_init__
+
+    def __post_init__(self) -> None:
+        if self.strict is None:
+            object.__setattr__(self, "strict", self.coarse)
+
+    @property
+    def loophole(self) -> bool:
+        """True when the official verdict passes a completion only through a loophole (coarse 1, strict 0)."""
+        return self.coarse == 1.0 and self.strict != 1.0
 
 
 INVALID = Score(0.0, 0.0, "", valid=False)

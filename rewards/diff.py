@@ -9,16 +9,21 @@ coarse: answer and label are cleaned alike (lower-case; delete "不是", the wor
         words) and the label is one of them ("Eurasia Asia").
         A missing or non-string variation makes the official code raise once the plain comparison
         fails: such rows are `valid=False`.
-fine:   equal to coarse: naming the one differing token is an exact identification, and near misses
+strict: the plain comparison, or, for "modify", the two named tokens (quoted, or the two-token form)
+        are exactly the replaced token and its replacement, read from the prompt's `seq1:`/`seq2:`
+        lines; one quoted candidate equal to the label passes too. The official modify rules pass any two guesses that include the label ("'dog' 'cat'",
+        "dog cat"): twice the chance of one guess, a hedge the strict verdict refuses.
+fine:   equal to strict: naming the one differing token is an exact identification, and near misses
         (a similar-looking token) are not closer to knowing the answer.
 """
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Score, label_of
+from .base import Score, field, label_of
 from .extract import extract_answer
 
 _NO = re.compile(r"\bno\b", re.IGNORECASE)
@@ -56,8 +61,32 @@ def two_tokens(cleaned: str) -> set[str] | None:
     return found if len(found) == 2 else None
 
 
-def score_diff(completion: str, label: str, variation: Any) -> Score:
-    """Score for one DIFF row (official `diff_judge`)."""
+_SEQ = re.compile(r"^\s*seq([12])\s*[:：]\s*(.*)$", re.MULTILINE)
+
+
+def _seq_tokens(line: str) -> list[str]:
+    """Tokens of a sequence line: CJK characters and Hangul syllables one by one, else words."""
+    if re.search(r"[\u4e00-\u9fff\uac00-\ud7a3]", line):
+        return [c for c in line if not c.isspace()]
+    return line.split()
+
+
+def changed_pair(prompt: str) -> set[str] | None:
+    """The cleaned {replaced token, replacement} of a modify row, from its seq1/seq2 lines; None when the
+    prompt does not show exactly one token replaced by one other."""
+    seqs = {k: v for k, v in _SEQ.findall(prompt)}
+    if set(seqs) != {"1", "2"}:
+        return None
+    a, b = Counter(_seq_tokens(seqs["1"])), Counter(_seq_tokens(seqs["2"]))
+    gone, new = list((a - b).elements()), list((b - a).elements())
+    if len(gone) != 1 or len(new) != 1:
+        return None
+    pair = {clean_text(gone[0]), clean_text(new[0])}
+    return pair if len(pair) == 2 else None
+
+
+def score_diff(completion: str, label: str, variation: Any, prompt: str = "") -> Score:
+    """Score for one DIFF row (official `diff_judge`, plus the strict verdict)."""
     extracted = extract_answer(completion)
     a1, a2 = clean_text(extracted), clean_text(label)
     if a1 == a2:
@@ -68,12 +97,14 @@ def score_diff(completion: str, label: str, variation: Any) -> Score:
         if "'" in extracted or '"' in extracted:
             quoted = {c for c in map(clean_text, _QUOTED.findall(extracted)) if c}
             if len(quoted) <= 2 and a2 in quoted:
-                return Score(1.0, 1.0, extracted)
+                ok = float(quoted == {a2} or quoted == changed_pair(prompt))
+                return Score(1.0, ok, extracted, strict=ok)
         toks = two_tokens(a1)
         if toks is not None and a2 in toks:
-            return Score(1.0, 1.0, extracted)
+            ok = float(toks == changed_pair(prompt))
+            return Score(1.0, ok, extracted, strict=ok)
     return Score(0.0, 0.0, extracted)
 
 
 def score(example: Mapping[str, Any], completion: str) -> Score:
-    return score_diff(completion, label_of(example), example.get("variation"))
+    return score_diff(completion, label_of(example), example.get("variation"), field(example, "prompt"))

@@ -6,8 +6,9 @@ coarse: target n = first integer (`\\d+`) of the prompt; the extracted answer's 
         `[a-zA-Z]+(?:[-'][a-zA-Z]+)*`, so digits and "don't!"'s punctuation do not count); equal -> 1.
         A prompt without an integer (or one int() refuses) makes the official evaluator raise: such a
         row is `valid=False`.
-fine:   max(0, 1 - |count - n| / max(n, 1)): linear in the relative length error.
-        Worked example, n = 50: 45 words -> 0.9, 25 -> 0.5, 0 or 100 -> 0.
+fine:   = coarse. No credit for a near length: the target is in the prompt, and credit that grows with
+        closeness to it pays a text of one fixed length (about the middle of the targets) on every row
+        more than a random length would earn. The official count has no list loophole: strict = coarse.
 """
 from __future__ import annotations
 
@@ -54,10 +55,8 @@ def score_length(prompt: str, completion: str) -> Score:
     extracted = extract_answer(completion)
     if target is None:
         return Score(0.0, 0.0, extracted, valid=False)
-    n = count_units(extracted)
-    if n == target:
-        return Score(1.0, 1.0, extracted)
-    return Score(0.0, max(0.0, 1.0 - abs(n - target) / max(target, 1)), extracted)
+    ok = float(count_units(extracted) == target)
+    return Score(ok, ok, extracted)
 
 
 def score(example: Mapping[str, Any], completion: str) -> Score:

@@ -5,23 +5,36 @@ coarse: an empty completion -> 0. Nothing extracted -> 1 only if the raw complet
         characters ,。，:：；;、 and spaces are deleted from answer and label; both are lower-cased and
         stripped; 1 if the label is a substring of the answer. The substring test is the official rule,
         quirks kept: "ABCD" passes for "ABC", and an empty label passes any extracted answer.
-fine:   1 when coarse is 1. SORT (task sort_lengths, label an order such as "CAB"): a miss that is
-        another order of the same labels gets 0.9 * the share of label pairs it puts in the right
-        relative order (Kendall agreement): "CBA" for "CAB" -> 2 of 3 pairs -> 0.6, the reversed order
-        "BAC" -> 0; anything else (a truncated "CA", repeated or foreign letters) -> 0. (Edit-distance
-        credit paid 0.6 for "CA" and 0.3 for "CBA": a 40-step CPU GRPO run learned to answer two
-        letters; docs/results.md.)
+strict: the official verdict for one candidate only: the cleaned answer, its edge quotes, brackets, stars
+        and full stops stripped, must equal the cleaned label (for SORT, its letters alone: "C > A > B"
+        is "cab"). A list that contains the label ("ABC ACB BAC BCA CAB CBA", every class name, every
+        order of the pieces) or extra words around it pass the official rule, not this one.
+        Nothing extracted: the raw completion equals the label, as officially (one candidate).
+fine:   1 when strict is 1; 0 when only the official verdict passes (a hedge earns nothing). Else
+        SORT (task sort_lengths, label an order such as "CAB"): a miss that is another order of the
+        same labels gets 0.9 * the share of label pairs it puts in the right relative order (Kendall
+        agreement): "CBA" for "CAB" -> 2 of 3 pairs -> 0.6, the reversed order "BAC" -> 0; anything
+        else (a truncated "CA", repeated or foreign letters, a list of orders) -> 0. With the gold order
+        uniform, every order earns the same expected credit, so no constant order beats a random one.
         Where the label is another sequence (tasks variant_normalize and component_split, whose
-        MATCH_ANSWER rows are the combine files) a miss gets character-level
-        credit 0.9 * (1 - d / max(|a|, |b|)), d = Levenshtein distance between the cleaned label b and
-        the cleaned answer a cut to 4 * |b| + 8 characters (the cut bounds the work on huge answers);
-        the 0.9 cap keeps every miss below 1. Other tasks (dot_matrix, structure_riddle: a class name
-        or a riddle's solution, where a near spelling is not a near answer) and untagged misses stay 0.
-        Worked example, label "irritation": "irritatoin" -> d = 2 -> 0.9 * (1 - 2/10) = 0.72; "xyz" -> 0.
+        MATCH_ANSWER rows are the combine files) a single candidate of plausible length (at most
+        1.5 * |label| + 2 characters after cleaning) and a near miss (d <= max(1, |label| // 4)) gets
+        0.9 * (d0 - d) / d0 when d < d0, d = the
+        Levenshtein distance from the cleaned answer to the cleaned label, d0 = the distance from the
+        label to the closest stretch of the prompt (cleaned, with every non-word character deleted, and
+        both again after NFKC folding): the credit is for getting closer to the label than an echo of the input could, so an
+        echo (the perturbed text, the pieces in the given order) earns 0. Other tasks (dot_matrix,
+        structure_riddle: a class name or a riddle's solution, where a near spelling is not a near
+        answer) and untagged misses stay 0.
+        Worked example, label "irritation", prompt "Combine {irrit}, {on}, {ati} into one word.":
+        d0 = 4 ("irritonati"); "irritatoin" -> d = 2 -> 0.9 * 2/4 = 0.45; "irritonati" -> 0; "xyz" -> 0.
 """
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from synth.record import TASKS
@@ -34,6 +47,10 @@ _PUNCT = ",。，:：；;、 "
 SEQUENCE_TASKS = frozenset(t for t, info in TASKS.items() if info.match_credit == "sequence")
 ORDER_TASKS = frozenset(t for t, info in TASKS.items() if info.match_credit == "order")
 _CAP = 0.9
+_EDGES = " \t\r\n\"'`*.。!！?？()（）[]【】{}<>「」『』“”‘’"
+_NOT_WORD = re.compile(r"[\W_]+")
+_NOT_LETTER = re.compile(r"[^a-z]+")
+_ECHO_MAX = 1 << 14  # prompts longer than this are cut for the echo distance (bounded work)
 
 
 def _clean(s: str) -> str:
@@ -73,6 +90,65 @@ def levenshtein(a: str, b: str) -> int:
     return dist
 
 
+def substring_distance(text: str, pattern: str) -> int:
+    """min over the substrings s of `text` (the empty one included) of levenshtein(s, pattern): Myers'
+    bit-parallel algorithm in search mode (a match may start anywhere in the text for free)."""
+    m = len(pattern)
+    if m == 0:
+        return 0
+    peq: dict[str, int] = {}
+    for i, ch in enumerate(pattern):
+        peq[ch] = peq.get(ch, 0) | (1 << i)
+    mask = (1 << m) - 1
+    top = 1 << (m - 1)
+    pv, mv, dist = mask, 0, m
+    best = m
+    for ch in text:
+        eq = peq.get(ch, 0)
+        xv = eq | mv
+        xh = (((eq & pv) + pv) ^ pv) | eq
+        ph = (mv | ~(xh | pv)) & mask
+        mh = pv & xh
+        if ph & top:
+            dist += 1
+        elif mh & top:
+            dist -= 1
+            if dist < best:
+                best = dist
+                if best == 0:
+                    return 0
+        ph <<= 1  # search mode: no carried-in 1, so the row above the first character costs 0
+        mh <<= 1
+        pv = (mh | ~(xv | ph)) & mask
+        mv = ph & xv & mask
+    return best
+
+
+@lru_cache(maxsize=1024)
+def echo_distance(prompt: str, label: str) -> int:
+    """How close an echo of the input gets to the (cleaned) label: the smallest edit distance between
+    the label and a stretch of the cleaned prompt, or of the prompt with every non-word character
+    deleted ("{irrit}, {on}, {ati}" -> "irritonati"). Memoised: GRPO scores a prompt once per
+    completion of its group."""
+    text = _clean(prompt[:_ECHO_MAX]).lower()
+    folded = _clean(unicodedata.normalize("NFKC", prompt[:_ECHO_MAX])).lower()
+    return min(substring_distance(t, label) for t in (text, _NOT_WORD.sub("", text), folded, _NOT_WORD.sub("", folded)))
+
+
+def sequence_credit(cand: str, label: str, prompt: str) -> float:
+    """0.9 * (d0 - d) / d0 for one candidate of plausible length (see the module docstring): the share of
+    the way from the best echo of the prompt (distance d0) to the label that the answer covers."""
+    if not label or len(cand) > 1.5 * len(label) + 2:
+        return 0.0
+    d0 = echo_distance(prompt, label)
+    if d0 == 0:
+        return 0.0
+    d = levenshtein(cand, label)
+    if d >= d0 or d > max(1, len(label) // 4):  # near misses only: two labels are never that close, so a
+        return 0.0                              # constant collects no credit from the rows it does not match
+    return _CAP * (d0 - d) / d0
+
+
 def similarity(pred: str, label: str) -> float:
     """1 - normalised edit distance, with the prediction cut to 4 * |label| + 8 characters."""
     pred = pred[: 4 * len(label) + 8]
@@ -92,9 +168,17 @@ def order_agreement(pred: str, label: str) -> float:
     return good / (n * (n - 1) // 2)
 
 
-def score_match(completion: str, label: str, sequence: bool = False, order: bool = False) -> Score:
-    """Score for one MATCH_ANSWER row (official `match_answer`); `sequence` turns on character credit,
-    `order` (SORT) the pairwise-order credit instead."""
+def candidate(pred: str, order: bool = False) -> str:
+    """The one answer a cleaned, lower-cased prediction gives: edge quotes, brackets, stars and full
+    stops stripped; for an order (SORT) its letters alone."""
+    pred = pred.strip(_EDGES)
+    return _NOT_LETTER.sub("", pred) if order else pred
+
+
+def score_match(completion: str, label: str, sequence: bool = False, order: bool = False,
+                prompt: str = "") -> Score:
+    """Score for one MATCH_ANSWER row (official `match_answer`, plus the strict verdict); `sequence` turns
+    on the echo-relative character credit (it reads `prompt`), `order` (SORT) the pairwise-order credit."""
     if not completion:
         return Score(0.0, 0.0, "")
     extracted = extract_answer(completion)
@@ -105,15 +189,19 @@ def score_match(completion: str, label: str, sequence: bool = False, order: bool
     if lab not in _PUNCT:
         pred, lab = _clean(pred), _clean(lab)
     pred, lab = pred.lower().strip(), lab.lower().strip()
-    if lab in pred:
-        return Score(1.0, 1.0, extracted)
+    cand = candidate(pred, order)
+    if lab in pred:  # the official verdict; strict: for one candidate only (a hedge earns nothing)
+        if cand == lab or (lab in _PUNCT and pred == lab):
+            return Score(1.0, 1.0, extracted)
+        return Score(1.0, 0.0, extracted, strict=0.0)
     if order:
-        return Score(0.0, _CAP * order_agreement(pred, lab), extracted)
+        return Score(0.0, _CAP * order_agreement(cand, lab), extracted)
     if sequence:
-        return Score(0.0, _CAP * similarity(pred, lab), extracted)
+        return Score(0.0, sequence_credit(cand, lab, prompt), extracted)
     return Score(0.0, 0.0, extracted)
 
 
 def score(example: Mapping[str, Any], completion: str) -> Score:
     task = field(example, "task")
-    return score_match(completion, label_of(example), task in SEQUENCE_TASKS, task in ORDER_TASKS)
+    return score_match(completion, label_of(example), task in SEQUENCE_TASKS, task in ORDER_TASKS,
+                       field(example, "prompt"))

@@ -7,6 +7,8 @@ keyword lists (plus extras such as `completion_ids` and `trainer_state`). Each r
 row text, not the chat prompt, so the question is taken from, in order: a `question` column (what
 `recipes/` writes, since TRL withholds the `prompt` column), a `prompt` column of strings (callers
 outside TRL), the last user message of the chat prompt, or the prompt itself when it is a string.
+`accuracy_coarse` is the official verdict (the benchmark's, loopholes included); the training rewards
+`accuracy_strict` and `accuracy_fine` pay nothing for a hedge or an echo (docs/rewards.md, "Loopholes").
 Each function keeps a distinct `__name__`, which TRL logs as `rewards/<name>/mean`.
 """
 from __future__ import annotations
@@ -76,8 +78,15 @@ def accuracy_coarse(prompts: Sequence[Any], completions: Sequence[Any], **column
     return [score(r, c).coarse for r, c in zip(rows, completions)]
 
 
+def accuracy_strict(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
+    """Strict binary verdict: the official one without its loopholes (hedges, echoes earn 0); invalid rows 0."""
+    rows = _rows(prompts, len(completions), columns)
+    return [score(r, c).strict for r, c in zip(rows, completions)]
+
+
 def accuracy_fine(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
-    """Fine-grained partial credit in [0, 1], 1 exactly when the official verdict is 1."""
+    """Partial credit in [0, 1] built on the strict verdict: 1 exactly when it is 1, and no credit an
+    answer-independent strategy (a constant, an echo, a list of every option) could collect."""
     rows = _rows(prompts, len(completions), columns)
     return [score(r, c).fine for r, c in zip(rows, completions)]
 
@@ -110,6 +119,7 @@ def make_length_penalty(soft: int = 1500, hard: int = 2000) -> RewardFunc:
 
 REWARD_FUNCS: dict[str, RewardFunc] = {
     "accuracy_coarse": accuracy_coarse,
+    "accuracy_strict": accuracy_strict,
     "accuracy_fine": accuracy_fine,
     "format": format_reward,
     "length_penalty": length_penalty,

@@ -164,15 +164,11 @@ def test_number_quirks(comp, label, coarse):
     assert s.coarse == coarse and s.valid
 
 
-def test_number_fine_worked_examples():
+def test_number_fine_is_the_verdict():
+    # no credit for a near count: it paid a constant near the middle of the range on every row
     ex = {"type": "NUMBER", "prompt": "q", "answer": "7"}
-    assert score(ex, tag("8")).fine == pytest.approx(0.9 * 2.718281828 ** -1, rel=1e-6)   # 0.331
-    assert score(ex, tag("9")).fine == pytest.approx(0.9 * 2.718281828 ** -4, rel=1e-6)   # 0.016
-    big = {"type": "NUMBER", "prompt": "q", "answer": "120"}
-    assert score(big, tag("126")).fine == pytest.approx(0.9 * 2.718281828 ** -0.25, rel=1e-6)
-    assert score(big, tag("132")).fine == pytest.approx(score(ex, tag("8")).fine)
-    assert score(ex, tag("07")).fine == pytest.approx(0.9)      # right value, wrong string: below 1
-    assert score(ex, tag("no idea")).fine == 0.0
+    assert [score(ex, tag(a)).fine for a in ("7", "8", "6", "07", "no idea", "1 2 3 4 5 6 7")] == [1, 0, 0, 0, 0, 1]
+    assert score(ex, tag("1 2 3 4 5 6 7")).strict == 1.0        # only the last integer counts: one guess
 
 
 def test_number_huge_digit_strings():
@@ -180,9 +176,8 @@ def test_number_huge_digit_strings():
     ex = {"type": "NUMBER", "prompt": "q", "answer": g}
     assert score(ex, tag(g)) == Score(1.0, 1.0, g)
     near = "9" * 9999 + "8"
-    assert score(ex, tag(near)).coarse == 0.0 and score(ex, tag(near)).fine == pytest.approx(0.9)
-    assert score(ex, tag("1" + "0" * 10000)).fine == pytest.approx(0.9)  # off by one in 10^10000
-    assert score(ex, tag("9" * 5000)).fine == pytest.approx(0.9 * 2.718281828 ** -100, rel=1e-6)
+    assert score(ex, tag(near)) == Score(0.0, 0.0, near)
+    assert score(ex, tag("1" + "0" * 10000)).fine == 0.0
     assert score({"type": "NUMBER", "prompt": "q", "answer": "3"}, tag("7" * 10000)).fine == 0.0
 
 
@@ -245,10 +240,8 @@ def test_length_rules():
     assert score({"type": "LENGTH", "prompt": "no number", "answer": ""}, tag("x")) == Score(0, 0, "x", valid=False)
     assert not score({"type": "LENGTH", "prompt": "write " + "9" * 5000 + " words"}, tag("x")).valid
     n50 = {"type": "LENGTH", "prompt": "Write 50 words.", "answer": ""}
-    assert score(n50, tag(" ".join(["w"] * 45))).fine == pytest.approx(0.9)
-    assert score(n50, tag(" ".join(["w"] * 25))).fine == pytest.approx(0.5)
-    assert score(n50, tag(" ".join(["w"] * 100))).fine == 0.0
-    assert score(n50, tag("")).fine == 0.0
+    # fine = the verdict: credit for a near length paid a text of one fixed length on every row
+    assert [score(n50, tag(" ".join(["w"] * k))).fine for k in (50, 49, 45, 25, 100, 0)] == [1, 0, 0, 0, 0, 0]
 
 
 def test_shuffle_rules():
@@ -275,12 +268,26 @@ def test_split_rules():
     assert score(ex, tag("亻 , 列")).coarse == 1.0
     assert score(ex, tag("列人")).coarse == 1.0                # order and separators do not matter
     assert score(ex, tag("The parts are 亻 and 列.")).coarse == 1.0
-    assert score(ex, tag("亻,歹")).fine == 0.5
+    assert score(ex, tag("亻,歹")).fine == 0.0
     assert score(ex, tag("歹")).fine == 0.0
     en = {"type": "SPLIT", "prompt": "q", "answer": "irritat, ion"}
     assert score(en, tag("irrit at, ion")).coarse == 1.0      # spaces removed from the answer
     assert score(en, tag("irrita, tio")).fine == 0.0
-    assert score(en, tag("irritat, io")).fine == 0.5
+    assert score(en, tag("irritat, io")).fine == 0.0
+
+
+def test_split_strict():
+    ex = {"type": "SPLIT", "prompt": "请将“例”拆分为可重新组合的基本部件.", "answer": "人,列;亻,列"}
+    for ok in ("人,列", "亻 , 列", "亻+列", "亻、列。", "人,列;亻,列", "亻，列"):   # one or more right decompositions
+        assert (score(ex, tag(ok)).strict, score(ex, tag(ok)).fine) == (1.0, 1.0), ok
+    for hedge in ("列人", "列, 人", "The parts are 亻 and 列.", "人,列;口,列", "人, 列, 亻"):
+        s = score(ex, tag(hedge))
+        assert (s.coarse, s.strict, s.fine, s.loophole) == (1.0, 0.0, 0.0, True), hedge
+    en = {"type": "SPLIT", "prompt": "Split irritation into from i to t, from i to n.", "answer": "irritat, ion"}
+    s = score(en, tag("irritation"))                          # the unsplit word: the official loophole
+    assert (s.coarse, s.strict, s.fine) == (1.0, 0.0, 0.0)
+    assert score(en, tag("irritat ion")).strict == 1.0
+    assert score(en, tag("ion, irritat")).strict == 0.0       # parts that do not rebuild the word in order
 
 
 def test_diff_rules():
@@ -304,11 +311,31 @@ def test_diff_rules():
     assert score(d, tag("Asia")).fine == 0.0
 
 
+def test_diff_strict_modify():
+    """The official modify rules pass two guesses that include the label; strict wants the real pair."""
+    d = {"type": "DIFF", "answer": "Eurasia", "variation": "modify",
+         "prompt": "Are the words ... which word is different?\nseq1: the Eurasia group won\nseq2: group won Asia the"}
+    for ok in ("Eurasia", "'Eurasia' was changed to 'Asia'", "Eurasia Asia", "The word 'Eurasia'"):
+        assert (score(d, tag(ok)).strict, score(d, tag(ok)).fine) == (1.0, 1.0), ok
+    for hedge in ("'Eurasia' 'group'", "Eurasia group", "'the' or 'Eurasia'"):
+        s = score(d, tag(hedge))
+        assert (s.coarse, s.strict, s.fine) == (1.0, 0.0, 0.0), hedge
+    zh = {"type": "DIFF", "answer": "抖", "variation": "修改", "prompt": "...\nseq1: 址动抖话\nseq2: 话动址抢"}
+    assert score(zh, tag("抖 抢")).strict == 1.0 and score(zh, tag("抖 动")).loophole
+
+
 def test_exact_rules():
     ex = {"type": "EXACT", "task": "execute", "prompt": "q", "answer": "c h e v r o n"}
     assert score(ex, tag("C  h e v r o n")).coarse == 1.0
     assert score(ex, tag("c h e v r o n x")).coarse == 0.0
-    assert score(ex, tag("c h e v r o m")).fine == pytest.approx(0.9 * 12 / 13)
+    # echo-relative credit: d0 = 7 (the prompt "q" holds nothing of "chevron"), d = 1 -> 0.9 * 6/7
+    assert score(ex, tag("c h e v r o m")).fine == pytest.approx(0.9 * 6 / 7)
+    assert score(ex, tag("c h e x x x x")).fine == 0.0         # not a near miss (4 of 7 wrong)
+    spell = dict(ex, prompt="Spell chevron letter by letter.")
+    assert score(spell, tag("c h e v r o m")).fine == 0.0      # the prompt already holds "chevron": d0 = 0
+    rev = {"type": "EXACT", "task": "execute", "prompt": "Reverse chevron", "answer": "norvehc"}
+    assert score(rev, tag("chevron")).fine == 0.0              # the echo earns nothing
+    assert score(rev, tag("norvehx")).fine == pytest.approx(0.9 * 3 / 4)   # d0 = 4, d = 1
 
 
 def test_record_and_completion_shapes():

@@ -1,6 +1,6 @@
-"""rewards: properties (hypothesis) of coarse/fine on every type, monotone fine credit, a fuzz test over
-random and adversarial completions, prompts and labels with a loose time bound per call."""
-import decimal
+"""rewards: properties (hypothesis) of coarse/strict/fine on every type, the substring distance against a
+dynamic programme, a fuzz test over random and adversarial completions, prompts and labels with a loose
+time bound per call. The loophole bound (hedges, echoes, constants): test_rewards_loopholes.py."""
 import random
 import re
 import time
@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from rewards import Score, diff, length, score, shuffle
 from rewards import text as text_mod
-from rewards.match_answer import levenshtein
-from rewards.number import closeness
+from rewards.match_answer import levenshtein, substring_distance
 
 
 def tag(s: str) -> str:
@@ -41,9 +40,11 @@ any_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_siz
 
 
 def check(s: Score) -> None:
-    assert s.coarse in (0.0, 1.0)
+    assert s.coarse in (0.0, 1.0) and s.strict in (0.0, 1.0)
     assert 0.0 <= s.fine <= 1.0
-    assert (s.fine == 1.0) == (s.coarse == 1.0)
+    assert (s.fine == 1.0) == (s.strict == 1.0)      # full training credit exactly for a strict pass...
+    assert s.strict <= s.coarse                      # ...which the official verdict passes too
+    assert s.loophole == (s.coarse == 1.0 and s.strict == 0.0)
     assert isinstance(s.extracted, str)
 
 
@@ -63,38 +64,13 @@ def test_any_prompt_and_label(ex, prompt, answer, body):
 
 
 @settings(max_examples=300, deadline=None)
-@given(label=st.integers(0, 300), a=st.integers(0, 400), b=st.integers(0, 400))
-def test_number_fine_monotone(label, a, b):
-    ex = {"type": "NUMBER", "prompt": "q", "answer": str(label)}
-    fa, fb = score(ex, tag(str(a))).fine, score(ex, tag(str(b))).fine
-    if abs(a - label) <= abs(b - label):
-        assert fa >= fb
-    if abs(a - label) < abs(b - label) and fb > 0:
-        assert fa > fb
-
-
-@settings(max_examples=200, deadline=None)
-@given(digits=st.integers(20, 12000), da=st.integers(-10**6, 10**6), db=st.integers(-10**30, 10**30),
-       scale=st.integers(0, 3))
-def test_number_fine_monotone_huge(digits, da, db, scale):
-    """Beyond int()'s 4,300-digit limit the credit is still exact enough to stay monotone."""
-    ctx = decimal.Context(prec=digits + 40)   # digit strings built without int <-> str conversions
-    g = ctx.add(decimal.Decimal(10) ** digits, 12345)
-    db = ctx.multiply(db, decimal.Decimal(10) ** (scale * digits // 4))
-    sa, sb, sg = (format(x, "f") for x in (ctx.add(g, da), ctx.add(g, db), g))
-    if abs(da) <= abs(db):
-        assert closeness(sa, sg) >= closeness(sb, sg)
-    assert 0.0 <= closeness(sb, sg) <= 0.9
-
-
-@settings(max_examples=300, deadline=None)
-@given(n=st.integers(1, 120), a=st.integers(0, 200), b=st.integers(0, 200), zh=st.booleans())
-def test_length_fine_monotone(n, a, b, zh):
-    ex = {"type": "LENGTH", "prompt": f"Write {n} words.", "answer": ""}
-    unit = "好" if zh else "w "
-    fa, fb = score(ex, tag(unit * a)).fine, score(ex, tag(unit * b)).fine
-    if abs(a - n) <= abs(b - n):
-        assert fa >= fb
+@given(label=st.integers(0, 300), a=st.integers(0, 400), n=st.integers(1, 120), k=st.integers(0, 200))
+def test_number_and_length_pay_only_the_exact_value(label, a, n, k):
+    """No near-miss credit: it paid a central constant (a count, a text length) on every row."""
+    num = score({"type": "NUMBER", "prompt": "q", "answer": str(label)}, tag(str(a)))
+    assert num.fine == num.strict == num.coarse == float(a == label)
+    ln = score({"type": "LENGTH", "prompt": f"Write {n} words.", "answer": ""}, tag("w " * k))
+    assert ln.fine == ln.coarse == float(k == n)
 
 
 @settings(max_examples=300, deadline=None)
@@ -107,6 +83,14 @@ def test_levenshtein_matches_dynamic_programme(a, b):
             cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
         prev = cur
     assert levenshtein(a, b) == prev[-1] == levenshtein(b, a)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text("abcd", max_size=14), pat=st.text("abc", max_size=8))
+def test_substring_distance_is_the_best_stretch(text, pat):
+    """The echo baseline: the closest substring of the prompt, by brute force over every substring."""
+    subs = {text[i:j] for i in range(len(text) + 1) for j in range(i, len(text) + 1)}
+    assert substring_distance(text, pat) == min(levenshtein(s, pat) for s in subs)
 
 
 @settings(max_examples=200, deadline=None)
