@@ -16,18 +16,19 @@ fine:   1 when strict is 1; 0 when only the official verdict passes (a hedge ear
         agreement): "CBA" for "CAB" -> 2 of 3 pairs -> 0.6, the reversed order "BAC" -> 0; anything
         else (a truncated "CA", repeated or foreign letters, a list of orders) -> 0. With the gold order
         uniform, every order earns the same expected credit, so no constant order beats a random one.
-        Where the label is another sequence (tasks variant_normalize and component_split, whose
-        MATCH_ANSWER rows are the combine files) a single candidate of plausible length (at most
-        1.5 * |label| + 2 characters after cleaning) and a near miss (d <= max(1, |label| // 4)) gets
-        0.9 * (d0 - d) / d0 when d < d0, d = the
+        Where the label is a string to restore (task variant_normalize: TaskInfo.match_credit "sequence")
+        a single candidate of plausible length (at most 1.5 * |label| + 2 characters after cleaning)
+        and a near miss (d <= max(1, |label| // 4)) gets 0.9 * (d0 - d) / d0 when d < d0, d = the
         Levenshtein distance from the cleaned answer to the cleaned label, d0 = the distance from the
         label to the closest stretch of the prompt (cleaned, with every non-word character deleted, and
-        both again after NFKC folding): the credit is for getting closer to the label than an echo of the input could, so an
-        echo (the perturbed text, the pieces in the given order) earns 0. Other tasks (dot_matrix,
-        structure_riddle: a class name or a riddle's solution, where a near spelling is not a near
-        answer) and untagged misses stay 0.
-        Worked example, label "irritation", prompt "Combine {irrit}, {on}, {ati} into one word.":
-        d0 = 4 ("irritonati"); "irritatoin" -> d = 2 -> 0.9 * 2/4 = 0.45; "irritonati" -> 0; "xyz" -> 0.
+        both again after NFKC folding): the credit is for getting closer to the label than an echo of
+        the input could, so an echo (the perturbed text, its NFKC folding) earns 0; originals of
+        different rows are seldom within a quarter of their length of each other, so a constant
+        collects nothing on the rows it does not match.
+        component_split combine, dot_matrix, structure_riddle (orders of the given pieces, class names,
+        riddle solutions: a near spelling is not a near answer) and untagged misses stay 0.
+        Worked example, label "学生在校园里努力学习。", prompt "...：敩泩茬校圎里怓劦敩習。": d0 = 8 (of 10
+        cleaned characters); "学生在校圎里努力学习。" -> d = 1 -> 0.9 * 7/8 = 0.79; the echo -> 0.
 """
 from __future__ import annotations
 
