@@ -111,10 +111,20 @@ def ci95(x: Any) -> list[float] | None:
     return [round(float(lo), 2) + 0.0, round(float(hi), 2) + 0.0]  # + 0.0: no "-0.0"
 
 
+def _count_by_task(counts: dict[str, int], info: dict[str, dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for f, i in info.items():
+        out[i["task"]] += counts.get(f, 0)
+    return dict(out)
+
+
 def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Tables from sample dicts carrying task, subtask, lang, file, coarse, fine and valid."""
+    """Tables from sample dicts carrying task, subtask, lang, file, coarse, fine, valid and strict (read as
+    coarse where absent: samples written before the strict verdict existed)."""
     per_file: dict[str, list[float]] = defaultdict(list)
     per_file_fine: dict[str, list[float]] = defaultdict(list)
+    per_file_strict: dict[str, list[float]] = defaultdict(list)
+    loophole_by_file: dict[str, int] = defaultdict(int)
     info: dict[str, dict[str, Any]] = {}
     invalid_by_file: dict[str, int] = defaultdict(int)
     n = n_invalid = 0
@@ -130,6 +140,9 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
             continue
         per_file[f].append(float(s["coarse"]))
         per_file_fine[f].append(float(s["fine"]))
+        strict = float(s.get("strict", s["coarse"]))  # samples written before the strict verdict: = coarse
+        per_file_strict[f].append(strict)
+        loophole_by_file[f] += float(s["coarse"]) == 1.0 and strict != 1.0
     file_acc = {f: round(_mean(v), 4) for f, v in per_file.items()}  # batch_eval.py: 0 when no valid row
 
     stats = macro(file_acc, info)
@@ -164,6 +177,10 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
         if lang:
             fname_lang[lang].append(acc)
 
+    strict_acc = {f: round(_mean(per_file_strict.get(f, [])), 4) for f in per_file}
+    strict_stats = macro(strict_acc, info)
+    all_s = [c for v in per_file_strict.values() for c in v]
+
     return {
         "overall": _pct(stats["overall"]),
         "by_task": {code_of(t): _pct(a) for t, a in sorted(by_task.items(), key=_task_order)},
@@ -180,6 +197,17 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
                   "by_task": {code_of(t): _pct(_mean(v)) for t, v in sorted(micro_task.items(), key=_task_order)},
                   "by_lang": {lang: _pct(_mean(micro_lang[lang])) for lang in LANG_TABLE if micro_lang.get(lang)}},
         "fine": {"overall": _pct(_mean(all_f))},
+        # the official verdict without its loopholes (rewards.Score.strict), aggregated the same way, and
+        # the rows the official verdict passed only through a loophole (a hedge, an echo, extra words)
+        "strict": {"overall": _pct(strict_stats["overall"]),
+                   "by_task": {code_of(t): _pct(a) for t, a in sorted(strict_stats["by_task"].items(), key=_task_order)},
+                   "by_lang": {lang: _pct(a) for lang, a in strict_stats["by_lang"].items()},
+                   "micro": _pct(_mean(all_s)),
+                   "by_file": {f: _pct(a) for f, a in sorted(strict_acc.items())}},
+        "loophole": {"n": sum(loophole_by_file.values()),
+                     "by_task": {code_of(t): k for t, k in sorted(_count_by_task(loophole_by_file, info).items(),
+                                                                   key=_task_order)},
+                     "by_file": {f: loophole_by_file.get(f, 0) for f in sorted(per_file)}},
         "dot_official_adjusted": None if dot_adj is None else _pct(dot_adj),
         "official": {
             "note": "merge_result.py quirks: DOT = mean(bitmap files) / char_classification; language from "

@@ -157,6 +157,7 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
         for n, d in deltas.items():
             if d["n_shared"]:
                 lines.append(f"| {n} | " + " | ".join(_delta_cell(d["by_lang"].get(c)) for c in lang_cols) + " |")
+    lines += strict_table(names, results, task_cols)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     levels = [bootstrap_level(samples, n_boot, seed) for _, _, samples in runs]
@@ -167,9 +168,38 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
                "by_lang": {n: r["by_lang"] for n, r in zip(names, results)},
                "overall": {n: r["overall"] for n, r in zip(names, results)},
                "micro": {n: r["micro"]["overall"] for n, r in zip(names, results)},
+               "strict": {n: r.get("strict") for n, r in zip(names, results)},
+               "loophole": {n: r.get("loophole") for n, r in zip(names, results)},
                "deltas": deltas, "ci95": {n: lv for n, lv in zip(names, levels)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     return summary
+
+
+def strict_table(names: list[str], results: list[dict[str, Any]], task_cols: list[str]) -> list[str]:
+    """Official beside strict accuracy, and the rows that passed the official verdict only through a
+    loophole (a list holding the label, the unsplit word, an echo, extra words around the label): a model
+    that learnt to hedge shows a strict accuracy far below its official one. Runs scored before the
+    strict verdict existed have no `strict` key and show dashes."""
+    lines = ["", "## Table 3: official and strict accuracy (%)", "",
+             "strict = the official verdict without its loopholes (docs/rewards.md, \"Loopholes\"); loophole "
+             "passes = rows the official verdict passed only through one. Task cells: official / strict.", "",
+             "| model | " + " | ".join(task_cols) + " | Avg official | Avg strict | micro official | micro strict "
+             "| loophole passes | n |", "|---|" + "---:|" * (len(task_cols) + 6)]
+    for n, r in zip(names, results):
+        st = r.get("strict")
+        if not st:
+            lines.append(f"| {n} | " + " | ".join("–" for _ in task_cols) + f" | {r['overall']:.2f} | – | "
+                         f"{r['micro']['overall']:.2f} | – | – | {r['n']} |")
+            continue
+        cells = [f"{r['by_task'][c]:.1f} / {st['by_task'][c]:.1f}" if c in st["by_task"] else "–" for c in task_cols]
+        lines.append(f"| {n} | " + " | ".join(cells) + f" | {r['overall']:.2f} | {st['overall']:.2f} | "
+                     f"{r['micro']['overall']:.2f} | {st['micro']:.2f} | {r['loophole']['n']} | {r['n']} |")
+    hit = [(n, {f: k for f, k in r["loophole"]["by_file"].items() if k}) for n, r in zip(names, results)
+           if r.get("loophole")]
+    if any(files for _, files in hit):
+        lines += ["", "Loophole passes by file: " + "; ".join(
+            f"{n}: " + ", ".join(f"{f} {k}" for f, k in files.items()) for n, files in hit if files) + "."]
+    return lines
 
 
 def bootstrap_level(samples: dict[str, dict[str, Any]], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:

@@ -71,6 +71,7 @@ def sample_line(rec: dict[str, Any], completion: str) -> dict[str, Any]:
         "category": rec.get("category", ""), "type": rec["type"], "file": file_key(rec),
         "prompt": rec["prompt"], "answer": rec.get("answer", ""), "completion": completion,
         "extracted": s.extracted, "coarse": s.coarse, "fine": round(s.fine, 6), "valid": s.valid,
+        "strict": s.strict,
     }
 
 

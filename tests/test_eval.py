@@ -308,3 +308,44 @@ def test_export_lm_eval(fixture_root, tmp_path):
         assert not Path(kw["data_file"]).is_absolute() and path.is_file()
         n_docs += len(path.read_text().splitlines())
     assert n_docs == 216 and abs(weights - 36) < 1e-9  # the leaf mean of `overall` is the mean over tasks
+
+
+def test_strict_accuracy_and_loophole_passes_in_results_and_compare(fixture_root, rows, tmp_path):
+    """A model that hedges (every order for SORT, the unsplit word for COMPM split, every class for DOT)
+    keeps its official accuracy, and shows it: strict accuracy falls and the loophole passes are counted,
+    per file in results.json and side by side in `eval compare`."""
+    from rewards.loopholes import split_word
+
+    every_order = "ABC ACB BAC BCA CAB CBA"
+    classes = "digit latin hanzi hangul kana greek symbol"
+    hedged = {"sort_lengths": lambda r: every_order,
+              "component_split": lambda r: split_word(r["prompt"]) if r["subtask"] == "split" and r["lang"] == "en"
+              else None,
+              "dot_matrix": lambda r: classes if r["subtask"] == "bitmap_type_classification" else None}
+    with (tmp_path / "hedge.jsonl").open("w") as f:
+        for r in rows:
+            h = hedged.get(r["task"], lambda r: None)(r)
+            comp = f"<answer>{h}</answer>" if h else gold_completion(r)
+            f.write(json.dumps({"id": r["id"], "completion": comp}, ensure_ascii=False) + "\n")
+    write_preds(tmp_path / "gold.jsonl", rows, lambda r: True)
+    gold = score_cli(fixture_root, tmp_path / "gold.jsonl", tmp_path / "gold")
+    hedge = score_cli(fixture_root, tmp_path / "hedge.jsonl", tmp_path / "hedge")
+    assert gold["strict"]["overall"] == 100.0 and gold["loophole"]["n"] == 0
+    assert hedge["overall"] == 100.0 and hedge["micro"]["overall"] == 100.0      # the official verdict is fooled
+    assert hedge["loophole"]["n"] == 18 + 6 + 6                                   # 3 SORT files, en_split, DOT type
+    assert hedge["loophole"]["by_task"]["SORT"] == 18 and hedge["strict"]["by_task"]["SORT"] == 0.0
+    assert hedge["loophole"]["by_file"]["token_structure/component_split/en_split.csv"] == 6
+    assert hedge["strict"]["by_file"]["token_structure/component_split/en_split.csv"] == 0.0
+    assert hedge["strict"]["by_task"]["COMPM"] == 83.33 and hedge["strict"]["by_task"]["DOT"] == 66.67
+    assert hedge["strict"]["overall"] == 85.0     # (0 + 83.33 + 66.67 + 7 * 100) / 10
+    line = json.loads((tmp_path / "hedge" / "samples.jsonl").read_text().splitlines()[0])
+    assert "strict" in line
+    res = run_module(["eval", "compare", str(tmp_path / "gold"), str(tmp_path / "hedge"), "--out", str(tmp_path / "cmp")])
+    assert res.returncode == 0, res.stderr
+    md = (tmp_path / "cmp" / "comparison.md").read_text()
+    table = md[md.index("## Table 3"):].splitlines()
+    assert any(l.startswith("| hedge |") and "| 100.00 |" in l and "| 30 | 216 |" in l for l in table), table
+    assert any(l.startswith("| gold |") and "| 0 | 216 |" in l for l in table), table
+    assert "en_split.csv 6" in md
+    summary = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    assert summary["loophole"]["hedge"]["n"] == 30 and summary["strict"]["gold"]["overall"] == 100.0

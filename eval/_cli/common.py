@@ -92,4 +92,8 @@ def warn_invalid(res: dict) -> None:
 
 def summary(res: dict) -> str:
     tasks = " ".join(f"{k} {v:.1f}" for k, v in res["by_task"].items())
-    return f"overall {res['overall']:.2f} (micro {res['micro']['overall']:.2f}, n={res['n']}) | {tasks}"
+    line = f"overall {res['overall']:.2f} (micro {res['micro']['overall']:.2f}, n={res['n']}) | {tasks}"
+    if "strict" in res:  # the official verdict without its loopholes, and the rows that passed only through one
+        line += f"\nstrict {res['strict']['overall']:.2f} (micro {res['strict']['micro']:.2f}) | " \
+                f"{res['loophole']['n']} rows passed the official verdict only through a loophole"
+    return line
