@@ -3,7 +3,7 @@
 set -euo pipefail
 usage() {
   cat <<'USAGE'
-usage: launch/cpu.sh [--out DIR] [--steps N] [--granularity coarse|fine] [--dry-run] [-- extra grpo options]
+usage: launch/cpu.sh [--out DIR] [--steps N] [--granularity fine|strict|coarse] [--dry-run] [-- extra grpo options]
 
   1. python recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml --output_dir DIR/sft
         --resume_from_checkpoint true
@@ -14,7 +14,7 @@ usage: launch/cpu.sh [--out DIR] [--steps N] [--granularity coarse|fine] [--dry-
 
   --out DIR        run folder (default runs/cpu)
   --steps N        GRPO steps (default 40; ~10-40 s each on 2 cores)
-  --granularity G  coarse or fine reward (default fine)
+  --granularity G  fine, strict or coarse reward (default fine: partial credit on the strict verdict)
   --dry-run        print the commands only
   -h, --help       this help
 USAGE

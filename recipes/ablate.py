@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         argv, extra = argv[:i], argv[i + 1 :]
     p = argparse.ArgumentParser(prog="python recipes/ablate.py", description=__doc__.splitlines()[0])
     p.add_argument("--config", required=True, help="GRPO YAML config (recipes/configs/...)")
-    p.add_argument("--granularity", nargs="+", default=["coarse", "fine"], choices=["coarse", "fine"])
+    p.add_argument("--granularity", nargs="+", default=["coarse", "fine"], choices=["coarse", "strict", "fine"])
     p.add_argument("--out", required=True)
     p.add_argument("--base", default=None, help="model every arm starts from (default: the config's model)")
     p.add_argument("--eval-data", action="append", required=True, help="official:DIR or FILE.jsonl (repeatable)")

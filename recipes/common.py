@@ -78,7 +78,9 @@ class DataArgs:
 class TaseArgs(DataArgs):
     """GRPO options on top of the data options."""
 
-    reward_granularity: str = field(default="fine", metadata={"help": "coarse (official 0/1) or fine (partial)"})
+    reward_granularity: str = field(default="fine", metadata={
+        "help": "fine (partial credit on the strict verdict: hedges and echoes earn 0), strict (the strict 0/1 "
+                "verdict) or coarse (the official 0/1 verdict, loopholes included: for ablations only)"})
     reward_funcs: list[str] | None = field(default=None, metadata={"help": "explicit reward names; default "
                                            "accuracy_<granularity> (+ format)"})
     format_reward: bool = field(default=True, metadata={"help": "add the answer-tag format reward (cold start)"})
@@ -108,8 +110,8 @@ class TaseArgs(DataArgs):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.reward_granularity not in ("coarse", "fine"):
-            raise ValueError(f"reward_granularity must be coarse or fine, got {self.reward_granularity!r}")
+        if self.reward_granularity not in ("coarse", "strict", "fine"):
+            raise ValueError(f"reward_granularity must be coarse, strict or fine, got {self.reward_granularity!r}")
 
 
 def read_yaml(path: str | Path, what: str = "--config ") -> Any:

@@ -192,7 +192,7 @@ def test_paper_recipe_dry_run_and_gpu_check():
 
 def test_bad_config_is_one_line(tmp_path):
     res = run([*GRPO, "--reward_granularity", "medium", "--dry-run"])
-    assert res.returncode == 2 and res.stderr.startswith("error:") and "coarse or fine" in res.stderr
+    assert res.returncode == 2 and res.stderr.startswith("error:") and "coarse, strict or fine" in res.stderr
     res = run([*GRPO, "--config", str(tmp_path / "missing.yaml")])
     assert res.returncode == 2 and "Traceback" not in res.stderr
     res = run([*GRPO, *TINY_ARGS], env={**os.environ, "ACCELERATE_USE_FSDP": "true"})  # accelerate: DDP on CPU
