@@ -5,9 +5,9 @@ coarse: an empty completion -> 0. Nothing extracted -> 1 only if the raw complet
         characters ,。，:：；;、 and spaces are deleted from answer and label; both are lower-cased and
         stripped; 1 if the label is a substring of the answer. The substring test is the official rule,
         quirks kept: "ABCD" passes for "ABC", and an empty label passes any extracted answer.
-strict: the official verdict for one candidate only: the cleaned answer, its edge quotes, brackets, stars
-        and full stops stripped, must equal the cleaned label (for SORT, its letters alone: "C > A > B"
-        is "cab"). A list that contains the label ("ABC ACB BAC BCA CAB CBA", every class name, every
+strict: the official verdict for one candidate only: the cleaned answer must equal the cleaned label,
+        or equal it once both lose their edge quotes, brackets, stars and full stops (for SORT, compare
+        their letters alone: "(CAB)" is "cab"). A list that contains the label ("ABC ACB BAC BCA CAB CBA", every class name, every
         order of the pieces) or extra words around it pass the official rule, not this one.
         Nothing extracted: the raw completion equals the label, as officially (one candidate).
 fine:   1 when strict is 1; 0 when only the official verdict passes (a hedge earns nothing). Else
@@ -176,6 +176,15 @@ def candidate(pred: str, order: bool = False) -> str:
     return _NOT_LETTER.sub("", pred) if order else pred
 
 
+def one_candidate(pred: str, lab: str, order: bool = False) -> bool:
+    """Whether a cleaned prediction is the cleaned label and nothing else: equal, or equal once both lose
+    their edge quotes, brackets, stars and stops (a label such as "这是什么？" or "!" keeps its own)."""
+    if pred == lab:
+        return True
+    cand = candidate(lab, order)
+    return bool(cand) and candidate(pred, order) == cand
+
+
 def score_match(completion: str, label: str, sequence: bool = False, order: bool = False,
                 prompt: str = "") -> Score:
     """Score for one MATCH_ANSWER row (official `match_answer`, plus the strict verdict); `sequence` turns
@@ -192,7 +201,7 @@ def score_match(completion: str, label: str, sequence: bool = False, order: bool
     pred, lab = pred.lower().strip(), lab.lower().strip()
     cand = candidate(pred, order)
     if lab in pred:  # the official verdict; strict: for one candidate only (a hedge earns nothing)
-        if cand == lab or (lab in _PUNCT and pred == lab):
+        if one_candidate(pred, lab, order):
             return Score(1.0, 1.0, extracted)
         return Score(1.0, 0.0, extracted, strict=0.0)
     if order:

@@ -205,3 +205,33 @@ def test_audit_cli_bad_input(bad, capsys):
     assert audit.main(["--data", bad or "missing.jsonl"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ")
+
+
+def test_gold_and_sft_answers_of_synthetic_rows_pass_strictly():
+    """Training data: every gold completion and every SFT warm-up answer of generated rows (each task,
+    language and subtask) that the official verdict passes, the strict verdict passes too (fine 1.0)."""
+    import synth
+    from synth.gold import GoldError, gold_completion, sft_completion
+    from synth.record import TASKS
+
+    checked, bad = 0, []
+    for task, info in TASKS.items():
+        for lang in ["mul"] if info.no_lang else ["en", "zh", "ko"]:
+            for sub in info.subtasks:
+                try:
+                    rows = list(itertools.islice(synth.generate(task, lang, 12, 3, subtask=sub or None), 12))
+                except Exception:  # noqa: BLE001 - a cell the generator does not offer (e.g. execute in zh)
+                    continue
+                for r in rows:
+                    for build in (gold_completion, sft_completion):
+                        try:
+                            comp = build(r)
+                        except GoldError:
+                            continue
+                        if comp is None:
+                            continue
+                        s = score(r, comp)
+                        checked += 1
+                        if s.valid and s.coarse == 1.0 and (s.strict, s.fine) != (1.0, 1.0):
+                            bad.append((r["id"], comp[-60:]))
+    assert checked > 1500 and not bad, bad[:5]
