@@ -1,6 +1,8 @@
 """Audit of the official verdict's loopholes and of the training rewards, on rows of the official release.
 
-    python bench/loophole_audit.py --data official:/work/shared/fixtures/tase_official_sample [--markdown FILE]
+    python bench/loophole_audit.py [--data official:DIR] [--markdown FILE]
+
+(default data: the fixture sample of the official release, ../shared/fixtures/tase_official_sample)
 
 For every file and every answer-independent strategy of `rewards.loopholes` (echoes, every option at
 once, the unsplit word, every permutation of the pieces, ...; plus the best constant answer of the file)
@@ -8,17 +10,18 @@ it prints how often the official verdict passes it and what the training rewards
 (`accuracy_strict`, `accuracy_fine`), beside a uniform random guess among the row's valid answers:
 
 - "random": mean over rows of the mean `fine` of the row's valid answers, with the row's real label;
-- "bound": the same comparison with the label drawn uniformly from the valid answers (types whose label
-  is one of them: NUMBER, MATCH_ANSWER, SPLIT, DIFF), which takes the file's label frequencies out: a
-  constant that is the most common label of a file beats a random guess through the data, not through
-  the reward, and no reward can prevent that.
+- "bound": the same comparison with the label drawn uniformly from the valid answers (NUMBER,
+  MATCH_ANSWER, SPLIT, DIFF; LENGTH with the prompt's target drawn from 1..the file's largest), which
+  takes the file's label frequencies out: a constant that is the most common label of a file beats a
+  random guess through the data, not through the reward, and no reward can prevent that.
 
 It checks that gold answers get 1.0 and exits 1 when a strategy is paid more than the random guess
-(under "bound"; under "random" for LENGTH and SHUFFLE, whose answer is built, not chosen).
+(under "bound"; under "random" for SHUFFLE, whose answer is built from the input, not chosen).
 """
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -27,10 +30,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rewards import score  # noqa: E402
-from rewards.loopholes import strategies, valid_answers  # noqa: E402
+from rewards.loopholes import relabel, strategies, valid_answers  # noqa: E402
 from synth.gold import gold_completion  # noqa: E402
 
-SWAPPABLE = {"NUMBER", "MATCH_ANSWER", "SPLIT", "DIFF"}  # the label is one of the valid answers
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "tase_official_sample"
+SWAPPABLE = {"NUMBER", "MATCH_ANSWER", "SPLIT", "DIFF", "LENGTH"}  # the label is one of the valid answers
 EPS = 1e-9
 
 
@@ -49,8 +53,10 @@ def audit(records: list[dict]) -> tuple[list[dict], list[str]]:
         by_file[r["meta"]["file"]].append(r)
     lines, bad = [], []
     for f, rows in sorted(by_file.items()):
-        pool = sorted({r.get("answer", "") for r in rows if r.get("answer")})
         typ = rows[0]["type"]
+        pool = sorted({r.get("answer", "") for r in rows if r.get("answer")})
+        if typ == "LENGTH":  # the target is in the prompt: the pool is the file's targets
+            pool = sorted({m.group() for r in rows if (m := re.search(r"\d+", r["prompt"]))})
         gold = [score(r, gold_completion(r)) for r in rows]
         if any(g.fine != 1.0 or g.strict != 1.0 for g in gold if g.valid):
             bad.append(f"{f}: a gold answer gets less than 1.0")
@@ -59,12 +65,12 @@ def audit(records: list[dict]) -> tuple[list[dict], list[str]]:
         swap = typ in SWAPPABLE
 
         def bound(r: dict, o: list[str], ans: str) -> float:
-            return mean([score(dict(r, answer=g), tag(ans)).fine for g in o])
+            return mean([score(relabel(r, g), tag(ans)).fine for g in o])
 
         random_bound = mean([mean([bound(r, o, v) for v in o]) for r, o in zip(rows, opts)]) if swap else None
         strat = [strategies(r, pool) for r in rows]
         names = list(dict.fromkeys(n for s in strat for n in s))
-        consts = sorted({v for o in opts for v in o})[:200] if typ not in ("LENGTH", "SHUFFLE") else []
+        consts = sorted({v for o in opts for v in o})[:200] if typ != "SHUFFLE" else []
         cands = {n: [s.get(n, "") for s in strat] for n in names}
         if consts:
             best = max(consts, key=lambda c: mean([score(r, tag(c)).fine for r in rows]))
@@ -97,8 +103,8 @@ def markdown(lines: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default="official:/work/shared/fixtures/tase_official_sample",
-                   help="official:DIR (the release layout) or FILE.jsonl")
+    p.add_argument("--data", default=f"official:{FIXTURES}",
+                   help="official:DIR (the release layout) or FILE.jsonl (default: the fixture sample)")
     p.add_argument("--markdown", help="also write the table to this file")
     a = p.parse_args(argv)
     from synth.readers import DataError, load_data

@@ -1,10 +1,14 @@
-"""Scorers for TASE-style records: the official coarse verdict and a fine-grained partial credit.
+"""Scorers for TASE-style records: the official coarse verdict, the strict verdict (the official one
+without its loopholes) and the training credit built on it (fine).
 
 `score(example, completion) -> Score` (in `rewards.router`) routes by `example["type"]` to one small pure module per type
 (number, length, shuffle, split, diff, match_answer, plus exact for beyond-TASE tasks);
 `get_reward_funcs(names)` wraps them for TRL's GRPOTrainer. `Score.coarse` is exactly the official
 evaluator's verdict (evaluate/metrics.py of the TASE release, Apache-2.0, whose rules are re-implemented
-here); `Score.valid` is False where that evaluator would raise and drop the row from its denominator.
+here); `Score.strict` refuses what passes it only through a loophole (a list holding the label, the unsplit
+word, two guesses), and `Score.fine`, the training reward, pays no answer-independent strategy more than a
+random guess (rewards.loopholes, docs/rewards.md "Loopholes"); `Score.valid` is False where that
+evaluator would raise and drop the row from its denominator.
 Nothing here raises or hangs on any completion. Every rule and formula: docs/rewards.md.
 """
 from __future__ import annotations

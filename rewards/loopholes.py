@@ -9,8 +9,11 @@ docs/rewards.md) and the property tests check the same strategies.
 - `valid_answers(rec, pool)`: the answers a random guess picks from (SORT: the 6 orders; DOT: the listed
   classes; NUMBER: 0..max of `pool`; SPLIT en: every split of the word into the asked number of pieces;
   DIFF: the yes-word and every token of the two sequences; COMPM combine en: every order of the pieces;
-  LENGTH: texts of 0..2n units; SHUFFLE: reorderings of the input). Where the prompt does not enumerate
-  them, `pool` (the distinct labels of the row's file) stands in.
+  LENGTH: texts of 1..M units, M the largest target in `pool` (the target is the label here: `relabel`
+  moves it); SHUFFLE: reorderings of the input). Where the prompt does not enumerate them, `pool` (the
+  distinct labels of the row's file, one per answer the official cleaning tells apart) stands in.
+- `relabel(rec, answer)`: the row with `answer` as its label (LENGTH: the prompt asking for that many
+  units), for the bound with the label drawn uniformly from the valid answers.
 - `strategies(rec, pool)`: name -> answer text, each computed without the label: the echo of the prompt,
   the echo of its input, every option listed at once, and per type the known hedges (the unsplit word,
   every permutation of the pieces, a fixed-length text).
@@ -76,6 +79,21 @@ def input_text(rec: Mapping[str, Any]) -> str:
     return (parts[1] if len(parts) == 2 else last).strip().strip("'‘’\"")
 
 
+def units(text: str) -> int:
+    """How many units a LENGTH answer has, by the official count."""
+    from .length import count_units
+
+    return count_units(text)
+
+
+def relabel(rec: Mapping[str, Any], answer: str) -> dict[str, Any]:
+    """The row with `answer` as its label; for LENGTH (no stored label) the prompt's target becomes the
+    number of units of `answer`."""
+    if field(rec, "type") == "LENGTH":
+        return dict(rec, prompt=_INT.sub(str(units(answer)), field(rec, "prompt"), count=1))
+    return dict(rec, answer=answer)
+
+
 def _pool_ints(pool: Sequence[str]) -> int:
     vals = [int(m.group()) for p in pool if (m := _INT.search(p)) and len(m.group()) < 7]
     return max(vals, default=10)
@@ -87,9 +105,9 @@ def valid_answers(rec: Mapping[str, Any], pool: Sequence[str] = ()) -> list[str]
     if typ == "NUMBER":
         return [str(i) for i in range(_pool_ints(pool) + 1)]
     if typ == "LENGTH":
-        n = int(_INT.search(prompt).group()) if _INT.search(prompt) else 0
         unit = {"zh": "字", "ko": "가"}.get(field(rec, "lang"))
-        return _sample([unit * k if unit else " ".join(["word"] * k) for k in range(2 * n + 1)], prompt)
+        top = _pool_ints(pool)
+        return _sample([unit * k if unit else " ".join(["word"] * k) for k in range(1, top + 1)], str(top))
     if typ == "SHUFFLE":
         line = input_line(prompt) or ""
         toks = tokens(line)
@@ -112,7 +130,10 @@ def valid_answers(rec: Mapping[str, Any], pool: Sequence[str] = ()) -> list[str]
         return _CLASS_LINE.findall(prompt)
     if sub == "combine" and field(rec, "lang") == "en":
         return _sample(["".join(p) for p in itertools.permutations(pieces(prompt))], prompt)
-    return sorted(set(pool)) or [""]
+    distinct: dict[str, str] = {}
+    for p in sorted(pool):  # labels the official cleaning cannot tell apart ("Γ", "γ") are one answer
+        distinct.setdefault(re.sub(r"[,。，:：；;、 ]", "", p).lower().strip(), p)
+    return list(distinct.values()) or [""]
 
 
 def strategies(rec: Mapping[str, Any], pool: Sequence[str] = ()) -> dict[str, str]:
