@@ -150,14 +150,6 @@ def sequence_credit(cand: str, label: str, prompt: str) -> float:
     return _CAP * (d0 - d) / d0
 
 
-def similarity(pred: str, label: str) -> float:
-    """1 - normalised edit distance, with the prediction cut to 4 * |label| + 8 characters."""
-    pred = pred[: 4 * len(label) + 8]
-    if not pred and not label:
-        return 1.0
-    return 1.0 - levenshtein(pred, label) / max(len(pred), len(label))
-
-
 def order_agreement(pred: str, label: str) -> float:
     """Share of label pairs that `pred` orders the same way, when `pred` is a permutation of a label of
     distinct symbols; 0 otherwise (a truncated or padded order earns nothing)."""

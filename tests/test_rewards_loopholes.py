@@ -98,6 +98,16 @@ def test_variant_normalize_hedges(labels, shown, sep, const):
 
 
 @settings(max_examples=40, deadline=None)
+@given(labels=st.lists(st.text("abcdefghij", min_size=4, max_size=9), min_size=2, max_size=6, unique=True),
+       shown=st.text("abcdefghij", min_size=1, max_size=9), sep=SEPS, const=word)
+def test_exact_hedges(labels, shown, sep, const):
+    """EXACT (beyond TASE): near-miss credit only when closer than an echo of the prompt."""
+    assume(all(levenshtein(a, b) > max(1, min(len(a), len(b)) // 4) for a, b in itertools.combinations(labels, 2)))
+    row = {"type": "EXACT", "task": "execute", "prompt": f"Reverse the word {shown}."}
+    check_bound(row, labels, hedges(labels, sep, list(range(len(labels)))) + [shown, row["prompt"], const])
+
+
+@settings(max_examples=40, deadline=None)
 @given(w=st.text("abcdefgh", min_size=4, max_size=9), k=st.integers(2, 3), sep=SEPS)
 def test_split_hedges(w, k, sep):
     assume(len(w) > k)
