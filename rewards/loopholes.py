@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import field
+from .match_answer import ORDER_TASKS
 from .shuffle import input_line, tokens
 
 YES = {"en": "yes", "zh": "是", "ko": "예"}
@@ -124,9 +125,9 @@ def valid_answers(rec: Mapping[str, Any], pool: Sequence[str] = ()) -> list[str]
         word, k = split_word(prompt), max(1, prompt.count("from "))
         cuts = itertools.combinations(range(1, len(word)), k - 1)
         return _sample([", ".join(word[i:j] for i, j in zip((0, *c), (*c, len(word)))) for c in cuts], prompt)
-    if task == "sort_lengths":
+    if task in ORDER_TASKS:  # an order of the sentences A, B, C
         return ["".join(p) for p in itertools.permutations("ABC")]
-    if task == "dot_matrix" and _CLASS_LINE.search(prompt):
+    if typ == "MATCH_ANSWER" and _CLASS_LINE.search(prompt):  # the prompt lists the classes ("- digit (0-9)")
         return _CLASS_LINE.findall(prompt)
     if sub == "combine" and field(rec, "lang") == "en":
         return _sample(["".join(p) for p in itertools.permutations(pieces(prompt))], prompt)
