@@ -50,8 +50,9 @@ def precision_mismatch(cfg: Any) -> str | None:
         return None
     flag = {"bf16": "--bf16 true", "fp16": "--fp16 true", "no": "--bf16 false"}[launched] if launched in (
         "bf16", "fp16", "no") else f"a precision matching {launched}"
+    recipe = {"no": "float32 (bf16: false)", "bf16": "bf16", "fp16": "fp16"}[recipe]
     return (f"the accelerate config says mixed_precision: {launched} but the recipe trains in {recipe}; DeepSpeed "
-            f"needs both to agree: pass {flag} to the recipe, or --mixed_precision {recipe} to accelerate launch")
+            f"needs both to agree: pass {flag} to the recipe, or the matching --mixed_precision to accelerate launch")
 
 
 def ZeroPartitionReport() -> Any:  # noqa: N802  (a factory: transformers is imported only when it is used)

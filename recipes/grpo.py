@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 import distributed  # noqa: E402
+import vllm_server_cpu  # noqa: E402
 from common import TaseArgs, fail  # noqa: E402
 
 KNOWN_SIZES = {  # total params, largest layer params (embedding), for dry-run estimates without weights
@@ -358,12 +359,16 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     dataset = common.build_dataset(tase, tok)
     common.save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
+    cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
     trainer = GRPOTrainer(
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
         peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
                                                            distributed.ZeroPartitionReport()],
     )
-    if cfg.use_vllm:
+    if cpu_server:
+        trainer.accelerator.print("rollouts: vLLM server without CUDA; weight sync every step: safetensors file + "
+                                  "/collective_rpc tase_reload_weights (recipes/vllm_server_cpu.py)")
+    elif cfg.use_vllm:
         from vllm_sync import use_reload_sync
 
         how = "vLLM reload API" if use_reload_sync(trainer, tase.vllm_reload_sync) else "TRL load_weights"
@@ -374,6 +379,8 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         trainer.train(resume_from_checkpoint=resume)
     except RewardInputError as e:  # the first batch already shows it: stop rather than learn from zeros
         fail(str(e))
+    if cpu_server:  # TRL syncs before each generation; the server gets the last step's weights too (every rank gathers)
+        trainer.vllm_generation.sync_weights()
     trainer.save_model(cfg.output_dir)
     trainer.save_state()  # trainer_state.json (log history) beside the final weights, for export's model card
     tok.save_pretrained(cfg.output_dir)
