@@ -73,7 +73,7 @@ def greedy_logprobs(model_dir: Path, prompt: list[int], tokens: list[int]) -> li
     return [logp[i, t].item() for i, t in enumerate(tokens)]
 
 
-@pytest.mark.slow  # ~4 min on 2 idle cores (vLLM server start ~1.5 min, two ZeRO-3 ranks, 3 weight syncs)
+@pytest.mark.slow  # 427 s on 2 busy cores (load 12-17) with a cold cache: DeepSpeed op build, vLLM server start, 2 steps
 def test_sbatch_cpu_plan_zero3_trainers_and_vllm_server_synced_each_step(cluster, tiny64, tmp_path):
     out = tmp_path / "run"
     env = {**cluster.env, "PYTHON": sys.executable, "SBATCH_WAIT": "1", "TASE_VLLM_SYNC_PROBE": ",".join(map(str, PROBE)),

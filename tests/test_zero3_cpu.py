@@ -72,7 +72,7 @@ def weights(out: Path) -> dict:
     return load_file(out / "model.safetensors")
 
 
-@pytest.mark.slow  # ~3.5 min on 2 idle cores, of which ~2.5 min compile DeepSpeed's CPU comm op (once per cache)
+@pytest.mark.slow  # 173 s on 2 busy cores with the op cached; +~2.5 min when it builds DeepSpeed's CPU comm op first
 def test_zero3_two_cpu_ranks_hold_half_and_match_unsharded(tiny_llama, tmp_path):
     z3, ddp = tmp_path / "zero3", tmp_path / "ddp"
     res = launch("recipes/accelerate/zero3.yaml", tiny_llama, z3)
