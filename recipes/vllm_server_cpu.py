@@ -21,7 +21,7 @@ non-CUDA devices only:
 On a CUDA device every method is TRL's own, so GPU runs keep the NCCL path unchanged. The folder must be visible to
 trainer rank 0 and the server: the run's output folder (`<output_dir>/vllm-sync`) by default, which a cluster keeps on
 a shared filesystem; `TASE_VLLM_SYNC_DIR` overrides it. Cost per sync: one safetensors write + one read of the whole
-model (fp32 SmolLM2-135M: 540 MB) plus the repacking; docs/training.md ("Scaling out") has the measured times.
+model (float32 SmolLM2-135M: 513 MiB, ~3-4 s per sync measured) plus the repacking; docs/training.md ("Scaling out").
 
 Where it plugs in: TRL has no hook for the client class (`VLLMGeneration._init_vllm` builds `VLLMClient` by name), so
 `install()` rebinds that one name in `trl.generation.vllm_generation` to the subclass, on machines without CUDA only.
