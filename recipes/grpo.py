@@ -20,6 +20,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
+import distributed  # noqa: E402
+import vllm_server_cpu  # noqa: E402
 from common import TaseArgs, fail  # noqa: E402
 
 KNOWN_SIZES = {  # total params, largest layer params (embedding), for dry-run estimates without weights
@@ -46,6 +48,8 @@ def parse(argv: list[str] | None = None, default_config: str | None = None):
         if torch.cuda.device_count() < need:
             fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; use --dry-run to "
                  "inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
+        if not torch.cuda.is_available() and "use_cpu" not in given_options(argv):
+            argv += ["--use_cpu", "true"]  # gloo for several processes (recipes/distributed.py says why)
     trainer = str(peek(argv, "trainer") or "sync")
     if trainer not in ("sync", "async"):
         fail(f"trainer must be sync or async, got {trainer!r}")
@@ -295,6 +299,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     """Parse, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
     times steps with one)."""
     common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
+    distributed.extension_cache()  # DeepSpeed's CPU comm op is compiled once into the project cache
     tase, cfg, model_args = parse(argv, default_config)
     if tase.dry_run:
         dry_run(tase, cfg, model_args)
@@ -312,8 +317,10 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         fail("FSDP on CPU: accelerate prepares CPU (gloo) runs as DDP, not FSDP; launch with "
              "--config_file recipes/accelerate/cpu_ddp.yaml (tests/fsdp_cpu_check.py shows FSDP2 on gloo)")
     if world_size() > 1 and not torch.cuda.is_available() and not cfg.use_cpu:
-        fail(f"{world_size()} processes and no CUDA: set use_cpu: true (gloo); without it accelerate gives "
-             "each process no distributed backend and they train alone")
+        fail(f"{world_size()} processes and no CUDA, but use_cpu: false: remove it (the recipe sets use_cpu on "
+             "CPU); without it accelerate gives each process no distributed backend and they train alone")
+    if (why := distributed.precision_mismatch(cfg)):
+        fail(why)
     if tase.trainer == "async":
         return main_async(tase, cfg, model_args, callbacks)
     if cfg.use_vllm:
@@ -352,11 +359,16 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     dataset = common.build_dataset(tase, tok)
     common.save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
+    cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
     trainer = GRPOTrainer(
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
-        peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])],
+        peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
+                                                           distributed.ZeroPartitionReport()],
     )
-    if cfg.use_vllm:
+    if cpu_server:
+        trainer.accelerator.print("rollouts: vLLM server without CUDA; weight sync every step: safetensors file + "
+                                  "/collective_rpc tase_reload_weights (recipes/vllm_server_cpu.py)")
+    elif cfg.use_vllm:
         from vllm_sync import use_reload_sync
 
         how = "vLLM reload API" if use_reload_sync(trainer, tase.vllm_reload_sync) else "TRL load_weights"
@@ -367,6 +379,8 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         trainer.train(resume_from_checkpoint=resume)
     except RewardInputError as e:  # the first batch already shows it: stop rather than learn from zeros
         fail(str(e))
+    if cpu_server:  # TRL syncs before each generation; the server gets the last step's weights too (every rank gathers)
+        trainer.vllm_generation.sync_weights()
     trainer.save_model(cfg.output_dir)
     trainer.save_state()  # trainer_state.json (log history) beside the final weights, for export's model card
     tok.save_pretrained(cfg.output_dir)

@@ -17,6 +17,21 @@ from __future__ import annotations
 from typing import Any
 
 
+def refresh_tied_head(worker: Any) -> None:
+    """Re-pack a tied LM head after an in-place reload (a vLLM worker method, run through `collective_rpc`).
+
+    On CPU vLLM packs the LM head's weight for its GEMM after loading (`UnquantizedEmbeddingMethod.
+    process_weights_after_loading` -> `dispatch_cpu_unquantized_gemm`). With tied embeddings `reload_weights` updates
+    `embed_tokens` and skips `lm_head.weight`, so the packed head keeps the old embedding: measured on a 2-layer
+    Llama, the served log-probs after a reload were those of the new body with the initial head. Re-running the
+    head's post-load step packs the shared, updated weight."""
+    model = worker.model_runner.get_model()
+    head = getattr(model, "lm_head", None)
+    tied = getattr(getattr(model, "config", None), "tie_word_embeddings", False)
+    if head is not None and tied and getattr(head, "quant_method", None) is not None:
+        head.quant_method.process_weights_after_loading(head)
+
+
 def reload_sync(llm: Any, named_weights: Any) -> None:
     """Load `(name, tensor)` pairs (checkpoint names) into a colocated `vllm.LLM` and drop its prefix cache.
 
@@ -24,6 +39,7 @@ def reload_sync(llm: Any, named_weights: Any) -> None:
     (`external_launcher`, or `VLLM_ENABLE_V1_MULTIPROCESSING=0`)."""
     llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_weights),
                                                  "is_checkpoint_format": True})
+    llm.collective_rpc(refresh_tied_head)  # a tied LM head keeps its old packed copy otherwise
     llm.reset_prefix_cache()  # cached KV blocks were computed with the old weights
 
 

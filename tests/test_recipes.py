@@ -183,7 +183,9 @@ def test_paper_recipe_dry_run_and_gpu_check():
                  "max_prompt_tokens: 16384", "vllm_max_model_length: 18432", "use_vllm: true", "bf16: true",
                  "attn_implementation: flash_attention_2", "effective batch: 4 per device x 4 accumulation"):
         assert line in res.stdout, line
-    assert "128 completions/step (16 prompts x 8 generations)" in res.stdout and "GiB/GPU" in res.stdout
+    assert "128 completions/step (16 prompts x 8 generations)" in res.stdout
+    # deepspeed is in the lock (ZeRO-3 runs on CPU too): its own estimator, 33.85 GB/GPU for the zero3.yaml row
+    assert "DeepSpeed ZeRO-3 estimator" in res.stdout and "33.85GB | offload_param=none, offload_optimizer=none, zero_init=1" in res.stdout
     assert "~6250 optimizer steps on 8 GPU(s)" in res.stdout  # 20000 prompts x 5 epochs / 16
     res = run([PY, "recipes/grpo_qwen14b.py"])
     if not __import__("torch").cuda.is_available():

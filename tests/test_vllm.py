@@ -136,9 +136,10 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
     assert r["after"] != r["before"], "vLLM's greedy output did not change: the step never reached vLLM"
     fp32 = r["vllm_dtype"] == "torch.float32"
     assert fp32 or cpu_has_native_bf16(), f"vLLM ran {r['vllm_dtype']} on a CPU without native bf16: plugin inactive"
-    # float32 measured: 3.4e-6 before (the same weights, other kernels), 0.026 after the lr-1e-3 step, where logits
-    # are far sharper; bf16 measured: 0.02 before, 0.065 after
-    assert mean_abs(r["after_lp"], r["hf_lp_of_vllm_after"]) < (0.1 if fp32 else 0.15)
+    # float32 measured: 3.4e-6 before (the same weights, other kernels) and 2.5e-6 after the lr-1e-3 step; it was
+    # 0.026 after while vLLM kept a stale packed copy of the tied LM head (recipes/vllm_sync.refresh_tied_head);
+    # bf16 measured: 0.02 before, 0.065 after (with the stale head)
+    assert mean_abs(r["after_lp"], r["hf_lp_of_vllm_after"]) < (1e-3 if fp32 else 0.15)
     assert mean_abs(r["before_lp"], r["hf_lp_of_vllm_before"]) < (1e-3 if fp32 else 0.1)  # agreed before too
 
     def shared_prefix(a: list[int], b: list[int]) -> int:

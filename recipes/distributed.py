@@ -1,0 +1,77 @@
+"""Multi-process training without CUDA: the settings `recipes/grpo.py` makes for accelerate + DeepSpeed on CPU.
+
+Why each piece exists (measured with accelerate 1.15, transformers 5.19, DeepSpeed 0.19.8, torch 2.13 CPU):
+
+* `use_cpu` is set by the recipe on a machine without CUDA. Without it transformers' `TrainingArguments` asks
+  accelerate for a device backend, finds none on CPU and starts each process alone (`DistributedType.NO`); under
+  ZeRO-3 DeepSpeed then stops with `train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step *
+  world_size`. With `use_cpu` the processes join one gloo group; accelerate still prepares the model with
+  DeepSpeed (the `Accelerator` is built without `cpu=True`, so `ACCELERATE_USE_DEEPSPEED` from `accelerate
+  launch` wins) and DeepSpeed's CPU accelerator runs ZeRO-3 over that group. `accelerate launch --cpu
+  --use_deepspeed` is refused by accelerate's launcher, so the config file cannot say it either.
+* DeepSpeed's CPU communication backend JIT-compiles its shared-memory all-reduce op with g++ on first use
+  (about 2.5 min on 2 cores) into torch's extension folder; `TORCH_EXTENSIONS_DIR` points it into the project
+  cache (`$TASE_CACHE/torch_extensions`) so that it is built once per cache and not per process or per run.
+* `check_precision` turns a mismatch between the accelerate config's `mixed_precision` and the recipe's
+  `bf16`/`fp16` into one line; DeepSpeed would otherwise fail deep in `deepspeed.initialize` with a list of
+  mismatching config values.
+* `ZeroPartitionReport` prints, per rank, how many parameter elements the rank holds under ZeRO-3, so that a
+  run shows (and tests/test_zero3_cpu.py asserts) that the parameters really are partitioned.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+def project_cache() -> Path:
+    """The project's cache folder (as eval.models: `$TASE_CACHE`, default ~/.cache/tase-grpo)."""
+    return Path(os.environ.get("TASE_CACHE") or Path.home() / ".cache" / "tase-grpo")
+
+
+def extension_cache() -> None:
+    """Build DeepSpeed's JIT ops (the CPU shm all-reduce) once into the project cache; an explicit setting wins."""
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(project_cache() / "torch_extensions"))
+
+
+def deepspeed_launch() -> bool:
+    """Whether `accelerate launch` was given a DeepSpeed config (it exports ACCELERATE_USE_DEEPSPEED)."""
+    return os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() in ("1", "true")
+
+
+def precision_mismatch(cfg: Any) -> str | None:
+    """One line when accelerate's mixed_precision (from the launch config) contradicts the recipe's bf16/fp16."""
+    launched = os.environ.get("ACCELERATE_MIXED_PRECISION", "").lower()
+    if not launched or not deepspeed_launch():
+        return None
+    recipe = "bf16" if cfg.bf16 else "fp16" if cfg.fp16 else "no"
+    if launched == recipe:
+        return None
+    flag = {"bf16": "--bf16 true", "fp16": "--fp16 true", "no": "--bf16 false"}[launched] if launched in (
+        "bf16", "fp16", "no") else f"a precision matching {launched}"
+    recipe = {"no": "float32 (bf16: false)", "bf16": "bf16", "fp16": "fp16"}[recipe]
+    return (f"the accelerate config says mixed_precision: {launched} but the recipe trains in {recipe}; DeepSpeed "
+            f"needs both to agree: pass {flag} to the recipe, or the matching --mixed_precision to accelerate launch")
+
+
+def ZeroPartitionReport() -> Any:  # noqa: N802  (a factory: transformers is imported only when it is used)
+    """A TrainerCallback printing, at the start of training, each rank's share of the ZeRO-3 partitioned parameters:
+    `zero3: rank R/W holds L of T parameter elements (N partitioned tensors)`."""
+    from transformers import TrainerCallback
+
+    class _Report(TrainerCallback):
+        def on_train_begin(self, args, state, control, model=None, **kw):
+            if model is None:
+                return
+            params = list(model.parameters())
+            parted = [p for p in params if hasattr(p, "ds_tensor")]
+            if not parted:
+                return
+            total = sum(int(p.ds_numel) for p in parted)
+            local = sum(int(p.ds_tensor.numel()) for p in parted)
+            rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+            print(f"zero3: rank {rank}/{world} holds {local} of {total} parameter elements "
+                  f"({len(parted)} partitioned tensors of {len(params)})", flush=True)
+
+    return _Report()
