@@ -93,3 +93,10 @@ def warn_invalid(res: dict) -> None:
 def summary(res: dict) -> str:
     tasks = " ".join(f"{k} {v:.1f}" for k, v in res["by_task"].items())
     return f"overall {res['overall']:.2f} (micro {res['micro']['overall']:.2f}, n={res['n']}) | {tasks}"
+
+
+def pass_summary(res: dict) -> str:
+    """One line of pass@k (runs with --num-samples K): overall pass@1 and pass@K."""
+    pk = res["pass_at_k"]
+    k = pk["k"]
+    return f"pass@1 {pk['pass@1']['overall']:.2f} | pass@{k} {pk[f'pass@{k}']['overall']:.2f} ({k} samples per row)"
