@@ -106,7 +106,8 @@ def test_vllm_sampling_on_cpu_is_seeded_per_row_and_survives_long_batches(vllm_e
     rows = sorted(load_data(f"official:{fixture_root}"), key=lambda r: -len(r["prompt"]))[:32]
     msgs = [build_messages(r) for r in rows]
     tok = vllm_llm.get_tokenizer()
-    n_tok = sum(len(tok.apply_chat_template(m, add_generation_prompt=True, tokenize=True)) for m in msgs)
+    n_tok = sum(len(tok.encode(tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False),
+                               add_special_tokens=False)) for m in msgs)
     assert n_tok > 2 * 4096, n_tok  # chunked under vLLM's CPU default budget
     gen = GenConfig(max_new_tokens=6, temperature=1.0, num_samples=4, seed=0)
     be = VLLMBackend(resolve_model("default"), gen, dtype="float32", max_model_len=2048)
