@@ -219,3 +219,60 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "n": n,
         "n_invalid": n_invalid,
     }
+
+
+def pass_at_k_estimate(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one row from n samples with c correct (Chen et al. 2021, "Evaluating Large Language
+    Models Trained on Code", eq. 1): 1 - C(n-c, k) / C(n, k), as a stable product. Needs 1 <= k <= n."""
+    if not 1 <= k <= n:
+        raise ValueError(f"pass@{k} needs 1 <= k <= n (n={n})")
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod
+
+
+def pass_at(samples: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """pass@k tables for runs that drew several samples per row (`eval run --num-samples K`), else None.
+
+    K = the fewest samples any valid row has (a row without `samples` counts as one). Reported for k = 1, the
+    powers of 2 below K, and K, each as the official macro statistic of the per-file means of the per-row
+    estimates (`pass_at_k_estimate`), so pass@1 is the expected accuracy of one sample and sits on the same
+    scale as `overall`. Per file also `mixed`: the share of rows with some but not all samples correct, the
+    prompts whose GRPO groups have a non-zero advantage."""
+    rows: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    info: dict[str, dict[str, Any]] = {}
+    multi = False
+    for s in samples:
+        f = s["file"]
+        info.setdefault(f, {"task": s["task"], "lang": s["lang"], "in_lang_table": in_lang_table(s)})
+        rows.setdefault(f, [])
+        if not s.get("valid", True):
+            continue
+        every = s.get("samples")
+        if isinstance(every, list) and every:
+            multi = True
+            rows[f].append((len(every), int(sum(float(e["coarse"]) for e in every))))
+        else:
+            rows[f].append((1, int(float(s["coarse"]))))
+    if not multi:
+        return None
+    big_k = min(n for v in rows.values() for n, _ in v)
+    ks = sorted({1, big_k} | {2**j for j in range(1, 16) if 2**j < big_k})
+    out: dict[str, Any] = {"k": big_k, "ks": ks, "estimator": "unbiased pass@k (Chen et al. 2021)"}
+    by_file: dict[str, dict[str, Any]] = {f: {"task": code_of(info[f]["task"]), "lang": info[f]["lang"], "n": len(v),
+                                              "mixed": _pct(_mean([float(0 < c < n) for n, c in v]))}
+                                          for f, v in sorted(rows.items())}
+    for k in ks:
+        file_vals = {f: _mean([pass_at_k_estimate(n, c, k) for n, c in v]) for f, v in rows.items()}
+        stats = macro(file_vals, info)
+        out[f"pass@{k}"] = {"overall": _pct(stats["overall"]),
+                            "by_task": {code_of(t): _pct(a) for t, a in sorted(stats["by_task"].items(),
+                                                                                 key=_task_order)},
+                            "by_lang": {lang: _pct(a) for lang, a in stats["by_lang"].items()}}
+        for f, v in file_vals.items():
+            by_file[f][f"pass@{k}"] = _pct(v)
+    out["by_file"] = by_file
+    return out

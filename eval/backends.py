@@ -32,6 +32,20 @@ def cpu_default_dtype() -> str:
 DEFAULT_BATCH = {"hf": 8, "vllm": 256, "openai": 1}  # vLLM schedules its own micro-batches: give it many prompts at once
 
 
+def request_seed(seed: int, conversation: Any) -> int:
+    """The sampling seed of one prompt: a hash of the run's seed and the conversation.
+
+    Why per prompt: a row's samples then depend on the seed and the row only, not on which rows share its
+    batch or whether the run was resumed; one seed for every request (as before) also gave every row the same
+    noise stream. Below 2**31 minus room for vLLM's `n` children (seed + index)."""
+    import hashlib
+    import json
+
+    text = json.dumps(conversation, ensure_ascii=False, sort_keys=True)
+    digest = hashlib.sha256(f"{seed}\0{text}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:4], "big") % (2**31 - 2**16)
+
+
 class HFBackend:
     name = "hf"
 
@@ -74,12 +88,16 @@ class HFBackend:
                 kw["top_k"] = self.cfg.top_k
         else:
             kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        k = self.cfg.num_samples
+        if k > 1:
+            kw["num_return_sequences"] = k  # rows come back grouped: k consecutive sequences per prompt
         with torch.inference_mode():
             out = self.model.generate(**enc, **kw)
         new = out[:, enc["input_ids"].shape[1] :]
         # A completion cut by max_new_tokens inside a multi-byte character decodes to a trailing U+FFFD; vLLM's
         # incremental detokenizer holds such bytes back, so drop them here too (same text from both backends).
-        return [t.rstrip("\ufffd").strip() for t in self.tok.batch_decode(new, skip_special_tokens=True)]
+        texts = [t.rstrip("\ufffd").strip() for t in self.tok.batch_decode(new, skip_special_tokens=True)]
+        return texts if k == 1 else [texts[i : i + k] for i in range(0, len(texts), k)]
 
 
 def vllm_installed() -> bool:
@@ -144,18 +162,38 @@ class VLLMBackend:
                 kw["kv_cache_memory_bytes"] = CPU_KV_CACHE_GIB << 30
             if max_model_len:
                 kw["max_model_len"] = max_model_len  # default: the model's own context length
+            if cpu and cfg.temperature > 0:
+                # Seeded sampling on CPU needs whole prefills (see `seeded_requests_supported`): vLLM's documented
+                # switch, with a token budget that holds the longest sequence, as vLLM requires without chunking.
+                length = max_model_len or _model_max_len(model_path)
+                if length:
+                    kw.update(enable_chunked_prefill=False, max_num_batched_tokens=max(length, CPU_BATCHED_TOKENS))
             llm = LLM(model=str(model_path), enable_prefix_caching=True, seed=cfg.seed, **kw)
         self.llm = llm
         from vllm import SamplingParams
 
+        self.seeded = cfg.temperature > 0 and seeded_requests_supported(llm)
         self.params = SamplingParams(
             temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k if cfg.top_k > 0 else -1,
-            max_tokens=cfg.max_new_tokens, seed=cfg.seed,
+            max_tokens=cfg.max_new_tokens, n=cfg.num_samples, seed=None,
         )
 
-    def generate(self, conversations: list[list[dict[str, str]]]) -> list[str]:
-        outs = self.llm.chat(conversations, sampling_params=self.params, use_tqdm=False)
-        return [_text(o) for o in outs]
+    def _params(self, conversations: list[list[dict[str, str]]]) -> Any:
+        """One SamplingParams per request, seeded per prompt (`request_seed`) when sampling on an engine that
+        supports it; else the shared params (greedy; or the engine's own seeded stream)."""
+        if not self.seeded:
+            return self.params
+        return [_with_seed(self.params, request_seed(self.cfg.seed, c)) for c in conversations]
+
+    def generate(self, conversations: list[list[dict[str, str]]]) -> list[Any]:
+        outs = self.llm.chat(conversations, sampling_params=self._params(conversations), use_tqdm=False)
+        return [self._result(o) for o in outs]
+
+    def _result(self, out: Any) -> Any:
+        """A string, or with num_samples > 1 the list of the request's completions in vLLM's index order."""
+        if self.cfg.num_samples == 1:
+            return _text(out)
+        return [o.text.strip() for o in sorted(out.outputs, key=lambda o: o.index)]
 
     def generate_streaming(self, conversations: list[list[dict[str, str]]],
                            on_text: Callable[[int, str], Any]) -> None:
@@ -169,7 +207,7 @@ class VLLMBackend:
             for i, text in enumerate(self.generate(conversations)):
                 on_text(i, text)
             return
-        ids = self.llm.enqueue_chat(conversations, sampling_params=self.params, use_tqdm=False)
+        ids = self.llm.enqueue_chat(conversations, sampling_params=self._params(conversations), use_tqdm=False)
         # enqueue returns the engine's internal ids ("7-1a2b3c4d": vLLM appends 8 random characters), outputs carry
         # the external one ("7"): accept either
         index = {key: i for i, rid in enumerate(ids) for key in {rid, rid.rsplit("-", 1)[0]}}
@@ -180,13 +218,54 @@ class VLLMBackend:
                 i = index.get(out.request_id)
                 if out.finished and i in left:
                     left.discard(i)
-                    on_text(i, _text(out))
+                    on_text(i, self._result(out))
         if left:
             raise BackendError(f"vllm finished without {len(left)} of {len(ids)} requests")
 
 
 def _text(out: Any) -> str:
     return out.outputs[0].text.strip() if out.outputs else ""
+
+
+def _with_seed(params: Any, seed: int) -> Any:
+    p = params.clone()
+    p.seed = seed
+    return p
+
+
+CPU_BATCHED_TOKENS = 4096  # vLLM's own CPU default token budget per step (engine/arg_utils.py)
+
+
+def _model_max_len(model_path: Path) -> int | None:
+    """The model's context length from its config.json (what vLLM takes as max_model_len), or None."""
+    import json
+
+    try:
+        cfg = json.loads((Path(model_path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    n = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
+    return n if isinstance(n, int) and n > 0 else None
+
+
+def seeded_requests_supported(llm: Any) -> bool:
+    """Whether per-request seeds (SamplingParams.seed) are safe on this engine.
+
+    Why: on CPU, vLLM (0.32) crashes on a seeded request whose prefill is split over steps (chunked prefill):
+    the model runner rewinds the request's generator for the discarded token of a partial prefill with
+    `Generator.set_offset(get_offset() - 4)` (v1/worker/gpu_model_runner.py), and torch's CPU generator has
+    no offset ("RuntimeError: CPU Generator does not use offset", then EngineDeadError). Without chunked
+    prefill no prefill is partial, so nothing is rewound. Engines built here for sampling on CPU turn it off;
+    on an engine that still chunks (one passed in) requests go unseeded and draw from the engine's seeded
+    stream, deterministic for the same command but not per row."""
+    try:
+        from vllm.platforms import current_platform
+
+        if not current_platform.is_cpu():
+            return True
+        return not llm.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill
+    except (ImportError, AttributeError):
+        return False
 
 
 def make_backend(name: str, model_path: Path, cfg: GenConfig, **options: Any) -> Any:

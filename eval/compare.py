@@ -158,6 +158,7 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
             if d["n_shared"]:
                 lines.append(f"| {n} | " + " | ".join(_delta_cell(d["by_lang"].get(c)) for c in lang_cols) + " |")
     lines += strict_table(names, results, task_cols)
+    lines += pass_at_k_lines(names, results)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     levels = [bootstrap_level(samples, n_boot, seed) for _, _, samples in runs]
@@ -170,6 +171,7 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
                "micro": {n: r["micro"]["overall"] for n, r in zip(names, results)},
                "strict": {n: r.get("strict") for n, r in zip(names, results)},
                "loophole": {n: r.get("loophole") for n, r in zip(names, results)},
+               "pass_at_k": {n: r["pass_at_k"] for n, r in zip(names, results) if r.get("pass_at_k")},
                "deltas": deltas, "ci95": {n: lv for n, lv in zip(names, levels)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     return summary
@@ -199,6 +201,28 @@ def strict_table(names: list[str], results: list[dict[str, Any]], task_cols: lis
     if any(files for _, files in hit):
         lines += ["", "Loophole passes by file: " + "; ".join(
             f"{n}: " + ", ".join(f"{f} {k}" for f, k in files.items()) for n, files in hit if files) + "."]
+    return lines
+
+
+def pass_at_k_lines(names: list[str], results: list[dict[str, Any]]) -> list[str]:
+    """The pass@k table of the runs sampled k times (`eval run --num-samples K`), per file and overall: pass@1,
+    pass@K, their gap (what RL can sharpen) and the share of mixed rows; [] when no run has one."""
+    runs = [(n, r["pass_at_k"]) for n, r in zip(names, results) if r.get("pass_at_k")]
+    if not runs:
+        return []
+    lines = ["", "## pass@k (unbiased estimator, Chen et al. 2021; K samples per row)", "",
+             "A task worth RL: a large pass@K - pass@1 gap, pass@1 neither near 0 nor near 1; mixed = rows with some "
+             "but not all samples correct (the GRPO groups with a gradient).", "",
+             "| model | file | rows | K | pass@1 | pass@K | gap | mixed |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for n, pk in runs:
+        k = pk["k"]
+        items = [(f, v) for f, v in pk["by_file"].items()]
+        items.append(("overall (macro)", {"n": sum(v["n"] for _, v in items), "pass@1": pk["pass@1"]["overall"],
+                                          f"pass@{k}": pk[f"pass@{k}"]["overall"], "mixed": None}))
+        for f, v in items:
+            p1, pk_ = v["pass@1"], v[f"pass@{k}"]
+            mixed = "–" if v["mixed"] is None else f"{v['mixed']:.1f}"
+            lines.append(f"| {n} | {f} | {v['n']} | {k} | {p1:.2f} | {pk_:.2f} | {pk_ - p1:+.2f} | {mixed} |")
     return lines
 
 

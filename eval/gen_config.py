@@ -22,3 +22,4 @@ class GenConfig:
     top_k: int = -1  # <= 0: off
     seed: int = 0
     batch_size: int = 8  # prompts per generate call = per flush of samples.jsonl
+    num_samples: int = 1  # completions per prompt (pass@k); > 1 needs temperature > 0

@@ -19,7 +19,7 @@ from rewards import score
 from synth.paths import write_blocker
 from synth.readers import DataError, load_data, open_text, text_lines
 
-from .aggregate import aggregate, file_key
+from .aggregate import aggregate, file_key, pass_at
 from .prompts import SYSTEM_PROMPT, build_messages
 
 SAMPLES = "samples.jsonl"
@@ -73,6 +73,23 @@ def sample_line(rec: dict[str, Any], completion: str) -> dict[str, Any]:
         "extracted": s.extracted, "coarse": s.coarse, "fine": round(s.fine, 6), "valid": s.valid,
         "strict": s.strict,
     }
+
+
+def sample_line_k(rec: dict[str, Any], completions: list[str]) -> dict[str, Any]:
+    """The line of a row sampled k times (`--num-samples K`): the usual keys hold the first sample, so every
+    reader keyed on one completion per id (resume, compare, the official accuracy) works unchanged, and
+    `samples` keeps all k (completion, extracted, coarse, fine) for pass@k; `n_correct` counts coarse hits."""
+    line = sample_line(rec, completions[0])
+    every = []
+    for c in completions:
+        s = score(rec, c)
+        every.append({"completion": c, "extracted": s.extracted, "coarse": s.coarse, "fine": round(s.fine, 6)})
+    return {**line, "samples": every, "n_correct": int(sum(e["coarse"] for e in every))}
+
+
+def make_line(rec: dict[str, Any], completion: Any) -> dict[str, Any]:
+    """`sample_line` for one completion (a string), `sample_line_k` for several (a list of strings)."""
+    return sample_line(rec, completion) if isinstance(completion, str) else sample_line_k(rec, list(completion))
 
 
 def read_samples(path: Path, repair: bool = True) -> dict[str, dict[str, Any]]:
@@ -150,6 +167,9 @@ def write_results(out: Path, records: list[dict[str, Any]], done: dict[str, dict
             invalid[why] = invalid.get(why, 0) + 1
     res = {**header, **aggregate(samples), "n_expected": len(records), "complete": len(samples) == len(records),
            "invalid_by_reason": invalid, "versions": versions()}
+    pk = pass_at(samples)
+    if pk:
+        res["pass_at_k"] = pk
     _write_json(out / RESULTS, res)
     return res
 
@@ -165,8 +185,8 @@ def invalid_note(res: dict[str, Any]) -> str | None:
 
 # settings that change what a sample is: a folder's samples must all share them
 BINDING = ("model", "data", "backend", "cot", "limit", "select", "max_new_tokens", "temperature", "top_p", "top_k",
-           "seed", "system_prompt")
-BINDING_DEFAULTS = {"select": "spread"}  # folders written before the key existed
+           "seed", "system_prompt", "num_samples")
+BINDING_DEFAULTS = {"select": "spread", "num_samples": 1}  # folders written before the key existed
 
 
 def _check_config(out: Path, cfg: dict[str, Any], has_samples: bool) -> None:
@@ -213,6 +233,10 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     from .models import resolve_model
 
     gen = gen or GenConfig()
+    if gen.num_samples > 1 and gen.temperature <= 0:
+        raise RunError(f"--num-samples {gen.num_samples} needs --temperature > 0 (greedy decoding repeats one answer)")
+    if gen.num_samples > 1 and backend == "openai":
+        raise RunError("--num-samples > 1 is not supported with --backend openai; use hf or vllm")
     out = Path(out)
     check_out_dir(out)
     records = select(load_data(data), limit, select_how)
@@ -222,7 +246,7 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     cfg = {"model": str(model), "model_path": str(model_path), "data": data, "backend": backend, "cot": cot,
            "limit": limit, "select": select_how if limit else "spread", "max_new_tokens": gen.max_new_tokens, "temperature": gen.temperature,
            "top_p": gen.top_p, "top_k": gen.top_k, "seed": gen.seed, "batch_size": gen.batch_size,
-           "system_prompt": system_prompt,
+           "system_prompt": system_prompt, "num_samples": gen.num_samples,
            **{k: v for k, v in (backend_options or {}).items() if k != "llm"}}  # llm: a live engine, not a setting
     path = out / SAMPLES
     wanted = {r["id"] for r in records}
@@ -262,9 +286,9 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
             batch = todo[i : i + bs]
             msgs = [build_messages(r, cot, system_prompt) for r in batch]
             if getattr(be, "streams", False):  # vLLM: one call may be a whole file; write each sample as it ends
-                be.generate_streaming(msgs, lambda j, text, batch=batch: keep([sample_line(batch[j], text)]))
+                be.generate_streaming(msgs, lambda j, text, batch=batch: keep([make_line(batch[j], text)]))
             else:
-                keep([sample_line(r, c) for r, c in zip(batch, be.generate(msgs))])
+                keep([make_line(r, c) for r, c in zip(batch, be.generate(msgs))])
         if bar:
             bar.close()
     out.mkdir(parents=True, exist_ok=True)
@@ -310,6 +334,10 @@ def read_failures(path: Path) -> dict[str, str]:
     return out
 
 
+class Completions(list):
+    """A prediction line's `completions`: k samples of one row (scored for pass@k), not chat messages."""
+
+
 def read_predictions(path: str | Path, known: dict[str, Any], data: str) -> list[tuple[str, Any]]:
     """(id, completion) pairs; a completion is a string or chat messages. Unknown or repeated ids, and
     lines that are not {"id", "completion"} objects, raise DataError naming the line."""
@@ -320,9 +348,14 @@ def read_predictions(path: str | Path, known: dict[str, Any], data: str) -> list
         for ln, line in text_lines(fh, p, line_in_error=False):
             try:
                 obj = json.loads(line)
-                pid, comp = obj["id"], obj["completion"]
+                pid = obj["id"]
+                comp = obj["completion"] if "completions" not in obj else (
+                    Completions(obj["completions"]) if isinstance(obj["completions"], list) else Completions())
             except (ValueError, KeyError, TypeError):
-                raise DataError(f"{p}: line {ln}: expected a JSON object with id and completion") from None
+                raise DataError(f"{p}: line {ln}: expected a JSON object with id and completion "
+                                "(or completions: a list of strings, for pass@k)") from None
+            if isinstance(comp, Completions) and (not comp or not all(isinstance(c, str) for c in comp)):
+                raise DataError(f"{p}: line {ln}: completions must be a non-empty list of strings")
             if pid not in known:
                 raise DataError(f"{p}: line {ln}: unknown id {pid!r} (not in {data})")
             if pid in seen:
@@ -362,7 +395,8 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
         raise RunError(f"{out} holds an `eval run` (run_config.json); score into another --out")
     if not force and any((out / f).exists() for f in (RESULTS, SAMPLES)):
         raise RunError(f"{out} already holds scores (results.json/samples.jsonl); pass --force to replace them")
-    lines = [sample_line(records[pid], comp if isinstance(comp, str) else completion_text(comp))
+    lines = [sample_line_k(records[pid], comp) if isinstance(comp, Completions)
+             else sample_line(records[pid], comp if isinstance(comp, str) else completion_text(comp))
              for pid, comp in preds]
     out.parent.mkdir(parents=True, exist_ok=True)
     for stale in out.parent.glob(f".{out.name}.tmp-*"):  # left by a killed `score`: never holds user files

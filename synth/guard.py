@@ -9,6 +9,12 @@ Two reasons, counted separately:
   least half of the file's prompts is instruction wording, and benchmark n-grams touching such a token
   are not indexed (otherwise every example written in the official wording would be dropped, and so
   would any that merely shares a FREQ target word wrapped in the template).
+* `answer`: the example's answer equals (normalised as prompts are) a benchmark answer of the same task,
+  language and subtask, for the answer types that name content (MATCH_ANSWER words and strings, SPLIT
+  pieces). A new prompt around an official answer is still that answer: 47% of the release's en_combine
+  answers and 40.5% of its variant english answers are in the generators' word lists, so a prompt-only
+  guard let a model train on them. Labels are left out: an answer given by at least 2 rows and 1% of its
+  file (dot_matrix's classes) names a class, not a row; numbers (NUMBER, LENGTH) never count.
 N-grams are kept as 64-bit polynomial hashes in a sorted numpy array (a few MB for the whole release).
 """
 from __future__ import annotations
@@ -26,6 +32,8 @@ TOKEN = re.compile(r"[a-z]+(?:[-'][a-z]+)*|[\u4e00-\u9fff]|[\uac00-\ud7a3]")
 NGRAM = 13
 TEMPLATE_K = 4  # template wording: 4-grams present in at least TEMPLATE_SHARE of a file's prompts
 TEMPLATE_SHARE = 0.5
+ANSWER_TYPES = frozenset({"MATCH_ANSWER", "SPLIT"})  # answers that name content (see `answer` above)
+LABEL_SHARE = 0.01  # an answer of >= 2 rows and this share of its file is a class label, not guarded
 _MULT = np.uint64(0x100000001B3)
 
 
@@ -77,22 +85,33 @@ class Guard:
     dropped_ngram: int = 0
     seen: int = 0
     template_ngrams: int = 0
+    answers: frozenset[tuple[Any, Any, Any, str]] = frozenset()  # (task, lang, subtask, normalised answer)
+    dropped_answer: int = 0
 
     @property
     def dropped(self) -> int:
-        return self.dropped_exact + self.dropped_ngram
+        return self.dropped_exact + self.dropped_ngram + self.dropped_answer
 
     @classmethod
     def from_records(cls, records: Iterable[dict[str, Any]], ngram: bool = True) -> "Guard":
         prompts = set()
         vocab = _Vocab()
         groups: dict[tuple, list[np.ndarray]] = {}
+        answer_rows: dict[tuple, list[str]] = {}
         for r in records:
             prompts.add(normalize_prompt(r["prompt"]))
+            if r.get("type") in ANSWER_TYPES and str(r.get("answer") or "").strip():
+                answer_rows.setdefault(answer_key(r), []).append(normalize_prompt(str(r["answer"])))
             if ngram:
                 key = (r.get("task"), r.get("lang"), r.get("subtask"))
                 groups.setdefault(key, []).append(vocab.add(tokens(r["prompt"])))
-        g = cls(frozenset(prompts), vocab=vocab)
+        answers = set()
+        for key, values in answer_rows.items():
+            counts: dict[str, int] = {}
+            for a in values:
+                counts[a] = counts.get(a, 0) + 1
+            answers |= {(*key, a) for a, k in counts.items() if k < 2 or k < LABEL_SHARE * len(values)}
+        g = cls(frozenset(prompts), vocab=vocab, answers=frozenset(answers))
         kept = []
         for rows in groups.values():
             k4 = [np.unique(ngram_hashes(ids, TEMPLATE_K)) for ids in rows]
@@ -126,14 +145,22 @@ class Guard:
                     return "ngram"
         return None
 
+    def answer_reason(self, record: dict[str, Any]) -> str | None:
+        """"answer" when the record's answer is a guarded benchmark answer of its task/language/subtask."""
+        if not self.answers or not str(record.get("answer") or "").strip():
+            return None
+        return "answer" if (*answer_key(record), normalize_prompt(str(record["answer"]))) in self.answers else None
+
     def filter(self, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for r in records:
             self.seen += 1
-            why = self.reason(r["prompt"])
+            why = self.reason(r["prompt"]) or self.answer_reason(r)
             if why == "exact":
                 self.dropped_exact += 1
             elif why == "ngram":
                 self.dropped_ngram += 1
+            elif why == "answer":
+                self.dropped_answer += 1
             else:
                 yield r
 
@@ -141,9 +168,15 @@ class Guard:
         """One line for stderr: what was dropped, by reason."""
         return (
             f"contamination guard: dropped {self.dropped} of {self.seen} generated examples "
-            f"(exact prompt: {self.dropped_exact}, shared {NGRAM}-gram: {self.dropped_ngram}) "
-            f"against {len(self.prompts)} benchmark prompts and {len(self.hashes)} content {NGRAM}-grams"
+            f"(exact prompt: {self.dropped_exact}, shared {NGRAM}-gram: {self.dropped_ngram}, "
+            f"benchmark answer: {self.dropped_answer}) against {len(self.prompts)} benchmark prompts, "
+            f"{len(self.hashes)} content {NGRAM}-grams and {len(self.answers)} answers"
         )
+
+
+def answer_key(record: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """The group an answer is guarded in: task, language, subtask (as the n-gram groups)."""
+    return (record.get("task"), record.get("lang"), record.get("subtask") or "")
 
 
 def guard_from_specs(specs: Iterable[str], exact_specs: Iterable[str] = ()) -> Guard | None:

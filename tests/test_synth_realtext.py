@@ -241,3 +241,32 @@ def test_exclude_exact_drops_identical_prompts_only(tmp_path):
     res = run_module(["synth", "--task", "sort_lengths", "--lang", "en", "-n", "5", "--seed", "1", "--max-len", "12",
                       "--exclude-exact", str(train), "--out", str(tmp_path / "h.jsonl"), "--no-progress"])
     assert res.returncode == 0 and "shared 13-gram: 0" in res.stderr, res.stderr
+
+
+def test_guard_drops_examples_whose_answer_is_a_benchmark_answer(tmp_path):
+    """A new prompt around an official answer is still that answer: dropped (reason `answer`) when task,
+    language and subtask match and the answer type names content; numbers and class labels are not guarded."""
+    from synth.guard import Guard
+
+    bench = _guard_records(tmp_path)
+    g = Guard.from_records(bench)
+    var = next(r for r in bench if r["task"] == "variant_normalize" and r["lang"] == "en")
+    combine = next(r for r in bench if r["meta"]["file"].endswith("en_combine.csv"))
+    fresh = next(synth.generate("variant_normalize", "en", 1, 5))
+    assert g.reason(fresh["prompt"]) is None and g.answer_reason(fresh) is None
+    planted = {**fresh, "answer": var["answer"].upper()}  # same answer, other case, new prompt
+    assert g.reason(planted["prompt"]) is None and g.answer_reason(planted) == "answer"
+    assert g.answer_reason({**planted, "task": "component_split", "subtask": "combine"}) is None  # other task
+    assert g.answer_reason({**next(synth.generate("component_split", "en", 1, 5, "combine")),
+                            "answer": combine["answer"]}) == "answer"
+    num = next(r for r in bench if r["type"] == "NUMBER")
+    assert g.answer_reason({**num, "prompt": "x"}) is None, "numbers are never guarded answers"
+    kept = list(g.filter([fresh, planted]))
+    assert kept == [fresh] and g.dropped_answer == 1 and g.dropped == 1
+    assert "benchmark answer: 1" in g.report()
+    # a label shared by many rows of a file is a class, not a row: not guarded
+    labels = [{"task": "dot_matrix", "lang": "mul", "subtask": "bitmap_type_classification", "type": "MATCH_ANSWER",
+               "prompt": f"p{i}", "answer": "Chinese" if i % 2 else f"row{i}"} for i in range(40)]
+    lg = Guard.from_records(labels, ngram=False)
+    assert lg.answer_reason({**labels[1], "prompt": "new"}) is None
+    assert lg.answer_reason({**labels[2], "prompt": "new"}) == "answer"

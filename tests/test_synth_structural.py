@@ -137,8 +137,65 @@ def test_component_split_en_round_trips():
         assert len(fits) == 1, "the description fits exactly one segmentation"
     for r in recs("component_split", "en", "combine", n=200):
         parts = re.findall(r"\{(.*?)\}", r["prompt"])
-        assert "".join(parts) != r["answer"], "shown out of order"
+        assert sorted(parts) == sorted(r["meta"]["parts"])
         assert {"".join(p) for p in itertools.permutations(parts)} & vocab == {r["answer"]}
+
+
+def _binomial_ci(k: int, n: int) -> tuple[float, float]:
+    """Wilson 95% interval of a share k/n."""
+    z = 1.96
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return mid - half, mid + half
+
+
+def test_component_combine_given_order_share_matches_the_release(fixture_root):
+    """The release's en_combine keeps the pieces in the word's order in 24.8% of its rows (52% of two-piece
+    rows: a uniform shuffle, 1 in k! for k pieces). Generated rows do the same; the fixture's official rows
+    (measured here) fall inside the generated share's sampling range. The old generator (never in order: 0%)
+    fails the first assertion."""
+    rows = recs("component_split", "en", "combine", n=800)
+    given = ["".join(re.findall(r"\{(.*?)\}", r["prompt"])) == r["answer"] for r in rows]
+    share = sum(given) / len(rows)
+    two = [g for g, r in zip(given, rows) if len(r["meta"]["parts"]) == 2]
+    assert 0.20 <= share <= 0.32, share
+    assert 0.42 <= sum(two) / len(two) <= 0.62, sum(two) / len(two)
+    official = [r for r in _official(fixture_root, "component_split/en_combine")]
+    k = sum("".join(re.findall(r"\{(.*?)\}", r["prompt"])) == r["answer"] for r in official)
+    lo, hi = _binomial_ci(k, len(official))
+    assert lo <= share <= hi, (k, len(official), share)
+
+
+def _official(fixture_root, file_part: str) -> list[dict]:
+    from eval.data import load_official
+
+    return [r for r in load_official(fixture_root) if file_part in r["meta"]["file"]]
+
+
+def _replaced(x: str, o: str) -> float:
+    return sum(a != b for a, b in zip(x, o)) / len(o)
+
+
+def test_variant_perturbation_and_hyphens_match_the_release(fixture_root):
+    """The release replaces 97-100% of the characters (every fixture row: 100%) and 20% of its english answers
+    are hyphenated; the old generator replaced 30-100% and had no hyphenated word."""
+    for sub, lang, stem in (("", "en", "variant_normalize/english"), ("digital", "ko", "variant_normalize/digital")):
+        gen = recs("variant_normalize", lang, sub, n=400)
+        rate = sum(_replaced(r["meta"]["perturbed"], r["answer"]) for r in gen) / len(gen)
+        official = _official(fixture_root, stem)
+        off = [_replaced(r["prompt"].rsplit(": ", 1)[1], r["answer"]) for r in official]
+        assert all(len(r["prompt"].rsplit(": ", 1)[1]) == len(r["answer"]) for r in official)
+        off_rate = sum(off) / len(off)
+        assert 0.97 <= rate <= 1.0 and 0.97 <= off_rate <= 1.0 and abs(rate - off_rate) <= 0.03, (stem, rate, off_rate)
+        if lang == "en":
+            hyph = [r for r in gen if "-" in r["answer"]]
+            assert 0.15 <= len(hyph) / len(gen) <= 0.25, len(hyph) / len(gen)
+            assert sum("-" in r["meta"]["perturbed"] for r in hyph) <= 0.1 * len(hyph), "hyphens are perturbed too"
+            k = sum("-" in r["answer"] for r in official)
+            lo, hi = _binomial_ci(k, len(official))
+            assert lo <= len(hyph) / len(gen) <= hi
+            assert all(re.fullmatch(r"[a-zA-Z]+(-[a-z]+)?", r["answer"]) for r in gen)
 
 
 def test_component_split_ko_zh_round_trips(raw_chaizi, fixture_root):
@@ -355,8 +412,12 @@ def test_variants_are_recoverable():
     for dom in ("letters", "digits"):
         owner = Counter(g for gs in homoglyphs(dom).values() for g in gs)
         assert max(owner.values()) == 1, "a glyph stands for one character only"
+    from synth.tasks.variant_normalize import letter_table
+
     for sub, lang, dom in (("", "en", "letters"), ("digital", "ko", "digits")):
-        back = {g: t for t, gs in homoglyphs(dom).items() for g in gs}
+        table = letter_table() if dom == "letters" else homoglyphs(dom)
+        assert max(Counter(g for gs in table.values() for g in gs).values()) == 1
+        back = {g: t for t, gs in table.items() for g in gs}
         for r in recs("variant_normalize", lang, sub, n=200):
             x, o = r["meta"]["perturbed"], r["answer"]
             assert r["prompt"].endswith(x) and x != o and len(x) == len(o)

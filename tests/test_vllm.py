@@ -85,6 +85,54 @@ def test_vllm_streams_each_completion_as_its_request_finishes(vllm_llm):
     assert running_at_first == [True], "the first completion came only after every request had finished"
 
 
+@pytest.mark.slow
+def test_vllm_sampling_on_cpu_is_seeded_per_row_and_survives_long_batches(vllm_env, vllm_llm, fixture_root):
+    """`eval run --backend vllm --temperature 1` used to die on CPU (`RuntimeError: CPU Generator does not use
+    offset`, EngineDeadError): a seeded request whose prefill was chunked had its generator rewound with
+    `set_offset`. The backend's own sampling engine prefills whole (no chunked prefill), so seeded requests are
+    safe: a batch of prompts far over vLLM's 4096-token step budget (which chunked them before) samples K=4
+    completions per row; each row's samples are the same in another batching and order (a per-row seed), differ
+    with another --seed, and are not all one text. On the shared engine, which still chunks, requests go
+    unseeded and the same long batch runs too."""
+    from vllm.platforms import current_platform
+
+    from eval.backends import GenConfig, VLLMBackend, request_seed
+    from eval.data import load_data
+    from eval.models import resolve_model
+    from eval.prompts import build_messages
+
+    if not current_platform.is_cpu():
+        pytest.skip("the CPU engine's chunked-prefill rewind is what this checks")
+    rows = sorted(load_data(f"official:{fixture_root}"), key=lambda r: -len(r["prompt"]))[:32]
+    msgs = [build_messages(r) for r in rows]
+    tok = vllm_llm.get_tokenizer()
+    n_tok = sum(len(tok.encode(tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False),
+                               add_special_tokens=False)) for m in msgs)
+    assert n_tok > 2 * 4096, n_tok  # chunked under vLLM's CPU default budget
+    gen = GenConfig(max_new_tokens=6, temperature=1.0, num_samples=4, seed=0)
+    be = VLLMBackend(resolve_model("default"), gen, dtype="float32", max_model_len=2048)
+    try:
+        assert be.seeded and not be.llm.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill
+        got: dict[int, list[str]] = {}
+        be.generate_streaming(msgs, lambda i, texts: got.__setitem__(i, texts))
+        assert sorted(got) == list(range(len(msgs))) and all(len(v) == 4 for v in got.values())
+        assert any(len(set(v)) > 1 for v in got.values()), "temperature 1 draws different samples"
+        order = list(range(len(msgs)))[::-3]  # another batch: a third of the rows, reversed
+        again = be.generate([msgs[i] for i in order])
+        assert again == [got[i] for i in order], "a row's samples depend on its seed only, not on its batch"
+        other = VLLMBackend(resolve_model("default"), GenConfig(max_new_tokens=6, temperature=1.0, num_samples=4,
+                                                                seed=1), llm=be.llm)
+        assert request_seed(1, msgs[0]) != request_seed(0, msgs[0])
+        assert sum(a != got[i] for i, a in enumerate(other.generate(msgs))) >= len(msgs) // 2
+    finally:
+        be.llm.llm_engine.engine_core.shutdown() if hasattr(be.llm.llm_engine, "engine_core") else None
+    shared = VLLMBackend(resolve_model("default"), GenConfig(max_new_tokens=6, temperature=1.0), llm=vllm_llm)
+    if vllm_llm.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill:
+        assert not shared.seeded
+    out = shared.generate(msgs)
+    assert len(out) == len(msgs) and all(isinstance(t, str) for t in out)
+
+
 def test_vllm_cpu_float32_plugin_is_registered_and_switchable(monkeypatch):
     """The platform plugin (eval/vllm_cpu.py) is registered under vLLM's entry-point group, names our CPU platform
     only on a vLLM CPU build without native bf16, and stays out when TASE_VLLM_CPU_FP32=0."""

@@ -97,3 +97,10 @@ def summary(res: dict) -> str:
         line += f"\nstrict {res['strict']['overall']:.2f} (micro {res['strict']['micro']:.2f}) | " \
                 f"{res['loophole']['n']} rows passed the official verdict only through a loophole"
     return line
+
+
+def pass_summary(res: dict) -> str:
+    """One line of pass@k (runs with --num-samples K): overall pass@1 and pass@K."""
+    pk = res["pass_at_k"]
+    k = pk["k"]
+    return f"pass@1 {pk['pass@1']['overall']:.2f} | pass@{k} {pk[f'pass@{k}']['overall']:.2f} ({k} samples per row)"

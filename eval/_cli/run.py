@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import add_generation_args, pos_int, summary, warn_invalid
+from .common import add_generation_args, pass_summary, pos_int, summary, warn_invalid
 
 
 def register(sub: argparse._SubParsersAction, fmt: type) -> None:
@@ -27,6 +27,11 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                         "the first N (as lm_eval --limit N takes them from an export-lm-eval folder)")
     r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
     add_generation_args(r)
+    r.add_argument("--num-samples", type=pos_int, default=1, metavar="K",
+                   help="completions per row (needs --temperature > 0; vllm: SamplingParams n, hf: "
+                        "num_return_sequences; not openai). samples.jsonl keeps all K per row and results.json "
+                        "adds pass@1 and pass@K (unbiased estimator) per file, task and language: the RL task "
+                        "screen of docs/evaluation.md")
     r.set_defaults(execute=execute)
 
 
@@ -37,7 +42,7 @@ def execute(args: argparse.Namespace) -> int:
 
     args.backend = args.backend or default_backend()
     gen = GenConfig(args.max_new_tokens, args.temperature, args.top_p, args.top_k, args.seed,
-                    args.batch_size or DEFAULT_BATCH[args.backend])
+                    args.batch_size or DEFAULT_BATCH[args.backend], args.num_samples)
     opts = {"dtype": args.dtype, "device": args.device, "threads": args.threads, "max_model_len": args.max_model_len,
             "gpu_memory_utilization": args.gpu_memory_utilization,
             "tensor_parallel_size": args.tensor_parallel_size, "enforce_eager": args.enforce_eager}
@@ -58,6 +63,8 @@ def execute(args: argparse.Namespace) -> int:
               getattr(args, "select", "spread"))
     warn_invalid(res)
     print(summary(res))
+    if res.get("pass_at_k"):
+        print(pass_summary(res))
     api = res.get("api")
     if api:
         print(f"api: {api['requests_ok']} ok, {api['retries']} retries, {api['prompt_tokens']} prompt + "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import summary, warn_invalid
+from .common import pass_summary, summary, warn_invalid
 
 
 def register(sub: argparse._SubParsersAction, fmt: type) -> None:
@@ -13,7 +13,9 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                                    "with `id` (as in the data) and `completion` (a string or chat messages). "
                                    "Writes the same results.json and samples.jsonl as `run`.")
     s.add_argument("--data", required=True, help="official:DIR or FILE.jsonl")
-    s.add_argument("--predictions", required=True, help="JSON lines: {\"id\": ..., \"completion\": ...}")
+    s.add_argument("--predictions", required=True,
+                   help="JSON lines: {\"id\": ..., \"completion\": ...}, or {\"id\": ..., \"completions\": [k strings]} "
+                        "for pass@k")
     s.add_argument("--out", required=True, help="output folder (must not hold scores unless --force)")
     s.add_argument("--force", action="store_true", help="replace the scores already in --out")
     s.set_defaults(execute=execute)
@@ -25,5 +27,7 @@ def execute(args: argparse.Namespace) -> int:
     res = score_predictions(args.data, args.predictions, args.out, args.force)
     warn_invalid(res)
     print(summary(res))
+    if res.get("pass_at_k"):
+        print(pass_summary(res))
     print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
     return 0

@@ -3,8 +3,9 @@
 en split: a word of more than 5 letters cut into 2-4 parts of >= 2 letters; the prompt names each part
 by its first and last letter ("from i to t, from i to n"), answer "irritat, ion"; only cuts that are
 the single segmentation of the word matching that description (parts of any length >= 1).
-en combine: the shuffled parts ("{irrit}, {on}, {ati}"), in an order other than the word's; only
-words that are the single vocabulary word spelled by the parts in some order.
+en combine: the parts in a uniformly shuffled order ("{irrit}, {on}, {ati}"), the word's own order
+included (1 in k! rows, as the release: 24.8% of its rows, 52% of two-piece rows); only words that are
+the single vocabulary word spelled by the parts in some order.
 ko: a syllable -> its jamo ("ㅅ, ㅛ, ㄱ") and back (syllables that hgtk round-trips).
 zh split: a character -> up to 4 alternative decompositions ("人,列;亻,列"; at most 4 parts and no
 stroke part, as the official filter); combine: the parts of one decomposition that make exactly one
@@ -140,11 +141,11 @@ class ComponentSplit(Generator):
                 return None  # the description fits another segmentation too
             text = ", ".join(f"from {a} to {b}" for a, b in spec)
             return self._rec("en", subtask, t.format(w=w, spec=text), ", ".join(parts), {"word": w, "parts": parts})
-        if len(set(parts)) == 1:
-            return None  # no order other than the word's own
+        # A uniform shuffle, the word's own order included, as the release has it: its en_combine keeps the given
+        # order in 24.8% of rows, 52% of two-piece rows (1/k! for k pieces); always moving the pieces (as
+        # before) taught that the given order is never the answer.
         shuffled = list(parts)
-        while shuffled == parts:
-            rng.shuffle(shuffled)
+        rng.shuffle(shuffled)
         if {"".join(p) for p in itertools.permutations(parts)} & en_vocab() != {w}:
             return None  # not uniquely reconstructible
         prompt = t.format(parts=", ".join("{" + p + "}" for p in shuffled))

@@ -1,9 +1,11 @@
 """VAR: restore text whose characters were replaced by look-alikes; the original is always recoverable.
 
-en: a word (lower case, or capitalised one time in five) with 30-100% of its letters replaced by
-homoglyphs from the Unicode confusables table, each standing for exactly one letter of the same case
-(`structural.homoglyphs`); ko slot (subtask `digital`, as the official digital.csv fills it): a string
-of 4-13 digits with look-alike digits; zh: one or two real sentences (HSK examples) with 30-90% of
+en: a word (lower case, or capitalised one time in five; a hyphenated compound in 20% of rows, as the
+release) with 97-100% of its letters (and its hyphen) replaced by homoglyphs from the Unicode confusables
+table, each standing for exactly one letter of the same case (`structural.homoglyphs`); ko slot (subtask
+`digital`, as the official digital.csv fills it): a string of 4-13 digits, 97-100% replaced by look-alike
+digits (the release replaces 97-100% of characters in both files; 30-100% before taught a different
+task); zh: one or two real sentences (HSK examples) with 30-90% of
 the characters that have one replaced by a look-alike variant (Traditional/Japanese forms from
 OpenCC, radicals and kana from the confusables table), punctuation untouched ("火星文" style).
 """
@@ -34,6 +36,53 @@ T = {
 @lru_cache(maxsize=None)
 def en_words() -> tuple[str, ...]:
     return tuple(w for w in word_list("en").words[:40000] if w.isalpha() and w.islower() and len(w) >= 4)
+
+
+# Hyphenated answers: the release's english.csv has them in about 20% of rows (friendly-fire-like compounds);
+# the word list has none (wordfreq splits at hyphens), so compounds are built: a productive first element from
+# this list + a word, or two short words.
+HYPHEN_SHARE = 0.2
+HYPHEN_FIRST = ("self", "well", "non", "anti", "co", "re", "pre", "post", "multi", "half", "semi", "cross", "over",
+                "high", "low", "long", "short", "full", "part", "world", "old", "all", "ever", "far", "free", "hand",
+                "home", "life", "man", "near", "one", "open", "out", "right", "left", "good", "ill", "first", "second",
+                "third", "two", "three", "top", "under", "up", "down", "off", "mid", "ultra", "inter", "counter")
+# look-alikes of "-" in the Unicode confusables table (synth.structural's source): a hyphen is perturbed too,
+# so hyphenated words keep the release's 97-100% replaced characters
+HYPHEN_GLYPHS = ("˗", "‐", "‑", "‒", "–", "⁃", "−", "➖", "Ⲻ", "﹘")
+RATE = (0.97, 1.0)  # share of replaceable characters replaced, per row: the release replaces 97-100%
+
+
+@lru_cache(maxsize=None)
+def short_words() -> tuple[str, ...]:
+    return tuple(w for w in en_words()[:8000] if len(w) <= 7)
+
+
+@lru_cache(maxsize=None)
+def letter_table() -> dict[str, tuple[str, ...]]:
+    """`homoglyphs("letters")`, the hyphen's look-alikes, and the compatibility letters (mathematical
+    alphanumerics, fullwidth) whose NFKC form is the letter, for letters the confusables table leaves without
+    one: "m" (its look-alikes there are two characters, "rn"). The release uses such letters throughout
+    (𝖋𝒂Ϲ𑣃𝗅𝙀 for "facile"); without them every "m" stayed plain."""
+    import sys
+    import unicodedata
+
+    table = {k: list(v) for k, v in homoglyphs("letters").items()}
+    for letter in [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if not table.get(c)]:
+        table[letter] = sorted(chr(i) for i in range(0x80, sys.maxunicode + 1)
+                               if 0xD800 > i or i > 0xDFFF
+                               if unicodedata.category(chr(i)) in ("Ll", "Lu")
+                               and unicodedata.normalize("NFKC", chr(i)) == letter)
+    table["-"] = list(HYPHEN_GLYPHS)
+    return {k: tuple(v) for k, v in table.items() if v}
+
+
+def en_answer(rng: random.Random) -> str:
+    """A lower-case word, or (HYPHEN_SHARE of rows) a hyphenated compound of 2 parts."""
+    if rng.random() >= HYPHEN_SHARE:
+        return rng.choice(en_words())
+    short = short_words()
+    first = rng.choice(HYPHEN_FIRST) if rng.random() < 0.5 else rng.choice(short)
+    return f"{first}-{rng.choice(short)}"
 
 
 def perturb(rng: random.Random, text: str, table: dict[str, tuple[str, ...]], rate: float) -> str | None:
@@ -71,12 +120,12 @@ class VariantNormalize(Generator):
     def make(self, rng: random.Random, lang: str, subtask: str):
         if subtask == "digital":
             orig = "".join(rng.choice("0123456789") for _ in range(rng.randint(4, 13)))
-            x = perturb(rng, orig, homoglyphs("digits"), rng.uniform(0.3, 1.0))
+            x = perturb(rng, orig, homoglyphs("digits"), rng.uniform(*RATE))
             key = "digital"
         elif lang == "en":
-            w = rng.choice(en_words())
+            w = en_answer(rng)
             orig = w.capitalize() if rng.random() < 0.2 else w
-            x = perturb(rng, orig, homoglyphs("letters"), rng.uniform(0.3, 1.0))
+            x = perturb(rng, orig, letter_table(), rng.uniform(*RATE))
             key = "en"
         else:
             sents = zh_sentences()
