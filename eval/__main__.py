@@ -23,9 +23,18 @@ Bad input (unknown model, unreadable data, unknown prediction ids, a broken vllm
 a remote --base-url) prints one line starting with "error:" and exits 2. See docs/evaluation.md."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors in one line ("error: python -m eval run: argument --top-p: ..."), exit 2,
+    instead of the usage text: the project's rule for bad input. Subcommand parsers inherit it."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {self.prog}: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.HelpFormatter
-    p = argparse.ArgumentParser(prog="python -m eval", description=__doc__, epilog=EPILOG,
+    p = OneLineParser(prog="python -m eval", description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     for cmd in SUBCOMMANDS:
@@ -38,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
     process.apply()  # before anything imports torch (eval/process.py)
     args = build_parser().parse_args(argv)
+    from synth.paths import OutputBusy, hold_output, os_error_line
     from synth.readers import DataError
 
     from .backends import BackendError
@@ -48,12 +58,20 @@ def main(argv: list[str] | None = None) -> int:
     from .runner import RunError
 
     try:
+        out = getattr(args, "out", None)
+        if out:  # one writer per output: a second command on the same --out stops here, naming the first
+            with hold_output(out):
+                return args.execute(args)
         return args.execute(args)
-    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError, RobustnessError) as e:
+    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError, RobustnessError,
+            OutputBusy) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("error: out of memory (a smaller --limit, --batch-size or --n-boot needs less)", file=sys.stderr)
+        return 2
     except OSError as e:
-        print(f"error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished samples are saved, rerun the same command to resume", file=sys.stderr)

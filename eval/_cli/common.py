@@ -26,6 +26,9 @@ def _number(kind: type, noun: str, bound: str, ok: Callable[[Any], bool]) -> Cal
 pos_int = _number(int, "a positive integer", "", lambda v: v >= 1)
 pos_float = _number(float, "a number", " > 0", lambda v: v > 0)
 nonneg_float = _number(float, "a number", " >= 0", lambda v: v >= 0)
+unit_float = _number(float, "a number", " in (0, 1]", lambda v: 0 < v <= 1)
+MAX_BOOT = 1_000_000  # more resamples change no reported digit; the memory check in compare bounds it further
+n_boot = _number(int, "an integer", f" from 1 to {MAX_BOOT:,}", lambda v: 1 <= v <= MAX_BOOT)
 
 
 def add_generation_args(r: argparse.ArgumentParser) -> None:
@@ -41,7 +44,7 @@ def add_generation_args(r: argparse.ArgumentParser) -> None:
     g = r.add_argument_group("generation (greedy unless --temperature > 0)")
     g.add_argument("--max-new-tokens", type=pos_int, default=1024, help="default 1024")
     g.add_argument("--temperature", type=nonneg_float, default=0.0, help="0 = greedy (default)")
-    g.add_argument("--top-p", type=float, default=1.0, help="default 1.0")
+    g.add_argument("--top-p", type=unit_float, default=1.0, help="in (0, 1], default 1.0")
     g.add_argument("--top-k", type=int, default=-1, help="<= 0: off (default)")
     g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     g.add_argument("--batch-size", type=pos_int, default=None,
