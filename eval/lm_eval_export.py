@@ -10,9 +10,12 @@ Layout (all paths relative, so the folder can be moved or copied to another mach
   each) double. The `tase` row therefore reports its own metric `overall`: each file contributes its
   accuracy times `n_files / (n_tasks * files of its task)`, so lm-eval's unweighted leaf mean of it is the
   unweighted mean of the ten task scores, i.e. `results.json`'s `overall`. The row's `en`, `zh`, `ko` are
-  `by_lang`: only the files of the language table report them (dot_matrix and variant_normalize's digital
-  file do not, as in the official tables), and lm-eval averages a metric over the leaves that have it.
-  A leaf cannot sit in two groups of one lm-eval run, which is why languages are metrics, not groups.
+  `by_lang`, built the same way: every file reports every language metric, its accuracy times
+  `n_files / files of that language` for its own language and 0 for the others (dot_matrix and
+  variant_normalize's digital file, outside the official language table, report 0 for all), so the
+  unweighted leaf mean is the mean over that language's files. Every leaf has every metric the group
+  aggregates, so lm-eval warns of no missing metric. A leaf cannot sit in two groups of one lm-eval run,
+  which is why languages are metrics, not groups.
 
 Per file, `acc` and `fine` use custom aggregations that reproduce `eval.aggregate`: rows the official
 evaluator skips (`valid=False`) leave the denominator and a file's accuracy is rounded to 4 decimals as the
@@ -59,13 +62,16 @@ except ImportError as e:  # lm-eval would only say "No module named 'rewards'"
 HERE = Path(__file__).resolve().parent
 
 
-def load_rows(data_file, weight, lang_metric="", **_):
+def load_rows(data_file, weight, lang_metric="", lang_weight=0.0, langs="", **_):
     """The task's rows (lm-eval's custom_dataset hook); `weight` is the file's share of `overall`,
-    `lang_metric` the language-table metric the file reports ("" for none)."""
+    `lang_metric` the file's language in the language table ("" for none), `lang_weight` its share of that
+    language's metric, `langs` every language metric the export reports (each file reports them all, 0 for
+    the languages it is not in, so the `tase` group finds every metric in every leaf: no warning)."""
     import datasets
 
     with open(HERE / "data" / data_file, encoding="utf-8") as f:
-        rows = [dict(json.loads(line), tase_weight=float(weight), tase_lang=lang_metric)
+        rows = [dict(json.loads(line), tase_weight=float(weight), tase_lang=lang_metric,
+                     tase_lang_weight=float(lang_weight), tase_langs=langs)
                 for line in f if line.strip()]
     return datasets.DatasetDict({{"test": datasets.Dataset.from_list(rows)}})
 
@@ -76,13 +82,13 @@ def doc_to_text(doc):
 
 def process_results(doc, results):
     """Per row: (value, valid) pairs; the aggregations below drop rows the official evaluator skips."""
-    rec = {{k: v for k, v in doc.items() if k not in ("tase_weight", "tase_lang")}}
+    rec = {{k: v for k, v in doc.items() if not k.startswith("tase_")}}
     rec["meta"] = json.loads(rec.get("meta") or "{{}}")
     s = score(rec, results[0])
     out = {{"acc": [s.coarse, s.valid], "fine": [round(s.fine, 6), s.valid],
            "overall": [s.coarse, s.valid, doc["tase_weight"]]}}
-    if doc["tase_lang"]:
-        out[doc["tase_lang"]] = [s.coarse, s.valid]
+    for lang in filter(None, doc.get("tase_langs", "").split(",")):
+        out[lang] = [s.coarse, s.valid, doc["tase_lang_weight"] if lang == doc["tase_lang"] else 0.0]
     return out
 
 
@@ -112,6 +118,8 @@ dataset_kwargs:
   data_file: {name}.jsonl
   weight: {weight!r}
   lang_metric: "{lang}"
+  lang_weight: {lang_weight!r}
+  langs: "{langs}"
 test_split: test
 output_type: generate_until
 description: {system}
@@ -137,7 +145,7 @@ metric_list:
 """
 
 LANG_METRIC = """  - metric: {0}
-    aggregation: !function utils.file_accuracy
+    aggregation: !function utils.overall_share
     higher_is_better: true
 """
 
@@ -273,6 +281,7 @@ def _write(files: dict[str, list[dict[str, Any]]], out: Path, max_tokens: int) -
         if in_lang_table(rows[0]) and rows[0]["lang"] in LANGS:
             by_lang.setdefault(rows[0]["lang"], []).append(names[key])
     n_files, n_tasks = len(files), len(by_task)
+    langs = [lang for lang in LANGS if lang in by_lang]
     (out / "data").mkdir(parents=True, exist_ok=True)
     for key, rows in files.items():
         name = names[key]
@@ -285,15 +294,15 @@ def _write(files: dict[str, list[dict[str, Any]]], out: Path, max_tokens: int) -
             os.fsync(f.fileno())
         weight = n_files / (n_tasks * len(by_task[code_of(rows[0]["task"])]))
         text = TASK_YAML.format(file=_comment(key), n=len(rows), name=name, weight=float(weight),
-                                max_tokens=int(max_tokens), lang=lang,
-                                lang_metric=LANG_METRIC.format(lang) if lang else "",
+                                max_tokens=int(max_tokens), lang=lang, langs=",".join(langs),
+                                lang_weight=float(n_files / len(by_lang[lang])) if lang else 0.0,
+                                lang_metric="".join(LANG_METRIC.format(x) for x in langs),
                                 system=json.dumps(SYSTEM_PROMPT, ensure_ascii=False))
         (out / f"{name}.yaml").write_text(_check_yaml(text, f"{name}.yaml"), encoding="utf-8")
     (out / "utils.py").write_text(UTILS, encoding="utf-8")
     order = [c for c in TASK_ORDER if c in by_task] + [c for c in by_task if c not in TASK_ORDER]
     for code in order:
         _group(out, f"tase_{_slug(code)}", by_task[code], f"{code}: unweighted mean of its files' accuracy")
-    langs = [lang for lang in LANGS if lang in by_lang]
     _group(out, "tase", [f"tase_{_slug(c)}" for c in order],
            f"TASE: `overall` = unweighted mean of the {n_tasks} task scores; {', '.join(langs)} = by_lang",
            metrics=["overall", *langs], alias=f"tase (overall = mean of {n_tasks} task scores)")
