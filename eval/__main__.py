@@ -35,7 +35,10 @@ class OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.HelpFormatter
     p = OneLineParser(prog="python -m eval", description=__doc__, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--verbose", action="store_true",
+                   help="library logs at INFO (vLLM's included); default: WARNING and above, plus progress bars "
+                        "(also anywhere on the command line, or TASE_VERBOSE=1)")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     for cmd in SUBCOMMANDS:
         cmd.register(sub, fmt)
@@ -45,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from . import process
 
-    process.apply()  # before anything imports torch (eval/process.py)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    verbose = "--verbose" in argv
+    if verbose:
+        argv.remove("--verbose")
+    process.apply(verbose or None)  # before anything imports torch or vLLM (eval/process.py)
     args = build_parser().parse_args(argv)
     from synth.paths import OutputBusy, hold_output, os_error_line
     from synth.readers import DataError

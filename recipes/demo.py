@@ -88,9 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first")
     p.add_argument("--eval-backend", choices=["vllm", "hf"], default=None,
                    help="engine of the evaluations (default: vllm where installed, else hf)")
+    p.add_argument("--verbose", action="store_true", help="library logs at INFO in every step (default: WARNING "
+                   "and above, with progress bars)")
     p.add_argument("--rollout-engine", choices=["hf", "vllm"], default=ROLLOUT_ENGINE,
                    help=f"engine of the GRPO rollouts (default {ROLLOUT_ENGINE}: {ROLLOUT_WHY})")
     args = p.parse_args(argv)
+    if args.verbose:
+        import os
+
+        os.environ["TASE_VERBOSE"] = "1"  # each step's entry point reads it (eval/process.py)
     sys.path.insert(0, str(ROOT))
     from eval.backends import default_backend
     from synth.record import TASKS as CATALOGUE

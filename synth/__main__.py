@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return stats_main(argv[1:])
     args = build_parser().parse_args(argv)
+    stack = contextlib.ExitStack()
     try:
         if args.n < 0:
             raise SynthError(f"-n must be >= 0, got {args.n}")
@@ -118,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SynthError(f"unknown text source {args.text_source!r}; choose from: {', '.join(TEXT_SOURCES)}")
         if args.out != "-":
             check_out(Path(args.out))
+            # one writer per file, before any work; the temp files of killed runs are then surely stale
+            stack.enter_context(hold_output(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None
         from .readers import DataError
 
@@ -141,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                 from tqdm import tqdm
 
                 stream = tqdm(stream, total=args.n, unit="ex", desc="synth", file=sys.stderr)
-            with hold_output(args.out):  # one writer per file; its temp files are then surely stale
-                write_atomic(Path(args.out), stream)
+            write_atomic(Path(args.out), stream)
         if guard:
             print(guard.report(), file=sys.stderr)
     except (SynthError, OutputBusy) as e:
@@ -151,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"error: cannot write {args.out}: {os_error_line(e)}", file=sys.stderr)
         return 2
+    finally:
+        stack.close()
     return 0
 
 
