@@ -302,6 +302,10 @@ def test_eval_run_on_a_truncated_model_is_one_line(tmp_path, ckpt, capsys):
 @pytest.mark.parametrize("argv,msg", [
     (["run", "--model", "default", "--data", "D", "--out", "O", "--top-p", "2"], "--top-p: expected a number in (0, 1]"),
     (["run", "--model", "default", "--data", "D", "--out", "O", "--top-p", "0"], "--top-p"),
+    (["run", "--model", "default", "--data", "D", "--out", "O", "--temperature", "inf"], "--temperature"),
+    (["run", "--model", "default", "--data", "D", "--out", "O", "--max-retries", "-1"], "--max-retries"),
+    (["run", "--model", "default", "--data", "D", "--out", "O", "--gpu-memory-utilization", "2"],
+     "--gpu-memory-utilization"),
     (["compare", "a", "b", "--out", "c", "--n-boot", "1000000000"], "--n-boot: expected an integer from 1 to"),
     (["robustness", "report", "a", "b", "--out", "c", "--n-boot", "0"], "--n-boot"),
     (["tokstats", "--data", "D", "--results", "/nonexistent"], "--results /nonexistent: no samples.jsonl"),
