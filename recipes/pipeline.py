@@ -3,6 +3,8 @@ the real command before running it and time it, and the paired bootstrap gains b
 """
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import subprocess
 import sys
@@ -15,9 +17,12 @@ class Steps:
     """Runs numbered steps (`== k/n title`, then `+ command`), stops the pipeline at the first failing one
     (`error: <name> step '<title>' failed (exit N)`), and adds up the wall time of each stage."""
 
-    def __init__(self, name: str, n_steps: int, cwd: Path, dry_run: bool = False, quote: bool = False) -> None:
+    def __init__(self, name: str, n_steps: int, cwd: Path, dry_run: bool = False, quote: bool = False,
+                 log_dir: Path | None = None) -> None:
         self.name, self.n, self.cwd, self.dry_run, self.quote = name, n_steps, cwd, dry_run, quote
         self.times: dict[str, float] = {}
+        self.log_dir = log_dir  # set: library log lines of each step go to a file there, not the terminal
+        self.logged = 0
 
     def header(self, k: int, title: str) -> None:
         print(f"\n== {k}/{self.n} {title}", flush=True)
@@ -36,10 +41,17 @@ class Steps:
         if self.dry_run:
             return 0.0
         t = time.time()
-        res = subprocess.run(cmd, cwd=self.cwd)
-        if res.returncode != 0:
-            print(f"error: {self.name} step '{title}' failed (exit {res.returncode})", file=sys.stderr)
-            raise SystemExit(res.returncode)
+        if self.log_dir is None:
+            code = subprocess.run(cmd, cwd=self.cwd).returncode
+            log = None
+        else:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            log = self.log_dir / "steps.log"
+            code = run_filtered(cmd, self.cwd, log)
+        if code != 0:
+            where = f"; library logs in {log}" if log else ""
+            print(f"error: {self.name} step '{title}' failed (exit {code}){where}", file=sys.stderr)
+            raise SystemExit(code)
         dt = time.time() - t
         print(f"   ({dt:.0f} s)", flush=True)
         self.add(stage or title, dt)
@@ -53,6 +65,36 @@ class Steps:
         rows = [f"| {stage} | {s:.0f} |" for stage, s in self.times.items()]
         total = sum(self.times.values())
         return "\n".join(["| stage | wall time (s) |", "|---|---:|", *rows, f"| total | {total:.0f} |"])
+
+
+# Library log lines (vLLM's "(EngineCore pid=1) WARNING 11-24 17:00:06 [file.py:1] ...", Python warnings and
+# the source line they quote, logging's "WARNING:name:" form): the demo keeps them out of the terminal.
+NOISE = re.compile(r"^(\(\w+ pid=\d+\) )?(INFO|WARNING|DEBUG) \d\d-\d\d |^\S+:\d+: \w*Warning: |^  \S.*warn|"
+                   r"^(INFO|WARNING|DEBUG):\S+:|^Triton is installed|^\s+(warnings\.warn|if is_vllm_available)")
+
+
+def run_filtered(cmd: list[str], cwd: Path, log: Path) -> int:
+    """Run `cmd` with its stderr split: library log lines (NOISE) appended to `log`, everything else
+    (progress bars, which end in \\r, and errors) passed to our stderr as it comes. stdout is untouched."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE)
+    buf = b""
+    with log.open("ab") as f:
+        f.write(("+ " + " ".join(cmd) + "\n").encode())
+        while True:
+            chunk = os.read(proc.stderr.fileno(), 65536)
+            buf += chunk
+            parts = re.split(rb"(?<=[\r\n])", buf)
+            buf = parts.pop() if chunk else b""
+            for seg in parts + ([buf] if not chunk and buf else []):
+                if NOISE.search(seg.decode("utf-8", "replace")):
+                    f.write(seg)
+                else:
+                    sys.stderr.buffer.write(seg)
+                    sys.stderr.flush()
+            if not chunk:
+                break
+    proc.stderr.close()
+    return proc.wait()
 
 
 def paired_gains(evals: Path, pairs: tuple[tuple[str, str, str], ...], n_boot: int = 1000,

@@ -462,3 +462,38 @@ def test_os_errors_always_name_something():
     assert os_error_line(OSError(28, "No space left on device")) == "No space left on device"
     assert os_error_line(OSError(28, "No space left on device", "/x/y")) == "/x/y: No space left on device"
     assert os_error_line(OSError()) == "OSError"
+
+
+# --- quiet by default -------------------------------------------------------------------------------------
+
+def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
+    """`make demo` printed 482 lines, 291 of them vLLM INFO/WARNING lines: its steps' library log lines go
+    to a file; progress bars, results and errors still reach the terminal."""
+    sys.path.insert(0, str(ROOT / "recipes"))
+    from pipeline import run_filtered
+
+    script = ("import sys, warnings\n"
+              "print('(EngineCore pid=7) WARNING 11-24 17:00:06 [vllm.py:1] CPU note', file=sys.stderr)\n"
+              "print('INFO 11-24 17:00:06 [x.py:1] loading', file=sys.stderr)\n"
+              "warnings.warn('old api')\n"
+              "sys.stderr.write('step 1/2\\rstep 2/2\\n')\n"
+              "print('error: real trouble', file=sys.stderr)\n"
+              "print('result 42')\n")
+    log = tmp_path / "steps.log"
+    assert run_filtered([PY, "-c", script], tmp_path, log) == 0
+    out, err = capfd.readouterr()
+    assert out == "result 42\n"
+    assert err == "step 1/2\rstep 2/2\nerror: real trouble\n"
+    kept = log.read_text()
+    assert "CPU note" in kept and "loading" in kept and "UserWarning: old api" in kept
+
+
+def test_vllm_logs_at_warning_unless_verbose(monkeypatch):
+    from eval import process
+
+    for var in ("VLLM_LOGGING_LEVEL", "TASE_VERBOSE"):
+        monkeypatch.delenv(var, raising=False)
+    process.apply()
+    assert os.environ["VLLM_LOGGING_LEVEL"] == "WARNING"
+    process.apply(verbose=True)
+    assert os.environ["VLLM_LOGGING_LEVEL"] == "INFO" and os.environ["TASE_VERBOSE"] == "1"
