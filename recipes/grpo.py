@@ -318,30 +318,11 @@ class MetricsLogger:
         return _CB()
 
 
-def hold_output_dir(output_dir: str) -> None:
-    """Take output_dir's write lock for the rest of the process (the first process of a distributed run
-    only: the others write where it says). A second run into the same folder stops with one line naming
-    the first; the kernel drops the lock when this process ends, however it ends."""
-    if int(os.environ.get("RANK", "0")) != 0:
-        return
-    import atexit
-
-    from synth.paths import OutputBusy, hold_output
-
-    lock = hold_output(output_dir)
-    try:
-        lock.__enter__()
-    except OutputBusy as e:
-        fail(str(e))
-    atexit.register(lock.__exit__, None, None, None)
-
-
 def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list[str], list] | None:
     """What both trainers do before building anything: the streaming check, the output folder (resume or a
     fresh start), the model path and the reward functions. None when the run already finished."""
     if tase.streaming and cfg.max_steps <= 0:
         fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
-    hold_output_dir(cfg.output_dir)
     resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     if common.already_finished(cfg.output_dir, resume, cfg.max_steps):
         return None

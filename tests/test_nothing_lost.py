@@ -497,3 +497,16 @@ def test_vllm_logs_at_warning_unless_verbose(monkeypatch):
     assert os.environ["VLLM_LOGGING_LEVEL"] == "WARNING"
     process.apply(verbose=True)
     assert os.environ["VLLM_LOGGING_LEVEL"] == "INFO" and os.environ["TASE_VERBOSE"] == "1"
+
+
+def test_grpo_output_dir_held_by_another_process(tmp_path, capsys):
+    out = tmp_path / "run"
+    p = holder(out)
+    try:
+        code, err = recipe_main("grpo", [*GRPO, "--output_dir", str(out), "--max_steps", "1"], capsys)
+    finally:
+        p.kill()
+        p.wait()
+    assert code == 2
+    one_line(err, f"is being written by process {p.pid}")
+    assert not out.exists()
