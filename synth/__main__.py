@@ -120,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             raise SynthError(f"unknown text source {args.text_source!r}; choose from: {', '.join(TEXT_SOURCES)}")
         if args.out != "-":
             check_out(Path(args.out))
+            inputs = [args.mixture, *(s.removeprefix("official:") for s in args.exclude + args.exclude_exact)]
+            for i in filter(None, inputs):
+                if Path(i).exists() and Path(i).resolve() == Path(args.out).resolve():
+                    raise SynthError(f"--out {args.out} is an input of this command ({i}); write elsewhere")
             # one writer per file, before any work; the temp files of killed runs are then surely stale
             stack.enter_context(hold_output(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None

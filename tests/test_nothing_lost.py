@@ -510,3 +510,17 @@ def test_grpo_output_dir_held_by_another_process(tmp_path, capsys):
     assert code == 2
     one_line(err, f"is being written by process {p.pid}")
     assert not out.exists()
+
+
+def test_synth_never_writes_over_its_inputs(tmp_path, capsys):
+    from synth.__main__ import main
+
+    mix = tmp_path / "m.yaml"
+    mix.write_text("weights: {freq_count: 1}\n")
+    ex = tmp_path / "held.jsonl"
+    ex.write_text(jl(GOOD))
+    assert main(["-n", "2", "--mixture", str(mix), "--out", str(mix)]) == 2
+    one_line(capsys.readouterr().err, "is an input of this command")
+    assert main(["-n", "2", "--task", "freq_count", "--lang", "en", "--exclude-exact", str(ex), "--out", str(ex)]) == 2
+    one_line(capsys.readouterr().err, "is an input of this command")
+    assert mix.read_text() == "weights: {freq_count: 1}\n" and ex.read_text() == jl(GOOD)
