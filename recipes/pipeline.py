@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 
@@ -30,24 +31,34 @@ class Steps:
     def show(self, cmd: list[str]) -> None:
         print("+ " + (shlex.join(cmd) if self.quote else " ".join(cmd)), flush=True)
 
-    def __call__(self, k: int, title: str, cmd: list[str], stage: str | None = None) -> float:
+    def __call__(self, k: int, title: str, cmd: list[str], stage: str | None = None,
+                 show: Callable[[str], str] | None = None) -> float:
         """Run `cmd` from `cwd` as step k (under --dry-run: only print it); returns its wall time."""
         self.header(k, title)
-        return self.run(title, cmd, stage)
+        return self.run(title, cmd, stage, show)
 
-    def run(self, title: str, cmd: list[str], stage: str | None = None) -> float:
-        """Print and run `cmd` (a step's command, or one more of it), adding its time to `stage` (or `title`)."""
+    def run(self, title: str, cmd: list[str], stage: str | None = None,
+            show: Callable[[str], str] | None = None) -> float:
+        """Print and run `cmd` (a step's command, or one more of it), adding its time to `stage` (or `title`).
+        With `show`, the command's stdout is collected and `show(stdout)` printed instead."""
         self.show(cmd)
         if self.dry_run:
             return 0.0
         t = time.time()
-        if self.log_dir is None:
-            code = subprocess.run(cmd, cwd=self.cwd).returncode
-            log = None
-        else:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            log = self.log_dir / "steps.log"
-            code = run_filtered(cmd, self.cwd, log)
+        import tempfile
+
+        with tempfile.TemporaryFile() as out:
+            sink = out if show else None
+            if self.log_dir is None:
+                code = subprocess.run(cmd, cwd=self.cwd, stdout=sink).returncode
+                log = None
+            else:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                log = self.log_dir / "steps.log"
+                code = run_filtered(cmd, self.cwd, log, stdout=sink)
+            if show:
+                out.seek(0)
+                print(show(out.read().decode("utf-8", "replace")), flush=True)
         if code != 0:
             where = f"; library logs in {log}" if log else ""
             print(f"error: {self.name} step '{title}' failed (exit {code}){where}", file=sys.stderr)
@@ -69,15 +80,19 @@ class Steps:
 
 # Library log lines (vLLM's "(EngineCore pid=1) WARNING 11-24 17:00:06 [file.py:1] ...", Python warnings and
 # the source line they quote, logging's "WARNING:name:" form): the demo keeps them out of the terminal.
-NOISE = re.compile(r"^(\(\w+ pid=\d+\) )?(INFO|WARNING|DEBUG) \d\d-\d\d |^\S+:\d+: \w*Warning: |^  \S.*warn|"
-                   r"^(INFO|WARNING|DEBUG):\S+:|^Triton is installed|^\s+(warnings\.warn|if is_vllm_available)")
+NOISE = re.compile(r"^(\([\w-]+ pid=\d+\) )?(INFO|WARNING|DEBUG) \d\d-\d\d |^\S+:\d+: \w*Warning: |"
+                   r"^(INFO|WARNING|DEBUG):\S+:|^Triton is installed|NUMA node|"
+                   r"^\r?Loading safetensors checkpoint shards")  # vLLM's second-long loading bar
+WARNING_HEAD = re.compile(r"^\S+:\d+: \w*Warning: ")  # Python's warning line; the next, indented, quotes the source
 
 
-def run_filtered(cmd: list[str], cwd: Path, log: Path) -> int:
-    """Run `cmd` with its stderr split: library log lines (NOISE) appended to `log`, everything else
-    (progress bars, which end in \\r, and errors) passed to our stderr as it comes. stdout is untouched."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE)
+def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> int:
+    """Run `cmd` with its stderr split: library log lines (NOISE, and the source line a Python warning
+    quotes) appended to `log`, everything else (progress bars, which end in \\r, and errors) passed to our
+    stderr as it comes. stdout goes to `stdout` (default: ours)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=stdout)
     buf = b""
+    after_warning = False
     with log.open("ab") as f:
         f.write(("+ " + " ".join(cmd) + "\n").encode())
         while True:
@@ -86,7 +101,10 @@ def run_filtered(cmd: list[str], cwd: Path, log: Path) -> int:
             parts = re.split(rb"(?<=[\r\n])", buf)
             buf = parts.pop() if chunk else b""
             for seg in parts + ([buf] if not chunk and buf else []):
-                if NOISE.search(seg.decode("utf-8", "replace")):
+                text = seg.decode("utf-8", "replace")
+                noise = NOISE.search(text) or (after_warning and text.startswith("  "))
+                after_warning = bool(WARNING_HEAD.search(text))
+                if noise:
                     f.write(seg)
                 else:
                     sys.stderr.buffer.write(seg)
