@@ -162,11 +162,13 @@ def main(argv: list[str] | None = None) -> int:
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--force"])
     data = args.eval_data or str(out / "heldout_data.jsonl")
     limit = ["--limit", str(args.eval_limit)] if args.eval_limit else []
+    # --no-progress: vLLM then runs quiet (its log goes to stdout, past the steps' log filter); each
+    # evaluation prints its result line
     step.header(6, f"evaluate base, warm-up and tuned on {data} with {eval_backend}")
     for name, model in (("base", "default"), ("warm-up", str(out / "sft")), ("tuned", str(out / "tuned"))):
         step.run(f"evaluate {name} on {data} with {eval_backend}",
              [py, "-m", "eval", "run", "--model", model, "--data", data, "--out", str(out / "eval" / name),
-              "--backend", eval_backend, "--max-new-tokens", "16", "--batch-size", "96", *limit])
+              "--backend", eval_backend, "--max-new-tokens", "16", "--batch-size", "96", "--no-progress", *limit])
     step(7, "model card with both evaluations",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--card-only",
           "--results", str(out / "eval" / "base"), "--results", str(out / "eval" / "tuned")])
