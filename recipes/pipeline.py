@@ -87,16 +87,19 @@ WARNING_HEAD = re.compile(r"^\S+:\d+: \w*Warning: ")  # Python's warning line; t
 
 
 def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> int:
-    """Run `cmd` with its stderr split: library log lines (NOISE, and the source line a Python warning
-    quotes) appended to `log`, everything else (progress bars, which end in \\r, and errors) passed to our
-    stderr as it comes. stdout goes to `stdout` (default: ours)."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=stdout)
-    buf = b""
-    after_warning = False
-    with log.open("ab") as f:
-        f.write(("+ " + " ".join(cmd) + "\n").encode())
+    """Run `cmd` with its output split: library log lines (NOISE, and the source line a Python warning
+    quotes) appended to `log`, everything else (progress bars, which end in \\r, results and errors) passed
+    on as it comes: stderr to ours, stdout to `stdout` (a file) or ours. Both streams are filtered, since
+    vLLM logs to stdout."""
+    import threading
+
+    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+    lock = threading.Lock()
+
+    def pump(src: Any, dst: Any, f: Any) -> None:
+        buf, after_warning = b"", False
         while True:
-            chunk = os.read(proc.stderr.fileno(), 65536)
+            chunk = os.read(src.fileno(), 65536)
             buf += chunk
             parts = re.split(rb"(?<=[\r\n])", buf)
             buf = parts.pop() if chunk else b""
@@ -104,13 +107,25 @@ def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> in
                 text = seg.decode("utf-8", "replace")
                 noise = NOISE.search(text) or (after_warning and text.startswith("  "))
                 after_warning = bool(WARNING_HEAD.search(text))
-                if noise:
-                    f.write(seg)
-                else:
-                    sys.stderr.buffer.write(seg)
-                    sys.stderr.flush()
+                with lock:
+                    if noise:
+                        f.write(seg)
+                    else:
+                        dst.write(seg)
+                        dst.flush()
             if not chunk:
-                break
+                return
+
+    with log.open("ab") as f:
+        f.write(("+ " + " ".join(cmd) + "\n").encode())
+        out = stdout if stdout is not None else sys.stdout.buffer
+        threads = [threading.Thread(target=pump, args=(proc.stdout, out, f)),
+                   threading.Thread(target=pump, args=(proc.stderr, sys.stderr.buffer, f))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    proc.stdout.close()
     proc.stderr.close()
     return proc.wait()
 

@@ -478,6 +478,7 @@ def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
               "warnings.warn('old api')\n"
               "sys.stderr.write('step 1/2\\rstep 2/2\\n')\n"
               "print('error: real trouble', file=sys.stderr)\n"
+              "print('(Worker pid=8) WARNING 11-24 17:00:07 [cpu_worker.py:1] on stdout, as vLLM logs')\n"
               "print('result 42')\n")
     log = tmp_path / "steps.log"
     assert run_filtered([PY, "-c", script], tmp_path, log) == 0
@@ -485,7 +486,7 @@ def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
     assert out == "result 42\n"
     assert err == "step 1/2\rstep 2/2\nerror: real trouble\n"
     kept = log.read_text()
-    assert "CPU note" in kept and "loading" in kept and "UserWarning: old api" in kept
+    assert "CPU note" in kept and "loading" in kept and "UserWarning: old api" in kept and "as vLLM logs" in kept
 
 
 def test_vllm_logs_at_warning_unless_verbose(monkeypatch):
