@@ -23,10 +23,22 @@ Bad input (unknown model, unreadable data, unknown prediction ids, a broken vllm
 a remote --base-url) prints one line starting with "error:" and exits 2. See docs/evaluation.md."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors in one line ("error: python -m eval run: argument --top-p: ..."), exit 2,
+    instead of the usage text: the project's rule for bad input. Subcommand parsers inherit it."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {self.prog}: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.HelpFormatter
-    p = argparse.ArgumentParser(prog="python -m eval", description=__doc__, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(prog="python -m eval", description=__doc__, epilog=EPILOG,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--verbose", action="store_true",
+                   help="library logs at INFO (vLLM's included); default: WARNING and above, plus progress bars "
+                        "(also anywhere on the command line, or TASE_VERBOSE=1)")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     for cmd in SUBCOMMANDS:
         cmd.register(sub, fmt)
@@ -36,8 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from . import process
 
-    process.apply()  # before anything imports torch (eval/process.py)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    verbose = "--verbose" in argv
+    if verbose:
+        argv.remove("--verbose")
+    process.apply(verbose or None)  # before anything imports torch or vLLM (eval/process.py)
     args = build_parser().parse_args(argv)
+    from synth.paths import OutputBusy, hold_output, os_error_line
     from synth.readers import DataError
 
     from .backends import BackendError
@@ -48,12 +65,20 @@ def main(argv: list[str] | None = None) -> int:
     from .runner import RunError
 
     try:
+        out = getattr(args, "out", None)
+        if out:  # one writer per output: a second command on the same --out stops here, naming the first
+            with hold_output(out):
+                return args.execute(args)
         return args.execute(args)
-    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError, RobustnessError) as e:
+    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError, RobustnessError,
+            OutputBusy) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("error: out of memory (a smaller --limit, --batch-size or --n-boot needs less)", file=sys.stderr)
+        return 2
     except OSError as e:
-        print(f"error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished samples are saved, rerun the same command to resume", file=sys.stderr)

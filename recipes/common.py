@@ -351,10 +351,30 @@ def trim_metrics(output_dir: str, step: int) -> None:
     os.replace(tmp, path)
 
 
+def hold_output_dir(output_dir: str) -> None:
+    """Take output_dir's write lock for the rest of the process (the first process of a distributed run
+    only: the others write where it says). A second run into the same folder stops with one line naming
+    the first; the kernel drops the lock when this process ends, however it ends."""
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    import atexit
+
+    from synth.paths import OutputBusy, hold_output
+
+    lock = hold_output(output_dir)
+    try:
+        lock.__enter__()
+    except OutputBusy as e:
+        fail(str(e))
+    atexit.register(lock.__exit__, None, None, None)
+
+
 def prepare_output_dir(output_dir: str, resume: Any) -> str | None:
-    """Refuse an unusable output_dir, or one that holds a run unless resuming it; returns the checkpoint
+    """Take output_dir's write lock (hold_output_dir), then refuse an unusable output_dir, or one that
+    holds a run unless resuming it; returns the checkpoint
     to resume from (see resolve_resume) and trims metrics.jsonl to it."""
     out = check_output_dir(output_dir)
+    hold_output_dir(output_dir)
     want = not (resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false")))
     marks = holds_run(out) if out.is_dir() else []
     if marks and not want:

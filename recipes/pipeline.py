@@ -3,11 +3,14 @@ the real command before running it and time it, and the paired bootstrap gains b
 """
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 
@@ -15,9 +18,12 @@ class Steps:
     """Runs numbered steps (`== k/n title`, then `+ command`), stops the pipeline at the first failing one
     (`error: <name> step '<title>' failed (exit N)`), and adds up the wall time of each stage."""
 
-    def __init__(self, name: str, n_steps: int, cwd: Path, dry_run: bool = False, quote: bool = False) -> None:
+    def __init__(self, name: str, n_steps: int, cwd: Path, dry_run: bool = False, quote: bool = False,
+                 log_dir: Path | None = None) -> None:
         self.name, self.n, self.cwd, self.dry_run, self.quote = name, n_steps, cwd, dry_run, quote
         self.times: dict[str, float] = {}
+        self.log_dir = log_dir  # set: library log lines of each step go to a file there, not the terminal
+        self.logged = 0
 
     def header(self, k: int, title: str) -> None:
         print(f"\n== {k}/{self.n} {title}", flush=True)
@@ -25,21 +31,38 @@ class Steps:
     def show(self, cmd: list[str]) -> None:
         print("+ " + (shlex.join(cmd) if self.quote else " ".join(cmd)), flush=True)
 
-    def __call__(self, k: int, title: str, cmd: list[str], stage: str | None = None) -> float:
+    def __call__(self, k: int, title: str, cmd: list[str], stage: str | None = None,
+                 show: Callable[[str], str] | None = None) -> float:
         """Run `cmd` from `cwd` as step k (under --dry-run: only print it); returns its wall time."""
         self.header(k, title)
-        return self.run(title, cmd, stage)
+        return self.run(title, cmd, stage, show)
 
-    def run(self, title: str, cmd: list[str], stage: str | None = None) -> float:
-        """Print and run `cmd` (a step's command, or one more of it), adding its time to `stage` (or `title`)."""
+    def run(self, title: str, cmd: list[str], stage: str | None = None,
+            show: Callable[[str], str] | None = None) -> float:
+        """Print and run `cmd` (a step's command, or one more of it), adding its time to `stage` (or `title`).
+        With `show`, the command's stdout is collected and `show(stdout)` printed instead."""
         self.show(cmd)
         if self.dry_run:
             return 0.0
         t = time.time()
-        res = subprocess.run(cmd, cwd=self.cwd)
-        if res.returncode != 0:
-            print(f"error: {self.name} step '{title}' failed (exit {res.returncode})", file=sys.stderr)
-            raise SystemExit(res.returncode)
+        import tempfile
+
+        with tempfile.TemporaryFile() as out:
+            sink = out if show else None
+            if self.log_dir is None:
+                code = subprocess.run(cmd, cwd=self.cwd, stdout=sink).returncode
+                log = None
+            else:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                log = self.log_dir / "steps.log"
+                code = run_filtered(cmd, self.cwd, log, stdout=sink)
+            if show:
+                out.seek(0)
+                print(show(out.read().decode("utf-8", "replace")), flush=True)
+        if code != 0:
+            where = f"; library logs in {log}" if log else ""
+            print(f"error: {self.name} step '{title}' failed (exit {code}){where}", file=sys.stderr)
+            raise SystemExit(code)
         dt = time.time() - t
         print(f"   ({dt:.0f} s)", flush=True)
         self.add(stage or title, dt)
@@ -53,6 +76,58 @@ class Steps:
         rows = [f"| {stage} | {s:.0f} |" for stage, s in self.times.items()]
         total = sum(self.times.values())
         return "\n".join(["| stage | wall time (s) |", "|---|---:|", *rows, f"| total | {total:.0f} |"])
+
+
+# Library log lines (vLLM's "(EngineCore pid=1) WARNING 11-24 17:00:06 [file.py:1] ...", Python warnings and
+# the source line they quote, logging's "WARNING:name:" form): the demo keeps them out of the terminal.
+NOISE = re.compile(r"^(\([\w-]+ pid=\d+\) )?(INFO|WARNING|DEBUG) \d\d-\d\d |^\S+:\d+: \w*Warning: |"
+                   r"^(INFO|WARNING|DEBUG):\S+:|^Triton is installed|NUMA node|"
+                   r"^\r?Loading safetensors checkpoint shards")  # vLLM's second-long loading bar
+WARNING_HEAD = re.compile(r"^\S+:\d+: \w*Warning: ")  # Python's warning line; the next, indented, quotes the source
+
+
+def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> int:
+    """Run `cmd` with its output split: library log lines (NOISE, and the source line a Python warning
+    quotes) appended to `log`, everything else (progress bars, which end in \\r, results and errors) passed
+    on as it comes: stderr to ours, stdout to `stdout` (a file) or ours. Both streams are filtered, since
+    vLLM logs to stdout."""
+    import threading
+
+    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+    lock = threading.Lock()
+
+    def pump(src: Any, dst: Any, f: Any) -> None:
+        buf, after_warning = b"", False
+        while True:
+            chunk = os.read(src.fileno(), 65536)
+            buf += chunk
+            parts = re.split(rb"(?<=[\r\n])", buf)
+            buf = parts.pop() if chunk else b""
+            for seg in parts + ([buf] if not chunk and buf else []):
+                text = seg.decode("utf-8", "replace")
+                noise = NOISE.search(text) or (after_warning and text.startswith("  "))
+                after_warning = bool(WARNING_HEAD.search(text))
+                with lock:
+                    if noise:
+                        f.write(seg)
+                    else:
+                        dst.write(seg)
+                        dst.flush()
+            if not chunk:
+                return
+
+    with log.open("ab") as f:
+        f.write(("+ " + " ".join(cmd) + "\n").encode())
+        out = stdout if stdout is not None else sys.stdout.buffer
+        threads = [threading.Thread(target=pump, args=(proc.stdout, out, f)),
+                   threading.Thread(target=pump, args=(proc.stderr, sys.stderr.buffer, f))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    proc.stdout.close()
+    proc.stderr.close()
+    return proc.wait()
 
 
 def paired_gains(evals: Path, pairs: tuple[tuple[str, str, str], ...], n_boot: int = 1000,

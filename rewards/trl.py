@@ -35,8 +35,40 @@ def _question(prompt: Any) -> str:
 
 
 class RewardInputError(ValueError):
-    """A batch the accuracy rewards cannot route: without a usable `type` column every reward would be
-    0 and a GRPO run would train on zeros without a word, so the first such batch stops the run."""
+    """A batch the rewards cannot score as given: a missing or short column, prompts that do not match the
+    completions, or a completion of the wrong shape would otherwise score 0 (a wrong answer) without a
+    word, and a GRPO run would train on those zeros. The first such batch stops the run, in one line."""
+
+
+# the columns the scorers read; `type` is checked on its own
+_READ = ("answer", "question", "prompt", "variation")
+# types whose scorer reads the gold `answer` (LENGTH and SHUFFLE read the question only)
+_NEEDS_ANSWER = frozenset({"NUMBER", "SPLIT", "DIFF", "MATCH_ANSWER", "EXACT"})
+# types whose scorer reads the question text (LENGTH target, SHUFFLE original)
+_NEEDS_QUESTION = frozenset({"LENGTH", "SHUFFLE"})
+
+
+def _kind(v: Any) -> str:
+    return f"{len(v)} values" if isinstance(v, (list, tuple)) else f"a {type(v).__name__}"
+
+
+def _check_completions(name: str, completions: Any) -> int:
+    """The batch size; each completion must be a string or chat messages (a list of message dicts, or one
+    dict). Anything else (None, a number, a list of strings: one list too deep) raises RewardInputError,
+    since `completion_text` would read it as "" or as its repr and the reward would be a silent 0."""
+    if not isinstance(completions, (list, tuple)):
+        raise RewardInputError(f"{name} reward: completions must be a list (one per row), got "
+                               f"a {type(completions).__name__}")
+    for i, c in enumerate(completions):
+        if isinstance(c, (str, dict)):
+            continue
+        if isinstance(c, (list, tuple)) and all(isinstance(m, dict) for m in c):
+            continue
+        what = (f"a list holding a {type(next(m for m in c if not isinstance(m, dict))).__name__} (one list too "
+                f"deep?)" if isinstance(c, (list, tuple)) else f"a {type(c).__name__}")
+        raise RewardInputError(f"{name} reward: completion {i} is {what}; expected a string or a list of chat "
+                               f"messages")
+    return len(completions)
 
 
 def _check_types(n: int, columns: dict[str, Any]) -> None:
@@ -45,18 +77,35 @@ def _check_types(n: int, columns: dict[str, Any]) -> None:
         raise RewardInputError(f"accuracy reward: the batch of {n} completions has no `type` column (columns: "
                                f"{', '.join(sorted(columns)) or 'none'}); each row needs its scorer type")
     if not isinstance(types, (list, tuple)) or len(types) != n:
-        got = f"{len(types)} values" if isinstance(types, (list, tuple)) else f"a {type(types).__name__}"
-        raise RewardInputError(f"accuracy reward: the `type` column has {got} for {n} completions")
+        raise RewardInputError(f"accuracy reward: the `type` column has {_kind(types)} for {n} completions")
     for i, t in enumerate(types):
         if t not in SCORERS:
             raise RewardInputError(f"accuracy reward: row {i} of the batch has unknown type {t!r}; expected one "
                                    f"of {', '.join(SCORERS)}")
 
 
+def _check_columns(prompts: Any, n: int, columns: dict[str, Any]) -> None:
+    """Every column a scorer reads is a list as long as the batch; `answer` is there when a row's type reads
+    it; `prompts`, when given, match the completions one to one."""
+    for k in _READ:
+        v = columns.get(k)
+        if v is not None and (not isinstance(v, (list, tuple)) or len(v) != n):
+            raise RewardInputError(f"accuracy reward: the `{k}` column has {_kind(v)} for {n} completions")
+    if "answer" not in columns or columns["answer"] is None:
+        need = [i for i, t in enumerate(columns["type"]) if t in _NEEDS_ANSWER]
+        if need:
+            raise RewardInputError(f"accuracy reward: the batch has no `answer` column, and row {need[0]} "
+                                   f"({columns['type'][need[0]]}) is scored against its gold answer")
+    if prompts is not None and (not isinstance(prompts, (list, tuple)) or len(prompts) != n):
+        raise RewardInputError(f"accuracy reward: prompts has {_kind(prompts)} for {n} completions")
+
+
 def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> list[dict[str, Any]]:
-    """One record per completion from the keyword columns (only lists as long as the batch); the
-    `type` column must be there, full length and known (RewardInputError otherwise)."""
+    """One record per completion from the keyword columns; `type` must be there, full length and known, the
+    columns the scorers read full length, and the question of every LENGTH/SHUFFLE row findable
+    (RewardInputError otherwise: a reward of 0.0 always means a wrong answer)."""
     _check_types(n, columns)
+    _check_columns(prompts, n, columns)
     cols = {k: v for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n}
     prompts = prompts if isinstance(prompts, (list, tuple)) else []
     rows = []
@@ -67,6 +116,10 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
             q = row.get("prompt")
             if not isinstance(q, str):
                 q = _question(prompts[i]) if i < len(prompts) else ""
+        if not q and row["type"] in _NEEDS_QUESTION:
+            raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has no question text (no `question` "
+                                   f"column, and its prompt is {'missing' if i >= len(prompts) else 'empty'}); "
+                                   f"its scorer reads the question")
         row["prompt"] = q
         rows.append(row)
     return rows
@@ -74,25 +127,26 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
 
 def accuracy_coarse(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Official binary verdict (the benchmark's accuracy) as the reward; invalid rows give 0."""
-    rows = _rows(prompts, len(completions), columns)
+    rows = _rows(prompts, _check_completions("accuracy_coarse", completions), columns)
     return [score(r, c).coarse for r, c in zip(rows, completions)]
 
 
 def accuracy_strict(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Strict binary verdict: the official one without its loopholes (hedges, echoes earn 0); invalid rows 0."""
-    rows = _rows(prompts, len(completions), columns)
+    rows = _rows(prompts, _check_completions("accuracy_strict", completions), columns)
     return [score(r, c).strict for r, c in zip(rows, completions)]
 
 
 def accuracy_fine(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Partial credit in [0, 1] built on the strict verdict: 1 exactly when it is 1, and no credit an
     answer-independent strategy (a constant, an echo, a list of every option) could collect."""
-    rows = _rows(prompts, len(completions), columns)
+    rows = _rows(prompts, _check_completions("accuracy_fine", completions), columns)
     return [score(r, c).fine for r, c in zip(rows, completions)]
 
 
 def format_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Answer-tag format reward in {0, 0.25, 0.5, 1} (see rewards.format)."""
+    _check_completions("format", completions)
     return [format_score(completion_text(c)) for c in completions]
 
 
@@ -102,6 +156,7 @@ format_reward.__name__ = "format"  # __qualname__ stays: pickle finds the functi
 
 def length_penalty(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Soft overlong penalty in [-1, 0] on completion characters (0 up to 1,500, -1 from 2,000)."""
+    _check_completions("length_penalty", completions)
     return [_length_penalty(completion_text(c)) for c in completions]
 
 
@@ -111,6 +166,7 @@ def make_length_penalty(soft: int = 1500, hard: int = 2000) -> RewardFunc:
         raise ValueError(f"length penalty needs 0 <= soft <= hard, got soft={soft}, hard={hard}")
 
     def length_penalty(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
+        _check_completions("length_penalty", completions)
         return [_length_penalty(completion_text(c), soft, hard) for c in completions]
 
     length_penalty.__doc__ = f"Soft overlong penalty in [-1, 0]: 0 up to {soft} characters, -1 from {hard}."

@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
 from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
 from .guard import guard_from_specs
-from .paths import write_blocker
+from .paths import OutputBusy, hold_output, os_error_line, write_blocker
 from .record import LANGS, TASKS
 
 
@@ -78,9 +78,8 @@ def write_atomic(out: Path, stream: Iterable[dict]) -> None:
     the whole stream is written: a failed or killed run leaves the previous file byte for byte."""
     parent = out.parent
     parent.mkdir(parents=True, exist_ok=True)
-    for stale in parent.glob(f".{out.name}.tmp-*"):  # left by a killed run an hour ago or more
-        if time.time() - stale.stat().st_mtime > 3600:
-            stale.unlink(missing_ok=True)
+    for stale in parent.glob(f".{out.name}.tmp-*"):  # the caller holds out's lock: only a killed run left these
+        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.tmp-", dir=parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
@@ -109,15 +108,24 @@ def main(argv: list[str] | None = None) -> int:
 
         return stats_main(argv[1:])
     args = build_parser().parse_args(argv)
+    stack = contextlib.ExitStack()
     try:
         if args.n < 0:
             raise SynthError(f"-n must be >= 0, got {args.n}")
+        if args.max_len is not None and args.max_len < 1:
+            raise SynthError(f"--max-len must be >= 1 (tokens), got {args.max_len}")
         available()
         combos(args.task, args.lang, args.subtask)  # validate before opening the output
         if args.text_source not in TEXT_SOURCES:
             raise SynthError(f"unknown text source {args.text_source!r}; choose from: {', '.join(TEXT_SOURCES)}")
         if args.out != "-":
             check_out(Path(args.out))
+            inputs = [args.mixture, *(s.removeprefix("official:") for s in args.exclude + args.exclude_exact)]
+            for i in filter(None, inputs):
+                if Path(i).exists() and Path(i).resolve() == Path(args.out).resolve():
+                    raise SynthError(f"--out {args.out} is an input of this command ({i}); write elsewhere")
+            # one writer per file, before any work; the temp files of killed runs are then surely stale
+            stack.enter_context(hold_output(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None
         from .readers import DataError
 
@@ -144,12 +152,14 @@ def main(argv: list[str] | None = None) -> int:
             write_atomic(Path(args.out), stream)
         if guard:
             print(guard.report(), file=sys.stderr)
-    except SynthError as e:
+    except (SynthError, OutputBusy) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"error: cannot write {args.out}: {e.strerror}", file=sys.stderr)
+        print(f"error: cannot write {args.out}: {os_error_line(e)}", file=sys.stderr)
         return 2
+    finally:
+        stack.close()
     return 0
 
 

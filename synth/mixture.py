@@ -1,21 +1,35 @@
 """Per-task mixing weights from a YAML file, read once for `python -m synth --mixture`, GRPO and SFT."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from .core import SynthError
+from .record import TASKS
 
 
 def load_mixture(path: str) -> dict[str, float]:
+    """task -> weight; anything else (not UTF-8, not a mapping of task names to finite weights >= 0) is
+    one SynthError line, so neither synth nor a GRPO run starts on a mixture it would misread."""
     import yaml
 
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
         raise SynthError(f"cannot read mixture file {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise SynthError(f"mixture file {path} is not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:
         raise SynthError(f"mixture file {path} is not valid YAML: {str(e).splitlines()[0]}") from None
     weights = data.get("weights", data) if isinstance(data, dict) else None
     if not isinstance(weights, dict) or not all(isinstance(v, (int, float)) for v in weights.values()):
         raise SynthError(f"mixture file {path} must map task names to numbers")
-    return {str(k): float(v) for k, v in weights.items()}
+    out = {str(k): float(v) for k, v in weights.items()}
+    for k, v in out.items():  # inf/nan break the sampler, a negative weight would be read as 0 without a word
+        if not math.isfinite(v) or v < 0:
+            raise SynthError(f"mixture file {path}: weight of {k!r} must be a finite number >= 0, got {v}")
+    unknown = sorted(set(out) - set(TASKS))
+    if unknown:
+        raise SynthError(f"mixture file {path}: unknown task(s) in weights: {', '.join(unknown)} (choose from: "
+                         f"{', '.join(TASKS)})")
+    return out

@@ -294,6 +294,7 @@ def test_export_lm_eval(fixture_root, tmp_path):
     assert len(files) == len(set(files)) == 36 and len(load("tase_lenop")["task"]) == 6
     n_docs = 0
     weights = 0.0
+    lang_weights = {"en": 0.0, "zh": 0.0, "ko": 0.0}
     for name in files:
         task = load(name)
         assert task["task"] == name and task["output_type"] == "generate_until" and task["test_split"] == "test"
@@ -302,12 +303,18 @@ def test_export_lm_eval(fixture_root, tmp_path):
         assert task["generation_kwargs"]["do_sample"] is False
         kw = task["dataset_kwargs"]
         weights += kw["weight"]
-        assert {m["metric"] for m in task["metric_list"]} == {"acc", "fine", "overall"} | (
-            {kw["lang_metric"]} if kw["lang_metric"] else set())
+        # every file reports every language metric (no lm-eval warning of a missing group metric); only its
+        # own language has a share (the language's files' shares add up to the number of leaves)
+        assert {m["metric"] for m in task["metric_list"]} == {"acc", "fine", "overall", "en", "zh", "ko"}
+        assert kw["langs"] == "en,zh,ko" and (kw["lang_weight"] > 0) == bool(kw["lang_metric"])
+        if kw["lang_metric"]:
+            lang_weights[kw["lang_metric"]] += kw["lang_weight"]
         path = lm / "data" / kw["data_file"]
         assert not Path(kw["data_file"]).is_absolute() and path.is_file()
         n_docs += len(path.read_text().splitlines())
     assert n_docs == 216 and abs(weights - 36) < 1e-9  # the leaf mean of `overall` is the mean over tasks
+    n_lang = {lang: sum(load(f)["dataset_kwargs"]["lang_metric"] == lang for f in files) for lang in lang_weights}
+    assert all(abs(w - 36) < 1e-9 and n_lang[lang] for lang, w in lang_weights.items())
 
 
 def test_strict_accuracy_and_loophole_passes_in_results_and_compare(fixture_root, rows, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -24,8 +25,12 @@ def _number(kind: type, noun: str, bound: str, ok: Callable[[Any], bool]) -> Cal
 
 
 pos_int = _number(int, "a positive integer", "", lambda v: v >= 1)
-pos_float = _number(float, "a number", " > 0", lambda v: v > 0)
-nonneg_float = _number(float, "a number", " >= 0", lambda v: v >= 0)
+pos_float = _number(float, "a number", " > 0", lambda v: 0 < v < math.inf)  # nan and inf fail both
+nonneg_float = _number(float, "a number", " >= 0", lambda v: 0 <= v < math.inf)
+nonneg_int = _number(int, "an integer", " >= 0", lambda v: v >= 0)
+unit_float = _number(float, "a number", " in (0, 1]", lambda v: 0 < v <= 1)
+MAX_BOOT = 1_000_000  # more resamples change no reported digit; the memory check in compare bounds it further
+n_boot = _number(int, "an integer", f" from 1 to {MAX_BOOT:,}", lambda v: 1 <= v <= MAX_BOOT)
 
 
 def add_generation_args(r: argparse.ArgumentParser) -> None:
@@ -41,7 +46,7 @@ def add_generation_args(r: argparse.ArgumentParser) -> None:
     g = r.add_argument_group("generation (greedy unless --temperature > 0)")
     g.add_argument("--max-new-tokens", type=pos_int, default=1024, help="default 1024")
     g.add_argument("--temperature", type=nonneg_float, default=0.0, help="0 = greedy (default)")
-    g.add_argument("--top-p", type=float, default=1.0, help="default 1.0")
+    g.add_argument("--top-p", type=unit_float, default=1.0, help="in (0, 1], default 1.0")
     g.add_argument("--top-k", type=int, default=-1, help="<= 0: off (default)")
     g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     g.add_argument("--batch-size", type=pos_int, default=None,
@@ -60,7 +65,7 @@ def add_generation_args(r: argparse.ArgumentParser) -> None:
     b.add_argument("--enforce-eager", default=None, type=lambda s: s.lower() in ("1", "true", "yes"),
                    metavar="true|false", help="vllm only: skip torch.compile (default: true on CPU, where compiling "
                                               "took minutes of a busy 2-core machine; false on GPU)")
-    b.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm only (default 0.9)")
+    b.add_argument("--gpu-memory-utilization", type=unit_float, default=None, help="vllm only, in (0, 1] (default 0.9)")
     b.add_argument("--tensor-parallel-size", type=pos_int, default=None, help="vllm only (default 1)")
     a = r.add_argument_group("openai backend (any OpenAI-compatible chat-completions server)")
     a.add_argument("--base-url", default=None, help="e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
@@ -71,7 +76,7 @@ def add_generation_args(r: argparse.ArgumentParser) -> None:
     a.add_argument("--concurrency", type=pos_int, default=8, help="requests in flight (default 8)")
     a.add_argument("--rpm", type=pos_float, default=None, help="at most this many requests started per minute")
     a.add_argument("--timeout", type=pos_float, default=600.0, help="seconds per request (default 600)")
-    a.add_argument("--max-retries", type=int, default=6,
+    a.add_argument("--max-retries", type=nonneg_int, default=6,
                    help="retries per request on 429, 5xx, timeouts and dropped connections, with exponential "
                         "backoff, jitter and the server's Retry-After (default 6)")
     a.add_argument("--token-param", choices=["max_tokens", "max_completion_tokens"], default="max_tokens",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import pos_int
+from .common import n_boot
 
 
 def register(sub: argparse._SubParsersAction, fmt: type) -> None:
@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                                    "OUT/comparison.md, comparison.json and comparison.png.")
     c.add_argument("dirs", nargs="+", metavar="DIR", help="result folders; the first is the baseline")
     c.add_argument("--out", required=True)
-    c.add_argument("--n-boot", type=pos_int, default=1000, help="bootstrap resamples (default 1000)")
+    c.add_argument("--n-boot", type=n_boot, default=1000,
+                   help="bootstrap resamples, 1 to 1,000,000 and within memory (default 1000)")
     c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     c.set_defaults(execute=execute)
 

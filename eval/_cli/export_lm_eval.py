@@ -18,7 +18,10 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                                    "prompts byte-identical to eval run's; the system prompt is in the tasks, "
                                    "so pass no --system_instruction).")
     e.add_argument("--data", required=True)
-    e.add_argument("--out", required=True)
+    e.add_argument("--out", required=True, help="a new or empty folder (an earlier export with --force)")
+    e.add_argument("--force", action="store_true",
+                   help="replace an earlier export at --out (never a folder holding the data, a run, or the "
+                        "current directory)")
     e.add_argument("--max-new-tokens", type=pos_int, default=1024, help="max_gen_toks (default 1024)")
     e.add_argument("--limit", type=pos_int, default=None,
                    help="export at most N rows per file, evenly spread: the rows `eval run --limit N` takes "
@@ -29,7 +32,7 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 def execute(args: argparse.Namespace) -> int:
     from ..lm_eval_export import INSTALL_HINT, export
 
-    names = export(args.data, args.out, args.max_new_tokens, args.limit)
+    names = export(args.data, args.out, args.max_new_tokens, args.limit, force=args.force)
     print(f"wrote {len(names['files'])} lm-eval file tasks, groups {', '.join(names['tasks'])} and tase "
           f"to {args.out}")
     print(f"run: lm_eval run --model hf --model_args pretrained=MODEL --include_path {args.out} --tasks tase "

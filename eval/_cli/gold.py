@@ -23,7 +23,14 @@ def execute(args: argparse.Namespace) -> int:
 
     from ..gold import gold_predictions
 
+    from ..gold import GoldError
+
     out = Path(args.out)
+    src = Path(args.data.removeprefix("official:"))
+    if out.is_dir():
+        raise GoldError(f"--out {out} is a folder; gold writes one predictions FILE.jsonl")
+    if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
+        raise GoldError(f"--out {out} is the data being read ({args.data}); write the predictions elsewhere")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     n = 0

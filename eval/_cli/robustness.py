@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..perturb import KINDS
 from . import run
-from .common import add_generation_args, pos_int
+from .common import add_generation_args, n_boot, pos_int
 
 PERTURBATION_KINDS = tuple(KINDS)  # for the help text (eval.perturb reads the task registry only when used)
 
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     rp.add_argument("--out", required=True)
     rp.add_argument("--names", default=None, help="comma-separated display names (default: folder names)")
     rp.add_argument("--metric", choices=["coarse", "fine"], default="coarse")
-    rp.add_argument("--n-boot", type=pos_int, default=1000)
+    rp.add_argument("--n-boot", type=n_boot, default=1000)
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rb.set_defaults(execute=execute)
 

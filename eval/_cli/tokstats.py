@@ -25,6 +25,10 @@ def execute(args: argparse.Namespace) -> int:
     from .. import tokstats as ts
     from ..models import resolve_model
 
+    from ..runner import SAMPLES, RunError
+
+    if args.results and not (Path(args.results) / SAMPLES).is_file():  # else an empty table and plot, silently
+        raise RunError(f"--results {args.results}: no {SAMPLES} (an `eval run` or `eval score` folder is expected)")
     path = resolve_model(args.model, allow_pickle_weights=True)  # reads the tokenizer only
     tok = AutoTokenizer.from_pretrained(path)
     records = list(load_data(args.data))
