@@ -218,12 +218,12 @@ def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None
     import shutil
     import tempfile
 
-    from synth.paths import force_refusal
+    from synth.paths import force_refusal, recover_replace, replace_folder
 
     out = Path(out)
     if out.name in ("", ".", ".."):
         out = Path(os.path.abspath(out))
-    _recover(out)
+    recover_replace(out)
     if out.exists() and not out.is_dir():
         raise RunError(f"--out {out} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()):
@@ -242,32 +242,10 @@ def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         names = _write(files, tmp, max_tokens)
-        tmp.chmod(0o755)  # mkdtemp makes 0700
-        if out.exists():  # a folder cannot be renamed over another: the old one goes aside first (_recover)
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, old / out.name)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
+        replace_folder(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return names
-
-
-def _recover(out: Path) -> None:
-    """Undo a replacement killed between its two renames (the old export comes back), and drop temp
-    folders of killed exports (the caller holds `out`'s lock, so no live export owns one)."""
-    import shutil
-
-    if not out.parent.is_dir():
-        return
-    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
-        if (old / out.name).is_dir() and not out.exists():
-            os.replace(old / out.name, out)
-        shutil.rmtree(old, ignore_errors=True)
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):
-        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _write(files: dict[str, list[dict[str, Any]]], out: Path, max_tokens: int) -> dict[str, Any]:

@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 from common import fail  # noqa: E402
-from synth.paths import OutputBusy, force_refusal, hold_output, os_error_line  # noqa: E402
+from synth.paths import (  # noqa: E402
+    OutputBusy, force_refusal, hold_output, os_error_line, recover_replace, replace_folder)
 
 
 def find_up(ckpt: Path, name: str) -> Path | None:
@@ -178,7 +179,7 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
         os.replace(tmp_card, card)
         print(f"model card rewritten: {card}")
         return 0
-    recover(out)
+    recover_replace(out)
     if out.exists() and any(out.iterdir()):
         if not args.force:
             fail(f"{out} is not empty; pass --force to overwrite it")
@@ -235,18 +236,6 @@ def guard_force(ckpt: Path, out: Path) -> None:
         fail(f"--out {why}; --force only replaces an earlier export")
 
 
-def recover(out: Path) -> None:
-    """Undo or finish a replacement killed half-way: the old export comes back if the new one never
-    arrived; otherwise the old one, and temp folders of killed exports, are deleted."""
-    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
-        prev = old / out.name
-        if prev.is_dir() and not out.exists():
-            os.replace(prev, out)
-        shutil.rmtree(old, ignore_errors=True)
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):  # we hold out's lock: only killed exports left these
-        shutil.rmtree(stale, ignore_errors=True)
-
-
 def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results: list[Path]) -> int:
     """Load, convert to bf16, write everything into `tmp`, then swap it in for `out`."""
     import torch
@@ -284,14 +273,7 @@ def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results:
         src = find_up(ckpt, name)
         if src:
             shutil.copy(src, tmp / name)
-    tmp.chmod(0o755)  # mkdtemp makes 0700
-    if out.exists():  # a folder cannot be renamed over another: the old one goes aside first (see recover)
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-        os.replace(out, old / out.name)
-        os.replace(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, out)
+    replace_folder(tmp, out)
     print(f"exported {ckpt} -> {out} (bf16{', LoRA merged' if merged_from else ''})")
     return 0
 

@@ -163,3 +163,39 @@ def os_error_line(e: OSError) -> str:
     what = e.strerror or str(e) or type(e).__name__
     names = [str(f) for f in (e.filename, getattr(e, "filename2", None)) if f]
     return f"{' -> '.join(names)}: {what}" if names else what
+
+
+# --- replacing a whole output folder ---------------------------------------------------------------------
+# No single rename replaces a folder: the old one goes aside into `.NAME.old-*`, the new one takes its place,
+# then the old one is deleted. A kill between the two renames leaves only the `.old-*` folder, which
+# `recover_replace` (run first, under the output's lock) puts back.
+
+
+def replace_folder(new: Path, out: Path) -> None:
+    """Put the finished folder `new` (a sibling temp folder) in place of `out`, whether `out` exists or not."""
+    import shutil
+    import tempfile
+
+    new.chmod(0o755)  # mkdtemp makes 0700
+    if not out.exists():
+        os.replace(new, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    os.replace(out, old / out.name)
+    os.replace(new, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover_replace(out: Path) -> None:
+    """Undo a `replace_folder` killed between its renames (the old folder comes back), and drop the
+    `.NAME.tmp-*` folders of killed writers: the caller holds `out`'s lock, so no live writer owns one."""
+    import shutil
+
+    if not out.parent.is_dir():
+        return
+    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
+        if (old / out.name).is_dir() and not out.exists():
+            os.replace(old / out.name, out)
+        shutil.rmtree(old, ignore_errors=True)
+    for stale in out.parent.glob(f".{out.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
