@@ -78,9 +78,11 @@ class Steps:
         return "\n".join(["| stage | wall time (s) |", "|---|---:|", *rows, f"| total | {total:.0f} |"])
 
 
-# Library log lines (vLLM's "(EngineCore pid=1) WARNING 11-24 17:00:06 [file.py:1] ...", Python warnings and
+# Library log lines (vLLM's "(EngineCore pid=1) WARNING 11-24 17:00:06 [file.py:1] ...", DeepSpeed's
+# "[2026-11-24 18:17:48,481] [WARNING] [real_accelerator.py:213:get_accelerator] ...", Python warnings and
 # the source line they quote, logging's "WARNING:name:" form): the demo keeps them out of the terminal.
 NOISE = re.compile(r"^(\([\w-]+ pid=\d+\) )?(INFO|WARNING|DEBUG) \d\d-\d\d |^\S+:\d+: \w*Warning: |"
+                   r"^\[[\d-]+ [\d:,]+\] \[(INFO|WARNING|DEBUG)\] |"
                    r"^(INFO|WARNING|DEBUG):\S+:|^Triton is installed|NUMA node|"
                    r"^\r?Loading safetensors checkpoint shards")  # vLLM's second-long loading bar
 WARNING_HEAD = re.compile(r"^\S+:\d+: \w*Warning: ")  # Python's warning line; the next, indented, quotes the source

@@ -475,6 +475,8 @@ def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
     script = ("import sys, warnings\n"
               "print('(EngineCore pid=7) WARNING 11-24 17:00:06 [vllm.py:1] CPU note', file=sys.stderr)\n"
               "print('INFO 11-24 17:00:06 [x.py:1] loading', file=sys.stderr)\n"
+              "print('[2026-11-24 18:17:48,481] [WARNING] [real_accelerator.py:213:get_accelerator] Setting "
+              "accelerator to CPU.')\n"
               "warnings.warn('old api')\n"
               "sys.stderr.write('step 1/2\\rstep 2/2\\n')\n"
               "print('error: real trouble', file=sys.stderr)\n"
@@ -487,6 +489,7 @@ def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
     assert err == "step 1/2\rstep 2/2\nerror: real trouble\n"
     kept = log.read_text()
     assert "CPU note" in kept and "loading" in kept and "UserWarning: old api" in kept and "as vLLM logs" in kept
+    assert "Setting accelerator to CPU" in kept  # DeepSpeed's logger form
 
 
 def test_vllm_logs_at_warning_unless_verbose(monkeypatch):
