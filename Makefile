@@ -20,15 +20,15 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	$(PY) -m pip install -q pip==$(PIP_VERSION)
 	grep -v '^deepspeed==' requirements.lock > $(VENV)/lock-wheels.txt
 	$(PY) -m pip install -q --no-deps -r $(VENV)/lock-wheels.txt
-	# DeepSpeed is an sdist: built against the torch above (no build isolation, which would fetch a CUDA torch),
-	# no ops compiled ahead (DS_BUILD_OPS=0; its CPU comm op is JIT-built once into the project cache on first use)
+	@# DeepSpeed is an sdist: built against the torch above (no build isolation, which would fetch a CUDA torch),
+	@# no ops compiled ahead (DS_BUILD_OPS=0; its CPU comm op is JIT-built once into the project cache on first use)
 	DS_BUILD_OPS=0 $(PY) -m pip install -q --no-deps --no-build-isolation $$(grep '^deepspeed==' requirements.lock)
-	# an older .venv may still hold them from a resolved install; the lock never has them
+	@# an older .venv may still hold them from a resolved install; the lock never has them
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	$(PY) -m pip install -q --no-deps -e .
-	# GNU Unifont 16x16 glyphs (dot_matrix) always live in .cache/unifont, where synth looks: copied from the
-	# system when it has them, else unpacked from Debian's package (apt-get download needs no root; GPL-2+
-	# with font exception).
+	@# GNU Unifont 16x16 glyphs (dot_matrix) always live in .cache/unifont, where synth looks: copied from the
+	@# system when it has them, else unpacked from Debian's package (apt-get download needs no root; GPL-2+
+	@# with font exception).
 	test -f $(UNIFONT) || (mkdir -p $(dir $(UNIFONT)) && cp /usr/share/unifont/unifont.hex $(UNIFONT)) 2>/dev/null || \
 	  (mkdir -p .cache/unifont && cd .cache/unifont && \
 	   (apt-get download -q unifont >/dev/null 2>&1 || \
