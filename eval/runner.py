@@ -148,13 +148,11 @@ def versions() -> dict[str, str]:
 
 def invalid_reason(sample: dict[str, Any]) -> str:
     """Why a row left the denominator (the official evaluator would raise on it)."""
-    from rewards import SCORERS
+    from rewards.types import get_type
 
     typ = sample.get("type")
-    if typ not in SCORERS:
-        return f"unknown type {typ!r}"
-    return {"LENGTH": "LENGTH prompt without an integer target",
-            "DIFF": "DIFF row without a string variation"}.get(str(typ), f"{typ} row the scorer cannot read")
+    t = get_type(typ)  # the scoring type's module declares the reason (rewards.types.ScoringType)
+    return f"unknown type {typ!r}" if t is None else t.invalid_reason
 
 
 def write_results(out: Path, records: list[dict[str, Any]], done: dict[str, dict[str, Any]],

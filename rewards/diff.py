@@ -25,6 +25,7 @@ from typing import Any
 
 from .base import Score, field, label_of
 from .extract import extract_answer
+from .types import ScoringType, register_type
 
 _NO = re.compile(r"\bno\b", re.IGNORECASE)
 _QUOTED = re.compile(r"['\"](.*?)['\"]")
@@ -108,3 +109,6 @@ def score_diff(completion: str, label: str, variation: Any, prompt: str = "") ->
 
 def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_diff(completion, label_of(example), example.get("variation"), field(example, "prompt"))
+
+
+TYPE = register_type(ScoringType("DIFF", score, invalid_reason="DIFF row without a string variation"))

@@ -17,6 +17,7 @@ from typing import Any
 from .base import Score, field, label_of
 from .extract import extract_answer
 from .match_answer import _clean, sequence_credit
+from .types import ScoringType, register_type
 
 
 def _norm(s: str) -> str:
@@ -34,3 +35,6 @@ def score_exact(completion: str, label: str, prompt: str = "") -> Score:
 
 def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_exact(completion, label_of(example), field(example, "prompt"))
+
+
+TYPE = register_type(ScoringType("EXACT", score))  # beyond-TASE tasks (execute)

@@ -19,6 +19,7 @@ from typing import Any
 from .base import Score, field
 from .extract import extract_answer
 from .text import CJK_CHAR, HANGUL_CHAR, NOT_CJK, NOT_HANGUL, PUNCT_TO_SPACE, words
+from .types import ScoringType, register_type
 
 _INT = re.compile(r"\d+")
 _VALID_EN = re.compile(r"[a-zA-Z]+(?:[-'][a-zA-Z]+)*")
@@ -61,3 +62,18 @@ def score_length(prompt: str, completion: str) -> Score:
 
 def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_length(field(example, "prompt"), completion)
+
+
+FILLER = {"zh": "字", "ko": "가"}  # one unit of a gold LENGTH answer (English: the word "word")
+
+
+def length_text(example: Mapping[str, Any]) -> str:
+    """`n` units in the record's language (one CJK character / Hangul syllable / English word each), n the
+    prompt's target: the gold answer of a LENOP generate row, which holds no label."""
+    n = target_length(field(example, "prompt")) or 0
+    fill = FILLER.get(example.get("lang", ""))
+    return fill * n if fill else " ".join(["word"] * n)
+
+
+TYPE = register_type(ScoringType("LENGTH", score, gold=lambda ex: [length_text(ex)],
+                                 invalid_reason="LENGTH prompt without an integer target", unlabelled=True))

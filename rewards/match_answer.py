@@ -42,6 +42,7 @@ from synth.record import TASKS
 
 from .base import Score, field, label_of
 from .extract import extract_answer
+from .types import ScoringType, register_type
 
 _PUNCT = ",。，:：；;、 "
 # which tasks' labels earn which partial credit: the catalogue says (TaskInfo.match_credit)
@@ -207,3 +208,6 @@ def score(example: Mapping[str, Any], completion: str) -> Score:
     task = field(example, "task")
     return score_match(completion, label_of(example), task in SEQUENCE_TASKS, task in ORDER_TASKS,
                        field(example, "prompt"))
+
+
+TYPE = register_type(ScoringType("MATCH_ANSWER", score))

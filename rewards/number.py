@@ -16,6 +16,7 @@ from typing import Any
 
 from .base import Score, field, label_of
 from .extract import extract_answer
+from .types import ScoringType, register_type
 
 _INT = re.compile(r"\d+")  # Unicode digits included, as in the official regex
 
@@ -46,3 +47,6 @@ def score_number(completion: str, label: str) -> Score:
 
 def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_number(completion, label_of(example))
+
+
+TYPE = register_type(ScoringType("NUMBER", score))

@@ -5,24 +5,17 @@ without importing the package that imports them (no import cycle); `rewards` re-
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from . import diff, exact, length, match_answer, number, shuffle, split
+# The scoring types: each module registers its `ScoringType` (rewards.types) when imported, so this line
+# is the whole registration, and its order is the registry's (the order error messages list).
+from . import number, length, shuffle, split, diff, match_answer, exact  # noqa: F401, I001
 from .base import INVALID, Score
 from .extract import completion_text
+from .types import Scorer, ScorerView, get_type
 
-Scorer = Callable[[Mapping[str, Any], str], Score]
-
-SCORERS: dict[str, Scorer] = {
-    "NUMBER": number.score,
-    "LENGTH": length.score,
-    "SHUFFLE": shuffle.score,
-    "SPLIT": split.score,
-    "DIFF": diff.score,
-    "MATCH_ANSWER": match_answer.score,
-    "EXACT": exact.score,
-}
+SCORERS: Mapping[str, Scorer] = ScorerView()  # type name -> scorer, a live view of the registry
 
 
 def score(example: Mapping[str, Any], completion: Any) -> Score:
@@ -31,9 +24,9 @@ def score(example: Mapping[str, Any], completion: Any) -> Score:
     A record whose `type` is missing or unknown, or that is not a mapping, gives
     Score(0.0, 0.0, "", valid=False)."""
     try:
-        fn = SCORERS.get(example.get("type"))  # type: ignore[arg-type]
-        if fn is None:
+        t = get_type(example.get("type"))
+        if t is None:
             return INVALID
-        return fn(example, completion_text(completion))
+        return t.score(example, completion_text(completion))
     except Exception:  # noqa: BLE001 - last line of defence: a scorer must never take a run down
         return INVALID

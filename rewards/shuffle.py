@@ -32,7 +32,9 @@ import numpy as np
 
 from .base import Score, field
 from .extract import extract_answer
+from .reorder import non_adjacent_order
 from .text import CJK_CHAR, HANGUL_CHAR, NOT_CJK, NOT_HANGUL, words
+from .types import ScoringType, register_type
 
 _ORIG = re.compile(r"[:：]\s*([^\n\r]*)")
 _DROP = {"cjk": NOT_CJK, "hangul": NOT_HANGUL}
@@ -190,3 +192,26 @@ def score_shuffle(prompt: str, completion: str) -> Score:
 
 def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_shuffle(field(example, "prompt"), completion)
+
+
+def shuffle_answer(prompt: str) -> str | None:
+    """A reordering of a REORD prompt's input line (its official tokens) that keeps no original
+    neighbours under the official greedy rule, or None when the solver finds none (a line of 2 or 3
+    tokens, or one like "a a a a a"; it is exact up to 16 tokens)."""
+    line = input_line(prompt)
+    if line is None:
+        return None
+    toks = tokens(line)
+    order = non_adjacent_order(toks)
+    if order is None:
+        return None
+    return (" " if kind(line) == "word" else "").join([toks[i] for i in order])
+
+
+def gold_answers(example: Mapping[str, Any]) -> list[str]:
+    """The gold answer of a REORD row (which holds no label): a constructed reordering, or none."""
+    ans = shuffle_answer(field(example, "prompt"))
+    return [] if ans is None else [ans]
+
+
+TYPE = register_type(ScoringType("SHUFFLE", score, gold=gold_answers, unlabelled=True))

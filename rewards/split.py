@@ -23,6 +23,7 @@ from typing import Any
 
 from .base import Score, label_of
 from .extract import extract_answer
+from .types import ScoringType, register_type
 
 _ALT = re.compile(r"[;；]")
 _SEP = re.compile(r"[,，、+/|\s]+")
@@ -48,3 +49,6 @@ def score_split(completion: str, label: str) -> Score:
 
 def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_split(completion, label_of(example))
+
+
+TYPE = register_type(ScoringType("SPLIT", score))

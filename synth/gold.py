@@ -2,11 +2,12 @@
 the tests (a tagged answer `rewards.score` marks correct, for any record), `sft_completion` for the SFT
 warm-up (a short reasoning line where the task module declares one, then the tagged answer).
 
-Rows without a stored label (the scoring types in `UNLABELLED_TYPES`) get a constructed answer:
-REORD (SHUFFLE) a reordering with no original neighbours kept, built by the same solver as the synthetic
-REORD solutions (`synth.tasks._common.non_adjacent_order`); LENOP generate (LENGTH) text with the
-requested number of units. Other rows answer with their label; the reasoning line of a training answer
-comes from the registry (`synth.core.Generator.sft_response`).
+Which answer a row's gold completion gives is its scoring type's rule (`rewards.types.ScoringType.gold`,
+declared in rewards/<type>.py): the label, or for the types whose rows hold none (`UNLABELLED_TYPES`) a
+constructed one: REORD (SHUFFLE) a reordering with no original neighbours kept, built by the same solver
+as the synthetic REORD solutions (`rewards.reorder.non_adjacent_order`); LENOP generate (LENGTH) text
+with the requested number of units. The reasoning line of a training answer comes from the task registry
+(`synth.core.Generator.sft_response`).
 """
 from __future__ import annotations
 
@@ -15,13 +16,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from rewards import score
-from rewards.length import target_length
-from rewards.shuffle import input_line, kind, tokens
+from rewards.length import length_text  # noqa: F401  (re-exported: synth.gold / eval.gold API)
+from rewards.shuffle import shuffle_answer  # noqa: F401  (likewise)
+from rewards.types import get_type, label_answers
 
 from .core import spec
-from .tasks._common import non_adjacent_order
 
-FILLER = {"zh": "字", "ko": "가"}  # one unit of a LENGTH answer (English: the word "word")
 UNIT = {"en": "words", "zh": "characters", "ko": "syllables"}  # what a training answer says it counts
 
 
@@ -33,40 +33,14 @@ def tag(text: str) -> str:
     return f"<answer>{text}</answer>"
 
 
-def shuffle_answer(prompt: str) -> str | None:
-    """A reordering of a REORD prompt's input line (its official tokens) that keeps no original
-    neighbours under the official greedy rule, or None when the solver finds none (a line of 2 or 3
-    tokens, or one like "a a a a a"; it is exact up to 16 tokens)."""
-    line = input_line(prompt)
-    if line is None:
-        return None
-    toks = tokens(line)
-    order = non_adjacent_order(toks)
-    if order is None:
-        return None
-    return (" " if kind(line) == "word" else "").join([toks[i] for i in order])
-
-
-def length_text(rec: dict[str, Any]) -> str:
-    """`n` units in the record's language (one CJK character / Hangul syllable / English word each)."""
-    n = target_length(rec["prompt"]) or 0
-    fill = FILLER.get(rec.get("lang", ""))
-    return fill * n if fill else " ".join(["word"] * n)
-
-
 def gold_completion(rec: dict[str, Any], seed: int = 0) -> str:
     """A completion that `rewards.score` marks correct (coarse 1.0); raises GoldError when none exists
     (e.g. a REORD line of 2 or 3 tokens). Rows the official evaluator drops (valid=False) get the tagged
     label, since no completion can make them count. `seed` is unused (the REORD answer is constructed,
     not sampled); it stays for callers that pass one."""
     typ = rec.get("type")
-    if typ == "SHUFFLE":
-        ans = shuffle_answer(rec["prompt"])
-        cands: Iterable[str] = [] if ans is None else [ans]
-    elif typ == "LENGTH":
-        cands = [length_text(rec)]
-    else:
-        cands = [str(rec.get("answer", ""))]
+    t = get_type(typ)  # the scoring type's module says what its gold answer is (rewards.types)
+    cands: Iterable[str] = (t.gold if t is not None else label_answers)(rec)
     for text in cands:
         comp = tag(text)
         s = score(rec, comp)

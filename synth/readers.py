@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .record import LANG_OF_STEM, TASKS, TYPES, UNLABELLED_TYPES, make_record  # noqa: F401
+from rewards.types import get_type, type_names
+
+from .record import LANG_OF_STEM, TASKS, make_record  # noqa: F401
 
 
 EVAL_TO_TYPE = {
@@ -60,7 +62,8 @@ def classify_file(task: str, stem: str) -> FileInfo | None:
         return None
     sub, lang = found
     typ = gen.answer_type(sub)
-    return FileInfo(task, sub, lang, typ, typ not in UNLABELLED_TYPES)
+    t = get_type(typ)
+    return FileInfo(task, sub, lang, typ, not (t is not None and t.unlabelled))
 
 
 def open_text(path: Path, name: str | Path | None = None, newline: str | None = None) -> TextIO:
@@ -212,8 +215,8 @@ def _has_surrogate(s: str) -> bool:
 def check_record(rec: Any, where: str) -> None:
     """Refuse, in one line naming the row, a record the scorers and models would choke on later: not an
     object, a missing key, a non-string field, text that is not encodable, or an unknown `type` (which
-    would otherwise score every row as invalid, silently). The known types are the catalogue's `TYPES`,
-    which are exactly the scorers' keys (`rewards.SCORERS`, checked by tests/test_layers.py)."""
+    would otherwise score every row as invalid, silently). The known types are the registered scoring
+    types (`rewards.types`, the router's keys)."""
     if not isinstance(rec, dict):
         raise DataError(f"{where}: not a JSON object")
     missing = [k for k in REQUIRED_JSONL_KEYS if k not in rec]
@@ -225,8 +228,8 @@ def check_record(rec: Any, where: str) -> None:
             raise DataError(f"{where}: {k} must be a string, got {type(v).__name__} {json.dumps(v)[:40]}")
         if _has_surrogate(v):
             raise DataError(f"{where}: {k} holds a lone surrogate (text that cannot be encoded as UTF-8)")
-    if rec["type"] not in TYPES:
-        raise DataError(f"{where}: unknown type {rec['type']!r}; expected one of {', '.join(TYPES)}")
+    if get_type(rec["type"]) is None:
+        raise DataError(f"{where}: unknown type {rec['type']!r}; expected one of {', '.join(type_names())}")
     if rec.get("meta") is not None and not isinstance(rec["meta"], dict):
         raise DataError(f"{where}: meta must be an object")
 

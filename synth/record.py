@@ -1,9 +1,10 @@
 """The example record shared by generators, rewards and the evaluator (see ../shared/CONTRACT.md).
 
 Records are plain dicts (JSON lines) for speed and interop with `datasets`; this module owns the
-vocabulary of tasks, types, languages and categories (the task catalogue) so every package agrees on
-it. It imports nothing but the standard library: it is the bottom of the layering (docs/architecture.md),
-which rewards/ may read too. What a task does beyond these static facts lives in its module under
+vocabulary of tasks, languages and categories (the task catalogue) so every package agrees on it, and
+hands out the scoring types' names from their registry (`rewards.types`, read lazily). At import it needs
+nothing but the standard library: it is the bottom of the layering (docs/architecture.md), which rewards/
+may read too. What a task does beyond these static facts lives in its module under
 synth/tasks/.
 """
 from __future__ import annotations
@@ -11,8 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-TYPES = ("NUMBER", "LENGTH", "SHUFFLE", "SPLIT", "DIFF", "MATCH_ANSWER", "EXACT")  # EXACT: beyond-TASE tasks
 LANGS = ("en", "zh", "ko")
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """`TYPES` (the scoring types, in registration order) and `UNLABELLED_TYPES` (those whose official rows
+    hold no label), read from the registry of scoring types (`rewards.types`) whenever asked, so a type
+    is declared once, in its own module. Read lazily: rewards/ reads this catalogue at import time."""
+    if name in ("TYPES", "UNLABELLED_TYPES"):
+        from rewards.types import type_names, unlabelled_types
+
+        return type_names() if name == "TYPES" else unlabelled_types()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -76,8 +87,6 @@ STRUCTURAL_TASKS = tuple(n for n, t in TASKS.items() if t.category == "structura
 
 # Official file stems that name a language (`chinese.csv`, `en_split.csv`, `kor_combine.csv`, ...).
 LANG_OF_STEM = {"chinese": "zh", "zh": "zh", "english": "en", "en": "en", "korean": "ko", "kor": "ko"}
-# Scoring types whose official rows hold no label (the rule reads the question instead).
-UNLABELLED_TYPES = ("SHUFFLE", "LENGTH")
 
 # Official DIFF wording of the "no difference" answer and of the variation names per language.
 YES = {"en": "yes", "zh": "是", "ko": "예"}
