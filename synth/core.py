@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from typing import Any, ClassVar
 
 from .record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
@@ -114,8 +114,25 @@ UNIT_SAFE = "unit_safe"  # perturb_kinds: every kind that keeps a unit one unit 
 GENERATORS: dict[str, type[Generator]] = {}
 
 
+class RegistryError(ValueError):
+    """A task module that cannot be registered: a second task of the same name, or a config that is not a
+    dataclass (the registry builds configs from keyword arguments; reasoning-gym's factory refuses both)."""
+
+
 def register(cls: type[Generator]) -> type[Generator]:
-    GENERATORS[cls.task] = cls
+    """Class decorator: add a task's generator to the registry. Refuses, in one line, a task name that is
+    already registered (a silent overwrite would swap the generator behind a name) and a `Config` that is
+    not a dataclass."""
+    task = getattr(cls, "task", None)
+    if not isinstance(task, str) or not task:
+        raise RegistryError(f"{cls.__qualname__}: a generator must name its task (class attribute `task`)")
+    if task in GENERATORS and GENERATORS[task] is not cls:
+        old = GENERATORS[task]
+        raise RegistryError(f"task {task!r} is already registered by {old.__module__}.{old.__qualname__}; "
+                            f"refusing {cls.__module__}.{cls.__qualname__}")
+    if not is_dataclass(getattr(cls, "Config", None)):
+        raise RegistryError(f"{cls.__module__}.{cls.__qualname__}: Config must be a dataclass")
+    GENERATORS[task] = cls
     return cls
 
 
