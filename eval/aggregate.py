@@ -23,17 +23,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import PurePosixPath
 from typing import Any
 
 from synth.record import TASKS
 
 LANG_TABLE = ("en", "zh", "ko")
-# The catalogue's task without a language slot (DOT, rows `mul`), whose official aggregation has quirks
-# (see the module docstring), and the task whose `digital` file sits outside the language table.
-DOT_TASK = next(t for t, info in TASKS.items() if info.no_lang)
-DIGITAL_TASK = next(t for t, info in TASKS.items() if "digital" in info.subtasks)
-DOT_BITMAP = ("bitmap_classification", "bitmap_type_classification")
+# The official aggregation rules are declarations on the tasks (synth.record.TaskInfo): `no_lang` (rows
+# without a language, outside the language table and the file-name language rule), `off_table_subtasks`
+# (files outside the language table) and `official_ratio` (merge_result.py's ratio score, e.g. DOT's).
+RATIO_TASKS = tuple(t for t, info in TASKS.items() if info.official_ratio is not None)
 
 
 def file_key(rec: dict[str, Any]) -> str:
@@ -45,8 +46,49 @@ def file_key(rec: dict[str, Any]) -> str:
     return f"{rec['task']}/{sub + '/' if sub else ''}{rec['lang']}"
 
 
+def is_language_free(task: str) -> bool:
+    """The task's rows carry no language (`mul`): the catalogue's `no_lang`."""
+    info = TASKS.get(task)
+    return info is not None and info.no_lang
+
+
 def in_lang_table(s: dict[str, Any]) -> bool:
-    return s.get("lang") in LANG_TABLE and s.get("subtask") != "digital" and s.get("task") != DOT_TASK
+    """Whether a sample's file counts in the language table: a table language, not a language-free task,
+    not a subtask its task declares outside the table."""
+    if s.get("lang") not in LANG_TABLE:
+        return False
+    info = TASKS.get(s.get("task"))  # type: ignore[arg-type]
+    return info is None or not (info.no_lang or s.get("subtask") in info.off_table_subtasks)
+
+
+def off_table_text() -> str:
+    """What the language table leaves out, in words, from the declarations ("A and B's digital file")."""
+    parts = [t for t, info in TASKS.items() if info.no_lang]
+    parts += [f"{t}'s {sub} file" for t, info in TASKS.items() for sub in info.off_table_subtasks]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def ratio_scores(file_acc: dict[str, float], info: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """merge_result.py's ratio score of each task that declares one (`TaskInfo.official_ratio`): mean of the
+    numerator subtasks' file accuracies / the denominator subtask's; left out when that is 0 or no
+    numerator file was scored."""
+    out: dict[str, float] = {}
+    for t in RATIO_TASKS:
+        rule = TASKS[t].official_ratio
+        assert rule is not None
+        by_sub = {info[f]["subtask"]: a for f, a in file_acc.items() if info[f]["task"] == t}
+        nums = [by_sub[k] for k in rule.numerator if k in by_sub]
+        if by_sub.get(rule.denominator) and nums:
+            out[t] = _mean(nums) / by_sub[rule.denominator]
+    return out
+
+
+def quirks_note() -> str:
+    """results.json's `official.note`, from the declarations."""
+    ratios = [f"{TASKS[t].code} = mean({TASKS[t].official_ratio.label}) / {TASKS[t].official_ratio.denominator}"
+              for t in RATIO_TASKS]  # type: ignore[union-attr]
+    return ("merge_result.py quirks: " + "".join(r + "; " for r in ratios)
+            + "language from file-name substrings (korean_generate.csv counts as English)")
 
 
 def official_filename_lang(file: str) -> str | None:
@@ -118,33 +160,106 @@ def _count_by_task(counts: dict[str, int], info: dict[str, dict[str, Any]]) -> d
     return dict(out)
 
 
+@dataclass
+class _Files:
+    """Per-file verdict lists gathered from the samples (valid rows only) and each file's task facts."""
+
+    coarse: dict[str, list[float]] = dc_field(default_factory=lambda: defaultdict(list))
+    fine: dict[str, list[float]] = dc_field(default_factory=lambda: defaultdict(list))
+    strict: dict[str, list[float]] = dc_field(default_factory=lambda: defaultdict(list))
+    loophole: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
+    invalid: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
+    info: dict[str, dict[str, Any]] = dc_field(default_factory=dict)
+    n: int = 0
+    n_invalid: int = 0
+
+
+def _collect(samples: Iterable[dict[str, Any]]) -> _Files:
+    """Group the verdicts by file; invalid rows are counted, not scored."""
+    fs = _Files()
+    for s in samples:
+        fs.n += 1
+        f = s["file"]
+        fs.info.setdefault(f, {"task": s["task"], "lang": s["lang"], "subtask": s.get("subtask", ""),
+                               "in_lang_table": in_lang_table(s)})
+        fs.coarse.setdefault(f, [])
+        if not s.get("valid", True):
+            fs.n_invalid += 1
+            fs.invalid[f] += 1
+            continue
+        fs.coarse[f].append(float(s["coarse"]))
+        fs.fine[f].append(float(s["fine"]))
+        strict = float(s.get("strict", s["coarse"]))  # samples written before the strict verdict: = coarse
+        fs.strict[f].append(strict)
+        fs.loophole[f] += float(s["coarse"]) == 1.0 and strict != 1.0
+    return fs
+
+
+def _micro(fs: _Files) -> dict[str, Any]:
+    """Instance-weighted accuracies: all valid rows pooled, per task and per table language."""
+    micro_task: dict[str, list[float]] = defaultdict(list)
+    micro_lang: dict[str, list[float]] = defaultdict(list)
+    for f, v in fs.coarse.items():
+        micro_task[fs.info[f]["task"]] += v
+        if fs.info[f]["in_lang_table"]:
+            micro_lang[fs.info[f]["lang"]] += v
+    all_c = [c for v in fs.coarse.values() for c in v]
+    return {"overall": _pct(_mean(all_c)),
+            "by_task": {code_of(t): _pct(_mean(v)) for t, v in sorted(micro_task.items(), key=_task_order)},
+            "by_lang": {lang: _pct(_mean(micro_lang[lang])) for lang in LANG_TABLE if micro_lang.get(lang)}}
+
+
+def _official_quirks(file_acc: dict[str, float], by_task: dict[str, float],
+                     info: dict[str, dict[str, Any]]) -> tuple[dict[str, float], dict[str, Any]]:
+    """merge_result.py's own numbers (module docstring): the declared ratio scores, the overall with them
+    in place of those tasks' plain means, and the language table by its file-name rule."""
+    ratios = ratio_scores(file_acc, info)
+    official_tasks = {t: a for t, a in by_task.items() if t not in RATIO_TASKS}
+    official_tasks.update(ratios)
+    fname_lang: dict[str, list[float]] = defaultdict(list)
+    for f, acc in file_acc.items():
+        lang = official_filename_lang(f) if f.endswith(".csv") and not is_language_free(info[f]["task"]) else None
+        if lang:
+            fname_lang[lang].append(acc)
+    return ratios, {
+        "note": quirks_note(),
+        "overall_dot_adjusted": _pct(_mean(list(official_tasks.values()))) if official_tasks else None,
+        "by_lang_filename_rule": {lang: _pct(_mean(fname_lang[lang])) for lang in LANG_TABLE if fname_lang.get(lang)},
+    }
+
+
+def _strict_and_loopholes(fs: _Files) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The official verdict without its loopholes (rewards.Score.strict), aggregated the same way, and the
+    rows the official verdict passed only through a loophole (a hedge, an echo, extra words)."""
+    strict_acc = {f: round(_mean(fs.strict.get(f, [])), 4) for f in fs.coarse}
+    st = macro(strict_acc, fs.info)
+    all_s = [c for v in fs.strict.values() for c in v]
+    strict = {"overall": _pct(st["overall"]),
+              "by_task": {code_of(t): _pct(a) for t, a in sorted(st["by_task"].items(), key=_task_order)},
+              "by_lang": {lang: _pct(a) for lang, a in st["by_lang"].items()},
+              "micro": _pct(_mean(all_s)),
+              "by_file": {f: _pct(a) for f, a in sorted(strict_acc.items())}}
+    loophole = {"n": sum(fs.loophole.values()),
+                "by_task": {code_of(t): k for t, k in sorted(_count_by_task(fs.loophole, fs.info).items(),
+                                                             key=_task_order)},
+                "by_file": {f: fs.loophole.get(f, 0) for f in sorted(fs.coarse)}}
+    return strict, loophole
+
+
+def _ratio_key(ratios: dict[str, float]) -> float | dict[str, float] | None:
+    """`dot_official_adjusted`: the ratio score of the catalogue's one ratio task (None when undefined);
+    with several such tasks, a map code -> score."""
+    if len(RATIO_TASKS) <= 1:
+        return next((_pct(v) for v in ratios.values()), None)
+    return {code_of(t): _pct(v) for t, v in ratios.items()} or None
+
+
 def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Tables from sample dicts carrying task, subtask, lang, file, coarse, fine, valid and strict (read as
     coarse where absent: samples written before the strict verdict existed)."""
-    per_file: dict[str, list[float]] = defaultdict(list)
-    per_file_fine: dict[str, list[float]] = defaultdict(list)
-    per_file_strict: dict[str, list[float]] = defaultdict(list)
-    loophole_by_file: dict[str, int] = defaultdict(int)
-    info: dict[str, dict[str, Any]] = {}
-    invalid_by_file: dict[str, int] = defaultdict(int)
-    n = n_invalid = 0
-    for s in samples:
-        n += 1
-        f = s["file"]
-        info.setdefault(f, {"task": s["task"], "lang": s["lang"], "subtask": s.get("subtask", ""),
-                            "in_lang_table": in_lang_table(s)})
-        per_file.setdefault(f, [])
-        if not s.get("valid", True):
-            n_invalid += 1
-            invalid_by_file[f] += 1
-            continue
-        per_file[f].append(float(s["coarse"]))
-        per_file_fine[f].append(float(s["fine"]))
-        strict = float(s.get("strict", s["coarse"]))  # samples written before the strict verdict: = coarse
-        per_file_strict[f].append(strict)
-        loophole_by_file[f] += float(s["coarse"]) == 1.0 and strict != 1.0
-    file_acc = {f: round(_mean(v), 4) for f, v in per_file.items()}  # batch_eval.py: 0 when no valid row
-
+    fs = _collect(samples)
+    info = fs.info
+    file_acc = {f: round(_mean(v), 4) for f, v in fs.coarse.items()}  # batch_eval.py: 0 when no valid row
     stats = macro(file_acc, info)
     by_task = stats["by_task"]
     by_tl_files: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -153,34 +268,9 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
     by_cat: dict[str, list[float]] = defaultdict(list)
     for t, acc in by_task.items():
         by_cat[TASKS[t].category if t in TASKS else "other"].append(acc)
-    micro_task: dict[str, list[float]] = defaultdict(list)
-    micro_lang: dict[str, list[float]] = defaultdict(list)
-    for f, v in per_file.items():
-        micro_task[info[f]["task"]] += v
-        if info[f]["in_lang_table"]:
-            micro_lang[info[f]["lang"]] += v
-    all_c = [c for v in per_file.values() for c in v]
-    all_f = [c for v in per_file_fine.values() for c in v]
-
-    # official quirks (see the module docstring)
-    dot = {info[f]["subtask"]: a for f, a in file_acc.items() if info[f]["task"] == DOT_TASK}
-    dot_adj = None
-    bitmaps = [dot[k] for k in DOT_BITMAP if k in dot]
-    if dot.get("char_classification") and bitmaps:
-        dot_adj = _mean(bitmaps) / dot["char_classification"]
-    official_tasks = {t: a for t, a in by_task.items() if t != DOT_TASK}
-    if dot_adj is not None:
-        official_tasks[DOT_TASK] = dot_adj
-    fname_lang: dict[str, list[float]] = defaultdict(list)
-    for f, acc in file_acc.items():
-        lang = official_filename_lang(f) if f.endswith(".csv") and info[f]["task"] != DOT_TASK else None
-        if lang:
-            fname_lang[lang].append(acc)
-
-    strict_acc = {f: round(_mean(per_file_strict.get(f, [])), 4) for f in per_file}
-    strict_stats = macro(strict_acc, info)
-    all_s = [c for v in per_file_strict.values() for c in v]
-
+    all_f = [c for v in fs.fine.values() for c in v]
+    ratios, official = _official_quirks(file_acc, by_task, info)
+    strict, loophole = _strict_and_loopholes(fs)
     return {
         "overall": _pct(stats["overall"]),
         "by_task": {code_of(t): _pct(a) for t, a in sorted(by_task.items(), key=_task_order)},
@@ -189,35 +279,18 @@ def aggregate(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "by_task_lang": {f"{code_of(t)}/{lang}": _pct(_mean(v))
                          for (t, lang), v in sorted(by_tl_files.items(), key=_task_order)},
         "by_category": {c: _pct(_mean(v)) for c, v in sorted(by_cat.items())},
-        "by_file": {f: {"accuracy": _pct(a), "n": len(per_file[f]), "n_invalid": invalid_by_file.get(f, 0),
-                        "fine": _pct(_mean(per_file_fine[f])), "task": code_of(info[f]["task"]),
+        "by_file": {f: {"accuracy": _pct(a), "n": len(fs.coarse[f]), "n_invalid": fs.invalid.get(f, 0),
+                        "fine": _pct(_mean(fs.fine[f])), "task": code_of(info[f]["task"]),
                         "lang": info[f]["lang"]}
                     for f, a in sorted(file_acc.items())},
-        "micro": {"overall": _pct(_mean(all_c)),
-                  "by_task": {code_of(t): _pct(_mean(v)) for t, v in sorted(micro_task.items(), key=_task_order)},
-                  "by_lang": {lang: _pct(_mean(micro_lang[lang])) for lang in LANG_TABLE if micro_lang.get(lang)}},
+        "micro": _micro(fs),
         "fine": {"overall": _pct(_mean(all_f))},
-        # the official verdict without its loopholes (rewards.Score.strict), aggregated the same way, and
-        # the rows the official verdict passed only through a loophole (a hedge, an echo, extra words)
-        "strict": {"overall": _pct(strict_stats["overall"]),
-                   "by_task": {code_of(t): _pct(a) for t, a in sorted(strict_stats["by_task"].items(), key=_task_order)},
-                   "by_lang": {lang: _pct(a) for lang, a in strict_stats["by_lang"].items()},
-                   "micro": _pct(_mean(all_s)),
-                   "by_file": {f: _pct(a) for f, a in sorted(strict_acc.items())}},
-        "loophole": {"n": sum(loophole_by_file.values()),
-                     "by_task": {code_of(t): k for t, k in sorted(_count_by_task(loophole_by_file, info).items(),
-                                                                   key=_task_order)},
-                     "by_file": {f: loophole_by_file.get(f, 0) for f in sorted(per_file)}},
-        "dot_official_adjusted": None if dot_adj is None else _pct(dot_adj),
-        "official": {
-            "note": "merge_result.py quirks: DOT = mean(bitmap files) / char_classification; language from "
-                    "file-name substrings (korean_generate.csv counts as English)",
-            "overall_dot_adjusted": _pct(_mean(list(official_tasks.values()))) if official_tasks else None,
-            "by_lang_filename_rule": {lang: _pct(_mean(fname_lang[lang])) for lang in LANG_TABLE
-                                      if fname_lang.get(lang)},
-        },
-        "n": n,
-        "n_invalid": n_invalid,
+        "strict": strict,
+        "loophole": loophole,
+        "dot_official_adjusted": _ratio_key(ratios),
+        "official": official,
+        "n": fs.n,
+        "n_invalid": fs.n_invalid,
     }
 
 

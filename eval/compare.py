@@ -10,7 +10,7 @@ import numpy as np
 
 from synth.record import TASKS
 
-from .aggregate import DIGITAL_TASK, DOT_TASK, LANG_TABLE, ci95, code_of, in_lang_table, macro
+from .aggregate import LANG_TABLE, RATIO_TASKS, ci95, code_of, in_lang_table, macro, off_table_text
 from .runner import RESULTS, SAMPLES, RunError, iter_samples
 
 TASK_ORDER = [t.code for t in TASKS.values()]
@@ -132,6 +132,29 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
+def _ratio_scores(res: dict[str, Any]) -> dict[str, float]:
+    """The ratio scores a results.json reports (`dot_official_adjusted`: one value, or code -> value)."""
+    v = res.get("dot_official_adjusted")
+    if isinstance(v, dict):
+        return v
+    return {} if v is None or len(RATIO_TASKS) != 1 else {code_of(RATIO_TASKS[0]): v}
+
+
+def _ratio_notes(names: list[str], results: list[dict[str, Any]]) -> list[str]:
+    """One note per task with an official ratio score (TaskInfo.official_ratio), under Table 1."""
+    lines: list[str] = []
+    for t in RATIO_TASKS:
+        rule, code = TASKS[t].official_ratio, code_of(t)
+        assert rule is not None
+        adj = [(n, _ratio_scores(r)[code]) for n, r in zip(names, results) if code in _ratio_scores(r)]
+        if adj:
+            lines += ["", f"{code} above is the plain mean of the {t} files. The release's merge_result.py instead "
+                          f"divides the {rule.label}' mean by {rule.denominator} accuracy: "
+                      + ", ".join(f"{n} {v:.2f}" for n, v in adj)
+                      + (f" (undefined where {rule.denominator} is 0)." if len(adj) < len(results) else ".")]
+    return lines
+
+
 def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Paper-style tables for several result folders (the first is the baseline), paired bootstrap
     deltas against it, a plot; writes comparison.md/.json/.png under `out`."""
@@ -149,15 +172,9 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
              "|---|" + "---:|" * (len(task_cols) + 3)]
     for n, r in zip(names, results):
         lines.append(_row(n, r["by_task"], task_cols, [r["overall"], r["micro"]["overall"]]) + f" {r['n']} |")
-    adj = [(n, r["dot_official_adjusted"]) for n, r in zip(names, results)
-           if r.get("dot_official_adjusted") is not None]
-    if adj:
-        lines += ["", f"DOT above is the plain mean of the {DOT_TASK} files. The release's merge_result.py instead "
-                      "divides the bitmap files' mean by char_classification accuracy: "
-                  + ", ".join(f"{n} {v:.2f}" for n, v in adj)
-                  + (" (undefined where char_classification is 0)." if len(adj) < len(runs) else ".")]
+    lines += _ratio_notes(names, results)
     lines += ["", "## Table 2: accuracy (%) by language", "",
-              f"{DOT_TASK} and {DIGITAL_TASK}'s digital file are left out, as in the official table; "
+              f"{off_table_text()} are left out, as in the official table; "
               "Avg = mean of the language scores.", "",
               "| model | " + " | ".join(lang_cols) + " | Avg |", "|---|" + "---:|" * (len(lang_cols) + 1)]
     for n, r in zip(names, results):

@@ -27,6 +27,17 @@ def __getattr__(name: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class OfficialRatio:
+    """merge_result.py's score for a task in its overall: mean(accuracy of the `numerator` subtasks' files) /
+    accuracy of the `denominator` subtask's file (undefined, and skipped, when that is 0). `label` names the
+    numerator files in notes ("bitmap files")."""
+
+    numerator: tuple[str, ...]
+    denominator: str
+    label: str
+
+
+@dataclass(frozen=True)
 class TaskInfo:
     """Static facts about one official task folder."""
 
@@ -35,10 +46,16 @@ class TaskInfo:
     category: str  # awareness | structural
     group: str  # official folder group: token_awareness | token_structure
     subtasks: tuple[str, ...] = ("",)
-    no_lang: bool = False  # rows carry no language (`mul`); left out of the language table, as officially
+    no_lang: bool = False  # rows carry no language (`mul`); left out of the language table (and of
+    # merge_result.py's file-name language rule), as officially
     # MATCH_ANSWER partial credit (rewards.match_answer): "order" (the label is an order of letters),
     # "sequence" (the label is a string to spell: character-level credit), "" (a class name: none)
     match_credit: str = ""
+    # Official aggregation rules (evaluate/merge_result.py), read by eval/aggregate.py and eval/compare.py:
+    # the subtasks whose files sit outside the language table (e.g. a file that fills a language slot with
+    # a language-free input), and the task's ratio score in the official overall, if it has one.
+    off_table_subtasks: tuple[str, ...] = ()
+    official_ratio: OfficialRatio | None = None
 
 
 TASKS: dict[str, TaskInfo] = {
@@ -60,10 +77,12 @@ TASKS: dict[str, TaskInfo] = {
             "token_structure",
             ("char_classification", "bitmap_type_classification", "bitmap_classification"),
             no_lang=True,
+            official_ratio=OfficialRatio(("bitmap_classification", "bitmap_type_classification"),
+                                         "char_classification", "bitmap files"),
         ),
         TaskInfo("structure_riddle", "RIDL", "structural", "token_structure"),
         TaskInfo("variant_normalize", "VAR", "structural", "token_structure", ("", "digital"),
-                 match_credit="sequence"),
+                 match_credit="sequence", off_table_subtasks=("digital",)),
         # Beyond TASE: CUTE/EXECUTE-style composition and manipulation tasks (opt-in, not in "all").
         TaskInfo(
             "execute",

@@ -144,3 +144,35 @@ def test_bootstrap_point_delta_is_the_difference_of_the_aggregates():
         assert abs(v["delta"] - (rb["by_task"][code] - ra["by_task"][code])) < 0.03, code
     for lang, v in d["by_lang"].items():
         assert abs(v["delta"] - (rb["by_lang"][lang] - ra["by_lang"][lang])) < 0.03, lang
+
+
+def test_a_second_language_free_task_is_aggregated_by_its_own_declarations():
+    """The official rules are declarations on the task (synth.record.TaskInfo): a test-only language-free
+    task, put first in the catalogue, stays out of the language table and of the file-name language rule,
+    keeps its plain mean in the official overall, and leaves DOT's ratio score to DOT."""
+    from eval.aggregate import off_table_text
+    from synth.record import TASKS, TaskInfo
+
+    saved = dict(TASKS)
+    TASKS.clear()
+    TASKS["glyph_toy"] = TaskInfo("glyph_toy", "GLY", "structural", "token_structure", ("a",), no_lang=True)
+    TASKS.update(saved)
+    try:
+        s = [smp("token_awareness/freq_count/english.csv", "freq_count", "en", 1),
+             smp("token_structure/glyph_toy/english_glyphs.csv", "glyph_toy", "mul", 0, subtask="a"),
+             smp("token_structure/dot_matrix/char_classification.csv", "dot_matrix", "mul", 1,
+                 subtask="char_classification"),
+             smp("token_structure/dot_matrix/bitmap_classification_final.csv", "dot_matrix", "mul", 1,
+                 subtask="bitmap_classification", i=0),
+             smp("token_structure/dot_matrix/bitmap_classification_final.csv", "dot_matrix", "mul", 0,
+                 subtask="bitmap_classification", i=1)]
+        res = aggregate(s)
+        assert res["by_task"] == {"GLY": 0.0, "FREQ": 100.0, "DOT": 75.0}
+        assert res["by_lang"] == {"en": 100.0}  # neither language-free task counts
+        assert res["official"]["by_lang_filename_rule"] == {"en": 100.0}  # "english_glyphs" is not English
+        assert res["dot_official_adjusted"] == 50.0  # DOT's own ratio: bitmap 0.5 / char 1.0
+        assert res["official"]["overall_dot_adjusted"] == 50.0  # FREQ 1, GLY 0 (plain), DOT 0.5
+        assert off_table_text() == "glyph_toy, dot_matrix and variant_normalize's digital file"
+    finally:
+        TASKS.clear()
+        TASKS.update(saved)
