@@ -61,48 +61,18 @@ def _clean(s: str) -> str:
     return s
 
 
-def levenshtein(a: str, b: str) -> int:
-    """Edit distance (unit costs) by Myers' bit-parallel algorithm on Python integers: one pass over
-    the longer string with a handful of big-integer operations per character."""
-    if len(a) < len(b):
-        a, b = b, a
-    m = len(b)
-    if m == 0:
-        return len(a)
-    peq: dict[str, int] = {}
-    for i, ch in enumerate(b):
-        peq[ch] = peq.get(ch, 0) | (1 << i)
-    mask = (1 << m) - 1
-    top = 1 << (m - 1)
-    pv, mv, dist = mask, 0, m
-    for ch in a:
-        eq = peq.get(ch, 0)
-        xv = eq | mv
-        xh = (((eq & pv) + pv) ^ pv) | eq
-        ph = (mv | ~(xh | pv)) & mask
-        mh = pv & xh
-        if ph & top:
-            dist += 1
-        elif mh & top:
-            dist -= 1
-        ph = (ph << 1) | 1
-        mh <<= 1
-        pv = (mh | ~(xv | ph)) & mask
-        mv = ph & xv & mask
-    return dist
-
-
-def substring_distance(text: str, pattern: str) -> int:
-    """min over the substrings s of `text` (the empty one included) of levenshtein(s, pattern): Myers'
-    bit-parallel algorithm in search mode (a match may start anywhere in the text for free)."""
+def _myers(text: str, pattern: str, search: bool) -> int:
+    """Myers' bit-parallel edit distance on Python integers (a handful of big-integer operations per
+    character of `text`), `pattern` non-empty. search=False: levenshtein(text, pattern) (the row above
+    the first character costs its index). search=True: the least distance of `pattern` to any substring
+    of `text`, the empty one included (a match may start anywhere for free)."""
     m = len(pattern)
-    if m == 0:
-        return 0
     peq: dict[str, int] = {}
     for i, ch in enumerate(pattern):
         peq[ch] = peq.get(ch, 0) | (1 << i)
     mask = (1 << m) - 1
     top = 1 << (m - 1)
+    carry = 0 if search else 1  # search mode: no carried-in 1, so the row above the first character costs 0
     pv, mv, dist = mask, 0, m
     best = m
     for ch in text:
@@ -115,15 +85,28 @@ def substring_distance(text: str, pattern: str) -> int:
             dist += 1
         elif mh & top:
             dist -= 1
-            if dist < best:
+            if search and dist < best:
                 best = dist
                 if best == 0:
                     return 0
-        ph <<= 1  # search mode: no carried-in 1, so the row above the first character costs 0
+        ph = (ph << 1) | carry
         mh <<= 1
         pv = (mh | ~(xv | ph)) & mask
         mv = ph & xv & mask
-    return best
+    return best if search else dist
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Edit distance (unit costs): Myers' bit-parallel algorithm over the longer string."""
+    if len(a) < len(b):
+        a, b = b, a
+    return len(a) if not b else _myers(a, b, search=False)
+
+
+def substring_distance(text: str, pattern: str) -> int:
+    """min over the substrings s of `text` (the empty one included) of levenshtein(s, pattern): Myers'
+    bit-parallel algorithm in search mode."""
+    return 0 if not pattern else _myers(text, pattern, search=True)
 
 
 @lru_cache(maxsize=1024)
