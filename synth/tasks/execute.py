@@ -235,42 +235,63 @@ class Execute(Generator):
         return lang in self.langs and subtask in self.subtasks
 
     def make(self, rng: random.Random, lang: str, subtask: str):
+        """One row: a word (and for word-level subtasks a sequence of words) drawn, then the subtask's
+        operation (`_char_op`, `_word_op`, `_jamo_op`) fills the prompt fields and gives the answer, or None
+        to redraw."""
         if subtask.startswith("zh_"):
             return self._zh(rng, subtask)
         ws = words(lang)
         w = rng.choice(ws)
-        yes, no = YES_NO[lang]
-        sep = " "
         f: dict[str, str] = {"w": w}
         if subtask in WORD_LEVEL:
             seq = [rng.choice(ws) for _ in range(rng.randint(5, 12))]
-            f["s"] = sep.join(seq)
+            f["s"] = " ".join(seq)
+            answer = self._word_op(rng, lang, subtask, ws, seq, f)
+        elif subtask.startswith("ko_"):
+            answer = self._jamo_op(rng, subtask, w, f)
+        else:
+            answer = self._char_op(rng, lang, subtask, w, f)
+        if answer is None:
+            return None
+        prompt = T[subtask][lang].format(**f)
+        return make_record(
+            id="", task=self.task, subtask=subtask, lang=lang, type=self.answer_type(subtask), prompt=prompt,
+            answer=answer,
+            meta={"word": w} if subtask not in WORD_LEVEL else {"sequence": f["s"]},
+        )
+
+    @staticmethod
+    def _char_op(rng: random.Random, lang: str, subtask: str, w: str, f: dict[str, str]) -> str | None:
+        """Character-level subtasks on the word `w`: the answer (prompt fields set in `f`), or None."""
+        yes, no = YES_NO[lang]
         if subtask == "spell":
-            answer = " ".join(w)
-        elif subtask == "inverse_spell":
+            return " ".join(w)
+        if subtask == "inverse_spell":
             f["s"] = " ".join(w)
-            answer = w
-        elif subtask == "contains_char":
+            return w
+        if subtask == "contains_char":
             if rng.random() < 0.5:
-                f["c"], answer = rng.choice(w), yes
-            else:
-                c = rng.choice(alphabet(lang))
-                if c in w:
-                    return None
-                f["c"], answer = c, no
-        elif subtask in ("insert_char", "substitute_char"):
+                f["c"] = rng.choice(w)
+                return yes
+            c = rng.choice(alphabet(lang))
+            if c in w:
+                return None
+            f["c"] = c
+            return no
+        if subtask in ("insert_char", "substitute_char"):
             b, c = rng.choice(w), rng.choice(alphabet(lang))
             if c == b:
                 return None
             f["b"], f["c"] = b, c
-            answer = w.replace(b, b + c) if subtask == "insert_char" else w.replace(b, c)
-        elif subtask == "delete_char":
+            return w.replace(b, b + c) if subtask == "insert_char" else w.replace(b, c)
+        if subtask == "delete_char":
             c = rng.choice(w)
             answer = w.replace(c, "")
             if not answer:
                 return None
             f["c"] = c
-        elif subtask == "swap_char":
+            return answer
+        if subtask == "swap_char":
             if len(set(w)) < 2:
                 return None
             i, j = sorted(rng.sample(range(len(w)), 2))
@@ -278,60 +299,69 @@ class Execute(Generator):
                 return None
             chars = list(w)
             chars[i], chars[j] = chars[j], chars[i]
-            answer = "".join(chars)
             f["i"], f["j"] = ORD[lang](i + 1), ORD[lang](j + 1)
-        elif subtask == "contains_word":
+            return "".join(chars)
+        raise ValueError(subtask)  # pragma: no cover - guarded by supports()
+
+    @staticmethod
+    def _word_op(rng: random.Random, lang: str, subtask: str, ws: tuple[str, ...], seq: list[str],
+                 f: dict[str, str]) -> str | None:
+        """Word-level subtasks on the sequence `seq` (words drawn from `ws`): the answer, or None."""
+        yes, no = YES_NO[lang]
+        sep = " "
+        if subtask == "contains_word":
             if rng.random() < 0.5:
-                f["v"], answer = rng.choice(seq), yes
-            else:
-                v = rng.choice(ws)
-                if v in seq:
-                    return None
-                f["v"], answer = v, no
-        elif subtask in ("insert_word", "substitute_word"):
+                f["v"] = rng.choice(seq)
+                return yes
+            v = rng.choice(ws)
+            if v in seq:
+                return None
+            f["v"] = v
+            return no
+        if subtask in ("insert_word", "substitute_word"):
             b, c = rng.choice(seq), rng.choice(ws)
             if c == b:
                 return None
             f["b"], f["c"] = b, c
             new = [x for t in seq for x in ((t, c) if t == b else (t,))] if subtask == "insert_word" else [
                 c if t == b else t for t in seq]
-            answer = sep.join(new)
-        elif subtask == "delete_word":
+            return sep.join(new)
+        if subtask == "delete_word":
             c = rng.choice(seq)
             new = [t for t in seq if t != c]
             if not new:
                 return None
-            f["c"], answer = c, sep.join(new)
-        elif subtask == "swap_word":
-            i, j = sorted(rng.sample(range(len(seq)), 2))
-            if seq[i] == seq[j]:
-                return None
-            new = list(seq)
-            new[i], new[j] = new[j], new[i]
-            f["i"], f["j"] = ORD[lang](i + 1), ORD[lang](j + 1)
-            answer = sep.join(new)
-        elif subtask == "ko_syllable_to_jamo":
-            answer = " ".join(jamo(w))
-        elif subtask == "ko_jamo_to_syllable":
+            f["c"] = c
+            return sep.join(new)
+        # swap_word
+        i, j = sorted(rng.sample(range(len(seq)), 2))
+        if seq[i] == seq[j]:
+            return None
+        new = list(seq)
+        new[i], new[j] = new[j], new[i]
+        f["i"], f["j"] = ORD[lang](i + 1), ORD[lang](j + 1)
+        return sep.join(new)
+
+    @staticmethod
+    def _jamo_op(rng: random.Random, subtask: str, w: str, f: dict[str, str]) -> str | None:
+        """Korean jamo subtasks on the word `w`: the answer, or None."""
+        yes, no = YES_NO["ko"]
+        if subtask == "ko_syllable_to_jamo":
+            return " ".join(jamo(w))
+        if subtask == "ko_jamo_to_syllable":
             f["s"] = ", ".join(jamo(w))
-            answer = w
-        elif subtask == "ko_contains_jamo":
+            return w
+        if subtask == "ko_contains_jamo":
             js = jamo(w)
             if rng.random() < 0.5:
-                f["c"], answer = rng.choice(js), yes
-            else:
-                c = rng.choice(jamo("".join(rng.sample(alphabet("ko"), 3))))
-                if c in js:
-                    return None
-                f["c"], answer = c, no
-        else:  # pragma: no cover - guarded by supports()
-            raise ValueError(subtask)
-        prompt = T[subtask][lang].format(**f)
-        return make_record(
-            id="", task=self.task, subtask=subtask, lang=lang, type=self.answer_type(subtask), prompt=prompt,
-            answer=answer,
-            meta={"word": w} if subtask not in WORD_LEVEL else {"sequence": f["s"]},
-        )
+                f["c"] = rng.choice(js)
+                return yes
+            c = rng.choice(jamo("".join(rng.sample(alphabet("ko"), 3))))
+            if c in js:
+                return None
+            f["c"] = c
+            return no
+        raise ValueError(subtask)  # pragma: no cover - guarded by supports()
 
     def _zh(self, rng: random.Random, subtask: str):
         yes, no = YES_NO["zh"]
