@@ -114,18 +114,45 @@ def corpus(lang: str) -> Corpus:
     dl = denylist(lang)
     rng = random.Random(CORPUS_SEED)
     wl = clean_word_list(lang)
-    pos, end = array("i"), array("i")
     if lang == "en":
-        words = wl.sample(rng, CORPUS_TOKENS)
-        words = [words[k] for k in _drop_joined_matches([(words, " ")], dl)]
-        off = 0
-        for w in words:
+        return _english_corpus(wl, rng, dl)
+    units, seps = _cjk_units(lang, wl, rng)
+    keep = _drop_joined_matches([([u + s for u, s in zip(units, seps)], ""), (units, "")], dl)
+    pos, end = array("i"), array("i")
+    parts: list[str] = []
+    off = 0
+    for k in keep:
+        for ch in units[k]:
             pos.append(off)
-            end.append(off + len(w))
-            off += len(w) + 1
-        index = {w: i for i, w in enumerate(wl.words)}
-        ids = np.fromiter((index[w] for w in words), dtype=np.uint32, count=len(words))
-        return Corpus(lang, " ".join(words), pos, end, "", ids)
+            end.append(off + 1)
+            parts.append(ch)
+            off += 1
+        parts.append(seps[k])
+        off += len(seps[k])
+    text = "".join(parts)
+    joined = "".join(units[k] for k in keep)
+    ids = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).copy()
+    return Corpus(lang, text, pos, end, joined, ids)
+
+
+def _english_corpus(wl: Any, rng: random.Random, dl: Any) -> Corpus:
+    """The English unigram stream: sampled words joined by spaces, one token per word."""
+    pos, end = array("i"), array("i")
+    words = wl.sample(rng, CORPUS_TOKENS)
+    words = [words[k] for k in _drop_joined_matches([(words, " ")], dl)]
+    off = 0
+    for w in words:
+        pos.append(off)
+        end.append(off + len(w))
+        off += len(w) + 1
+    index = {w: i for i, w in enumerate(wl.words)}
+    ids = np.fromiter((index[w] for w in words), dtype=np.uint32, count=len(words))
+    return Corpus("en", " ".join(words), pos, end, "", ids)
+
+
+def _cjk_units(lang: str, wl: Any, rng: random.Random) -> tuple[list[str], list[str]]:
+    """Chinese words / Korean eojeols of the unigram stream and the separator after each (punctuation every
+    6-24 characters; a space after each Korean eojeol), until CORPUS_TOKENS characters."""
     units: list[str] = []  # token characters, then the separator after them
     seps: list[str] = []
     n_tok = 0
@@ -153,21 +180,7 @@ def corpus(lang: str) -> Corpus:
             sep += " "
         units.append(unit)
         seps.append(sep)
-    keep = _drop_joined_matches([([u + s for u, s in zip(units, seps)], ""), (units, "")], dl)
-    parts: list[str] = []
-    off = 0
-    for k in keep:
-        for ch in units[k]:
-            pos.append(off)
-            end.append(off + 1)
-            parts.append(ch)
-            off += 1
-        parts.append(seps[k])
-        off += len(seps[k])
-    text = "".join(parts)
-    joined = "".join(units[k] for k in keep)
-    ids = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).copy()
-    return Corpus(lang, text, pos, end, joined, ids)
+    return units, seps
 
 
 # --- denylist-clean word lists ----------------------------------------------------------------------
