@@ -222,6 +222,43 @@ def _write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+def _run_config(model: str, model_path: Path, data: str, backend: str, cot: bool, limit: int | None,
+                select_how: str, gen: Any, system_prompt: str,
+                backend_options: dict[str, Any] | None) -> dict[str, Any]:
+    """The settings a run folder is bound to (run_config.json; see BINDING)."""
+    return {"model": str(model), "model_path": str(model_path), "data": data, "backend": backend, "cot": cot,
+            "limit": limit, "select": select_how if limit else "spread", "max_new_tokens": gen.max_new_tokens,
+            "temperature": gen.temperature, "top_p": gen.top_p, "top_k": gen.top_k, "seed": gen.seed,
+            "batch_size": gen.batch_size, "system_prompt": system_prompt, "num_samples": gen.num_samples,
+            **{k: v for k, v in (backend_options or {}).items() if k != "llm"}}  # llm: a live engine, not a setting
+
+
+def _generate(be: Any, todo: list[dict[str, Any]], done: dict[str, dict[str, Any]], path: Path, cot: bool,
+              system_prompt: str, batch_size: int, api: bool, bar: Any) -> None:
+    """Generate the unfinished rows, each sample appended (and fsynced) to `path` and added to `done` as it
+    ends, so a killed run resumes where it stopped."""
+    # longest prompts first: similar lengths share a batch (less padding), OOM shows up early
+    todo.sort(key=lambda r: -len(r["prompt"]))
+
+    def keep(lines: list[dict[str, Any]]) -> None:  # append + fsync, then count them as done
+        append_samples(path, lines)
+        done.update((s["id"], s) for s in lines)
+        if bar:
+            bar.update(len(lines))
+
+    if api:
+        _run_api(be, todo, keep, path, cot, system_prompt, bar)
+    for i in range(0 if not api else len(todo), len(todo), batch_size):
+        batch = todo[i : i + batch_size]
+        msgs = [build_messages(r, cot, system_prompt) for r in batch]
+        if getattr(be, "streams", False):  # vLLM: one call may be a whole file; write each sample as it ends
+            be.generate_streaming(msgs, lambda j, text, batch=batch: keep([make_line(batch[j], text)]))
+        else:
+            keep([make_line(r, c) for r, c in zip(batch, be.generate(msgs))])
+    if bar:
+        bar.close()
+
+
 def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int | None = None, cot: bool = False,
         gen: Any = None, system_prompt: str = SYSTEM_PROMPT, progress: bool = True,
         backend_options: dict[str, Any] | None = None, allow_pickle_weights: bool = False,
@@ -241,11 +278,7 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     api = backend == "openai"
     # an API model lives on its server
     model_path = Path(str(model)) if api else resolve_model(model, allow_pickle_weights=allow_pickle_weights)
-    cfg = {"model": str(model), "model_path": str(model_path), "data": data, "backend": backend, "cot": cot,
-           "limit": limit, "select": select_how if limit else "spread", "max_new_tokens": gen.max_new_tokens, "temperature": gen.temperature,
-           "top_p": gen.top_p, "top_k": gen.top_k, "seed": gen.seed, "batch_size": gen.batch_size,
-           "system_prompt": system_prompt, "num_samples": gen.num_samples,
-           **{k: v for k, v in (backend_options or {}).items() if k != "llm"}}  # llm: a live engine, not a setting
+    cfg = _run_config(model, model_path, data, backend, cot, limit, select_how, gen, system_prompt, backend_options)
     path = out / SAMPLES
     wanted = {r["id"] for r in records}
     done = {k: v for k, v in read_samples(path).items() if k in wanted} if path.exists() else {}
@@ -262,33 +295,13 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         out.mkdir(parents=True, exist_ok=True)
         if not done:
             _write_json(out / RUN_CONFIG, cfg)
-        # longest prompts first: similar lengths share a batch (less padding), OOM shows up early
-        todo.sort(key=lambda r: -len(r["prompt"]))
         bar = None
         if progress:
             from tqdm import tqdm
 
             bar = tqdm(total=len(records), initial=len(done), unit="ex", dynamic_ncols=True, file=sys.stderr,
                        desc=f"eval {Path(str(model)).name} [{backend}]")
-
-        def keep(lines: list[dict[str, Any]]) -> None:  # append + fsync, then count them as done
-            append_samples(path, lines)
-            done.update((s["id"], s) for s in lines)
-            if bar:
-                bar.update(len(lines))
-
-        if api:
-            _run_api(be, todo, keep, path, cot, system_prompt, bar)
-        bs = gen.batch_size
-        for i in range(0 if not api else len(todo), len(todo), bs):
-            batch = todo[i : i + bs]
-            msgs = [build_messages(r, cot, system_prompt) for r in batch]
-            if getattr(be, "streams", False):  # vLLM: one call may be a whole file; write each sample as it ends
-                be.generate_streaming(msgs, lambda j, text, batch=batch: keep([make_line(batch[j], text)]))
-            else:
-                keep([make_line(r, c) for r, c in zip(batch, be.generate(msgs))])
-        if bar:
-            bar.close()
+        _generate(be, todo, done, path, cot, system_prompt, gen.batch_size, api, bar)
     out.mkdir(parents=True, exist_ok=True)
     if api:
         from .api_backend import summarize
