@@ -9,12 +9,43 @@ short reasoning line plus the gold answer in tags (completion-only loss).
 from __future__ import annotations
 
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 from common import DataArgs, fail  # noqa: E402
+
+
+@dataclass
+class BudgetArgs:
+    """A wall-clock budget: the proof's more-SFT control arm trains for as long as a GRPO arm did, so that
+    "GRPO vs more supervised data" compares equal compute time, not equal steps."""
+
+    max_train_seconds: float | None = field(default=None, metadata={
+        "help": "stop after this many seconds of training (checked after each step) and save; max_steps still "
+                "sets the learning-rate schedule"})
+
+
+def wall_clock_stop(seconds: float):
+    """A TrainerCallback that ends training once `seconds` have passed since its first step began."""
+    from transformers import TrainerCallback
+
+    class WallClockStop(TrainerCallback):
+        start: float | None = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.start = time.monotonic()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.start is not None and time.monotonic() - self.start >= seconds:
+                print(f"max_train_seconds {seconds:g} reached at step {state.global_step}; stopping", flush=True)
+                control.should_training_stop = True
+            return control
+
+    return WallClockStop()
 
 
 def build_sft_dataset(args: DataArgs, tokenizer=None):
@@ -46,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     from trl import ModelConfig, SFTConfig, SFTTrainer
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    data_args, cfg, model_args = common.parse_config((DataArgs, SFTConfig, ModelConfig), argv)
+    data_args, cfg, model_args, budget = common.parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
+    if budget.max_train_seconds is not None and not budget.max_train_seconds > 0:
+        fail(f"max_train_seconds must be > 0, got {budget.max_train_seconds}")
     from transformers import AutoTokenizer
 
     resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
@@ -64,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     common.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
     trainer = SFTTrainer(model=path, args=cfg, train_dataset=ds, processing_class=tok)
+    if budget.max_train_seconds:
+        trainer.add_callback(wall_clock_stop(budget.max_train_seconds))
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(cfg.output_dir)
     trainer.save_state()
