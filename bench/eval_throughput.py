@@ -27,14 +27,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from eval.process import apply as process_settings
 
-from eval.process import apply as process_settings  # noqa: E402
-
-import synth  # noqa: E402
-from eval.backends import BackendError, GenConfig, make_backend  # noqa: E402
-from eval.models import resolve_model  # noqa: E402
-from eval.prompts import build_messages  # noqa: E402
+import synth
+from eval.backends import BackendError, GenConfig, make_backend
+from eval.models import resolve_model
+from eval.prompts import build_messages
 
 
 def cpu_name() -> str:

@@ -39,8 +39,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def child(args: argparse.Namespace) -> int:
     """Run the recipe in this process and write per-step timings to --result."""
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "recipes"))
     from transformers import TrainerCallback
     from trl.extras import profiling
 
@@ -72,7 +70,7 @@ def child(args: argparse.Namespace) -> int:
 
     if args.child.startswith("trainer:"):
         return child_trainer(args, Clock(), steps, meta)
-    import grpo
+    from recipes import grpo
 
     argv = ["--config", args.config, "--max_steps", str(args.steps), "--output_dir", args.output_dir,
             "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none"]
@@ -94,7 +92,7 @@ def child(args: argparse.Namespace) -> int:
 def child_trainer(args: argparse.Namespace, clock: Any, steps: list, meta: dict) -> int:
     """--trainer mode: the recipe with trainer: sync (vLLM colocated) or async (cpu_engine), step wall times and,
     for async, the staleness of every trained sample (from its trace)."""
-    import grpo
+    from recipes import grpo
 
     kind = args.child.split(":", 1)[1]
     trace = Path(args.output_dir + ".trace.jsonl")

@@ -27,11 +27,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rewards import score  # noqa: E402
-from rewards.loopholes import relabel, strategies, valid_answers  # noqa: E402
-from synth.gold import gold_completion  # noqa: E402
+from rewards import score
+from rewards.loopholes import relabel, strategies, valid_answers
+from synth.gold import gold_completion
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "tase_official_sample"
 SWAPPABLE = {"NUMBER", "MATCH_ANSWER", "SPLIT", "DIFF", "LENGTH"}  # the label is one of the valid answers

@@ -19,14 +19,10 @@ import argparse
 import os
 import platform
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import synth  # noqa: E402
-from rewards import score  # noqa: E402
+import synth
+from rewards import score
 
 CELLS = {  # type -> (task, subtask) generated for en, zh and ko
     "NUMBER": ("freq_count", None),

@@ -20,12 +20,9 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import synth  # noqa: E402
+import synth  # noqa: E402  (after the thread setting above)
 
 RG_SNIPPET = r"""
 import json, sys, time, reasoning_gym

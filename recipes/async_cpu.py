@@ -232,7 +232,7 @@ class GlooWeightReceiver:
             return False
         for buf in self.buffers:
             self.pg.broadcast(buf, 0).wait()
-        from vllm_sync import reload_sync
+        from recipes.vllm_sync import reload_sync
 
         reload_sync(llm, zip(self.info["names"], self.buffers))
         self.version = want

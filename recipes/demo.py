@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline import Steps, gain_line, paired_gains
+from recipes.pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -111,7 +111,6 @@ def main(argv: list[str] | None = None) -> int:
     else:  # the steps' own progress bars (training, evaluation) stay; the seconds-long loading bars go
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' loading/saving bars too
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    sys.path.insert(0, str(ROOT))
     from eval.backends import default_backend
     from synth.record import TASKS as CATALOGUE
 

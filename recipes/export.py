@@ -19,11 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import common  # noqa: E402
-from common import fail  # noqa: E402
-from synth.paths import (  # noqa: E402
+from eval.process import apply as process_settings
+from recipes.errors import fail
+from recipes.model import resolve
+from recipes.run_dir import checkpoint_problem
+from synth.paths import (
     OutputBusy, force_refusal, hold_output, os_error_line, recover_replace, replace_folder)
 
 
@@ -62,7 +62,7 @@ def previous_hint(ckpt: Path) -> str:
         return ""
     step = int(ckpt.name.split("-")[-1]) if ckpt.name.split("-")[-1].isdigit() else None
     done = sorted((int(c.name.split("-")[-1]), c) for c in ckpt.parent.glob("checkpoint-*")
-                  if c.name.split("-")[-1].isdigit() and c != ckpt and common.checkpoint_problem(c) is None)
+                  if c.name.split("-")[-1].isdigit() and c != ckpt and checkpoint_problem(c) is None)
     done = [c for n, c in done if step is None or n < step]
     return f", e.g. {done[-1]}" if done else ""
 
@@ -135,7 +135,7 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
 
 
 def main(argv: list[str] | None = None) -> int:
-    common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
+    process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", help="a Trainer checkpoint or output folder (full model or PEFT adapter)")
     p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")
@@ -246,7 +246,7 @@ def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results:
         from peft import PeftModel
 
         base = args.base or json.loads((ckpt / "adapter_config.json").read_text()).get("base_model_name_or_path")
-        base_path = common.resolve(base, args.allow_pickle_weights)
+        base_path = resolve(base, args.allow_pickle_weights)
         model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.bfloat16,
                                                      use_safetensors=None if args.allow_pickle_weights else True)
         model = PeftModel.from_pretrained(model, str(ckpt)).merge_and_unload()

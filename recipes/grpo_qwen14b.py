@@ -6,12 +6,9 @@ The YAML is async (TRL AsyncGRPOTrainer, a vLLM server + FSDP2 trainer), as the 
     accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/grpo_qwen14b.py \
         --config recipes/configs/grpo_qwen14b_sync.yaml      # the synchronous variant
 """
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import grpo  # noqa: E402
+from recipes import grpo
 
 if __name__ == "__main__":
     raise SystemExit(grpo.main(default_config=str(Path(__file__).resolve().parent / "configs" / "grpo_qwen14b.yaml")))

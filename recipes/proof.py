@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import common  # noqa: E402  (recipes/ is on sys.path: scripts run as `python recipes/x.py`)
-from common import fail
-from pipeline import Steps, gain_line, paired_gains
+from recipes.config import DataArgs, one_line_errors, read_yaml
+from recipes.errors import fail
+from recipes.pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -68,7 +68,7 @@ def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
 
 def load_config(path: str) -> dict[str, Any]:
     """The proof config (yaml.safe_load), checked: unknown or missing keys and wrong types are one line."""
-    cfg = common.read_yaml(path)
+    cfg = read_yaml(path)
     check_section(f"--config {path}", cfg, SCHEMA)
     files = cfg["files"]
     if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
@@ -108,8 +108,8 @@ def shown(p: Path) -> str:
 def data_args(recipe_config: Path, options: dict[str, Any]) -> dict[str, Any]:
     """The training-data options a recipe will use: DataArgs defaults, then its YAML config, then the options."""
     d = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
-         for f in dataclasses.fields(common.DataArgs) if f.name in DATA_KEYS}
-    yml = common.read_yaml(recipe_config, "") or {}
+         for f in dataclasses.fields(DataArgs) if f.name in DATA_KEYS}
+    yml = read_yaml(recipe_config, "") or {}
     for src in (yml, options):
         d.update({k: v for k, v in src.items() if k in DATA_KEYS})
     return d
@@ -118,7 +118,7 @@ def data_args(recipe_config: Path, options: dict[str, Any]) -> dict[str, Any]:
 def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, folder: Path) -> tuple[list, list]:
     """Commands writing what the recipe trains on, and the files to guard the held-out set against.
 
-    The recipes draw their rows on the fly (recipes/common.py iter_records): for each task x lang cell in
+    The recipes draw their rows on the fly (recipes/data.py iter_records): for each task x lang cell in
     turn, the next row of `synth.generate(task, lang, ..., synth_seed)` (the same call `python -m synth --task
     T --lang L` makes), round-robin, then the contamination guard, up to num_train_examples rows. So the first
     num_train_examples guarded rows of every cell, written by `python -m synth` with the same flags, hold
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--official", required=True, help="the official TASE release folder (tasks/<group>/<task>/*.csv)")
     p.add_argument("--out", default=None, help="output folder (default: the config's out, runs/proof)")
     p.add_argument("--dry-run", action="store_true", help="print every stage's commands, run nothing")
-    common.one_line_errors(p)
+    one_line_errors(p)
     args = p.parse_args(argv)
     cfg = load_config(args.config)
     official = Path(args.official).resolve()
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def data_model(recipe_config: Path) -> str:
     """The model a recipe config starts from (the base model of the comparison)."""
-    return str((common.read_yaml(recipe_config, "") or {}).get("model_name_or_path") or "default")
+    return str((read_yaml(recipe_config, "") or {}).get("model_name_or_path") or "default")
 
 
 def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step: Steps, total: float) -> str:

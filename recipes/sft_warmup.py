@@ -11,12 +11,11 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import common  # noqa: E402
-from common import DataArgs, fail  # noqa: E402
+from eval.process import apply as process_settings
+from recipes import config, data, model, run_dir
+from recipes.config import DataArgs
+from recipes.errors import fail
 
 
 @dataclass
@@ -56,14 +55,14 @@ def build_sft_dataset(args: DataArgs, tokenizer=None):
     from synth.gold import sft_completion
     from synth.readers import DataError
 
-    measure = common.PromptLength(tokenizer, args.system_prompt) if args.max_prompt_tokens and tokenizer else None
+    measure = data.PromptLength(tokenizer, args.system_prompt) if args.max_prompt_tokens and tokenizer else None
     rows = []
     try:
-        for r in common.iter_records(args):
+        for r in data.iter_records(args):
             resp = sft_completion(r)
             if resp is None or (measure and measure(r) > args.max_prompt_tokens):
                 continue
-            rows.append({"prompt": common.messages(r, args.system_prompt),
+            rows.append({"prompt": data.messages(r, args.system_prompt),
                          "completion": [{"role": "assistant", "content": resp}], "task": r["task"], "lang": r["lang"]})
     except DataError as e:
         fail(str(e))
@@ -73,19 +72,19 @@ def build_sft_dataset(args: DataArgs, tokenizer=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    common.process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
+    process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     from trl import ModelConfig, SFTConfig, SFTTrainer
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    data_args, cfg, model_args, budget = common.parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
+    data_args, cfg, model_args, budget = config.parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
     if budget.max_train_seconds is not None and not budget.max_train_seconds > 0:
         fail(f"max_train_seconds must be > 0, got {budget.max_train_seconds}")
     from transformers import AutoTokenizer
 
-    resume = common.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
-    if common.already_finished(cfg.output_dir, resume, cfg.max_steps):
+    resume = run_dir.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
+    if run_dir.already_finished(cfg.output_dir, resume, cfg.max_steps):
         return 0
-    path = common.resolve(model_args.model_name_or_path, data_args.allow_pickle_weights)
+    path = model.resolve(model_args.model_name_or_path, data_args.allow_pickle_weights)
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
@@ -94,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         init.setdefault("dtype", model_args.dtype)
     cfg.model_init_kwargs = init
     ds = build_sft_dataset(data_args, tok)
-    common.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
+    run_dir.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
     trainer = SFTTrainer(model=path, args=cfg, train_dataset=ds, processing_class=tok)
     if budget.max_train_seconds:

@@ -18,8 +18,7 @@ def test_cpu_tree_attention_matches_causal_attention_per_path():
     attention over its root-to-segment path (grouped-query heads, as SmolLM2)."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl.experimental.async_grpo")
-    sys.path.insert(0, str(RECIPES))
-    from async_cpu import cpu_tree_attention
+    from recipes.async_cpu import cpu_tree_attention
     from trl.experimental.async_grpo.packing import TreeRow
 
     row = TreeRow()

@@ -324,8 +324,7 @@ def test_checkpoint_completeness_catches_every_torn_file(tmp_path):
     import torch
     from safetensors.torch import save_file
 
-    sys.path.insert(0, str(ROOT / "recipes"))
-    import common
+    from recipes import run_dir
 
     good = tmp_path / "checkpoint-2"
     good.mkdir()
@@ -334,7 +333,7 @@ def test_checkpoint_completeness_catches_every_torn_file(tmp_path):
     torch.save({"last_epoch": 2}, good / "scheduler.pt")
     torch.save({"python": list(range(100))}, good / "rng_state.pth")
     (good / "trainer_state.json").write_text(json.dumps({"global_step": 2, "log_history": []}))
-    assert common.checkpoint_problem(good) is None
+    assert run_dir.checkpoint_problem(good) is None
     for name, why in (("model.safetensors", "incomplete"), ("optimizer.pt", "optimizer.pt"),
                       ("scheduler.pt", "scheduler.pt"), ("rng_state.pth", "rng_state.pth"),
                       ("trainer_state.json", "trainer_state.json")):
@@ -343,13 +342,13 @@ def test_checkpoint_completeness_catches_every_torn_file(tmp_path):
             shutil.copytree(good, bad)
             data = (bad / name).read_bytes()
             (bad / name).write_bytes(data[: int(len(data) * cut)])
-            assert why in (common.checkpoint_problem(bad) or ""), (name, cut)
+            assert why in (run_dir.checkpoint_problem(bad) or ""), (name, cut)
     (tmp_path / "run").mkdir()
     shutil.copytree(good, tmp_path / "run" / "checkpoint-2")
     torn = tmp_path / "run" / "checkpoint-3"
     shutil.copytree(good, torn)
     (torn / "trainer_state.json").unlink()
-    assert common.resolve_resume(str(tmp_path / "run"), "true") == str(tmp_path / "run" / "checkpoint-2")
+    assert run_dir.resolve_resume(str(tmp_path / "run"), "true") == str(tmp_path / "run" / "checkpoint-2")
     assert (tmp_path / "run" / "checkpoint-3.incomplete").is_dir() and not torn.exists()
 
 

@@ -165,7 +165,7 @@ def test_importing_the_library_sets_no_process_state():
     code = ("import csv, os, sys; lim = csv.field_size_limit(); "
             "import synth, synth.readers, rewards, eval.data, eval.aggregate, eval.compare, eval.runner; "
             "import eval.__main__; "
-            "sys.path.insert(0, 'recipes'); import common; "
+            "import recipes.config, recipes.run_dir, recipes.data, recipes.model, recipes.grpo; "
             "print(os.environ.get('OMP_WAIT_POLICY'), csv.field_size_limit() == lim)")
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env["PYTHONPATH"] = str(ROOT)

@@ -51,10 +51,9 @@ def eval_main(argv: list[str], capsys) -> tuple[int, str]:
 
 
 def recipe_main(script: str, argv: list[str], capsys) -> tuple[int, str]:
-    sys.path.insert(0, str(ROOT / "recipes"))
     import importlib
 
-    mod = importlib.import_module(script)
+    mod = importlib.import_module(f"recipes.{script}")
     try:
         code = mod.main(argv)
     except SystemExit as e:
@@ -469,8 +468,7 @@ def test_os_errors_always_name_something():
 def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
     """`make demo` printed 482 lines, 291 of them vLLM INFO/WARNING lines: its steps' library log lines go
     to a file; progress bars, results and errors still reach the terminal."""
-    sys.path.insert(0, str(ROOT / "recipes"))
-    from pipeline import run_filtered
+    from recipes.pipeline import run_filtered
 
     script = ("import sys, warnings\n"
               "print('(EngineCore pid=7) WARNING 11-24 17:00:06 [vllm.py:1] CPU note', file=sys.stderr)\n"

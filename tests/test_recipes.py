@@ -106,26 +106,28 @@ def test_coarse_arm_streaming_logs_coarse_reward(tiny_model, tmp_path):
 def test_training_rows_keep_reward_columns_and_length_cap(tiny_model):
     """Rows carry the conversational prompt and every column the reward functions read; the
     max_prompt_tokens cap drops exactly the prompts whose chat-formatted length exceeds it."""
-    sys.path.insert(0, str(ROOT / "recipes"))
-    import common
+    from eval.prompts import SYSTEM_PROMPT
+    from recipes import data
+    from recipes.config import DataArgs
     from datasets import IterableDataset
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
-    args = common.DataArgs(tasks=["sort_lengths", "freq_count"], langs=["en"], max_len=30, num_train_examples=12)
-    rows = list(common.rows(args, tok))
+    args = DataArgs(tasks=["sort_lengths", "freq_count"], langs=["en"], max_len=30, num_train_examples=12)
+    rows = list(data.rows(args, tok))
     assert len(rows) == 12 and {r["task"] for r in rows} == {"sort_lengths", "freq_count"}
     r = rows[0]
-    assert r["prompt"][0] == {"role": "system", "content": common.SYSTEM_PROMPT}
+    assert r["prompt"][0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert r["prompt"][1]["role"] == "user" and r["prompt"][1]["content"] == r["question"]
     assert {"type", "answer", "variation", "task", "lang", "question"} <= set(r)
-    measure = common.PromptLength(tok, args.system_prompt)
-    lengths = sorted(measure(x) for x in common.iter_records(args))
+    assert "solution" not in r  # nothing reads it: rows carry only what the rewards and logs use
+    measure = data.PromptLength(tok, args.system_prompt)
+    lengths = sorted(measure(x) for x in data.iter_records(args))
     cap = lengths[len(lengths) // 2]
     stats: dict = {}
-    capped = list(common.rows(common.DataArgs(**{**args.__dict__, "max_prompt_tokens": cap}), tok, stats=stats))
+    capped = list(data.rows(DataArgs(**{**args.__dict__, "max_prompt_tokens": cap}), tok, stats=stats))
     assert len(capped) == sum(n <= cap for n in lengths) and stats["dropped"] == sum(n > cap for n in lengths) > 0
-    stream = common.build_dataset(common.DataArgs(**{**args.__dict__, "streaming": True}), tok)
+    stream = data.build_dataset(DataArgs(**{**args.__dict__, "streaming": True}), tok)
     assert isinstance(stream, IterableDataset)
     first = [x["id"] for _, x in zip(range(40), stream)]
     assert len(set(first)) == 40 and first[:12] == [x["id"] for x in rows]  # endless, same order as materialized
@@ -199,6 +201,28 @@ def test_bad_config_is_one_line(tmp_path):
     assert res.returncode == 2 and "Traceback" not in res.stderr
     res = run([*GRPO, *TINY_ARGS], env={**os.environ, "ACCELERATE_USE_FSDP": "true"})  # accelerate: DDP on CPU
     assert res.returncode == 2 and "FSDP on CPU" in res.stderr and res.stderr.count("\n") == 1, res.stderr[-2000:]
+
+
+def test_recipes_is_an_installed_package(tmp_path):
+    """`recipes` is installed: a script runs as `python recipes/x.py` (recipes/ first on sys.path, where a
+    module name must not shadow what the package imports) and as `python -m recipes.x`, from any folder,
+    and no code outside tests edits sys.path to find its siblings."""
+    dry = ["--config", str(ROOT / "recipes/configs/grpo_smollm2_cpu.yaml"), "--output_dir", str(tmp_path / "o"),
+           "--dry-run"]
+    as_script = subprocess.run([PY, str(ROOT / "recipes/grpo.py"), *dry], cwd=tmp_path, capture_output=True,
+                               text=True, timeout=300)
+    as_module = subprocess.run([PY, "-m", "recipes.grpo", *dry], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=300)
+    assert as_script.returncode == 0 and "effective batch:" in as_script.stdout, as_script.stderr[-2000:]
+    assert as_module.stdout == as_script.stdout, as_module.stderr[-2000:]
+    for script in ("sft_warmup", "export", "proof", "demo", "ablate"):
+        res = subprocess.run([PY, str(ROOT / "recipes" / f"{script}.py"), "--help"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0 and "usage:" in res.stdout, (script, res.stderr[-2000:])
+    hits = [f"{p.relative_to(ROOT)}:{i}" for d in ("recipes", "bench", "eval", "synth", "rewards")
+            for p in sorted((ROOT / d).rglob("*.py")) for i, line in enumerate(p.read_text().splitlines(), 1)
+            if "sys.path.insert" in line]
+    assert not hits, hits
 
 
 def test_launchers_help_and_dry_run():
@@ -317,9 +341,8 @@ def test_proof_bad_inputs_are_one_line(tmp_path, fixture_root):
 def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     """Stages 7-8 on evaluations faked with `eval score`: completion files in row order with the release ids,
     re-scored to the same accuracy (a mismatch is caught), and the summary's table and gains."""
-    sys.path.insert(0, str(ROOT / "recipes"))
-    import proof
-    from pipeline import Steps
+    from recipes import proof
+    from recipes.pipeline import Steps
 
     from eval.gold import gold_predictions
     from eval.runner import score_predictions

@@ -1,0 +1,218 @@
+"""Recipe options: the TASE dataclasses parsed by TrlParser beside TRL's own configs, the --config YAML type
+checks (one line per bad value, not argparse's usage text), and the reward names and weights they select."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.prompts import SYSTEM_PROMPT
+from recipes.errors import fail
+
+
+@dataclass
+class DataArgs:
+    """Training-data options shared by GRPO and the SFT warm-up (YAML and command line alike)."""
+
+    train_data: str = field(default="synth", metadata={"help": "'synth' (generated on the fly) or a .jsonl of records"})
+    tasks: list[str] = field(default_factory=lambda: ["all"], metadata={"help": "tasks to generate, or 'all'"})
+    langs: list[str] = field(default_factory=lambda: ["all"], metadata={"help": "languages (en zh ko) or 'all'"})
+    mixture: str | None = field(default=None, metadata={"help": "YAML of per-task weights (overrides uniform)"})
+    num_train_examples: int = field(default=2000, metadata={"help": "examples drawn from synth"})
+    synth_seed: int = field(default=1234, metadata={"help": "synth seed (kept apart from the benchmark's)"})
+    max_len: int | None = field(default=None, metadata={"help": "cap synth sequence lengths (tokens)"})
+    paraphrase: bool = field(default=True, metadata={"help": "paraphrased prompt templates in training data"})
+    exclude: list[str] = field(default_factory=list, metadata={"help": "benchmarks to guard against (official:DIR)"})
+    system_prompt: str = field(default=SYSTEM_PROMPT, metadata={"help": "system message of every prompt"})
+    streaming: bool = field(default=False, metadata={"help": "feed an endless datasets.IterableDataset drawn from "
+                            "synth on the fly (needs max_steps) instead of num_train_examples materialized rows"})
+    max_prompt_tokens: int | None = field(default=None, metadata={"help": "drop examples whose chat-formatted "
+                                          "prompt is longer than this many tokens (the paper's max input 16384)"})
+    allow_pickle_weights: bool = field(default=False, metadata={"help": "accept a model folder without safetensors "
+                                       "weights (pickle files can run code; trusted folders only)"})
+
+    def __post_init__(self) -> None:
+        """Bad data options fail at parse time in one line (ValueError), not minutes later in a traceback."""
+        for key in ("tasks", "langs", "exclude"):
+            v = getattr(self, key)
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ValueError(f"{key} must be a list of strings, got {v!r}")
+        for key, low in (("num_train_examples", 1), ("max_len", 1), ("max_prompt_tokens", 1), ("synth_seed", None)):
+            v = getattr(self, key)
+            if v is None and key in ("max_len", "max_prompt_tokens"):
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or (low is not None and v < low):
+                raise ValueError(f"{key} must be an integer" + (f" >= {low}" if low else "") + f", got {v!r}")
+        for key in ("train_data", "system_prompt"):
+            if not isinstance(getattr(self, key), str):
+                raise ValueError(f"{key} must be a string, got {getattr(self, key)!r}")
+        if self.train_data == "synth":
+            from synth.core import SynthError, combos
+
+            try:
+                for t in self.tasks:
+                    for lang in self.langs:
+                        combos(t, lang)
+            except SynthError as e:
+                raise ValueError(f"tasks/langs: {e}") from None
+            if self.mixture is not None:
+                from synth.mixture import load_mixture
+
+                try:
+                    load_mixture(self.mixture)
+                except SynthError as e:
+                    raise ValueError(str(e)) from None
+
+
+@dataclass
+class TaseArgs(DataArgs):
+    """GRPO options on top of the data options."""
+
+    reward_granularity: str = field(default="fine", metadata={
+        "help": "fine (partial credit on the strict verdict: hedges and echoes earn 0), strict (the strict 0/1 "
+                "verdict) or coarse (the official 0/1 verdict, loopholes included: for ablations only)"})
+    reward_funcs: list[str] | None = field(default=None, metadata={"help": "explicit reward names; default "
+                                           "accuracy_<granularity> (+ format)"})
+    format_reward: bool = field(default=True, metadata={"help": "add the answer-tag format reward (cold start)"})
+    format_weight: float = field(default=0.2, metadata={"help": "weight of the format reward"})
+    dry_run: bool = field(default=False, metadata={"help": "print the resolved configuration and exit"})
+    min_gpus: int = field(default=0, metadata={"help": "refuse to start with fewer CUDA devices than this"})
+    vllm_reload_sync: str = field(default="auto", metadata={
+        "help": "colocated vLLM weight sync through vLLM's reload API (recipes/vllm_sync.py): auto (CPU engines, "
+                "where TRL's load_weights sync fails), always, never", "choices": ["auto", "always", "never"]})
+
+    trainer: str = field(default="sync", metadata={
+        "help": "sync: TRL's GRPOTrainer (generation and optimizer steps take turns); async: TRL's AsyncGRPOTrainer "
+                "(a rollout worker generates while the trainer trains; FSDP2 only, see docs/training.md)",
+        "choices": ["sync", "async"]})
+    async_generation: str = field(default="auto", metadata={
+        "help": "async only: server (TRL's worker on `vllm serve` with NCCL weight transfer, CUDA), cpu_engine "
+                "(recipes/async_cpu.py: an in-process vLLM engine in the rollout process, weights over gloo), auto "
+                "(server with CUDA, else cpu_engine)", "choices": ["auto", "server", "cpu_engine"]})
+    vllm_gpus: int = field(default=0, metadata={
+        "help": "async on one node: GPUs given to the vLLM server (the rest train); shown by --dry-run and used "
+                "by launch/local.sh --async"})
+    async_max_model_len: int = field(default=2048, metadata={
+        "help": "async cpu_engine: max_model_len of the in-process vLLM engine (prompt + completion)"})
+    async_trace: str | None = field(default=None, metadata={
+        "help": "async cpu_engine: append one JSON line per generation batch and weight sync to this file "
+                "(times, policy versions; the async test and bench read it)"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.reward_granularity not in ("coarse", "strict", "fine"):
+            raise ValueError(f"reward_granularity must be coarse, strict or fine, got {self.reward_granularity!r}")
+
+
+def read_yaml(path: str | Path, what: str = "--config ") -> Any:
+    """A YAML file's content (yaml.safe_load); an unreadable file or invalid YAML is one line naming it."""
+    import yaml
+
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"{what}{path}: cannot read ({getattr(e, 'strerror', None) or e})")
+    except yaml.YAMLError as e:
+        fail(f"{what}{path}: not valid YAML ({str(e).splitlines()[0]})")
+
+
+def check_config_types(parser: Any, argv: list[str]) -> None:
+    """Check the --config YAML against the parser's options before TrlParser sees it: a value of the
+    wrong type gives one line naming the key, the expected type and the value (argparse would print its
+    whole usage text, or let a list through to crash later)."""
+    import argparse
+
+    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+        return
+    path = argv[argv.index("--config") + 1]
+    config = read_yaml(path)
+    if not isinstance(config, dict):
+        fail(f"--config {path}: must be a YAML mapping of option: value")
+    actions: dict[str, Any] = {}
+    for a in parser._actions:  # the option taking a value (bools also have a --no_X flag taking none)
+        if not isinstance(a, argparse._HelpAction) and a.nargs != 0:
+            actions.setdefault(a.dest, a)
+    for key, value in config.items():
+        a = actions.get(key)
+        if a is None or value is None:
+            continue  # unknown keys: TrlParser's own one-line error
+        many = a.nargs in ("+", "*") or (isinstance(a.nargs, int) and a.nargs > 1)
+        if many and not isinstance(value, list):
+            fail(f"--config {path}: {key} expects a list, got {value!r}")
+        for v in value if many else [value]:
+            if not _fits(a, v):
+                want = "one of " + ", ".join(map(str, a.choices)) if a.choices else _type_name(a)
+                fail(f"--config {path}: {key} expects {want}, got {v!r}")
+
+
+def _type_name(action: Any) -> str:
+    t = action.type
+    if t is None:
+        return "a string"
+    name = getattr(t, "__name__", str(t))
+    return {"string_to_bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}.get(name, name)
+
+
+def _fits(action: Any, v: Any) -> bool:
+    """Would argparse accept this YAML value for the option (YAML already typed it)?"""
+    if isinstance(v, (list, dict)):
+        return False
+    t = action.type
+    name = getattr(t, "__name__", "")
+    if name == "string_to_bool":
+        return isinstance(v, bool) or (isinstance(v, str) and v.lower() in ("yes", "true", "t", "y", "1", "no",
+                                                                            "false", "f", "n", "0"))
+    if t is int:
+        return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and _parses(int, v))
+    if t is float:
+        return (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, str) and _parses(float, v))
+    if action.choices:
+        return any(v == c or str(v) == str(c) or getattr(c, "value", None) == v for c in action.choices)
+    if t is not None and isinstance(v, str):
+        return _parses(t, v)
+    return True
+
+
+def _parses(t: Any, v: str) -> bool:
+    try:
+        t(v)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def parse_config(dataclass_types: tuple, argv: list[str]) -> tuple:
+    """TrlParser over `dataclass_types` (a recipe's options, a TRL config, ModelConfig): --config YAML and
+    command line, type-checked first (check_config_types), every error one line. Shared by GRPO and SFT."""
+    from trl import TrlParser
+
+    parser = TrlParser(dataclass_types)
+    one_line_errors(parser)
+    check_config_types(parser, argv)
+    try:
+        return parser.parse_args_and_config(args=argv)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        fail(str(e).strip().splitlines()[0])
+    raise AssertionError  # unreachable: fail exits
+
+
+def one_line_errors(parser: Any) -> None:
+    """argparse errors (a bad value on the command line) as one line, not the usage text."""
+    parser.error = lambda message: fail(message)
+
+
+def reward_names(args: TaseArgs) -> list[str]:
+    """The reward functions a run trains on: explicit names, else accuracy_<granularity> (+ format)."""
+    if args.reward_funcs:
+        return list(args.reward_funcs)
+    names = [f"accuracy_{args.reward_granularity}"]
+    if args.format_reward:
+        names.append("format")
+    return names
+
+
+def reward_weights(args: TaseArgs, names: list[str], given: list[float] | None) -> list[float] | None:
+    """GRPOConfig.reward_weights as given, else 1.0 per accuracy reward and format_weight for `format`."""
+    if given:
+        return given
+    return [args.format_weight if n == "format" else 1.0 for n in names]

@@ -1,0 +1,16 @@
+"""Model resolution for the recipes: a spec (HF folder, .gguf, `default`) to a local plain HF folder."""
+from __future__ import annotations
+
+from recipes.errors import fail
+
+
+def resolve(model: str | None, allow_pickle_weights: bool = False) -> str:
+    """Model spec -> local plain HF folder (GGUF converted once); one-line error when unusable (a
+    folder without safetensors weights included, unless `allow_pickle_weights`)."""
+    from eval.models import ModelError, resolve_model
+
+    try:
+        return str(resolve_model(model, allow_pickle_weights=allow_pickle_weights))
+    except ModelError as e:
+        fail(str(e))
+    raise AssertionError  # unreachable

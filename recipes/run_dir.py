@@ -1,0 +1,216 @@
+"""The run folder: its write lock, refusing a folder that holds another run, picking the checkpoint to
+resume from (complete ones only), trimming metrics.jsonl to it, and the saved resolved configuration."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from recipes.errors import fail
+
+
+def check_output_dir(output_dir: str) -> Path:
+    """output_dir must be a folder or creatable as one."""
+    out = Path(output_dir)
+    if out.exists() and not out.is_dir():
+        fail(f"output_dir {out} is a file, not a folder")
+    from synth.paths import write_blocker
+
+    blocked = write_blocker(out)
+    if blocked:
+        d, why = blocked
+        fail(f"output_dir {out}: {d} is " + ("a file, not a folder" if why == "file" else "not writable"))
+    return out
+
+
+def holds_run(out: Path) -> list[str]:
+    """What marks `out` as holding a training run (checkpoints, trainer_state.json, metrics.jsonl)."""
+    marks = sorted(p.name for p in out.glob("checkpoint-*"))[:3]
+    return marks + [m for m in ("trainer_state.json", "metrics.jsonl") if (out / m).exists()]
+
+
+def checkpoint_problem(ckpt: Path) -> str | None:
+    """Why a Trainer checkpoint cannot be resumed from (None when complete): weights, optimizer and
+    scheduler state and trainer_state.json must all be present and whole. The Trainer writes them in that
+    order into the folder itself, so a kill during a save leaves a folder that fails one of these checks."""
+    st = ckpt / "trainer_state.json"
+    try:
+        state = json.loads(st.read_text(encoding="utf-8"))
+        if not isinstance(state.get("global_step"), int):
+            return "trainer_state.json without global_step"
+    except FileNotFoundError:
+        return "no trainer_state.json"
+    except (OSError, ValueError, AttributeError):
+        return "unreadable trainer_state.json"
+    index = ckpt / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return "unreadable model.safetensors.index.json"
+    else:
+        shards = [n for n in ("model.safetensors", "adapter_model.safetensors") if (ckpt / n).is_file()][:1]
+        if not shards:
+            return "no safetensors weights"
+    for name in shards:
+        if not _whole_safetensors(ckpt / name):
+            return f"{name} incomplete"
+    if any(ckpt.glob("global_step*")):  # DeepSpeed keeps optimizer state in its own folder
+        if not (ckpt / "latest").is_file():
+            return "DeepSpeed state without 'latest'"
+    else:
+        for name in ("optimizer.pt", "scheduler.pt"):
+            if not _whole_zip(ckpt / name):
+                return f"{name} missing or incomplete"
+    for rng in ckpt.glob("rng_state*.pth"):
+        if not _whole_zip(rng):
+            return f"{rng.name} incomplete"
+    return None
+
+
+def _whole_safetensors(path: Path) -> bool:
+    """Header readable and the file exactly as long as the header says (a torn write is shorter)."""
+    import struct
+
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            if n > size:
+                return False
+            header = json.loads(f.read(n))
+        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+        return size == 8 + n + end
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return False
+
+
+def _whole_zip(path: Path) -> bool:
+    """torch.save files are zip archives: a truncated one has no readable central directory."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            return bool(z.namelist())
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+
+
+def resolve_resume(output_dir: str, resume: Any) -> str | None:
+    """The checkpoint to resume from. `true`/`latest`: the newest *complete* checkpoint-N of output_dir
+    (newer incomplete ones, left by a kill during a save, are moved aside to checkpoint-N.incomplete and
+    named), or a fresh start when there is none; an explicit path must be complete. Prints one line."""
+    if resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false", "none")):
+        return None
+    out = Path(output_dir)
+    if not (resume is True or (isinstance(resume, str) and resume.lower() in ("true", "latest"))):
+        why = checkpoint_problem(Path(resume)) if Path(resume).is_dir() else "no such folder"
+        if why:
+            fail(f"resume_from_checkpoint {resume}: cannot resume from it ({why})")
+        return str(resume)
+    main = int(os.environ.get("RANK", "0")) == 0  # under accelerate every process chooses; one moves and prints
+    cands = sorted((p for p in out.glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()),
+                   key=lambda p: int(p.name.split("-", 1)[1]), reverse=True)
+    skipped = []
+    for c in cands:
+        why = checkpoint_problem(c)
+        if why is None:
+            note = f"; skipped newer {', '.join(skipped)}" if skipped else ""
+            if main:
+                print(f"resuming from {c} (newest complete checkpoint{note})", file=sys.stderr)
+            return str(c)
+        aside = c.with_name(c.name + ".incomplete")
+        k = 1
+        while aside.exists():
+            aside, k = c.with_name(f"{c.name}.incomplete{k}"), k + 1
+        if main:
+            os.replace(c, aside)
+        skipped.append(f"{c.name} ({why}; moved to {aside.name})")
+    if main:
+        print(f"no complete checkpoint in {out}" + (f" (skipped {', '.join(skipped)})" if skipped else "")
+              + "; starting from step 0", file=sys.stderr)
+    return None
+
+
+def trim_metrics(output_dir: str, step: int) -> None:
+    """Drop metrics.jsonl lines logged after `step` (the resumed run logs those steps again)."""
+    path = Path(output_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return
+    keep = []
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            if int(json.loads(line).get("step", 0)) <= step:
+                keep.append(line)
+        except (ValueError, TypeError, AttributeError):
+            continue  # a torn last line from the kill
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(keep), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def hold_output_dir(output_dir: str) -> None:
+    """Take output_dir's write lock for the rest of the process (the first process of a distributed run
+    only: the others write where it says). A second run into the same folder stops with one line naming
+    the first; the kernel drops the lock when this process ends, however it ends."""
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    import atexit
+
+    from synth.paths import OutputBusy, hold_output
+
+    lock = hold_output(output_dir)
+    try:
+        lock.__enter__()
+    except OutputBusy as e:
+        fail(str(e))
+    atexit.register(lock.__exit__, None, None, None)
+
+
+def prepare_output_dir(output_dir: str, resume: Any) -> str | None:
+    """Take output_dir's write lock (hold_output_dir), then refuse an unusable output_dir, or one that
+    holds a run unless resuming it; returns the checkpoint
+    to resume from (see resolve_resume) and trims metrics.jsonl to it."""
+    out = check_output_dir(output_dir)
+    hold_output_dir(output_dir)
+    want = not (resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false")))
+    marks = holds_run(out) if out.is_dir() else []
+    if marks and not want:
+        fail(f"output_dir {out} already holds a training run ({', '.join(marks)}); pass --resume_from_checkpoint "
+             "true to continue it, or choose another --output_dir")
+    ckpt = resolve_resume(output_dir, resume) if want else None
+    if want and int(os.environ.get("RANK", "0")) == 0:
+        step = 0
+        if ckpt:
+            step = json.loads((Path(ckpt) / "trainer_state.json").read_text(encoding="utf-8"))["global_step"]
+        trim_metrics(output_dir, step)
+    return ckpt
+
+
+def already_finished(output_dir: str, ckpt: str | None, max_steps: int) -> bool:
+    """A rerun of a finished command: the resumed checkpoint is at max_steps and the final model was
+    saved. Resuming the Trainer there would run one step past max_steps (seen with TRL 1.16 GRPO), so the
+    recipes stop instead, and say so."""
+    if not ckpt or max_steps <= 0:
+        return False
+    step = json.loads((Path(ckpt) / "trainer_state.json").read_text(encoding="utf-8"))["global_step"]
+    out = Path(output_dir)
+    saved = (out / "model.safetensors").is_file() or (out / "adapter_model.safetensors").is_file() or any(
+        out.glob("model-*.safetensors"))
+    if step >= max_steps and saved:
+        print(f"{output_dir}: already trained to max_steps {max_steps} ({Path(ckpt).name}) and saved; nothing to do")
+        return True
+    return False
+
+
+def save_tase_config(output_dir: str, **parts: Any) -> None:
+    """Record the resolved configuration next to the checkpoints (read by export.py's model card)."""
+    os.makedirs(output_dir, exist_ok=True)
+    out = {}
+    for k, v in parts.items():
+        out[k] = v if isinstance(v, dict) else (v.to_dict() if hasattr(v, "to_dict") else asdict(v))
+    with open(os.path.join(output_dir, "tase_config.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=2, default=str)
