@@ -40,8 +40,19 @@ class RewardInputError(ValueError):
     word, and a GRPO run would train on those zeros. The first such batch stops the run, in one line."""
 
 
+# The one name of a record's question text in a training row. TRL owns the dataset's `prompt` column (the chat
+# messages it generates from) and withholds it from reward functions, so the record's `prompt` travels under
+# this name: `reward_columns` writes it (recipes/data.py builds rows with it) and `_rows` reads it back.
+QUESTION = "question"
 # the columns the scorers read; `type` is checked on its own
-_READ = ("answer", "question", "prompt", "variation")
+_READ = ("answer", QUESTION, "prompt", "variation")
+
+
+def reward_columns(record: dict[str, Any]) -> dict[str, Any]:
+    """The dataset columns a training row needs for these rewards, from a record (CONTRACT's layout): its
+    scorer type, gold answer and DIFF variation, and its `prompt` text under QUESTION."""
+    return {"type": record["type"], QUESTION: record["prompt"], "answer": record.get("answer", ""),
+            "variation": record.get("variation", "")}
 # types whose scorer reads the gold `answer` (LENGTH and SHUFFLE read the question only)
 _NEEDS_ANSWER = frozenset({"NUMBER", "SPLIT", "DIFF", "MATCH_ANSWER", "EXACT"})
 # types whose scorer reads the question text (LENGTH target, SHUFFLE original)
@@ -111,7 +122,7 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
     rows = []
     for i in range(n):
         row = {k: v[i] for k, v in cols.items()}
-        q = row.get("question")
+        q = row.get(QUESTION)
         if not (isinstance(q, str) and q):
             q = row.get("prompt")
             if not isinstance(q, str):
