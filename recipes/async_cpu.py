@@ -9,15 +9,15 @@ nothing in TRL or vLLM:
   advantages, queue, heartbeat, metrics) with one override, `_generate_one_turn`: instead of `POST
   /v1/completions` it micro-batches the concurrent requests into an in-process `vllm.LLM` living in the child. The
   child is a separate process, so generation runs beside training, not in turns with it.
-* `GlooWeightTransfer` / `GlooWeightReceiver`: the trainer's rank 0 broadcasts every parameter over a two-member gloo
-  process group (its own TCPStore, apart from any training process group) into the child, which loads them with
+* `GlooWeightTransfer` / `GlooWeightReceiver` (recipes/gloo_transfer.py): the trainer's rank 0 broadcasts every
+  parameter over a two-member gloo process group (its own TCPStore, apart from any training process group) into the child, which loads them with
   vLLM's in-place reload API (`recipes/vllm_sync.reload_sync`, the same call the colocated CPU path uses) between two
   generation batches and acknowledges. The broadcast blocks until the child reaches a batch boundary, so no batch
   mixes two policies, and the trainer bumps the policy version only after the acknowledgement: a sample is never
   tagged newer than the weights that produced it. Gloo is TCP, so the same two classes would also serve a CPU
   engine on another host.
-* `cpu_tree_attention`: the tree-packed attention TRL computes with FA3's `flash_attn_varlen_func`, written with
-  `torch.nn.functional.scaled_dot_product_attention`, one segment at a time (registered only without CUDA).
+* `cpu_tree_attention` (recipes/async_patches.py, beside the other CPU patches): the tree-packed attention TRL
+  computes with FA3's `flash_attn_varlen_func`, written with `torch.nn.functional.scaled_dot_product_attention`, one segment at a time (registered only without CUDA).
 
 Why not a vLLM weight-transfer engine registered with `WeightTransferEngineFactory.register_engine`: the factory
 registry lives in the engine process, and a `vllm serve` process (and its engine-core child) would have to import
@@ -31,14 +31,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
 from typing import Any
 
-import torch
 from trl.experimental.async_grpo.async_rollout_worker import AsyncRolloutWorker, _AsyncRolloutLoop
+
+from recipes.async_patches import use_cpu_tree_attention
+from recipes.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
 
 # --------------------------------------------------------------------------------------------- rewards (picklable)
 
@@ -54,190 +54,6 @@ class WeightedReward:
 
     def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         return [None if r is None else self.weight * r for r in self.func(*args, **kwargs)]
-
-
-def plain_chatml_response(tok: Any) -> bool:
-    """TRL's rollout worker parses each completion with `tokenizer.parse_response` and refuses a chat template it
-    does not know (SmolLM2's: `ValueError: Unrecognized chat template, failed to add response schema`). For a
-    ChatML template without a response template, set one that reads the whole reply as `content` (no tool calls,
-    no reasoning block: the TASE tasks have neither). Returns whether it set one."""
-    from trl.chat_template_utils import add_response_schema, qwen3_template
-
-    if getattr(tok, "response_template", None) or getattr(tok, "response_schema", None):
-        return False
-    try:
-        add_response_schema(tok)
-        return False  # a template TRL knows
-    except ValueError:
-        pass
-    if "<|im_start|>" not in (tok.chat_template or ""):
-        return False  # TRL's own error will name the problem
-    tok.response_template = {**qwen3_template, "fields": {"content": qwen3_template["fields"]["content"]}}
-    return True
-
-
-# --------------------------------------------------------------------------------------------- tree attention on CPU
-
-
-def cpu_tree_attention(module, query, key, value, attention_mask, *, tree_kv_index, tree_cu_seqlens_q,
-                       tree_cu_seqlens_k, tree_max_seqlen_q=None, tree_max_seqlen_k=None, scaling=None,
-                       sliding_window=None, softcap=None, **kwargs):
-    """Same contract as `trl.experimental.async_grpo.packing.tree_attention`: segment s of the packed row attends,
-    causally aligned to the end (flash-attn's convention for seqlen_q <= seqlen_k), to the K/V rows
-    `tree_kv_index[cu_k[s]:cu_k[s+1]]`, its root-to-segment path. Query (1, H, N, D), key/value (1, Hkv, N, D);
-    returns (1, N, H, D)."""
-    if softcap:
-        raise NotImplementedError("cpu_tree_attention: attention softcapping is not implemented")
-    q = query[0]  # (H, N, D)
-    k, v = key[0], value[0]
-    if k.shape[0] != q.shape[0]:  # grouped-query attention
-        rep = q.shape[0] // k.shape[0]
-        k, v = k.repeat_interleave(rep, dim=0), v.repeat_interleave(rep, dim=0)
-    out = torch.empty(q.shape[1], q.shape[0], q.shape[2], dtype=q.dtype, device=q.device)
-    cu_q, cu_k = tree_cu_seqlens_q.tolist(), tree_cu_seqlens_k.tolist()
-    for s in range(len(cu_q) - 1):
-        qs, qe, ks, ke = cu_q[s], cu_q[s + 1], cu_k[s], cu_k[s + 1]
-        if qe <= qs:
-            continue
-        idx = tree_kv_index[ks:ke]
-        ks_, vs_ = k.index_select(1, idx), v.index_select(1, idx)
-        lq, lk = qe - qs, ke - ks
-        i = torch.arange(lq, device=q.device)[:, None]
-        j = torch.arange(lk, device=q.device)[None, :]
-        allowed = j <= i + (lk - lq)
-        if sliding_window:
-            allowed &= j > i + (lk - lq) - sliding_window
-        o = torch.nn.functional.scaled_dot_product_attention(q[:, qs:qe], ks_, vs_, attn_mask=allowed, scale=scaling)
-        out[qs:qe] = o.transpose(0, 1)
-    return out.unsqueeze(0), None
-
-
-def cpu_safe_peak_flops() -> bool:
-    """TRL 1.16's AsyncGRPOTrainer.__init__ calls `get_peak_flops_per_device`, which calls
-    `torch.cuda.get_device_name` unconditionally (`AssertionError: Torch not compiled with CUDA enabled` on CPU).
-    Without CUDA, the name the trainer module imported is replaced by one that returns None (MFU metrics off,
-    which is what TRL does for an unknown device). Upstream fix: return None when the device is not CUDA."""
-    if torch.cuda.is_available():
-        return False
-    from trl.experimental.async_grpo import async_grpo_trainer
-
-    async_grpo_trainer.get_peak_flops_per_device = lambda accelerator, dtype: None
-    return True
-
-
-def use_cpu_tree_attention() -> bool:
-    """Route TRL's tree attention to `cpu_tree_attention` when CUDA is absent; returns whether it did."""
-    if torch.cuda.is_available():
-        return False
-    from transformers import AttentionInterface
-    from trl.experimental.async_grpo.packing import TREE_ATTENTION
-
-    AttentionInterface.register(TREE_ATTENTION, cpu_tree_attention)
-    return True
-
-
-# --------------------------------------------------------------------------------------------- weights over gloo
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _gloo(store: Any, rank: int, timeout_s: float) -> Any:
-    from torch.distributed import PrefixStore, ProcessGroupGloo
-
-    return ProcessGroupGloo(PrefixStore("weights", store), rank, 2, timedelta(seconds=timeout_s))
-
-
-class GlooWeightTransfer:
-    """Trainer side (`WeightTransferProtocol` of TRL's AsyncGRPOTrainer), rank 0 only.
-
-    `manifest`: (names, dtypes, shapes) of the parameters, in the order `send_weights` streams them.
-    `start_peer`: called once before the rendezvous (starts the rollout child, which joins the group)."""
-
-    def __init__(self, manifest: dict[str, list], start_peer: Any = None, host: str = "127.0.0.1",
-                 port: int | None = None, timeout_s: float = 600.0):
-        self.manifest, self.start_peer = manifest, start_peer
-        self.host, self.port, self.timeout_s = host, port or free_port(), timeout_s
-        self.store = self.pg = None
-        self.version = 0
-        self.send_s: list[float] = []  # seconds per sync, for logs and the bench
-
-    def peer_info(self) -> dict[str, Any]:
-        """What the receiving side needs (picklable)."""
-        return {"host": self.host, "port": self.port, "timeout_s": self.timeout_s, **self.manifest}
-
-    def init_weight_transfer(self) -> None:
-        from torch.distributed import TCPStore
-
-        self.store = TCPStore(self.host, self.port, 2, True, timedelta(seconds=self.timeout_s),
-                              wait_for_workers=False)
-        if self.start_peer is not None:
-            self.start_peer()
-        self.pg = _gloo(self.store, 0, self.timeout_s)
-
-    def pause(self) -> None:  # the receiver applies weights between two generation batches: no pause needed
-        pass
-
-    def resume(self) -> None:
-        pass
-
-    def send_weights(self, iterator: Any) -> None:
-        t0 = time.time()
-        self.version += 1
-        self.store.set("sync_request", str(self.version))
-        names = self.manifest["names"]
-        n = 0
-        for name, tensor in iterator:
-            if n >= len(names) or name != names[n]:
-                raise RuntimeError(f"weight stream out of order: got {name!r}, manifest expects "
-                                   f"{names[n] if n < len(names) else 'nothing'!r}")
-            t = tensor.detach().to("cpu").contiguous()
-            self.pg.broadcast(t, 0).wait()
-            n += 1
-        if n != len(names):
-            raise RuntimeError(f"weight stream ended after {n} of {len(names)} parameters")
-        self.store.wait([f"ack_{self.version}"], timedelta(seconds=self.timeout_s))
-        self.send_s.append(time.time() - t0)
-
-    def destroy(self) -> None:
-        self.pg = None
-        self.store = None
-
-
-class GlooWeightReceiver:
-    """Engine side: joins the trainer's group and, when a sync is pending, receives every parameter and loads it."""
-
-    def __init__(self, info: dict[str, Any]):
-        from torch.distributed import TCPStore
-
-        self.info = info
-        self.store = TCPStore(info["host"], info["port"], 2, False, timedelta(seconds=info["timeout_s"]))
-        self.pg = _gloo(self.store, 1, info["timeout_s"])
-        self.buffers = [torch.empty(shape, dtype=getattr(torch, dt))
-                        for dt, shape in zip(info["dtypes"], info["shapes"])]
-        self.version = 0  # weights in the engine: 0 = the checkpoint it was started from
-
-    def pending(self) -> int:
-        if not self.store.check(["sync_request"]):
-            return 0
-        return int(self.store.get("sync_request"))
-
-    def receive_into(self, llm: Any) -> bool:
-        """Apply a pending sync to `llm` (vllm.LLM in this process); returns whether there was one."""
-        want = self.pending()
-        if want <= self.version:
-            return False
-        for buf in self.buffers:
-            self.pg.broadcast(buf, 0).wait()
-        from recipes.vllm_sync import reload_sync
-
-        reload_sync(llm, zip(self.info["names"], self.buffers))
-        self.version = want
-        self.store.set(f"ack_{want}", "1")
-        return True
 
 
 # --------------------------------------------------------------------------------------------- rollout worker

@@ -88,7 +88,7 @@ def table_1(markdown: str) -> str:
     return "\n".join(x for x in [*lines[start:end], *[x for x in lines if x.startswith("Plot:")]] if x.strip())
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python recipes/demo.py", description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(ROOT / "runs" / "demo"))
     p.add_argument("--sft-examples", type=int, default=128)
@@ -103,14 +103,24 @@ def main(argv: list[str] | None = None) -> int:
                    "and above, with progress bars)")
     p.add_argument("--rollout-engine", choices=["hf", "vllm"], default=ROLLOUT_ENGINE,
                    help=f"engine of the GRPO rollouts (default {ROLLOUT_ENGINE}: {ROLLOUT_WHY})")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def quiet_steps(verbose: bool) -> None:
+    """What the steps log (they inherit the environment): INFO with --verbose, else no loading bars."""
     import os
 
-    if args.verbose:
+    if verbose:
         os.environ["TASE_VERBOSE"] = "1"  # each step's entry point reads it (eval/process.py)
     else:  # the steps' own progress bars (training, evaluation) stay; the seconds-long loading bars go
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' loading/saving bars too
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The demo's steps in order: data, SFT warm-up, GRPO, export, evaluations, comparison (docs/results.md)."""
+    args = parse_args(argv)
+    quiet_steps(args.verbose)
     from eval.backends import default_backend
     from synth.record import TASKS as CATALOGUE
 

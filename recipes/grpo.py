@@ -228,12 +228,12 @@ def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None
     from trl import get_peft_config
     from trl.experimental.async_grpo import AsyncGRPOTrainer
 
-    from recipes import async_cpu
+    from recipes import async_cpu, async_patches
 
     weights = reward_weights(tase, names, None)
     funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(funcs, weights)]  # TRL's async sums with weight 1
     tok = tokenizer(path)
-    async_cpu.plain_chatml_response(tok)
+    async_patches.plain_chatml_response(tok)
     dataset = build_dataset(tase, tok)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": weights})
@@ -242,7 +242,7 @@ def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None
     trainer_ref: list = []  # the trace callback reads the policy version from the trainer
     if tase.async_trace:
         callbacks = [*(callbacks or []), async_cpu.TraceSteps(tase.async_trace, trainer_ref)]
-    async_cpu.cpu_safe_peak_flops()
+    async_patches.cpu_safe_peak_flops()
     if generation == "cpu_engine":
         kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok)
     try:

@@ -49,7 +49,7 @@ def parse(argv: list[str] | None = None, default_config: str | None = None):
 
 ASYNC_REFUSED = {  # ModelConfig options AsyncGRPOTrainer does not take (why, in one line)
     "attn_implementation": "AsyncGRPOTrainer always packs samples into a prefix tree run by its own tree attention "
-                           "(FlashAttention-3 on CUDA, recipes/async_cpu.py on CPU)",
+                           "(FlashAttention-3 on CUDA, recipes/async_patches.py on CPU)",
 }
 
 

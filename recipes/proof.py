@@ -230,7 +230,7 @@ def completions_stage(step: Steps, out: Path, files: list[str], models: list[str
     return bad
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python recipes/proof.py", description=__doc__.splitlines()[0],
                                 epilog="Stages and outputs: docs/results.md, \"make proof\".")
     p.add_argument("--config", default=str(HERE / "configs" / "proof_cpu.yaml"), help="proof YAML (default: "
@@ -239,7 +239,41 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="output folder (default: the config's out, runs/proof)")
     p.add_argument("--dry-run", action="store_true", help="print every stage's commands, run nothing")
     one_line_errors(p)
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+@dataclasses.dataclass
+class Proof:
+    """What every stage reads: the checked inputs, where outputs go, and the step printer/timer."""
+
+    cfg: dict[str, Any]
+    official: Path
+    out: Path
+    sft_config: Path
+    grpo_config: Path
+    backend: str
+    step: Steps
+    dry: bool
+    py: str = sys.executable
+
+    @property
+    def guard(self) -> str:
+        return f"official:{self.official}"
+
+    def skip(self, k: int, title: str, done: Path, cmd: list[str], stage: str) -> bool:
+        """True (after saying so) when the stage's output exists; under --dry-run its command still shows."""
+        if not done.exists():
+            return False
+        self.step.header(k, f"{title}: skipped, {shown(done)} exists")
+        self.step.add(stage, 0.0)
+        if self.dry:
+            self.step.show(cmd)
+        return True
+
+
+def setup(args: argparse.Namespace) -> Proof:
+    """The config and the release checked (one line each: a missing folder, file or recipe config), and the
+    evaluation backend (vllm falls back to eval's default where it is not installed)."""
     cfg = load_config(args.config)
     official = Path(args.official).resolve()
     if not official.is_dir():
@@ -248,7 +282,6 @@ def main(argv: list[str] | None = None) -> int:
         if not (official / "tasks" / f).is_file():
             fail(f"--official {args.official}: no tasks/{f} (the config's files must be in the release)")
     out = Path(args.out).resolve() if args.out else ROOT / cfg["out"]
-    completions = ROOT / cfg["completions"]
     sft_config, grpo_config = ROOT / cfg["sft"]["config"], ROOT / cfg["grpo"]["config"]
     for c in (sft_config, grpo_config):
         if not c.is_file():
@@ -259,97 +292,111 @@ def main(argv: list[str] | None = None) -> int:
     if backend == "vllm" and default_backend() != "vllm":
         print(f"note: vllm is not installed; evaluating with {default_backend()} (eval's default)")
         backend = default_backend()
-    py, dry = sys.executable, args.dry_run
-    guard = f"official:{official}"
-    step = Steps("proof", N_STAGES, ROOT, dry_run=dry, quote=True)
-    t0 = time.time()
+    step = Steps("proof", N_STAGES, ROOT, dry_run=args.dry_run, quote=True)
+    return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run)
 
-    def skip(k: int, title: str, done: Path, cmd: list[str], stage: str) -> bool:
-        """True (after saying so) when the stage's output exists; under --dry-run its command still shows."""
-        if not done.exists():
-            return False
-        step.header(k, f"{title}: skipped, {shown(done)} exists")
-        step.add(stage, 0.0)
-        if dry:
-            step.show(cmd)
-        return True
 
-    # 1. the official subset, whole files, release ids
-    step.header(1, f"official subset: {len(cfg['files'])} whole files linked into {shown(out / 'official')}")
+def stage_subset(pr: Proof) -> None:
+    """1. the official subset, whole files, release ids."""
+    step, out = pr.step, pr.out
+    step.header(1, f"official subset: {len(pr.cfg['files'])} whole files linked into {shown(out / 'official')}")
     t = time.time()
-    cmds = link_subset(official, cfg["files"], out / "official", dry)
+    cmds = link_subset(pr.official, pr.cfg["files"], out / "official", pr.dry)
     for cmd in cmds:
         step.show(cmd)
     if not cmds:
         print("   skipped: every link exists")
     step.add("1 official subset", time.time() - t)
 
-    # 2. SFT warm-up
-    sft_opts = cfg["sft"]["options"]
-    cmd = [py, shown(HERE / "sft_warmup.py"), "--config", shown(sft_config), *flags(sft_opts), "--exclude", guard,
-           "--output_dir", shown(out / "sft"), "--resume_from_checkpoint", "true"]  # a killed run continues
-    if not skip(2, "SFT warm-up", out / "sft" / "model.safetensors", cmd, "2 SFT warm-up"):
-        step(2, "SFT warm-up", cmd, stage="2 SFT warm-up")
 
-    # 3. GRPO arms: same config, seed, data and steps; only the accuracy reward differs
-    grpo_opts = cfg["grpo"]["options"]
+def stage_train(pr: Proof) -> None:
+    """2. SFT warm-up; 3. GRPO arms: same config, seed, data and steps; only the accuracy reward differs."""
+    cfg, out, step = pr.cfg, pr.out, pr.step
+    cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(pr.sft_config), *flags(cfg["sft"]["options"]),
+           "--exclude", pr.guard, "--output_dir", shown(out / "sft"),
+           "--resume_from_checkpoint", "true"]  # a killed run continues
+    if not pr.skip(2, "SFT warm-up", out / "sft" / "model.safetensors", cmd, "2 SFT warm-up"):
+        step(2, "SFT warm-up", cmd, stage="2 SFT warm-up")
     for arm in cfg["grpo"]["arms"]:
-        cmd = [py, shown(HERE / "grpo.py"), "--config", shown(grpo_config), "--model_name_or_path", shown(out / "sft"),
-               "--exclude", guard, "--output_dir", shown(out / arm), "--reward_funcs", f"accuracy_{arm}",
-               *cfg["grpo"]["reward_funcs"], *flags(grpo_opts), "--resume_from_checkpoint", "true"]
-        if not skip(3, f"GRPO {arm}", out / arm / "model.safetensors", cmd, f"3 GRPO {arm}"):
+        cmd = [pr.py, shown(HERE / "grpo.py"), "--config", shown(pr.grpo_config), "--model_name_or_path",
+               shown(out / "sft"), "--exclude", pr.guard, "--output_dir", shown(out / arm), "--reward_funcs",
+               f"accuracy_{arm}", *cfg["grpo"]["reward_funcs"], *flags(cfg["grpo"]["options"]),
+               "--resume_from_checkpoint", "true"]
+        if not pr.skip(3, f"GRPO {arm}", out / arm / "model.safetensors", cmd, f"3 GRPO {arm}"):
             step(3, f"GRPO {arm} (accuracy_{arm} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
                  stage=f"3 GRPO {arm}")
 
-    # 4. training sets (a superset of every prompt the recipes train on, see training_set_cmds) and the held-out set
+
+def stage_sets(pr: Proof) -> Path:
+    """4. the training sets (a superset of every prompt the recipes train on, see training_set_cmds) and the
+    held-out set guarded against them and the release; returns the held-out file."""
     sets, guard_files = [], []
-    for name, recipe_config, opts in (("sft", sft_config, sft_opts), ("grpo", grpo_config, grpo_opts)):
-        cmds, files = training_set_cmds(py, name, data_args(recipe_config, opts), guard, out / "data")
+    for name, recipe_config, opts in (("sft", pr.sft_config, pr.cfg["sft"]["options"]),
+                                      ("grpo", pr.grpo_config, pr.cfg["grpo"]["options"])):
+        cmds, files = training_set_cmds(pr.py, name, data_args(recipe_config, opts), pr.guard, pr.out / "data")
         sets += cmds
         guard_files += files
-    ho = cfg["heldout"]
-    heldout = out / "heldout.jsonl"
-    cmd = [py, "-m", "synth", "--task", ho["task"], "--lang", ho["lang"], "-n", str(ho["n"]), "--seed", str(ho["seed"])]
+    ho = pr.cfg["heldout"]
+    heldout = pr.out / "heldout.jsonl"
+    cmd = [pr.py, "-m", "synth", "--task", ho["task"], "--lang", ho["lang"], "-n", str(ho["n"]), "--seed",
+           str(ho["seed"])]
     cmd += ["--max-len", str(ho["max_len"])] if ho.get("max_len") else []
-    cmd += ["--no-progress", "--out", shown(heldout), "--exclude", guard]
+    cmd += ["--no-progress", "--out", shown(heldout), "--exclude", pr.guard]
     for f in guard_files:
         cmd += ["--exclude-exact", shown(f)]
     sets.append((heldout, cmd))
     for f, cmd in sets:
         title = f"held-out set ({ho['n']} rows)" if f == heldout else f"training set {f.stem} (held-out guard)"
-        if not skip(4, title, f, cmd, "4 training and held-out sets"):
-            step(4, title, cmd, stage="4 training and held-out sets")
+        if not pr.skip(4, title, f, cmd, "4 training and held-out sets"):
+            pr.step(4, title, cmd, stage="4 training and held-out sets")
+    return heldout
 
-    # 5. greedy evaluations
-    models = {"base": str(sft_opts.get("model_name_or_path") or data_model(sft_config)), "warm-up": shown(out / "sft"),
-              **{arm: shown(out / arm) for arm in cfg["grpo"]["arms"]}}
+
+def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """5. greedy evaluations of every model on both data sets; 6. comparisons with paired bootstrap
+    intervals. Returns the models and data sets, by name."""
+    out, sft_opts = pr.out, pr.cfg["sft"]["options"]
+    models = {"base": str(sft_opts.get("model_name_or_path") or data_model(pr.sft_config)),
+              "warm-up": shown(out / "sft"), **{arm: shown(out / arm) for arm in pr.cfg["grpo"]["arms"]}}
     data = {"official": f"official:{shown(out / 'official')}", "heldout": shown(heldout)}
-    ev = cfg["eval"]
+    ev = pr.cfg["eval"]
     for dname, spec in data.items():
         for name, model in models.items():
-            cmd = [py, "-m", "eval", "run", "--model", model, "--data", spec, "--out", shown(out / "eval" / dname / name),
-                   "--backend", backend, "--max-new-tokens", str(ev["max_new_tokens"]), "--no-progress"]
+            cmd = [pr.py, "-m", "eval", "run", "--model", model, "--data", spec, "--out",
+                   shown(out / "eval" / dname / name), "--backend", pr.backend, "--max-new-tokens",
+                   str(ev["max_new_tokens"]), "--no-progress"]
             cmd += ["--batch-size", str(ev["batch_size"])] if ev.get("batch_size") else []
-            step(5, f"evaluate {name} on {dname} ({backend}, greedy; resumes)", cmd, stage=f"5 evaluate on {dname}")
-
-    # 6. comparisons with paired bootstrap intervals
-    n_boot = cfg["compare"]["n_boot"]
+            pr.step(5, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,
+                    stage=f"5 evaluate on {dname}")
+    n_boot = pr.cfg["compare"]["n_boot"]
     for dname in data:
-        step(6, f"compare on {dname}", [py, "-m", "eval", "compare", *(shown(out / "eval" / dname / m) for m in models),
-                                        "--out", shown(out / "comparison" / dname), "--n-boot", str(n_boot)],
-             stage="6 compare")
+        pr.step(6, f"compare on {dname}", [pr.py, "-m", "eval", "compare",
+                                           *(shown(out / "eval" / dname / m) for m in models),
+                                           "--out", shown(out / "comparison" / dname), "--n-boot", str(n_boot)],
+                stage="6 compare")
+    return models, data
 
+
+def main(argv: list[str] | None = None) -> int:
+    """The eight stages in order (docs/results.md, "make proof"); 1 when a re-scored file disagrees."""
+    pr = setup(parse_args(argv))
+    t0 = time.time()
+    stage_subset(pr)
+    stage_train(pr)
+    heldout = stage_sets(pr)
+    models, data = stage_evaluate(pr, heldout)
     # 7. completion files, re-scored by `eval score`
-    if completions_stage(step, out, cfg["files"], list(models), completions, data["official"]):
+    if completions_stage(pr.step, pr.out, pr.cfg["files"], list(models), ROOT / pr.cfg["completions"],
+                         data["official"]):
         return 1
-
     # 8. summary
-    step.header(8, "summary")
-    if dry:
+    pr.step.header(8, "summary")
+    out = pr.out
+    if pr.dry:
         print(f"# accuracy per model on {shown(out / 'official')} and the held-out set; paired gains from "
               f"{shown(out / 'eval')}; wall time per stage; written to {shown(out / 'summary.md')}")
         return 0
-    text = summary(out, cfg, list(models), n_boot, step, time.time() - t0)
+    text = summary(out, pr.cfg, list(models), pr.cfg["compare"]["n_boot"], pr.step, time.time() - t0)
     print(text)
     (out / "summary.md").write_text(text + "\n", encoding="utf-8")
     return 0

@@ -1,4 +1,4 @@
-"""trainer: async (TRL's AsyncGRPOTrainer) on CPU: recipes/async_cpu.py's tree attention, the one-line option
+"""trainer: async (TRL's AsyncGRPOTrainer) on CPU: recipes/async_patches.py's tree attention, the one-line option
 errors, and a few real async GRPO steps on the default model with the in-process vLLM engine (slow)."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_cpu_tree_attention_matches_causal_attention_per_path():
     attention over its root-to-segment path (grouped-query heads, as SmolLM2)."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl.experimental.async_grpo")
-    from recipes.async_cpu import cpu_tree_attention
+    from recipes.async_patches import cpu_tree_attention
     from trl.experimental.async_grpo.packing import TreeRow
 
     row = TreeRow()

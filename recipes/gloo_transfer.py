@@ -1,0 +1,115 @@
+"""Policy weights from the trainer to an in-process vLLM engine over a two-member gloo group (no NCCL, no CUDA):
+the trainer's rank 0 broadcasts every parameter; the engine side loads them with vLLM's reload API between two
+generation batches and acknowledges, so no batch mixes two policies. recipes/async_cpu.py says why this design."""
+from __future__ import annotations
+
+import socket
+import time
+from datetime import timedelta
+from typing import Any
+
+import torch
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _gloo(store: Any, rank: int, timeout_s: float) -> Any:
+    from torch.distributed import PrefixStore, ProcessGroupGloo
+
+    return ProcessGroupGloo(PrefixStore("weights", store), rank, 2, timedelta(seconds=timeout_s))
+
+
+class GlooWeightTransfer:
+    """Trainer side (`WeightTransferProtocol` of TRL's AsyncGRPOTrainer), rank 0 only.
+
+    `manifest`: (names, dtypes, shapes) of the parameters, in the order `send_weights` streams them.
+    `start_peer`: called once before the rendezvous (starts the rollout child, which joins the group)."""
+
+    def __init__(self, manifest: dict[str, list], start_peer: Any = None, host: str = "127.0.0.1",
+                 port: int | None = None, timeout_s: float = 600.0):
+        self.manifest, self.start_peer = manifest, start_peer
+        self.host, self.port, self.timeout_s = host, port or free_port(), timeout_s
+        self.store = self.pg = None
+        self.version = 0
+        self.send_s: list[float] = []  # seconds per sync, for logs and the bench
+
+    def peer_info(self) -> dict[str, Any]:
+        """What the receiving side needs (picklable)."""
+        return {"host": self.host, "port": self.port, "timeout_s": self.timeout_s, **self.manifest}
+
+    def init_weight_transfer(self) -> None:
+        from torch.distributed import TCPStore
+
+        self.store = TCPStore(self.host, self.port, 2, True, timedelta(seconds=self.timeout_s),
+                              wait_for_workers=False)
+        if self.start_peer is not None:
+            self.start_peer()
+        self.pg = _gloo(self.store, 0, self.timeout_s)
+
+    def pause(self) -> None:  # the receiver applies weights between two generation batches: no pause needed
+        pass
+
+    def resume(self) -> None:
+        pass
+
+    def send_weights(self, iterator: Any) -> None:
+        t0 = time.time()
+        self.version += 1
+        self.store.set("sync_request", str(self.version))
+        names = self.manifest["names"]
+        n = 0
+        for name, tensor in iterator:
+            if n >= len(names) or name != names[n]:
+                raise RuntimeError(f"weight stream out of order: got {name!r}, manifest expects "
+                                   f"{names[n] if n < len(names) else 'nothing'!r}")
+            t = tensor.detach().to("cpu").contiguous()
+            self.pg.broadcast(t, 0).wait()
+            n += 1
+        if n != len(names):
+            raise RuntimeError(f"weight stream ended after {n} of {len(names)} parameters")
+        self.store.wait([f"ack_{self.version}"], timedelta(seconds=self.timeout_s))
+        self.send_s.append(time.time() - t0)
+
+    def destroy(self) -> None:
+        self.pg = None
+        self.store = None
+
+
+class GlooWeightReceiver:
+    """Engine side: joins the trainer's group and, when a sync is pending, receives every parameter and loads it."""
+
+    def __init__(self, info: dict[str, Any]):
+        from torch.distributed import TCPStore
+
+        self.info = info
+        self.store = TCPStore(info["host"], info["port"], 2, False, timedelta(seconds=info["timeout_s"]))
+        self.pg = _gloo(self.store, 1, info["timeout_s"])
+        self.buffers = [torch.empty(shape, dtype=getattr(torch, dt))
+                        for dt, shape in zip(info["dtypes"], info["shapes"])]
+        self.version = 0  # weights in the engine: 0 = the checkpoint it was started from
+
+    def pending(self) -> int:
+        if not self.store.check(["sync_request"]):
+            return 0
+        return int(self.store.get("sync_request"))
+
+    def receive_into(self, llm: Any) -> bool:
+        """Apply a pending sync to `llm` (vllm.LLM in this process); returns whether there was one."""
+        want = self.pending()
+        if want <= self.version:
+            return False
+        for buf in self.buffers:
+            self.pg.broadcast(buf, 0).wait()
+        from recipes.vllm_sync import reload_sync
+
+        reload_sync(llm, zip(self.info["names"], self.buffers))
+        self.version = want
+        self.store.set(f"ack_{want}", "1")
+        return True
+
+
+# --------------------------------------------------------------------------------------------- rollout worker
