@@ -7,8 +7,8 @@ from typing import Any
 
 from eval.prompts import build_messages
 from recipes.config import DataArgs
-from rewards.trl import reward_columns
 from recipes.errors import fail
+from rewards.trl import reward_columns
 
 
 def messages(record: dict[str, Any], system_prompt: str) -> list[dict[str, str]]:
