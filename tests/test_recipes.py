@@ -382,3 +382,22 @@ def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     text = proof.summary(out, cfg, models, 200, step, 1.0)
     assert "| model | component_count/english | component_count/chinese | component_count/korean |" in text
     assert "  GRPO fine vs warm-up " in text and "  fine vs coarse " in text and "| total |" in text
+
+
+@pytest.mark.slow
+def test_sft_max_train_seconds_stops_on_the_clock_and_saves(tiny_model, tmp_path):
+    """The proof's more-SFT control arm: a wall-clock budget ends training long before max_steps, and the
+    model is still saved; a budget <= 0 is one line and exit 2."""
+    out = tmp_path / "sft"
+    base = [PY, "recipes/sft_warmup.py", "--model_name_or_path", str(tiny_model), "--use_cpu", "true", "--bf16",
+            "false", "--dtype", "float32", "--tasks", "sort_lengths", "--langs", "en", "--max_len", "6",
+            "--num_train_examples", "64", "--per_device_train_batch_size", "2", "--max_steps", "32",
+            "--lr_scheduler_type", "constant", "--report_to", "none", "--save_strategy", "no", "--paraphrase",
+            "false", "--output_dir", str(out)]
+    res = run([*base, "--max_train_seconds", "0.001"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "max_train_seconds 0.001 reached at step 1; stopping" in res.stdout
+    assert (out / "model.safetensors").is_file()
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 1
+    bad = run([*base[:-1], str(tmp_path / "bad"), "--max_train_seconds", "0"])
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["error: max_train_seconds must be > 0, got 0.0"]
