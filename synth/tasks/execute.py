@@ -222,6 +222,17 @@ def jamo(syllables: str) -> list[str]:
     return out
 
 
+def _swap_two(rng: random.Random, lang: str, items: list[str], f: dict[str, str]) -> list[str] | None:
+    """swap_char and swap_word: two distinct positions swapped in place (their ordinals written to `f` as the
+    template's i, j), or None where the two items are equal and the swap would change nothing."""
+    i, j = sorted(rng.sample(range(len(items)), 2))
+    if items[i] == items[j]:
+        return None
+    items[i], items[j] = items[j], items[i]
+    f["i"], f["j"] = ORD[lang](i + 1), ORD[lang](j + 1)
+    return items
+
+
 @register
 class Execute(Generator):
     task = "execute"
@@ -294,13 +305,8 @@ class Execute(Generator):
         if subtask == "swap_char":
             if len(set(w)) < 2:
                 return None
-            i, j = sorted(rng.sample(range(len(w)), 2))
-            if w[i] == w[j]:
-                return None
-            chars = list(w)
-            chars[i], chars[j] = chars[j], chars[i]
-            f["i"], f["j"] = ORD[lang](i + 1), ORD[lang](j + 1)
-            return "".join(chars)
+            chars = _swap_two(rng, lang, list(w), f)
+            return None if chars is None else "".join(chars)
         raise ValueError(subtask)  # pragma: no cover - guarded by supports()
 
     @staticmethod
@@ -333,14 +339,8 @@ class Execute(Generator):
                 return None
             f["c"] = c
             return sep.join(new)
-        # swap_word
-        i, j = sorted(rng.sample(range(len(seq)), 2))
-        if seq[i] == seq[j]:
-            return None
-        new = list(seq)
-        new[i], new[j] = new[j], new[i]
-        f["i"], f["j"] = ORD[lang](i + 1), ORD[lang](j + 1)
-        return sep.join(new)
+        new = _swap_two(rng, lang, list(seq), f)  # swap_word
+        return None if new is None else sep.join(new)
 
     @staticmethod
     def _jamo_op(rng: random.Random, subtask: str, w: str, f: dict[str, str]) -> str | None:
