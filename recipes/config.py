@@ -17,6 +17,8 @@ class DataArgs:
     train_data: str = field(default="synth", metadata={"help": "'synth' (generated on the fly) or a .jsonl of records"})
     tasks: list[str] = field(default_factory=lambda: ["all"], metadata={"help": "tasks to generate, or 'all'"})
     langs: list[str] = field(default_factory=lambda: ["all"], metadata={"help": "languages (en zh ko) or 'all'"})
+    subtasks: list[str] | None = field(default=None, metadata={"help": "only these subtasks (e.g. combine): each "
+                                       "task keeps those it has (default: every subtask of each task)"})
     mixture: str | None = field(default=None, metadata={"help": "YAML of per-task weights (overrides uniform)"})
     num_train_examples: int = field(default=2000, metadata={"help": "examples drawn from synth"})
     synth_seed: int = field(default=1234, metadata={"help": "synth seed (kept apart from the benchmark's)"})
@@ -46,15 +48,11 @@ class DataArgs:
         for key in ("train_data", "system_prompt"):
             if not isinstance(getattr(self, key), str):
                 raise ValueError(f"{key} must be a string, got {getattr(self, key)!r}")
+        if self.subtasks is not None and (not isinstance(self.subtasks, list) or not self.subtasks
+                                          or not all(isinstance(x, str) for x in self.subtasks)):
+            raise ValueError(f"subtasks must be a non-empty list of strings (or unset), got {self.subtasks!r}")
         if self.train_data == "synth":
-            from synth.core import SynthError, combos
-
-            try:
-                for t in self.tasks:
-                    for lang in self.langs:
-                        combos(t, lang)
-            except SynthError as e:
-                raise ValueError(f"tasks/langs: {e}") from None
+            data_streams(self.tasks, self.langs, self.subtasks)
             if self.mixture is not None:
                 from synth.mixture import load_mixture
 
@@ -62,6 +60,41 @@ class DataArgs:
                     load_mixture(self.mixture)
                 except SynthError as e:
                     raise ValueError(str(e)) from None
+
+
+def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None) -> list[tuple[str, str, str | None]]:
+    """The synth streams the recipes interleave (recipes/data.py iter_records), as (task, lang, subtask) for
+    `synth.generate(task, lang, subtask=subtask)`: one per task x lang (subtask None: all of the cell's), or with
+    `subtasks` one per task x lang x listed subtask that cell has. Kept in one place so that the recipes and
+    proof.py's written-out training sets cannot disagree. A bad request is one ValueError line."""
+    from synth.core import SynthError, available, combos
+
+    streams: list[tuple[str, str, str | None]] = []
+    for t in tasks:
+        for lang in langs:
+            try:
+                combos(t, lang)
+            except SynthError as e:
+                raise ValueError(f"tasks/langs: {e}") from None
+            if subtasks is None:
+                streams.append((t, lang, None))
+                continue
+            if t != "all" and not set(subtasks) & set(available()[t].subtasks):
+                names = ", ".join(s for s in available()[t].subtasks if s)
+                has = f"its subtasks: {names}" if names else "it has no subtasks"
+                raise ValueError(f"subtasks: task {t!r} has none of {', '.join(subtasks)} ({has})")
+            found = []
+            for s in dict.fromkeys(subtasks):
+                try:
+                    combos(t, lang, s)
+                except SynthError:
+                    continue
+                found.append((t, lang, s))
+            if not found:
+                raise ValueError(f"subtasks: nothing to generate for task {t} lang {lang} subtasks "
+                                 f"{', '.join(subtasks)}")
+            streams += found
+    return streams
 
 
 @dataclass

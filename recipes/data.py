@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from eval.prompts import build_messages
-from recipes.config import DataArgs
+from recipes.config import DataArgs, data_streams
 from recipes.errors import fail
 from rewards.trl import reward_columns
 
@@ -18,7 +18,8 @@ def messages(record: dict[str, Any], system_prompt: str) -> list[dict[str, str]]
 
 def iter_records(args: DataArgs, limit: int | None = -1):
     """Training records from synth (with the contamination guard) or a JSONL file; `limit` defaults to
-    num_train_examples, None streams without end (synth) or to the end of the file."""
+    num_train_examples, None streams without end (synth) or to the end of the file. Synth rows come round-robin
+    from one `synth.generate` stream per task x lang (x subtask with `subtasks`; config.data_streams)."""
     import itertools
 
     import synth
@@ -31,13 +32,10 @@ def iter_records(args: DataArgs, limit: int | None = -1):
         yield from itertools.islice(load_data(args.train_data), limit)
         return
     weights = load_mixture(args.mixture) if args.mixture else None
-    tasks = args.tasks
-    langs = args.langs
     streams = []
-    for t in tasks:
-        for lang in langs:
-            streams.append(synth.generate(t, lang, sys.maxsize, args.synth_seed, paraphrase=args.paraphrase,
-                                          weights=weights if t == "all" else None, max_len=args.max_len))
+    for t, lang, sub in data_streams(args.tasks, args.langs, args.subtasks):  # task x lang (x subtask)
+        streams.append(synth.generate(t, lang, sys.maxsize, args.synth_seed, sub, paraphrase=args.paraphrase,
+                                      weights=weights if t == "all" else None, max_len=args.max_len))
     stream = (r for group in zip(*streams) for r in group)  # interleave the requested cells
     guard = guard_from_specs(args.exclude)
     if guard:
