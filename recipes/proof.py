@@ -4,12 +4,16 @@
 
 1 subset: the config's official files linked into OUT/official (evaluated whole, with the release's ids);
 2 SFT warm-up; 3 one GRPO arm per accuracy reward (coarse, fine) from the warm-up, nothing else differing;
-4 the training sets written out, and a generated held-out set guarded against them and the release;
-5 greedy evaluations of base, warm-up and the arms on OUT/official and on the held-out set;
-6 `eval compare` per data set; 7 per-row completion files, re-scored with `eval score` (must match);
-8 summary: accuracy per model, GRPO fine vs warm-up and fine vs coarse with paired 95% CIs, wall times.
-Each step is printed as the command it runs and timed; a stage whose output exists is skipped, so rerunning
-the same command resumes. Relative paths in the config are relative to the repository root.
+4 (with a `control:` section only) the more-SFT control: the warm-up continued with gold answers on the GRPO
+  arms' data for the fine arm's train_runtime (--max_train_seconds), so GRPO is measured against equal time;
+5 the training sets written out, and a generated held-out set guarded against them and the release;
+6 greedy evaluations of base, warm-up, the arms (and the control) on OUT/official and on the held-out set;
+7 `eval compare` per data set; 8 per-row completion files, re-scored with `eval score` (must match);
+9 summary: accuracy per model, GRPO fine vs warm-up, fine vs coarse (and fine vs control) with paired 95%
+  CIs, wall times.
+Without a `control:` section stage 4 does not exist and the later ones are numbered 4-8. Each step is printed
+as the command it runs and timed; a stage whose output exists is skipped, so rerunning the same command
+resumes. Relative paths in the config are relative to the repository root.
 """
 from __future__ import annotations
 
@@ -23,27 +27,31 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recipes.config import DataArgs, one_line_errors, read_yaml
+from recipes.config import DataArgs, data_streams, one_line_errors, read_yaml
 from recipes.errors import fail
 from recipes.pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-N_STAGES = 8
+N_STAGES = 9  # 8 without a control section (stage 4)
+STAGES = ("subset", "sft", "grpo", "control", "sets", "evaluate", "compare", "completions", "summary")
 ARMS = ("coarse", "fine")
+CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
 OPTIONAL = object()
 # the config's keys: a type (or tuple of types), a nested mapping, or (type, OPTIONAL)
 SCHEMA: dict[str, Any] = {
     "out": str, "completions": str, "files": list,
     "sft": {"config": str, "options": (dict, OPTIONAL)},
     "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
-    "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL)},
+    "control": ({"options": (dict, OPTIONAL)}, OPTIONAL),
+    "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL),
+                "subtask": (str, OPTIONAL)},
     "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL)},
     "compare": {"n_boot": int},
 }
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
 DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "synth_seed", "max_len", "paraphrase",
-             "streaming")
+             "streaming", "subtasks")
 
 
 def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
@@ -67,8 +75,12 @@ def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
 
 
 def load_config(path: str) -> dict[str, Any]:
-    """The proof config (yaml.safe_load), checked: unknown or missing keys and wrong types are one line."""
+    """The proof config (yaml.safe_load), checked: unknown or missing keys and wrong types are one line.
+    A `control:` key, even empty, turns the control stage on (cfg["control"]["options"], a dict); without it
+    cfg has no "control" key."""
     cfg = read_yaml(path)
+    if isinstance(cfg, dict) and "control" in cfg and cfg["control"] is None:
+        cfg["control"] = {}  # `control:` with nothing under it: the stage with no extra options
     check_section(f"--config {path}", cfg, SCHEMA)
     files = cfg["files"]
     if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
@@ -78,12 +90,20 @@ def load_config(path: str) -> dict[str, Any]:
         fail(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {arms!r}")
     if cfg["eval"]["backend"] not in ("vllm", "hf"):
         fail(f"--config {path}: eval backend must be vllm or hf, got {cfg['eval']['backend']!r}")
-    for part in ("sft", "grpo"):
+    for part in ("sft", "grpo", "control"):
+        if part not in cfg:
+            continue
         cfg[part]["options"] = cfg[part].get("options") or {}
-        taken = SET_HERE + (("model_name_or_path", "reward_funcs") if part == "grpo" else ())
+        taken = SET_HERE + {"grpo": ("model_name_or_path", "reward_funcs"),
+                            "control": ("model_name_or_path", "max_train_seconds"), "sft": ()}[part]
         for key in cfg[part]["options"]:
             if key in taken:
                 fail(f"--config {path}: {part} option {key!r} is set by proof.py")
+            if part == "control" and key in DATA_KEYS:
+                fail(f"--config {path}: control option {key!r} is set by proof.py (the control trains on the GRPO "
+                     "arms' data: the grpo config's and grpo options')")
+    if "control" in cfg and "fine" not in arms:
+        fail(f"--config {path}: the control trains for the fine arm's train_runtime: grpo arms must include fine")
     return cfg
 
 
@@ -118,27 +138,51 @@ def data_args(recipe_config: Path, options: dict[str, Any]) -> dict[str, Any]:
 def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, folder: Path) -> tuple[list, list]:
     """Commands writing what the recipe trains on, and the files to guard the held-out set against.
 
-    The recipes draw their rows on the fly (recipes/data.py iter_records): for each task x lang cell in
-    turn, the next row of `synth.generate(task, lang, ..., synth_seed)` (the same call `python -m synth --task
-    T --lang L` makes), round-robin, then the contamination guard, up to num_train_examples rows. So the first
-    num_train_examples guarded rows of every cell, written by `python -m synth` with the same flags, hold
-    every training prompt (a superset: the held-out set may lose a few more rows than it must, never fewer)."""
+    The recipes draw their rows on the fly (recipes/data.py iter_records): for each stream in turn (a task x
+    lang cell, or with `subtasks` a task x lang x subtask cell: config.data_streams), the next row of
+    `synth.generate(task, lang, ..., synth_seed, subtask)` (the same call `python -m synth --task T --lang L
+    [--subtask S]` makes), round-robin, then the contamination guard, up to num_train_examples rows. So the
+    first num_train_examples guarded rows of every stream, written by `python -m synth` with the same flags,
+    one file per stream, hold every training prompt (a superset: the held-out set may lose a few more rows
+    than it must, never fewer)."""
     if data["train_data"] != "synth":
         return [], [Path(data["train_data"])]
     if data["streaming"]:
         fail(f"{name}: streaming training data has no end; the held-out set cannot be guarded against it")
+    try:
+        streams = data_streams(data["tasks"], data["langs"], data["subtasks"])
+    except ValueError as e:
+        fail(f"{name}: {e}")
     cmds, files = [], []
-    for task in data["tasks"]:
-        for lang in data["langs"]:
-            f = folder / f"{name}_{task}_{lang}.jsonl"
-            cmd = [py, "-m", "synth", "--task", task, "--lang", lang, "-n", str(data["num_train_examples"]),
-                   "--seed", str(data["synth_seed"])]
-            cmd += ["--max-len", str(data["max_len"])] if data["max_len"] else []
-            cmd += ["--paraphrase"] if data["paraphrase"] else []
-            cmd += ["--mixture", str(data["mixture"])] if data["mixture"] and task == "all" else []
-            cmds.append((f, [*cmd, "--exclude", guard, "--no-progress", "--out", shown(f)]))
-            files.append(f)
+    for task, lang, sub in streams:
+        f = folder / (f"{name}_{task}_{lang}.jsonl" if sub is None else f"{name}_{task}_{lang}_{sub}.jsonl")
+        cmd = [py, "-m", "synth", "--task", task, "--lang", lang, "-n", str(data["num_train_examples"]),
+               "--seed", str(data["synth_seed"])]
+        cmd += ["--subtask", sub] if sub is not None else []
+        cmd += ["--max-len", str(data["max_len"])] if data["max_len"] else []
+        cmd += ["--paraphrase"] if data["paraphrase"] else []
+        cmd += ["--mixture", str(data["mixture"])] if data["mixture"] and task == "all" else []
+        cmds.append((f, [*cmd, "--exclude", guard, "--no-progress", "--out", shown(f)]))
+        files.append(f)
     return cmds, files
+
+
+def train_runtime(run: Path) -> float:
+    """A finished run's training wall time: the `train_runtime` the Trainer logs when train() returns, kept in
+    the log_history of the trainer_state.json both recipes save. A resumed run's covers its last invocation
+    only. Missing or unreadable: one line (the control needs it to train for as long)."""
+    state = run / "trainer_state.json"
+    try:
+        history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
+    except (OSError, ValueError, AttributeError) as e:
+        fail(f"{shown(state)}: cannot read the fine arm's train_runtime ({getattr(e, 'strerror', None) or e}); "
+             "the control trains for as long as the fine arm did")
+    times = [h["train_runtime"] for h in history
+             if isinstance(h, dict) and isinstance(h.get("train_runtime"), (int, float))]
+    if not times or not times[-1] > 0:
+        fail(f"{shown(state)}: no train_runtime in its log_history (did the fine arm finish?); the control "
+             "trains for as long as the fine arm did")
+    return float(times[-1])
 
 
 def link_subset(official: Path, files: list[str], dest: Path, dry_run: bool) -> list[list[str]]:
@@ -200,10 +244,11 @@ def accuracy_of(run: Path, file: str) -> float:
 
 
 def completions_stage(step: Steps, out: Path, files: list[str], models: list[str], completions: Path,
-                      official: str) -> list[str]:
-    """Stage 7: write each model's completion files, re-score each with `eval score` (skipped while its scores
-    are newer than the file) and check its accuracy equals the eval run's; returns the mismatches."""
-    step.header(7, f"completion files under {shown(completions)}, re-scored with `eval score`")
+                      official: str, k: int = 7) -> list[str]:
+    """Stage k (7, or 8 with a control): write each model's completion files, re-score each with `eval score`
+    (skipped while its scores are newer than the file) and check its accuracy equals the eval run's; returns
+    the mismatches."""
+    step.header(k, f"completion files under {shown(completions)}, re-scored with `eval score`")
     checks = []
     for name in models:
         samples = out / "eval" / "official" / name / "samples.jsonl"
@@ -218,11 +263,12 @@ def completions_stage(step: Steps, out: Path, files: list[str], models: list[str
             if not step.dry_run and res.is_file() and res.stat().st_mtime >= path.stat().st_mtime:
                 print(f"   skipped: {shown(res)} is newer than {shown(path)}")
             else:
-                step.run(f"re-score {name} {f}", cmd, stage="7 completion files + re-score")
+                step.run(f"re-score {name} {f}", cmd, stage=f"{k} completion files + re-score")
     bad = []
     for name, f, rescored in [] if step.dry_run else checks:
         a, b = accuracy_of(out / "eval" / "official" / name, f), accuracy_of(rescored, f)
-        print(f"   {name:<8} {f}: eval run {a:.2f}, re-scored {b:.2f}" + ("" if a == b else "  MISMATCH"))
+        width = max(8, *map(len, models))
+        print(f"   {name:<{width}} {f}: eval run {a:.2f}, re-scored {b:.2f}" + ("" if a == b else "  MISMATCH"))
         if a != b:
             bad.append(f"{name} {f}")
     if bad:
@@ -260,6 +306,16 @@ class Proof:
     def guard(self) -> str:
         return f"official:{self.official}"
 
+    @property
+    def control(self) -> bool:
+        """Whether the config has a control section (stage 4)."""
+        return "control" in self.cfg
+
+    def k(self, stage: str) -> int:
+        """The printed number of a stage (STAGES): without a control, the stages after it move up by one."""
+        names = [s for s in STAGES if s != "control" or self.control]
+        return names.index(stage) + 1
+
     def skip(self, k: int, title: str, done: Path, cmd: list[str], stage: str) -> bool:
         """True (after saying so) when the stage's output exists; under --dry-run its command still shows."""
         if not done.exists():
@@ -272,8 +328,9 @@ class Proof:
 
 
 def setup(args: argparse.Namespace) -> Proof:
-    """The config and the release checked (one line each: a missing folder, file or recipe config), and the
-    evaluation backend (vllm falls back to eval's default where it is not installed)."""
+    """The config and the release checked (one line each: a missing folder, file or recipe config, data options
+    that generate nothing), and the evaluation backend (vllm falls back to eval's default where it is not
+    installed)."""
     cfg = load_config(args.config)
     official = Path(args.official).resolve()
     if not official.is_dir():
@@ -286,13 +343,20 @@ def setup(args: argparse.Namespace) -> Proof:
     for c in (sft_config, grpo_config):
         if not c.is_file():
             fail(f"--config {args.config}: no such recipe config {shown(c)}")
+    for part, c in (("sft", sft_config), ("grpo", grpo_config)):  # bad tasks/langs/subtasks: now, not in stage 4/5
+        d = data_args(c, cfg[part]["options"])
+        if d["train_data"] == "synth":
+            try:
+                data_streams(d["tasks"], d["langs"], d["subtasks"])
+            except ValueError as e:
+                fail(f"{part}: {e}")
     from eval.backends import default_backend
 
     backend = cfg["eval"]["backend"]
     if backend == "vllm" and default_backend() != "vllm":
         print(f"note: vllm is not installed; evaluating with {default_backend()} (eval's default)")
         backend = default_backend()
-    step = Steps("proof", N_STAGES, ROOT, dry_run=args.dry_run, quote=True)
+    step = Steps("proof", N_STAGES if "control" in cfg else N_STAGES - 1, ROOT, dry_run=args.dry_run, quote=True)
     return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run)
 
 
@@ -327,9 +391,52 @@ def stage_train(pr: Proof) -> None:
                  stage=f"3 GRPO {arm}")
 
 
+def control_config_text(sft_config: Path, data: dict[str, Any]) -> str:
+    """The control's recipe config: the sft recipe config's YAML with every data option replaced by `data` (the
+    GRPO arms'), None written as null: an unset option (max_len, subtasks) cannot be given as a flag."""
+    import yaml
+
+    recipe = {**(read_yaml(sft_config, "") or {}), **data}
+    return (f"# written by recipes/proof.py: {shown(sft_config)} with the GRPO arms' data options\n"
+            + yaml.safe_dump(recipe, sort_keys=False, allow_unicode=True))
+
+
+def stage_control(pr: Proof) -> None:
+    """4. the more-SFT control: sft_warmup.py from the warm-up with gold answers on the GRPO arms' data, for
+    --max_train_seconds = the fine arm's train_runtime: "GRPO vs more supervised data" at equal training time.
+    Its --config is OUT/control_config.yaml, the sft recipe config with every data option set to the GRPO
+    arms' (the grpo config's, then grpo.options; an unset one as null, which no flag can say); then the sft
+    options but data and model, then control.options. Its prompts are the GRPO arms', so the held-out guard
+    (stage 5) covers them."""
+    cfg, out, k = pr.cfg, pr.out, pr.k("control")
+    data = data_args(pr.grpo_config, cfg["grpo"]["options"])
+    control_config, done = out / "control_config.yaml", out / "control" / "model.safetensors"
+    opts = {key: v for key, v in cfg["sft"]["options"].items() if key not in DATA_KEYS + ("model_name_or_path",)}
+    opts.update(cfg["control"]["options"])
+    state = out / "fine" / "trainer_state.json"
+    if not state.is_file() and (pr.dry or done.exists()):
+        seconds = f"<train_runtime of {shown(state)}>"  # read once the fine arm has trained
+    else:
+        seconds = f"{train_runtime(out / 'fine'):g}"
+    cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(control_config), "--model_name_or_path",
+           shown(out / "sft"), *flags(opts), "--max_train_seconds", seconds, "--exclude", pr.guard,
+           "--output_dir", shown(out / "control"), "--resume_from_checkpoint", "true"]
+    if pr.skip(k, "more-SFT control", done, cmd, f"{k} more-SFT control"):
+        return
+    pr.step.header(k, "more-SFT control (gold answers on the GRPO data, for the fine arm's train_runtime)")
+    print(f"# writes {shown(control_config)}: {shown(pr.sft_config)} with the GRPO arms' data options: "
+          + ", ".join(f"{key} {json.dumps(v)}" for key, v in data.items()))
+    print(f"# --max_train_seconds: the fine arm's train_runtime, from {shown(state)}")
+    text = control_config_text(pr.sft_config, data)
+    if not pr.dry and (not control_config.is_file() or control_config.read_text(encoding="utf-8") != text):
+        control_config.parent.mkdir(parents=True, exist_ok=True)
+        control_config.write_text(text, encoding="utf-8")
+    pr.step.run("more-SFT control", cmd, stage=f"{k} more-SFT control")
+
+
 def stage_sets(pr: Proof) -> Path:
-    """4. the training sets (a superset of every prompt the recipes train on, see training_set_cmds) and the
-    held-out set guarded against them and the release; returns the held-out file."""
+    """4 (5 with a control). the training sets (a superset of every prompt the recipes train on, see
+    training_set_cmds) and the held-out set guarded against them and the release; returns the held-out file."""
     sets, guard_files = [], []
     for name, recipe_config, opts in (("sft", pr.sft_config, pr.cfg["sft"]["options"]),
                                       ("grpo", pr.grpo_config, pr.cfg["grpo"]["options"])):
@@ -340,24 +447,29 @@ def stage_sets(pr: Proof) -> Path:
     heldout = pr.out / "heldout.jsonl"
     cmd = [pr.py, "-m", "synth", "--task", ho["task"], "--lang", ho["lang"], "-n", str(ho["n"]), "--seed",
            str(ho["seed"])]
+    cmd += ["--subtask", ho["subtask"]] if ho.get("subtask") else []
     cmd += ["--max-len", str(ho["max_len"])] if ho.get("max_len") else []
     cmd += ["--no-progress", "--out", shown(heldout), "--exclude", pr.guard]
     for f in guard_files:
         cmd += ["--exclude-exact", shown(f)]
     sets.append((heldout, cmd))
+    k = pr.k("sets")
     for f, cmd in sets:
         title = f"held-out set ({ho['n']} rows)" if f == heldout else f"training set {f.stem} (held-out guard)"
-        if not pr.skip(4, title, f, cmd, "4 training and held-out sets"):
-            pr.step(4, title, cmd, stage="4 training and held-out sets")
+        if not pr.skip(k, title, f, cmd, f"{k} training and held-out sets"):
+            pr.step(k, title, cmd, stage=f"{k} training and held-out sets")
     return heldout
 
 
 def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """5. greedy evaluations of every model on both data sets; 6. comparisons with paired bootstrap
-    intervals. Returns the models and data sets, by name."""
+    """5 (6 with a control). greedy evaluations of every model on both data sets; 6 (7). comparisons with
+    paired bootstrap intervals. Returns the models and data sets, by name."""
     out, sft_opts = pr.out, pr.cfg["sft"]["options"]
     models = {"base": str(sft_opts.get("model_name_or_path") or data_model(pr.sft_config)),
               "warm-up": shown(out / "sft"), **{arm: shown(out / arm) for arm in pr.cfg["grpo"]["arms"]}}
+    if pr.control:
+        models[CONTROL] = shown(out / "control")
+    k_eval, k_cmp = pr.k("evaluate"), pr.k("compare")
     data = {"official": f"official:{shown(out / 'official')}", "heldout": shown(heldout)}
     ev = pr.cfg["eval"]
     for dname, spec in data.items():
@@ -366,31 +478,33 @@ def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, 
                    shown(out / "eval" / dname / name), "--backend", pr.backend, "--max-new-tokens",
                    str(ev["max_new_tokens"]), "--no-progress"]
             cmd += ["--batch-size", str(ev["batch_size"])] if ev.get("batch_size") else []
-            pr.step(5, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,
-                    stage=f"5 evaluate on {dname}")
+            pr.step(k_eval, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,
+                    stage=f"{k_eval} evaluate on {dname}")
     n_boot = pr.cfg["compare"]["n_boot"]
     for dname in data:
-        pr.step(6, f"compare on {dname}", [pr.py, "-m", "eval", "compare",
-                                           *(shown(out / "eval" / dname / m) for m in models),
-                                           "--out", shown(out / "comparison" / dname), "--n-boot", str(n_boot)],
-                stage="6 compare")
+        pr.step(k_cmp, f"compare on {dname}", [pr.py, "-m", "eval", "compare",
+                                               *(shown(out / "eval" / dname / m) for m in models),
+                                               "--out", shown(out / "comparison" / dname), "--n-boot", str(n_boot)],
+                stage=f"{k_cmp} compare")
     return models, data
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The eight stages in order (docs/results.md, "make proof"); 1 when a re-scored file disagrees."""
+    """The stages in order (eight, nine with a control; docs/results.md, "make proof"); 1 when a re-scored file
+    disagrees."""
     pr = setup(parse_args(argv))
     t0 = time.time()
     stage_subset(pr)
     stage_train(pr)
+    if pr.control:
+        stage_control(pr)
     heldout = stage_sets(pr)
     models, data = stage_evaluate(pr, heldout)
-    # 7. completion files, re-scored by `eval score`
+    # completion files, re-scored by `eval score`
     if completions_stage(pr.step, pr.out, pr.cfg["files"], list(models), ROOT / pr.cfg["completions"],
-                         data["official"]):
+                         data["official"], k=pr.k("completions")):
         return 1
-    # 8. summary
-    pr.step.header(8, "summary")
+    pr.step.header(pr.k("summary"), "summary")
     out = pr.out
     if pr.dry:
         print(f"# accuracy per model on {shown(out / 'official')} and the held-out set; paired gains from "
@@ -421,6 +535,8 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
     arms = cfg["grpo"]["arms"]
     pairs = tuple((f"GRPO {arm} vs warm-up", "warm-up", arm) for arm in reversed(arms))
     pairs += (("fine vs coarse", "coarse", "fine"),) if set(arms) == set(ARMS) else ()
+    if CONTROL in models:
+        pairs += (("GRPO fine vs control", CONTROL, "fine"), ("control vs warm-up", "warm-up", CONTROL))
     pairs += (("warm-up vs base", "base", "warm-up"),)
     for dname in ("official", "heldout"):
         lines += ["", f"gains on {dname} (overall as `eval compare`: file means -> task means; points; paired 95% "
