@@ -100,9 +100,11 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
         for k in ("model",):
             if k in c:
                 lines.append(f"| base model | `{c[k].get('model')}` |")
-        synth_only = ("tasks", "langs", "mixture", "synth_seed", "max_len", "paraphrase")
+        synth_only = ("tasks", "langs", "subtasks", "mixture", "synth_seed", "max_len", "paraphrase")
         for k in ("train_data", *synth_only, "num_train_examples", "streaming", "max_prompt_tokens",
                   "reward_granularity", "format_reward", "system_prompt"):
+            if k == "subtasks" and tase.get(k) is None:
+                continue  # unset: every subtask (older runs have no such key)
             if k in tase and not (k in synth_only and tase.get("train_data", "synth") != "synth"):
                 lines.append(f"| {k} | `{tase[k]}` |")
         for k in ("learning_rate", "lr_scheduler_type", "max_steps", "num_train_epochs", "per_device_train_batch_size",

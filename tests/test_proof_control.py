@@ -338,3 +338,16 @@ def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):
     assert sum(line.startswith("  control vs warm-up ") for line in text.splitlines()) == 2
     without = proof.summary(out, cfg, models[:-1], 200, Steps("proof", 8, ROOT), 1.0)
     assert "control" not in without.replace(str(out), "")
+
+
+def test_model_card_names_the_subtasks_only_when_set(tmp_path):
+    from recipes.export import model_card
+
+    for subtasks, want in ((["combine"], "| subtasks | `['combine']` |"), (None, None)):
+        run_dir = tmp_path / str(subtasks)
+        run_dir.mkdir()
+        (run_dir / "tase_config.json").write_text(json.dumps({"tase": {
+            "train_data": "synth", "tasks": ["component_split"], "langs": ["en"], "subtasks": subtasks}}))
+        card = model_card(run_dir, "m", [], None)
+        assert "| tasks | `['component_split']` |" in card
+        assert (want in card) if want else "subtasks" not in card
