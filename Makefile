@@ -61,11 +61,12 @@ demo: install
 	$(PY) recipes/demo.py
 
 # The proof on whole official files, on CPU, in one command (docs/results.md, "make proof"):
-#   make proof TASE=/path/to/Tase [PROOF_ARGS=--dry-run]; rerunning resumes.
+#   make proof TASE=/path/to/Tase [PROOF_CONFIG=recipes/configs/proof_combine_cpu.yaml] [PROOF_ARGS=--dry-run]; rerunning resumes.
+PROOF_CONFIG ?= recipes/configs/proof_cpu.yaml
 proof:
 	@test -n "$(TASE)" || { echo "error: make proof needs TASE=/path/to/Tase (the official release folder)" >&2; exit 2; }
 	@$(MAKE) --no-print-directory install
-	$(PY) recipes/proof.py --config recipes/configs/proof_cpu.yaml --official $(TASE) $(PROOF_ARGS)
+	$(PY) recipes/proof.py --config $(PROOF_CONFIG) --official $(TASE) $(PROOF_ARGS)
 
 # reasoning-gym lives in its own venv so the project install stays lean.
 .venv-bench/bin/python:

@@ -351,3 +351,18 @@ def test_model_card_names_the_subtasks_only_when_set(tmp_path):
         card = model_card(run_dir, "m", [], None)
         assert "| tasks | `['component_split']` |" in card
         assert (want in card) if want else "subtasks" not in card
+
+
+def test_the_en_combine_proof_config_trains_and_screens_combine_only():
+    """recipes/configs/proof_combine_cpu.yaml (make proof PROOF_CONFIG=...) is #28's en_combine recipe: it loads,
+    every training stream and the held-out set are component_split/en/combine, and it has the control stage."""
+    from recipes import proof
+
+    path = ROOT / "recipes" / "configs" / "proof_combine_cpu.yaml"
+    cfg = proof.load_config(str(path))
+    assert cfg["files"] == ["token_structure/component_split/en_combine.csv"] and "control" in cfg
+    for part in ("sft", "grpo"):
+        data = proof.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
+        assert (data["tasks"], data["langs"], data["subtasks"]) == (["component_split"], ["en"], ["combine"]), part
+    assert (cfg["heldout"]["task"], cfg["heldout"]["lang"], cfg["heldout"]["subtask"]) == ("component_split", "en",
+                                                                                           "combine")
