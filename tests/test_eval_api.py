@@ -2,7 +2,7 @@
 and through a loopback TCP proxy that answers 429/503, drops connections, delays or hangs on the first
 attempt of chosen requests. No mocks: the client, the server and the faults are real sockets.
 
-Only loopback addresses are ever targeted. The server starts once per session, without torch.compile
+Only loopback addresses are ever targeted. The server starts once for this module, without torch.compile
 (`--optimization-level 0`: its CPU warm-up took 3-6 min on a busy 2-core machine), so these tests are
 marked slow."""
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped after this module: an idle server would hold memory and CPU
 def vllm_server(tmp_path_factory):
     """`vllm serve` with the default model on 127.0.0.1:<free port>; yields the base URL."""
     import importlib.util

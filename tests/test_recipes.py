@@ -41,6 +41,24 @@ def run(cmd, timeout=600, **kw):
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kw)
 
 
+def run_together(*cmds, timeout=600, cwd=ROOT, **kw) -> list[subprocess.CompletedProcess]:
+    """Independent CLI runs started at once and waited for together (each exactly as `run` starts it: its own
+    process, cwd, output and exit code); on 2 cores the start-ups (torch, transformers, TRL imports) overlap."""
+    procs = [subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+             for cmd in cmds]
+    done = []
+    try:
+        for cmd, proc in zip(cmds, procs):
+            out, err = proc.communicate(timeout=timeout)
+            done.append(subprocess.CompletedProcess(cmd, proc.returncode, out, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return done
+
+
 def metrics(out: Path) -> list[dict]:
     return [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
 
@@ -169,7 +187,10 @@ def test_two_process_accelerate_gloo(tiny_model, tmp_path):
 
 def test_paper_recipe_dry_run_and_gpu_check():
     """The paper's recipe is async (Table 13: "GRPO Async with vLLM"); its sync variant keeps ZeRO-3 + colocate."""
-    res = run([PY, "-m", "accelerate.commands.launch", "--num_processes", "1", "recipes/grpo_qwen14b.py", "--dry-run"])
+    res, sync, gpu = run_together(
+        [PY, "-m", "accelerate.commands.launch", "--num_processes", "1", "recipes/grpo_qwen14b.py", "--dry-run"],
+        [PY, "recipes/grpo.py", "--config", "recipes/configs/grpo_qwen14b_sync.yaml", "--dry-run"],
+        [PY, "recipes/grpo_qwen14b.py"])
     assert res.returncode == 0, res.stderr[-2000:]
     for line in ("model_name_or_path: Qwen/Qwen2.5-14B-Instruct", "trainer: async", "max_staleness: 4",
                  "weight_sync_steps: 1", "token_budget: 18432", "num_train_epochs: 5", "seed: 42",
@@ -177,7 +198,7 @@ def test_paper_recipe_dry_run_and_gpu_check():
                  "async split: generation vLLM server", "on GPU(s) 0-1", "training on GPU(s) 2-7",
                  "6 FSDP2 process(es), recipes/accelerate/fsdp2.yaml", "weight sync every 1 optimizer step(s)"):
         assert line in res.stdout, line
-    res = run([PY, "recipes/grpo.py", "--config", "recipes/configs/grpo_qwen14b_sync.yaml", "--dry-run"])
+    res = sync
     assert res.returncode == 0, res.stderr[-2000:]
     for line in ("model_name_or_path: Qwen/Qwen2.5-14B-Instruct", "per_device_train_batch_size: 4",
                  "gradient_accumulation_steps: 4", "num_train_epochs: 5", "lr_scheduler_type: cosine",
@@ -189,38 +210,38 @@ def test_paper_recipe_dry_run_and_gpu_check():
     # deepspeed is in the lock (ZeRO-3 runs on CPU too): its own estimator, 33.85 GB/GPU for the zero3.yaml row
     assert "DeepSpeed ZeRO-3 estimator" in res.stdout and "33.85GB | offload_param=none, offload_optimizer=none, zero_init=1" in res.stdout
     assert "~6250 optimizer steps on 8 GPU(s)" in res.stdout  # 20000 prompts x 5 epochs / 16
-    res = run([PY, "recipes/grpo_qwen14b.py"])
+    res = gpu
     if not __import__("torch").cuda.is_available():
         assert res.returncode == 2 and res.stderr.count("\n") == 1 and "needs 6 CUDA GPUs" in res.stderr  # 8 - 2 for vLLM
 
 
 def test_bad_config_is_one_line(tmp_path):
-    res = run([*GRPO, "--reward_granularity", "medium", "--dry-run"])
+    medium, missing = run_together([*GRPO, "--reward_granularity", "medium", "--dry-run"],
+                                   [*GRPO, "--config", str(tmp_path / "missing.yaml")])
+    res = medium
     assert res.returncode == 2 and res.stderr.startswith("error:") and "coarse, strict or fine" in res.stderr
-    res = run([*GRPO, "--config", str(tmp_path / "missing.yaml")])
+    res = missing
     assert res.returncode == 2 and "Traceback" not in res.stderr
     res = run([*GRPO, *TINY_ARGS], env={**os.environ, "ACCELERATE_USE_FSDP": "true"})  # accelerate: DDP on CPU
     assert res.returncode == 2 and "FSDP on CPU" in res.stderr and res.stderr.count("\n") == 1, res.stderr[-2000:]
 
 
-def test_recipes_is_an_installed_package(tmp_path):
+def test_recipes_is_an_installed_package(tmp_path, default_model):  # converted once, before the concurrent runs
     """`recipes` is installed: a script runs as `python recipes/x.py` (recipes/ first on sys.path, where a
     module name must not shadow what the package imports) and as `python -m recipes.x`, from any folder,
     and no code outside tests edits sys.path to find its siblings."""
     dry = ["--config", str(ROOT / "recipes/configs/grpo_smollm2_cpu.yaml"), "--output_dir", str(tmp_path / "o"),
            "--dry-run"]
-    as_script = subprocess.run([PY, str(ROOT / "recipes/grpo.py"), *dry], cwd=tmp_path, capture_output=True,
-                               text=True, timeout=300)
-    as_module = subprocess.run([PY, "-m", "recipes.grpo", *dry], cwd=tmp_path, capture_output=True, text=True,
-                               timeout=300)
+    helps = ("sft_warmup", "export", "proof", "demo", "ablate")
+    as_script, as_module, *helped = run_together(
+        [PY, str(ROOT / "recipes/grpo.py"), *dry], [PY, "-m", "recipes.grpo", *dry],
+        *([PY, str(ROOT / "recipes" / f"{script}.py"), "--help"] for script in helps), cwd=tmp_path, timeout=300)
     assert as_script.returncode == 0 and "effective batch:" in as_script.stdout, as_script.stderr[-2000:]
     def plan(out: str) -> list[str]:  # DeepSpeed's timestamped "[date] [WARNING] ..." log line aside
         return [line for line in out.splitlines() if not line.startswith("[")]
 
     assert plan(as_module.stdout) == plan(as_script.stdout), as_module.stderr[-2000:]
-    for script in ("sft_warmup", "export", "proof", "demo", "ablate"):
-        res = subprocess.run([PY, str(ROOT / "recipes" / f"{script}.py"), "--help"], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=300)
+    for script, res in zip(helps, helped):
         assert res.returncode == 0 and "usage:" in res.stdout, (script, res.stderr[-2000:])
     hits = [f"{p.relative_to(ROOT)}:{i}" for d in ("recipes", "bench", "eval", "synth", "rewards")
             for p in sorted((ROOT / d).rglob("*.py")) for i, line in enumerate(p.read_text().splitlines(), 1)
@@ -394,10 +415,10 @@ def test_sft_max_train_seconds_stops_on_the_clock_and_saves(tiny_model, tmp_path
             "--num_train_examples", "64", "--per_device_train_batch_size", "2", "--max_steps", "32",
             "--lr_scheduler_type", "constant", "--report_to", "none", "--save_strategy", "no", "--paraphrase",
             "false", "--output_dir", str(out)]
-    res = run([*base, "--max_train_seconds", "0.001"])
+    res, bad = run_together([*base, "--max_train_seconds", "0.001"],
+                            [*base[:-1], str(tmp_path / "bad"), "--max_train_seconds", "0"])
     assert res.returncode == 0, res.stderr[-3000:]
     assert "max_train_seconds 0.001 reached at step 1; stopping" in res.stdout
     assert (out / "model.safetensors").is_file()
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 1
-    bad = run([*base[:-1], str(tmp_path / "bad"), "--max_train_seconds", "0"])
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["error: max_train_seconds must be > 0, got 0.0"]
