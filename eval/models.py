@@ -80,7 +80,9 @@ def convert_gguf(gguf: Path, out: Path) -> Path:
 
     Loader warnings and progress bars go to `out/conversion.log`, not to the terminal."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    log = out.parent / f".{out.name}.conversion.log"
+    # one log per process: two processes converting into one cache at once (two `--model default` runs on a
+    # cold cache) must not move each other's log away (FileNotFoundError); the last one kept wins
+    log = out.parent / f".{out.name}.conversion-{os.getpid()}.log"
     log.unlink(missing_ok=True)
     with captured_output(log):
         path = _convert_gguf(gguf, out)
