@@ -54,6 +54,7 @@ class DataArgs:
         if self.train_data == "synth":
             data_streams(self.tasks, self.langs, self.subtasks)
             if self.mixture is not None:
+                from synth.core import SynthError
                 from synth.mixture import load_mixture
 
                 try:
