@@ -422,3 +422,25 @@ def test_sft_max_train_seconds_stops_on_the_clock_and_saves(tiny_model, tmp_path
     assert (out / "model.safetensors").is_file()
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 1
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["error: max_train_seconds must be > 0, got 0.0"]
+
+
+def test_deepspeed_cpu_op_is_found_where_make_install_built_it(tmp_path, monkeypatch):
+    """recipes/distributed.extension_cache: the venv's prebuilt CPU comm op (make install) when it is there, else
+    the project cache (built once per cache on first use); an explicit TORCH_EXTENSIONS_DIR always wins."""
+    from recipes import distributed
+
+    venv, cache = tmp_path / "venv", tmp_path / "cache"
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setenv("TASE_CACHE", str(cache))
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
+    distributed.extension_cache()
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == str(cache / "torch_extensions")  # nothing built at install
+    so = venv / "torch_extensions" / distributed.SHM_OP / f"{distributed.SHM_OP}.so"
+    so.parent.mkdir(parents=True)
+    so.write_bytes(b"")
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR")
+    distributed.extension_cache()
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == str(venv / "torch_extensions")
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "mine"))
+    distributed.extension_cache()
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == str(tmp_path / "mine")
