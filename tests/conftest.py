@@ -56,3 +56,27 @@ def run_module(args: list[str], **kw):
 
 
 from vllm_fixtures import vllm_env, vllm_llm  # noqa: E402,F401  (h14: one shared vLLM engine per session)
+
+
+# --- tiny random Llamas (issue 39): written once per session, not once per module that uses them ---------------------
+
+def write_tiny_llama(out: Path, tokenizer_from: Path, hidden: int, heads: int, kv_heads: int) -> Path:
+    """A 2-layer random Llama (seed 0, float32) with the tokenizer of `tokenizer_from`, saved at `out`."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_from)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
+                      num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=2048,
+                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(0)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory, default_model) -> Path:
+    """Hidden 64, 4 heads of 16, SmolLM2's tokenizer: the recipes' wiring runs (tests/test_recipes.py,
+    tests/test_bad_inputs.py) and the ZeRO-3 comparison (tests/test_zero3_cpu.py), fast on 2 cores."""
+    return write_tiny_llama(tmp_path_factory.mktemp("tiny"), default_model, hidden=64, heads=4, kv_heads=2)

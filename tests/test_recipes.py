@@ -21,22 +21,6 @@ TINY_ARGS = ["--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--ta
              "--report_to", "none", "--learning_rate", "1e-3", "--seed", "0", "--gradient_checkpointing", "false"]
 
 
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory, default_model) -> Path:
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    tok = AutoTokenizer.from_pretrained(default_model)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
-    torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("tiny")
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
-
-
 def run(cmd, timeout=600, **kw):
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kw)
 
