@@ -10,9 +10,6 @@ save at random points, then rerun the command and check that nothing was lost.
 """
 from __future__ import annotations
 
-import contextlib
-import importlib
-import io
 import json
 import os
 import random
@@ -20,14 +17,13 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, call_main, entry_point
 from tests.test_recipes import TINY_ARGS  # tiny_model: the session fixture in tests/conftest.py
 
 PY = sys.executable
@@ -157,45 +153,12 @@ def snapshot(d: Path) -> dict[str, bytes]:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
-def entry_point(argv: list[str]) -> tuple[str, list[str]]:
-    """The module whose `main(argv)` the command line runs, and its arguments: `-m eval ...` or `recipes/x.py ...`."""
-    if argv[0] == "-m":
-        return f"{argv[1]}.__main__", argv[2:]
-    return f"recipes.{Path(argv[0]).stem}", argv[1:]
-
-
 # cases that take a lock held until their process ends (recipes/run_dir.hold_output_dir): never in-process
 PROCESS_LOCK = ["grpo output_dir that holds a run, not resuming"]
 # one case per entry point runs as a real subprocess (see the module docstring): the locking one, else the first
 IN_SUBPROCESS = {next(n for n in [*PROCESS_LOCK, *(c.name for c in CASES)]
                       if entry_point(next(c for c in CASES if c.name == n).argv(Path("d")))[0] == m)
                  for m in {entry_point(c.argv(Path("d")))[0] for c in CASES}}
-
-
-def call_main(argv: list[str]) -> tuple[int, str]:
-    """`python ARGV` in this process: its exit code and stderr as the CLI would give them (an uncaught exception is
-    exit 1 with its traceback), from the repo root; the environment (entry points set process settings in it) and
-    the working folder are restored."""
-    module, args = entry_point(argv)
-    env, cwd, err = dict(os.environ), os.getcwd(), io.StringIO()
-    os.chdir(ROOT)
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            try:
-                code = importlib.import_module(module).main(args)
-            except SystemExit as e:
-                code = e.code
-            except Exception:  # noqa: BLE001 - what the interpreter would print
-                code = 1
-                traceback.print_exc()
-    finally:
-        os.chdir(cwd)
-        os.environ.clear()
-        os.environ.update(env)
-    if isinstance(code, str):  # sys.exit("message"): printed to stderr, exit 1
-        err.write(code + "\n")
-        code = 1
-    return code or 0, err.getvalue()
 
 
 @pytest.fixture(scope="module")
