@@ -280,8 +280,10 @@ def cmd_env(a: argparse.Namespace) -> int:
             if ver is not None:
                 from importlib import metadata
 
-                loc = str(metadata.distribution(name).locate_file(""))
-                where = "carried" if site and loc.startswith(site) else "image"
+                loc = os.path.realpath(str(metadata.distribution(name).locate_file("")))
+                where = "carried" if site and loc.startswith(os.path.realpath(site)) else "image"
+            if kind == "omit":  # the steps do without it; its version is of no interest
+                continue
             info["packages"][name] = {"version": ver, "from": where, "want": spec or None}
             if ver is None:
                 info["problems"].append(f"{name}: not installed")
@@ -291,7 +293,7 @@ def cmd_env(a: argparse.Namespace) -> int:
                 info["problems"].append(f"{name} {ver} is imported, not the carried {spec[2:]}")
     Path(a.out).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     print(json.dumps({k: info[k] for k in ("gpu", "torch", "cuda", "problems")}))
-    if not info["cuda_available"]:
+    if not info["cuda_available"] and not a.cpu:
         fail(f"torch {torch.__version__} sees no CUDA device")
     if info["problems"]:
         fail("; ".join(info["problems"]))
@@ -342,7 +344,7 @@ def cmd_check_load(a: argparse.Namespace) -> int:
 def last_line(log: Path) -> str | None:
     """The error's last line: the last non-empty line of the step's log that is not a progress bar."""
     try:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = log.read_text(encoding="utf-8", errors="replace").replace("\r", "\n").splitlines()
     except OSError:
         return None
     for line in reversed(lines):
@@ -383,7 +385,7 @@ def summarize(steps_tsv: Path, env_file: Path | None, started: float, budget: fl
 
 def cmd_summary(a: argparse.Namespace) -> int:
     out = Path(a.out)
-    doc = summarize(Path(a.steps), Path(a.env) if a.env else None, a.started, a.budget)
+    doc = {"mode": a.mode, **summarize(Path(a.steps), Path(a.env) if a.env else None, a.started, a.budget)}
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     tmp.replace(out)
@@ -413,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("env")
     s.add_argument("--out", required=True)
     s.add_argument("--list", type=Path)
+    s.add_argument("--cpu", action="store_true", help="CPU rehearsal: no CUDA is no failure")
     s = sub.add_parser("check-load")
     s.add_argument("run")
     s.add_argument("--like", required=True)
@@ -422,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", required=True)
     s.add_argument("--started", type=float, default=time.time())
     s.add_argument("--budget", type=float, default=480.0)
+    s.add_argument("--mode", default="gpu", choices=["gpu", "cpu-rehearsal"])
     for sp in sub.choices.values():
         sp.error = p.error  # type: ignore[method-assign]
     a = p.parse_args(argv)

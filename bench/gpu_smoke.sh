@@ -21,6 +21,7 @@ OUTDIR=${OUT:-runs/gpu_smoke/out}
 WORK=runs/gpu_smoke/work
 BUDGET=480
 DRY=0
+CPU=0
 ASSETS_ONLY=0
 PYVER=3.12
 CARRY_LIMIT_MIB=64
@@ -29,6 +30,7 @@ usage() {
   cat <<'EOF'
 usage: bash bench/gpu_smoke.sh --prepare [DIR] [--assets-only] [--python-version 3.12]
        bash bench/gpu_smoke.sh --run [DIR] [--out OUTDIR] [--work WORKDIR] [--budget SECONDS] [--dry-run]
+                               [--cpu-rehearsal]
 
 --prepare  (CPU, package registry reachable; no model hub) download the wheels of bench/gpu_smoke_wheels.txt
            for the GPU image's Python (3.12, x86_64) into DIR/wheels, build deepspeed's wheel from its sdist
@@ -42,6 +44,8 @@ usage: bash bench/gpu_smoke.sh --prepare [DIR] [--assets-only] [--python-version
            step and OUTDIR/gpu_smoke.log. Exit 0: every step ok; 1: a step failed; 2: bad input / no GPU.
 --dry-run  print every command --run would run and check that the wheel list resolves against DIR/wheels
            (and requirements.lock); runs nothing, needs no GPU.
+--cpu-rehearsal  the same steps on CPU (float32, no Liger, eval --device cpu): checks the prepared folder
+           and the script, not the GPU path; prepare with --python-version of the local Python for it.
 Environment: PYTHON (default: python3 for --run, .venv/bin/python if present for --prepare).
 EOF
 }
@@ -61,6 +65,7 @@ while [ $# -gt 0 ]; do
       BUDGET=$2; shift ;;
     --python-version) [ $# -gt 1 ] || die "--python-version needs e.g. 3.12"; PYVER=$2; shift ;;
     --dry-run) DRY=1 ;;
+    --cpu-rehearsal) CPU=1 ;;
     --assets-only) ASSETS_ONLY=1 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
@@ -69,7 +74,10 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$MODE" ] || die "give --prepare [DIR] (on CPU) or --run [DIR] (on a GPU machine); see --help"
 [ "$MODE" = run ] || [ "$DRY" = 0 ] || die "--dry-run goes with --run"
+[ "$MODE" = run ] || [ "$CPU" = 0 ] || die "--cpu-rehearsal goes with --run"
 cd "$ROOT" || die "cannot enter $ROOT"
+# absolute: the steps' processes (accelerate's among them) and sys.path see the same folders
+PREP=$(realpath -m "$PREP") OUTDIR=$(realpath -m "$OUTDIR") WORK=$(realpath -m "$WORK")
 
 # ------------------------------------------------------------------------------------------------ prepare
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
@@ -127,8 +135,9 @@ T0=$(date +%s)
 N=0
 
 summary() {
+  local mode=gpu; [ "$CPU" = 0 ] || mode=cpu-rehearsal
   "$PY" "$HELPER" summary --steps "$STEPS" --env "$WORK/env.json" --out "$SUMMARY" --started "$T0" \
-    --budget "$BUDGET" || echo "warning: could not write $SUMMARY" >&2
+    --budget "$BUDGET" --mode "$mode" || echo "warning: could not write $SUMMARY" >&2
   : > "$OUTDIR/gpu_smoke.log"
   local f
   for f in "$LOGS"/*.log; do
@@ -140,6 +149,7 @@ summary() {
 # step NAME CAP_SECONDS CMD...: run CMD under the time left (at most CAP), record rc, wall and peak memory
 step() {
   local name=$1 cap=$2; shift 2
+  [ "$CPU" = 0 ] || cap=$((cap * 5))  # the caps are for a GPU machine; 2 busy cores take far longer
   N=$((N + 1))
   local tag; tag=$(printf '%02d-%s' "$N" "$name")
   local record=$WORK/records/$tag.json log=$LOGS/$tag.log cmd="$*"
@@ -159,7 +169,11 @@ step() {
   t2=$(date +%s.%N)
   local wall; wall=$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }')
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$rc" "$wall" "$log" "$record" "$cmd" >> "$STEPS"
-  if [ "$rc" = 0 ]; then echo "[$name] ok in ${wall}s"; else echo "[$name] FAILED (rc $rc) in ${wall}s: $(tail -n 1 "$log")"; fi
+  if [ "$rc" = 0 ]; then
+    echo "[$name] ok in ${wall}s"
+  else  # the error's last line, not a progress bar's
+    echo "[$name] FAILED (rc $rc) in ${wall}s: $(tr '\r' '\n' < "$log" | grep -v -e 'it/s\]' -e '^[[:space:]]*$' | tail -n 1)"
+  fi
   summary
   return "$rc"
 }
@@ -172,7 +186,7 @@ skip() {  # skip NAME WHY: a step that cannot run because an earlier one failed
 }
 
 run() {
-  if [ "$DRY" = 0 ]; then
+  if [ "$DRY" = 0 ] && [ "$CPU" = 0 ]; then
     # no GPU: one line, at once (nvidia-smi answers in well under a second; importing torch takes seconds)
     { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep '^GPU ' >/dev/null; } \
       || die "no CUDA GPU here (nvidia-smi finds none): --run needs a GPU machine (docs/training.md, \"GPU smoke test\"); --run --dry-run prints its commands"
@@ -190,10 +204,22 @@ run() {
     { rm -rf "$WORK" && mkdir -p "$WORK/records" "$LOGS" "$OUTDIR" && touch "$WORK/.gpu_smoke_work"; } \
       || die "cannot create $WORK or $OUTDIR"
     : > "$STEPS"
+    # DeepSpeed JIT-builds an op only when one is used: none on CUDA here; on CPU its comm op (2.5 min to build
+    # on 2 cores) is kept in the project cache as the recipes keep it (recipes/distributed.py)
+    if [ "$CPU" = 1 ]; then
+      export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-${TASE_CACHE:-$HOME/.cache/tase-grpo}/torch_extensions}
+    else
+      export TORCH_EXTENSIONS_DIR=$WORK/torch_ext
+    fi
     export PYTHONPATH="$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}" GPU_SMOKE_SITE=$SITE PYTHONUNBUFFERED=1 \
       HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
-      HF_HOME=$WORK/hf TASE_CACHE=$WORK/tase TRITON_CACHE_DIR=$WORK/triton TORCH_EXTENSIONS_DIR=$WORK/torch_ext \
-      XDG_CACHE_HOME=$WORK/xdg
+      HF_HOME=$WORK/hf TASE_CACHE=$WORK/tase TRITON_CACHE_DIR=$WORK/triton XDG_CACHE_HOME=$WORK/xdg
+  fi
+  # precision and device: the GPU path, or the CPU rehearsal's float32 without Liger (its kernels need CUDA)
+  local prec=(--bf16 true --dtype bfloat16) gpu_only=() launch_prec=() envopt=() device=cuda
+  if [ "$CPU" = 1 ]; then
+    prec=(--bf16 false --dtype float32 --use_cpu true) gpu_only=(--use_liger_kernel false)
+    launch_prec=(--mixed_precision no) envopt=(--cpu) device=cpu
   fi
   local model=$PREP/model data=$PREP/data
   # the paper recipe (grpo_qwen14b_sync.yaml: bf16, Liger kernels, gradient checkpointing, 4 x 4 accumulation,
@@ -201,20 +227,21 @@ run() {
   local grpo=(recipes/grpo.py --config recipes/configs/grpo_qwen14b_sync.yaml --model_name_or_path "$model"
               --train_data "$data/train.jsonl" --num_train_examples 64 --use_vllm false --attn_implementation sdpa
               --min_gpus 0 --max_steps 3 --save_steps 3 --max_completion_length 32 --report_to none)
+  [ "$CPU" = 0 ] || grpo+=("${prec[@]}" "${gpu_only[@]}")
   local wrap=("$PY" "$HELPER" step --record) launched=("$HELPER" step --record)  # accelerate starts the script itself
   local ok_install=0 ok_grpo=0 ok_export=0
 
   step install 90 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "${wheels[@]}" \
     && ok_install=1
   if [ "$ok_install" = 1 ] || [ "$DRY" = 1 ]; then
-    step env 60 "$PY" "$HELPER" env --out "$WORK/env.json" --list "$LIST"
+    step env 60 "$PY" "$HELPER" env --out "$WORK/env.json" --list "$LIST" "${envopt[@]}"
     step sft_warmup 120 "${wrap[@]}" "$WORK/records/sft.json" -- recipes/sft_warmup.py --model_name_or_path "$model" \
-      --train_data "$data/sft.jsonl" --num_train_examples 64 --output_dir "$WORK/sft" --bf16 true --dtype bfloat16 \
+      --train_data "$data/sft.jsonl" --num_train_examples 64 --output_dir "$WORK/sft" "${prec[@]}" \
       --max_steps 4 --per_device_train_batch_size 8 --gradient_checkpointing true --logging_steps 1 \
       --save_strategy no --report_to none
     step grpo 150 "${wrap[@]}" "$WORK/records/grpo.json" -- "${grpo[@]}" --output_dir "$WORK/grpo" && ok_grpo=1
     if step grpo_zero3 180 "$PY" -m accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml \
-        --num_processes 1 --main_process_port 29517 "${launched[@]}" "$WORK/records/grpo_zero3.json" -- "${grpo[@]}" \
+        --num_processes 1 --main_process_port 29517 "${launch_prec[@]}" "${launched[@]}" "$WORK/records/grpo_zero3.json" -- "${grpo[@]}" \
         --output_dir "$WORK/grpo_zero3"; then
       step zero3_load 60 "$PY" "$HELPER" check-load "$WORK/grpo_zero3" --like "$model"
     else
@@ -228,7 +255,7 @@ run() {
     fi
     local evalm=$WORK/export
     [ "$ok_export" = 1 ] || [ "$DRY" = 1 ] || evalm=$model  # still try eval on CUDA, on the untrained model
-    step eval 120 "${wrap[@]}" "$WORK/records/eval.json" -- -m eval run --backend hf --device cuda --model "$evalm" \
+    step eval 120 "${wrap[@]}" "$WORK/records/eval.json" -- -m eval run --backend hf --device "$device" --model "$evalm" \
       --data "$data/eval.jsonl" --out "$WORK/eval" --max-new-tokens 32 --no-progress
   else
     for s in env sft_warmup grpo grpo_zero3 zero3_load export eval; do skip "$s" "install failed"; done

@@ -86,6 +86,17 @@ def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):
     assert not (tmp_path / "work").exists() and not (tmp_path / "out").exists()
 
 
+def test_cpu_rehearsal_dry_run_swaps_only_precision_and_device(tmp_path):
+    res = sh("--run", str(fake_prepared(tmp_path)), "--dry-run", "--cpu-rehearsal")
+    assert res.returncode == 0, res.stderr
+    cmds = {m[1]: m[2] for m in re.finditer(r"^\[(\w+)\] (.*)$", res.stdout, re.M)}
+    assert list(cmds) == STEPS
+    for name in ("grpo", "grpo_zero3"):
+        assert "--bf16 false --dtype float32 --use_cpu true --use_liger_kernel false" in cmds[name]
+    assert "--num_processes 1 --main_process_port 29517 --mixed_precision no" in cmds["grpo_zero3"]
+    assert "--device cpu" in cmds["eval"] and "--cpu" in cmds["env"]
+
+
 def test_dry_run_names_a_missing_wheel_in_one_line(tmp_path):
     res = sh("--run", str(fake_prepared(tmp_path, leave_out="liger-kernel")), "--dry-run")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "liger-kernel==" in res.stderr, res.stderr
@@ -93,6 +104,8 @@ def test_dry_run_names_a_missing_wheel_in_one_line(tmp_path):
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "--prepare" in res.stderr
     res = sh("--prepare", "--dry-run")
     assert res.returncode == 2 and res.stderr == "error: --dry-run goes with --run\n"
+    res = sh("--run", "--budget", "soon")
+    assert res.returncode == 2 and res.stderr == "error: --budget needs a whole number of seconds\n"
 
 
 def test_wheel_list_covers_the_project_and_follows_the_lock():
