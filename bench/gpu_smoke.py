@@ -354,6 +354,42 @@ def last_line(log: Path) -> str | None:
     return None
 
 
+def step_detail(cmd: str) -> dict[str, Any]:
+    """What a step's output folder shows beyond its exit status: optimizer steps and the last loss, grad_norm
+    and reward (metrics.jsonl of a GRPO run, trainer_state.json of SFT), or the rows `eval run` scored; with
+    `nonfinite` naming a logged loss or grad_norm that is NaN or infinite (bf16 trouble)."""
+    import math
+
+    toks = cmd.split()
+    out = next((Path(toks[i + 1]) for i, t in enumerate(toks[:-1]) if t in ("--output_dir", "--out")), None)
+    if out is None:
+        return {}
+    logs: list[dict[str, Any]] = []
+    try:
+        if (out / "metrics.jsonl").is_file():
+            logs = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+                    if line.strip()]
+        elif (out / "trainer_state.json").is_file():
+            logs = json.loads((out / "trainer_state.json").read_text(encoding="utf-8")).get("log_history", [])
+        results = (json.loads((out / "results.json").read_text(encoding="utf-8"))
+                   if (out / "results.json").is_file() else None)
+    except (OSError, ValueError):
+        return {"detail_error": f"{out}: unreadable metrics"}
+    det: dict[str, Any] = {}
+    steps = [entry for entry in logs if "loss" in entry]
+    if steps:
+        last = steps[-1]
+        det.update(optimizer_steps=last.get("step"), **{k: last[k] for k in ("loss", "grad_norm", "reward",
+                   "frac_reward_zero_std", "learning_rate") if k in last})
+        bad = [f"{k} {e[k]} at step {e.get('step')}" for e in steps for k in ("loss", "grad_norm")
+               if isinstance(e.get(k), float) and not math.isfinite(e[k])]
+        if bad:
+            det["nonfinite"] = "; ".join(bad[:3])
+    if results is not None:
+        det.update(rows=results.get("n"), complete=results.get("complete"))
+    return det
+
+
 def summarize(steps_tsv: Path, env_file: Path | None, started: float, budget: float) -> dict[str, Any]:
     """The summary JSON: the machine (env step), then per step its name, ok or the error's last line, wall
     seconds and peak GPU memory, in the order they ran."""
@@ -374,6 +410,11 @@ def summarize(steps_tsv: Path, env_file: Path | None, started: float, budget: fl
         elif rc != "0":
             step["rc"] = int(rc) if rc.lstrip("-").isdigit() else rc
             step["error"] = ("timed out (step time limit)" if rc == "124" else None) or last_line(Path(log))
+        detail = step_detail(cmd)
+        if detail:
+            step["detail"] = detail
+        if detail.get("nonfinite") and step["ok"]:
+            step.update(ok=False, error=f"non-finite {detail['nonfinite']}")
         if step["peak_gpu_mem_bytes"] is not None:
             step["peak_gpu_mem_mib"] = round(step["peak_gpu_mem_bytes"] / 2**20, 1)
         steps.append(step)

@@ -223,10 +223,13 @@ run() {
   fi
   local model=$PREP/model data=$PREP/data
   # the paper recipe (grpo_qwen14b_sync.yaml: bf16, Liger kernels, gradient checkpointing, 4 x 4 accumulation,
-  # 8 generations, beta 0, cosine) on the tiny model; vLLM and flash-attn cannot be carried (issue 37)
+  # 8 generations, beta 0, cosine) on the tiny model; vLLM and flash-attn cannot be carried (issue 37). A random
+  # model earns no reward, so every advantage and the loss are 0 and so would be every gradient: a small entropy
+  # bonus makes the backward pass (Liger, checkpointing, ZeRO-3) carry real values (grad_norm in the summary)
   local grpo=(recipes/grpo.py --config recipes/configs/grpo_qwen14b_sync.yaml --model_name_or_path "$model"
               --train_data "$data/train.jsonl" --num_train_examples 64 --use_vllm false --attn_implementation sdpa
-              --min_gpus 0 --max_steps 3 --save_steps 3 --max_completion_length 32 --report_to none)
+              --min_gpus 0 --max_steps 3 --save_steps 3 --max_completion_length 32 --entropy_coef 0.01
+              --report_to none)
   [ "$CPU" = 0 ] || grpo+=("${prec[@]}" "${gpu_only[@]}")
   local wrap=("$PY" "$HELPER" step --record) launched=("$HELPER" step --record)  # accelerate starts the script itself
   local ok_install=0 ok_grpo=0 ok_export=0

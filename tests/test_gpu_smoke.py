@@ -78,6 +78,7 @@ def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):
     paper = "recipes/grpo.py --config recipes/configs/grpo_qwen14b_sync.yaml"
     for name in ("grpo", "grpo_zero3"):
         assert paper in cmds[name] and "--use_vllm false" in cmds[name] and "--max_steps 3" in cmds[name]
+        assert "--entropy_coef 0.01" in cmds[name]  # real gradients though a random model earns no reward
         assert "--bf16 false" not in cmds[name] and "--use_liger_kernel false" not in cmds[name]
     assert "accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml --num_processes 1" in cmds["grpo_zero3"]
     assert "recipes/sft_warmup.py" in cmds["sft_warmup"] and "--bf16 true --dtype bfloat16" in cmds["sft_warmup"]
@@ -132,16 +133,24 @@ def test_summary_reports_each_step(tmp_path):
     rec.write_text(json.dumps({"status": 0, "peak_gpu_mem_bytes": 3 * 2**20, "peak_gpu_reserved_bytes": 4 * 2**20}))
     env = tmp_path / "env.json"
     env.write_text(json.dumps({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "cuda": "13.0"}))
+    z3 = tmp_path / "z3"  # a run that exited 0 but logged a NaN loss: not ok
+    z3.mkdir()
+    (z3 / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in (
+        {"step": 1, "loss": 0.5, "grad_norm": 1.0, "reward": 0.0}, {"step": 2, "loss": float("nan"), "grad_norm": 2.0},
+        {"step": 2, "train_runtime": 3.0})))
     tsv = tmp_path / "steps.tsv"
     tsv.write_text(f"sft_warmup\t0\t12.5\t{tmp_path}/sft.log\t{rec}\tpython3 sft\n"
                    f"grpo\t1\t30.0\t{log}\t{tmp_path}/none.json\tpython3 grpo\n"
+                   f"grpo_zero3\t0\t40.0\t{log}\t\tpython3 -m accelerate grpo.py --output_dir {z3}\n"
                    f"eval\t124\t120.0\t{log}\t\tpython3 eval\n"
                    "export\tskipped: grpo failed\t\t\t\t\n")
     out = tmp_path / "s.json"
     assert gpu_smoke.main(["summary", "--steps", str(tsv), "--env", str(env), "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["gpu"] == "NVIDIA H100 80GB HBM3" and doc["torch"] == "2.11.0+cu130" and doc["all_ok"] is False
-    sft, grpo, ev, exp = doc["steps"]
+    sft, grpo, z3run, ev, exp = doc["steps"]
+    assert z3run["ok"] is False and z3run["error"] == "non-finite loss nan at step 2"
+    assert z3run["detail"]["optimizer_steps"] == 2 and z3run["detail"]["grad_norm"] == 2.0
     assert sft == {"name": "sft_warmup", "ok": True, "wall_s": 12.5, "peak_gpu_mem_bytes": 3 * 2**20,
                    "peak_gpu_reserved_bytes": 4 * 2**20, "peak_gpu_mem_mib": 3.0, "cmd": "python3 sft"}
     assert grpo["ok"] is False and grpo["error"] == "RuntimeError: expected scalar type BFloat16" and grpo["rc"] == 1
