@@ -105,13 +105,13 @@ def lock_versions(lock: Path) -> dict[str, str]:
     return pins
 
 
-def wheel_index(folder: Path) -> dict[str, tuple[str, Path]]:
-    """normalized name -> (version, file) of every wheel in `folder`."""
-    found = {}
+def wheel_index(folder: Path) -> dict[str, list[tuple[str, Path]]]:
+    """normalized name -> [(version, file)] of every wheel in `folder`."""
+    found: dict[str, list[tuple[str, Path]]] = {}
     for w in sorted(folder.glob("*.whl")):
         parts = w.name[:-4].split("-")
         if len(parts) >= 5:
-            found[norm(parts[0])] = (parts[1], w)
+            found.setdefault(norm(parts[0]), []).append((parts[1], w.resolve()))
     return found
 
 
@@ -130,13 +130,16 @@ def resolve_wheels(entries: list[tuple[str, str, str]], folder: Path | None,
             problems.append(f"{name}: list pins {want}, requirements.lock has {lock[norm(name)]}")
         if folder is None:
             continue
-        got = have.get(norm(name))
-        if got is None:
-            problems.append(f"{name}=={want}: no wheel in {folder}")
-        elif got[0] != want:
-            problems.append(f"{name}=={want}: {folder} has {got[1].name}")
+        match = [f for v, f in have.get(norm(name), []) if v == want]
+        if len(match) == 1:
+            files.append(match[0])
+        elif match:  # pip installs one; two (say cp311 and cp312 builds) stop the whole install
+            problems.append(f"{name}=={want}: {len(match)} wheels in {folder} ({', '.join(f.name for f in match)}; "
+                            "prepare one Python version per folder)")
+        elif have.get(norm(name)):
+            problems.append(f"{name}=={want}: {folder} has {', '.join(f.name for _, f in have[norm(name)])}")
         else:
-            files.append(got[1])
+            problems.append(f"{name}=={want}: no wheel in {folder}")
     return files, problems
 
 

@@ -88,10 +88,11 @@ prepare() {
   if [ -z "$py" ]; then if [ -x .venv/bin/python ]; then py=.venv/bin/python; else py=python3; fi; fi
   mkdir -p "$PREP" || die "cannot create $PREP"
   if [ "$ASSETS_ONLY" = 0 ]; then
-    local names=() ds="" n
+    local names=() ds="" n listed
+    listed=$(PYTHONPATH=$ROOT "$py" "$HELPER" wheels --list "$LIST" --names) || exit 2
     while IFS= read -r n; do
       case "$n" in deepspeed==*) ds=$n ;; *) names+=("$n") ;; esac
-    done < <(PYTHONPATH=$ROOT "$py" "$HELPER" wheels --list "$LIST" --names) || die "cannot read $LIST"
+    done <<< "$listed"
     mkdir -p "$PREP/wheels"
     echo "wheels: ${names[*]} (Python $PYVER, manylinux x86_64) -> $PREP/wheels"
     # every platform tag pip matches exactly; pure-Python wheels (py3-none-any) match any of them
@@ -108,8 +109,12 @@ prepare() {
   echo "assets: tiny random Llama + SmolLM2 tokenizer, training/eval files -> $PREP"
   PYTHONPATH=$ROOT HF_HUB_OFFLINE=1 "$py" "$HELPER" assets "$PREP" || die "writing the model and data failed"
   if [ "$ASSETS_ONLY" = 0 ]; then
-    PYTHONPATH=$ROOT "$py" "$HELPER" wheels --list "$LIST" --folder "$PREP/wheels" --lock requirements.lock \
-      >/dev/null || exit 2
+    local keep w
+    keep=$(PYTHONPATH=$ROOT "$py" "$HELPER" wheels --list "$LIST" --folder "$PREP/wheels" --lock requirements.lock) \
+      || exit 2
+    for w in "$PREP"/wheels/*.whl; do  # a version the list no longer names would only take carry space
+      grep -qxF "$w" <<< "$keep" || { echo "wheels: removing $(basename "$w") (not in $LIST)"; rm -f "$w"; }
+    done
   fi
   # what travels to the device machine: the tracked files plus the prepared folder (named in carry)
   local tree=0 prep wheels model total

@@ -109,7 +109,7 @@ def test_dry_run_names_a_missing_wheel_in_one_line(tmp_path):
     assert res.returncode == 2 and res.stderr == "error: --budget needs a whole number of seconds\n"
 
 
-def test_wheel_list_covers_the_project_and_follows_the_lock():
+def test_wheel_list_covers_the_project_and_follows_the_lock(tmp_path):
     entries = gpu_smoke.read_list(LIST)
     named = {gpu_smoke.norm(n) for _, n, _ in entries}
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -120,6 +120,11 @@ def test_wheel_list_covers_the_project_and_follows_the_lock():
     carried = {gpu_smoke.norm(n) for k, n, _ in entries if k == "carry"}
     assert {"trl", "peft", "liger-kernel", "deepspeed", "datasets"} <= carried
     assert {"torch", "accelerate"} <= {gpu_smoke.norm(n) for k, n, _ in entries if k == "image"}
+    # two builds of one wheel (a folder prepared for two Pythons) would stop pip: named, not guessed between
+    for tag in ("cp311-cp311", "cp312-cp312"):
+        (tmp_path / f"pydantic_core-2.50.4-{tag}-manylinux_2_17_x86_64.whl").write_bytes(b"")
+    _, problems = gpu_smoke.resolve_wheels([("carry", "pydantic-core", "==2.50.4")], tmp_path, None)
+    assert len(problems) == 1 and "2 wheels" in problems[0] and "one Python version per folder" in problems[0]
     # a pin that disagrees with the lock is named
     _, problems = gpu_smoke.resolve_wheels([("carry", "trl", "==0.1")], None, {"trl": "1.16.0"})
     assert problems == ["trl: list pins 0.1, requirements.lock has 1.16.0"]
