@@ -5,6 +5,7 @@ the summary, step wrapper and prepared model/data are what the GPU run will read
 lent device (docs/training.md, "GPU smoke test")."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -19,8 +20,9 @@ import pytest
 
 from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-import gpu_smoke  # noqa: E402
+_spec = importlib.util.spec_from_file_location("gpu_smoke", ROOT / "bench" / "gpu_smoke.py")
+gpu_smoke = importlib.util.module_from_spec(_spec)  # bench/ is no package: loaded from its file, sys.path untouched
+_spec.loader.exec_module(gpu_smoke)
 
 SCRIPT = ROOT / "bench" / "gpu_smoke.sh"
 LIST = ROOT / "bench" / "gpu_smoke_wheels.txt"
