@@ -209,13 +209,9 @@ run() {
     { rm -rf "$WORK" && mkdir -p "$WORK/records" "$LOGS" "$OUTDIR" && touch "$WORK/.gpu_smoke_work"; } \
       || die "cannot create $WORK or $OUTDIR"
     : > "$STEPS"
-    # DeepSpeed JIT-builds an op only when one is used: none on CUDA here; on CPU its comm op (2.5 min to build
-    # on 2 cores) is kept in the project cache as the recipes keep it (recipes/distributed.py)
-    if [ "$CPU" = 1 ]; then
-      export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-${TASE_CACHE:-$HOME/.cache/tase-grpo}/torch_extensions}
-    else
-      export TORCH_EXTENSIONS_DIR=$WORK/torch_ext
-    fi
+    # DeepSpeed JIT-builds an op only when one is used: none is expected on CUDA, and it would land in the work
+    # folder. On CPU the recipe picks its comm op where `make install` built it (recipes/distributed.py).
+    [ "$CPU" = 1 ] || export TORCH_EXTENSIONS_DIR=$WORK/torch_ext
     export PYTHONPATH="$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}" GPU_SMOKE_SITE=$SITE PYTHONUNBUFFERED=1 \
       HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
       HF_HOME=$WORK/hf TASE_CACHE=$WORK/tase TRITON_CACHE_DIR=$WORK/triton XDG_CACHE_HOME=$WORK/xdg
