@@ -24,7 +24,7 @@ from recipes.errors import fail
 from recipes.model import resolve
 from recipes.run_dir import checkpoint_problem
 from synth.paths import (
-    OutputBusy, force_refusal, hold_output, os_error_line, recover_replace, replace_folder)
+    OutputBusy, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
 
 
 def find_up(ckpt: Path, name: str) -> Path | None:
@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", help="a Trainer checkpoint or output folder (full model or PEFT adapter)")
     p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")
-    p.add_argument("--force", action="store_true", help="replace a non-empty --out (never one holding the checkpoint "
-                   "or a training run: trainer_state.json, checkpoint-*, metrics.jsonl)")
+    p.add_argument("--force", action="store_true", help="replace an earlier export at --out (never a folder "
+                   "holding anything that export did not write: the checkpoint, a training run, eval output, notes)")
     p.add_argument("--allow-pickle-weights", action="store_true", help="accept a checkpoint or base model without "
                    "safetensors weights (pickle files can run code; trusted folders only)")
     p.add_argument("--base", default=None, help="base model for a PEFT checkpoint (default: from adapter_config)")
@@ -227,13 +227,13 @@ def check_out(out: Path) -> None:
 
 
 def guard_force(ckpt: Path, out: Path) -> None:
-    """--force replaces an old export, never the source, the current directory or a training run: refuse
-    an --out that is or contains the checkpoint or the current directory, or that holds
-    trainer_state.json, checkpoint-* or metrics.jsonl at any depth (a folder of runs is not an export)."""
+    """--force replaces an earlier export and nothing else (synth/paths.py, `output_refusal`): never the
+    checkpoint, the current directory, a folder that is or holds another command's output (a training run,
+    an eval run, scores, ...) at any depth, or one holding files the earlier export did not write."""
     src, dst = ckpt.resolve(), out.resolve()
     if dst == src or dst in src.parents:
         fail(f"--out {out} contains the checkpoint being exported ({ckpt}); choose another --out")
-    why = force_refusal(out, reading=(ckpt,))
+    why = output_refusal(out, "export", reading=(ckpt,))
     if why:
         fail(f"--out {why}; --force only replaces an earlier export")
 
@@ -275,6 +275,7 @@ def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results:
         src = find_up(ckpt, name)
         if src:
             shutil.copy(src, tmp / name)
+    write_marker(tmp, "export")  # what a later --force may replace: this folder, these files
     replace_folder(tmp, out)
     print(f"exported {ckpt} -> {out} (bf16{', LoRA merged' if merged_from else ''})")
     return 0

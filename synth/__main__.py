@@ -14,7 +14,7 @@ from pathlib import Path
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
 from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
 from .guard import guard_from_specs
-from .paths import OutputBusy, hold_output, os_error_line, write_blocker
+from .paths import OutputBusy, file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
 from .record import LANGS, TASKS
 
 
@@ -124,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
             for i in filter(None, inputs):
                 if Path(i).exists() and Path(i).resolve() == Path(args.out).resolve():
                     raise SynthError(f"--out {args.out} is an input of this command ({i}); write elsewhere")
+            # the one rule for every output (synth/paths.py): replace only an earlier synth file (records),
+            # never a file of the user's own or a file inside another command's output
+            why = file_refusal(Path(args.out), "synth", own=lambda f: jsonl_with_keys(f, ("id", "task", "prompt")))
+            if why:
+                raise SynthError(f"--out {why}; write elsewhere")
             # one writer per file, before any work; the temp files of killed runs are then surely stale
             stack.enter_context(hold_output(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None
