@@ -281,14 +281,15 @@ def is_own(folder: Path, command: str) -> bool:
 
 
 def output_refusal(target: Path, command: str, reading: tuple[Path, ...] = (), replace: bool = True) -> str | None:
-    """Why `command` must not write its output folder `target` (None when it may). The rule for every command:
-    never a folder that is or holds another command's
-    output (a training run, an eval run, scores, an export, ...) at any depth. With `replace` (the command
-    deletes the old folder: export, export-lm-eval) also never the current directory or what the command
-    reads, and never a folder holding anything its own earlier
-    output did not (notes, other files), at any depth; without it (score, compare: the command replaces its
-    own files and keeps the others, so nothing is deleted) the user's own files may stay, and the current
-    directory may be the output. The reason starts with `target`."""
+    """Why `command` must not write its output folder `target` (None when it may). For every command: never
+    a file, never a folder that is or holds another command's output (a training run, an eval run, scores,
+    an export, ...) at any depth. With `replace` (the command deletes the old folder: export,
+    export-lm-eval) also never the current directory or what the command reads, and never a folder holding
+    anything its own earlier output did not (notes, other files) at any depth. Without it (score, compare:
+    the command replaces its own files and keeps the others, so nothing is deleted) the user's own files
+    may stay. The reason starts with `target`."""
+    if target.exists() and not target.is_dir():
+        return f"{target} is a file, not a folder"
     why = force_refusal(target, reading) if replace else None
     if why or not target.is_dir():
         return why
