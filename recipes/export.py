@@ -57,14 +57,35 @@ def read_json(path: Path, advice: str) -> dict:
 
 
 def previous_hint(ckpt: Path) -> str:
-    """', e.g. RUN/checkpoint-N' naming the newest complete checkpoint before `ckpt`, or ''."""
-    if not ckpt.name.startswith("checkpoint-"):
-        return ""
-    step = int(ckpt.name.split("-")[-1]) if ckpt.name.split("-")[-1].isdigit() else None
-    done = sorted((int(c.name.split("-")[-1]), c) for c in ckpt.parent.glob("checkpoint-*")
+    """', e.g. RUN/checkpoint-N' naming the newest complete checkpoint before `ckpt` (for a run folder: the
+    newest complete checkpoint in it), or ''."""
+    run = ckpt.parent if ckpt.name.startswith("checkpoint-") else ckpt
+    step = int(ckpt.name.split("-")[-1]) if ckpt.name.split("-")[-1].isdigit() and run != ckpt else None
+    done = sorted((int(c.name.split("-")[-1]), c) for c in run.glob("checkpoint-*")
                   if c.name.split("-")[-1].isdigit() and c != ckpt and checkpoint_problem(c) is None)
     done = [c for n, c in done if step is None or n < step]
     return f", e.g. {done[-1]}" if done else ""
+
+
+def check_weights_present(ckpt: Path) -> None:
+    """Refuse a checkpoint that a kill mid-save left with its config but no weights at all: the Trainer
+    writes config.json (adapter_config.json) first, then the weights, into the folder itself. Named as torn,
+    with the previous complete checkpoint; --allow-pickle-weights (the advice for a folder holding only
+    pickle weights) would not help."""
+    from eval.models import PICKLE_WEIGHTS
+
+    if (ckpt / "adapter_config.json").is_file():
+        have = any(ckpt.glob("adapter_model*.safetensors")) or (ckpt / "adapter_model.bin").is_file()
+        what = "adapter_config.json but no adapter weights"
+    elif (ckpt / "config.json").is_file():
+        have = (any(ckpt.glob("*.safetensors")) or (ckpt / "model.safetensors.index.json").is_file()
+                or any((ckpt / f).exists() for f in PICKLE_WEIGHTS))
+        what = "config.json but no model weights"
+    else:
+        return
+    if not have:
+        fail(f"{ckpt}: torn checkpoint ({what}: a save killed midway); export an earlier checkpoint "
+             f"instead{previous_hint(ckpt)}")
 
 
 def check_checkpoint(ckpt: Path) -> None:
@@ -186,6 +207,7 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
         if not args.force:
             fail(f"{out} is not empty; pass --force to overwrite it")
         guard_force(ckpt, out)
+    check_weights_present(ckpt)
     if not args.allow_pickle_weights:
         weights = "adapter_model.safetensors" if (ckpt / "adapter_config.json").is_file() else None
         if weights and not (ckpt / weights).is_file():
