@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                                    "(labels in tags; constructed answers for REORD and LENOP generate, checked "
                                    "by rewards.score). `eval score` on it must give 100 everywhere.")
     o.add_argument("--data", required=True)
-    o.add_argument("--out", required=True, help="predictions FILE.jsonl")
+    o.add_argument("--out", required=True, help="predictions FILE.jsonl (an existing file only if it holds "
+                   "predictions; never inside another command's output, e.g. RUN/samples.jsonl)")
     o.add_argument("--seed", type=int, default=0,
                    help="unused: REORD answers are constructed deterministically (kept for old command lines)")
     o.set_defaults(execute=execute)
