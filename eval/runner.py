@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rewards import score
-from synth.paths import is_own, output_refusal, write_blocker, write_marker
+from synth.paths import is_own, output_kind, output_refusal, write_blocker, write_marker
 from synth.readers import DataError, load_data, open_text, text_lines
 
 from .aggregate import aggregate, file_key, pass_at
@@ -274,6 +274,9 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         raise RunError("--num-samples > 1 is not supported with --backend openai; use hf or vllm")
     out = Path(out)
     check_out_dir(out)
+    kind = output_kind(out) if out.is_dir() else None  # synth/paths.py: never into another command's output
+    if kind and kind[0] not in ("run", "score"):  # a score folder: _check_config words it, as before
+        raise RunError(f"--out {out} is {kind[1]}; an `eval run` writes only into its own folder, use another --out")
     records = select(load_data(data), limit, select_how)
     api = backend == "openai"
     # an API model lives on its server

@@ -219,6 +219,18 @@ def test_lm_eval_export_refuses_an_export_that_a_run_joined(zoo, src, tmp_path, 
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("member", ["training_run", "lm_eval_export", "comparison", "exported_model"])
+def test_eval_run_never_writes_into_another_output(member, zoo, src, tmp_path, capsys):
+    """`eval run` resumes its own folder; pointed at another command's output it stops before loading a model
+    (a score folder has its own refusal, tests/test_eval.py)."""
+    target = place(zoo, member, tmp_path, nested=False)
+    before = snapshot(tmp_path)
+    code, err = call(eval_main, ["run", "--model", "default", "--data", str(src["data"]), "--out", str(target),
+                                 "--backend", "hf"], capsys)
+    assert code == 2 and f"--out {target} is " in err and len(err.strip().splitlines()) == 1, err
+    assert snapshot(tmp_path) == before
+
+
 def test_old_outputs_without_a_marker_are_still_their_commands(zoo, src, tmp_path, capsys):
     """Outputs written before markers existed are known by their files: an lm-eval export with tase.yaml
     and utils.py, a score folder with results.json; --force replaces them as before."""
