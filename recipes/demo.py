@@ -100,7 +100,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--eval-examples", type=int, default=96, help="size of the generated held-out slice")
     p.add_argument("--eval-data", default=None, help="evaluate on this instead (official:DIR or FILE.jsonl)")
     p.add_argument("--eval-limit", type=int, default=None, help="rows per file of --eval-data")
-    p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first")
+    p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first (only a folder "
+                   "holding nothing but the demo's outputs)")
     p.add_argument("--eval-backend", choices=["vllm", "hf"], default=None,
                    help="engine of the evaluations (default: vllm where installed, else hf)")
     p.add_argument("--verbose", action="store_true", help="library logs at INFO in every step (default: WARNING "

@@ -231,6 +231,30 @@ def test_eval_run_never_writes_into_another_output(member, zoo, src, tmp_path, c
     assert snapshot(tmp_path) == before
 
 
+def test_demo_fresh_deletes_only_a_demo_folder(tmp_path, capsys, monkeypatch):
+    """`recipes/demo.py --fresh` removes its --out whole: only when it holds nothing but what the demo writes
+    (the layout DEMO_FILES lists); a notes file or an eval run two levels down stops it, untouched."""
+    from recipes import demo
+    from synth.paths import foreign_entry
+
+    for var in ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS"):
+        monkeypatch.setenv(var, "1")  # the demo sets these for its steps; restored after the test
+    out = tmp_path / "demo"
+    for f in ("sft/checkpoint-8/trainer_state.json", "grpo/metrics.jsonl", "tuned/config.json", "eval/base/results.json",
+              "comparison/comparison.json", "logs/steps.log", "mixture.yaml", "sft_data.jsonl", ".tuned.lock"):
+        (out / f).parent.mkdir(parents=True, exist_ok=True)
+        (out / f).write_text("{}")
+    assert foreign_entry(out, demo.DEMO_FILES) is None  # a demo folder: --fresh may delete it
+    for extra in ("notes.md", "x/y/run_config.json"):
+        (out / extra).parent.mkdir(parents=True, exist_ok=True)
+        (out / extra).write_text("mine")
+        before = snapshot(tmp_path)
+        code, err = call(demo.main, ["--out", str(out), "--fresh"], capsys)
+        assert code == 2 and f"--out {out} holds {extra.split('/')[0]}, which the demo did not write" in err, err
+        assert len(err.strip().splitlines()) == 1 and snapshot(tmp_path) == before
+        (out / extra).unlink()
+
+
 def test_old_outputs_without_a_marker_are_still_their_commands(zoo, src, tmp_path, capsys):
     """Outputs written before markers existed are known by their files: an lm-eval export with tase.yaml
     and utils.py, a score folder with results.json; --force replaces them as before."""
