@@ -138,6 +138,9 @@ _OLD_EXPORT_FILES = ("config.json", "generation_config.json", "*.safetensors", "
                      "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json",
                      "README.md", "tase_config.json")
 _OLD_LM_EVAL_FILES = ("*.yaml", "utils.py", "data", "data/*.jsonl")
+# what others add to a command's output and may go with it: Python's bytecode cache of the lm-eval export's
+# utils.py, written by lm-eval when it loads the tasks
+_REGENERATED = {"export-lm-eval": ("__pycache__/**",)}
 CARD_LINE = "Exported by tase-grpo `recipes/export.py`"
 
 
@@ -309,11 +312,12 @@ def output_refusal(target: Path, command: str, reading: tuple[Path, ...] = (), r
     if not own:
         return f"{target} is not an earlier {label} folder (it holds {entries[0]})" if entries else None
     m = read_marker(target)
+    regenerated = _REGENERATED.get(command, ())
     if m:
         listed = set(m["files"])
-        extra = [e for e in entries if e not in listed]
+        extra = [e for e in entries if e not in listed and not matches(e, regenerated)]
     else:
-        pats = _old_own_files(command) or ()
+        pats = (_old_own_files(command) or ()) + regenerated
         extra = [e for e in entries if not matches(e, pats)]
     if extra:
         return f"{target} holds {extra[0]}, which {label} did not write"

@@ -255,6 +255,17 @@ def test_demo_fresh_deletes_only_a_demo_folder(tmp_path, capsys, monkeypatch):
         (out / extra).unlink()
 
 
+def test_lm_eval_export_with_a_bytecode_cache_is_still_its_own(zoo, src, tmp_path, capsys):
+    """lm-eval imports the export's utils.py and leaves __pycache__/ beside it: that is no reason to refuse."""
+    out = tmp_path / "tasks"
+    shutil.copytree(zoo / "lm_eval_export", out)
+    (out / "__pycache__").mkdir()
+    (out / "__pycache__" / "utils.cpython-311.pyc").write_bytes(b"\0")
+    main, argv, _ = COMMANDS["export-lm-eval"]
+    code, err = call(main, argv(src, out), capsys)
+    assert code == 0, err
+
+
 def test_old_outputs_without_a_marker_are_still_their_commands(zoo, src, tmp_path, capsys):
     """Outputs written before markers existed are known by their files: an lm-eval export with tase.yaml
     and utils.py, a score folder with results.json; --force replaces them as before."""
