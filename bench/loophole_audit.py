@@ -2,7 +2,7 @@
 
     python bench/loophole_audit.py [--data official:DIR] [--markdown FILE]
 
-(default data: the fixture sample of the official release, ../shared/fixtures/tase_official_sample)
+(default data: the fixture sample of the official release, tests/fixtures/tase_official_sample)
 
 For every file and every answer-independent strategy of `rewards.loopholes` (echoes, every option at
 once, the unsplit word, every permutation of the pieces, ...; plus the best constant answer of the file)
@@ -31,7 +31,7 @@ from rewards import score
 from rewards.loopholes import relabel, strategies, valid_answers
 from synth.gold import gold_completion
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "tase_official_sample"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tase_official_sample"
 SWAPPABLE = {"NUMBER", "MATCH_ANSWER", "SPLIT", "DIFF", "LENGTH"}  # the label is one of the valid answers
 EPS = 1e-9
 

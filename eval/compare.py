@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from synth.paths import output_refusal, write_marker
 from synth.record import TASKS
 
 from .aggregate import LANG_TABLE, RATIO_TASKS, ci95, code_of, in_lang_table, macro, off_table_text
@@ -160,6 +161,9 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
     deltas against it, a plot; writes comparison.md/.json/.png under `out`."""
     if len(dirs) < 2:
         raise CompareError("compare needs at least two result folders")
+    why = output_refusal(Path(out), "compare", replace=False)  # synth/paths.py: the one rule for every output
+    if why:
+        raise CompareError(f"--out {why}; compare into another --out")
     runs = [load_run(d) for d in dirs]
     names = _unique([n for n, _, _ in runs])
     results = [r for _, r, _ in runs]
@@ -213,6 +217,7 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
                "pass_at_k": {n: r["pass_at_k"] for n, r in zip(names, results) if r.get("pass_at_k")},
                "deltas": deltas, "ci95": {n: lv for n, lv in zip(names, levels)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
+    write_marker(out, "compare", ["comparison.md", "comparison.json", "comparison.png"])
     return summary
 
 

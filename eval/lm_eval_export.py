@@ -201,11 +201,6 @@ def _group(out: Path, name: str, members: Iterable[str], what: str, metrics: Ite
     (out / f"{name}.yaml").write_text(_check_yaml(text, f"{name}.yaml"), encoding="utf-8")
 
 
-def is_export(folder: Path) -> bool:
-    """An earlier `export-lm-eval` folder (what --force may replace)."""
-    return (folder / "tase.yaml").is_file() and (folder / "utils.py").is_file()
-
-
 def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None = None,
            force: bool = False) -> dict[str, Any]:
     """Write the task folder for `data` (at most `limit` rows per file, spread as `eval run --limit` takes
@@ -213,12 +208,13 @@ def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None
 
     Atomic: everything is written into a temp folder beside `out` and swapped in whole, so a failure (a full
     disk) leaves the previous export as it was, and a replaced export leaves none of its task files behind.
-    A non-empty `out` is replaced only with `force`, and only when it is an earlier export (never the data,
-    the current directory, or a folder holding a run)."""
+    A non-empty `out` is replaced only with `force`, and only when it is an earlier export holding nothing
+    else (synth/paths.py, `output_refusal`: never the data, the current directory, another command's output
+    or the user's own files, at any depth)."""
     import shutil
     import tempfile
 
-    from synth.paths import force_refusal, recover_replace, replace_folder
+    from synth.paths import output_refusal, recover_replace, replace_folder, write_marker
 
     out = Path(out)
     if out.name in ("", ".", ".."):
@@ -229,12 +225,9 @@ def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None
     if out.is_dir() and any(out.iterdir()):
         if not force:
             raise RunError(f"--out {out} is not empty; pass --force to replace an earlier export")
-        why = force_refusal(out, reading=(Path(data.removeprefix("official:")),))
+        why = output_refusal(out, "export-lm-eval", reading=(Path(data.removeprefix("official:")),))
         if why:
             raise RunError(f"--out {why}; --force only replaces an earlier export")
-        if not is_export(out):
-            raise RunError(f"--out {out} is not an earlier export-lm-eval folder (no tase.yaml and utils.py); "
-                           "--force only replaces one of those")
     files: dict[str, list[dict[str, Any]]] = {}
     for r in select(load_data(data), limit):  # file order of the data, as eval.aggregate sees it
         files.setdefault(file_key(r), []).append(r)
@@ -242,6 +235,7 @@ def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         names = _write(files, tmp, max_tokens)
+        write_marker(tmp, "export-lm-eval")  # what a later --force may replace: this folder, these files
         replace_folder(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

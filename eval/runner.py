@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rewards import score
-from synth.paths import write_blocker
+from synth.paths import is_own, output_kind, output_refusal, write_blocker, write_marker
 from synth.readers import DataError, load_data, open_text, text_lines
 
 from .aggregate import aggregate, file_key, pass_at
@@ -274,6 +274,9 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         raise RunError("--num-samples > 1 is not supported with --backend openai; use hf or vllm")
     out = Path(out)
     check_out_dir(out)
+    kind = output_kind(out) if out.is_dir() else None  # synth/paths.py: never into another command's output
+    if kind and kind[0] not in ("run", "score"):  # a score folder: _check_config words it, as before
+        raise RunError(f"--out {out} is {kind[1]}; an `eval run` writes only into its own folder, use another --out")
     records = select(load_data(data), limit, select_how)
     api = backend == "openai"
     # an API model lives on its server
@@ -392,8 +395,8 @@ def check_out_dir(out: Path) -> None:
 
 def score_predictions(data: str, predictions: str | Path, out: str | Path, force: bool = False) -> dict[str, Any]:
     """Score completions made elsewhere (JSON lines with `id` and `completion`); the tables cover the
-    predicted ids. Writes the same files as `run`; refuses a folder that holds an `eval run`, and one that
-    holds scores unless `force`. The folder is built beside `out` and swapped in whole, so a failed or
+    predicted ids. Writes the same files as `run`; refuses a folder that is or holds another command's output
+    (an `eval run`, a training run, an export, ...), and its own earlier scores unless `force`. The folder is built beside `out` and swapped in whole, so a failed or
     killed command leaves the previous scores as they were."""
     from rewards import completion_text
 
@@ -402,9 +405,10 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
     records = {r["id"]: r for r in select(load_data(data), None)}  # duplicate ids: one line, as `run` does
     preds = read_predictions(predictions, records, data)
     recover_swap(out)  # a previous `score` killed mid-swap: put its folder back first
-    if (out / RUN_CONFIG).exists():
-        raise RunError(f"{out} holds an `eval run` (run_config.json); score into another --out")
-    if not force and any((out / f).exists() for f in (RESULTS, SAMPLES)):
+    why = output_refusal(out, "score", replace=False)  # synth/paths.py: the one rule for every output
+    if why:
+        raise RunError(f"--out {why}; score into another --out")
+    if not force and out.is_dir() and is_own(out, "score"):
         raise RunError(f"{out} already holds scores (results.json/samples.jsonl); pass --force to replace them")
     lines = [sample_line_k(records[pid], comp) if isinstance(comp, Completions)
              else sample_line(records[pid], comp if isinstance(comp, str) else completion_text(comp))
@@ -422,6 +426,7 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
         done = {s["id"]: s for s in lines}
         header = {"model": str(predictions), "data": data, "backend": "predictions", "seed": None}
         res = write_results(tmp, [records[pid] for pid, _ in preds], done, header)
+        write_marker(tmp, "score")  # what a later --force may replace: these files (the user's others stay)
         tmp.chmod(0o755)
         swap_in(tmp, out)
     finally:

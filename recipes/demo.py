@@ -29,13 +29,17 @@ import time
 from pathlib import Path
 
 from recipes.pipeline import Steps, gain_line, paired_gains
+from synth.paths import foreign_entry
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-FIXTURE = ROOT.parent / "shared" / "fixtures" / "tase_official_sample"
+FIXTURE = ROOT / "tests" / "fixtures" / "tase_official_sample"  # the release's sample, in the repository
 DEMO_CODES = ("COMPC",)  # the demo's tasks, by paper code (names from the catalogue in main): the proof's task, whose
 # short prompts and one-number answers keep a CPU demo within minutes (docs/results.md)
 N_STEPS = 8
+# what the demo writes under --out (its steps' outputs, their locks and temp files): all --fresh may delete
+DEMO_FILES = ("logs/**", "mixture.yaml", "*_data.jsonl", "sft/**", "grpo/**", "tuned/**", "eval/**",
+              "comparison/**", ".*.lock", ".*.tmp-*/**", ".*.old-*/**")
 # The GRPO step benchmark (bench/grpo_step.py, docs/benchmarks.md) on the 2-core CPU: a vLLM colocate step is 1.06x a
 # transformers one with TRL's importance-sampling pass, 0.84x without it, and the engine's ~40 s start outweighs what
 # the demo's 4 GRPO steps could save, so the demo's rollouts stay on transformers.
@@ -96,7 +100,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--eval-examples", type=int, default=96, help="size of the generated held-out slice")
     p.add_argument("--eval-data", default=None, help="evaluate on this instead (official:DIR or FILE.jsonl)")
     p.add_argument("--eval-limit", type=int, default=None, help="rows per file of --eval-data")
-    p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first")
+    p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first (only a folder "
+                   "holding nothing but the demo's outputs)")
     p.add_argument("--eval-backend", choices=["vllm", "hf"], default=None,
                    help="engine of the evaluations (default: vllm where installed, else hf)")
     p.add_argument("--verbose", action="store_true", help="library logs at INFO in every step (default: WARNING "
@@ -133,6 +138,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     if args.fresh and out.exists():
+        # --fresh deletes only a demo folder: nothing but what the demo writes, at any depth, and not the
+        # current directory (synth/paths.py holds the rule for every command that replaces an output)
+        extra = foreign_entry(out, DEMO_FILES) if out.is_dir() else out.name
+        cwd = Path.cwd().resolve()
+        if extra or out.resolve() in (cwd, *cwd.parents):
+            print(f"error: --out {out} " + (f"holds {extra}, which the demo did not write" if extra else
+                                            "is or contains the current directory")
+                  + "; --fresh deletes only a demo folder (remove it yourself, or choose another --out)",
+                  file=sys.stderr)
+            return 2
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     py = sys.executable

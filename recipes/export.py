@@ -24,7 +24,7 @@ from recipes.errors import fail
 from recipes.model import resolve
 from recipes.run_dir import checkpoint_problem
 from synth.paths import (
-    OutputBusy, force_refusal, hold_output, os_error_line, recover_replace, replace_folder)
+    OutputBusy, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
 
 
 def find_up(ckpt: Path, name: str) -> Path | None:
@@ -57,14 +57,35 @@ def read_json(path: Path, advice: str) -> dict:
 
 
 def previous_hint(ckpt: Path) -> str:
-    """', e.g. RUN/checkpoint-N' naming the newest complete checkpoint before `ckpt`, or ''."""
-    if not ckpt.name.startswith("checkpoint-"):
-        return ""
-    step = int(ckpt.name.split("-")[-1]) if ckpt.name.split("-")[-1].isdigit() else None
-    done = sorted((int(c.name.split("-")[-1]), c) for c in ckpt.parent.glob("checkpoint-*")
+    """', e.g. RUN/checkpoint-N' naming the newest complete checkpoint before `ckpt` (for a run folder: the
+    newest complete checkpoint in it), or ''."""
+    run = ckpt.parent if ckpt.name.startswith("checkpoint-") else ckpt
+    step = int(ckpt.name.split("-")[-1]) if ckpt.name.split("-")[-1].isdigit() and run != ckpt else None
+    done = sorted((int(c.name.split("-")[-1]), c) for c in run.glob("checkpoint-*")
                   if c.name.split("-")[-1].isdigit() and c != ckpt and checkpoint_problem(c) is None)
     done = [c for n, c in done if step is None or n < step]
     return f", e.g. {done[-1]}" if done else ""
+
+
+def check_weights_present(ckpt: Path) -> None:
+    """Refuse a checkpoint that a kill mid-save left with its config but no weights at all: the Trainer
+    writes config.json (adapter_config.json) first, then the weights, into the folder itself. Named as torn,
+    with the previous complete checkpoint; --allow-pickle-weights (the advice for a folder holding only
+    pickle weights) would not help."""
+    from eval.models import PICKLE_WEIGHTS
+
+    if (ckpt / "adapter_config.json").is_file():
+        have = any(ckpt.glob("adapter_model*.safetensors")) or (ckpt / "adapter_model.bin").is_file()
+        what = "adapter_config.json but no adapter weights"
+    elif (ckpt / "config.json").is_file():
+        have = (any(ckpt.glob("*.safetensors")) or (ckpt / "model.safetensors.index.json").is_file()
+                or any((ckpt / f).exists() for f in PICKLE_WEIGHTS))
+        what = "config.json but no model weights"
+    else:
+        return
+    if not have:
+        fail(f"{ckpt}: torn checkpoint ({what}: a save killed midway); export an earlier checkpoint "
+             f"instead{previous_hint(ckpt)}")
 
 
 def check_checkpoint(ckpt: Path) -> None:
@@ -141,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", help="a Trainer checkpoint or output folder (full model or PEFT adapter)")
     p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")
-    p.add_argument("--force", action="store_true", help="replace a non-empty --out (never one holding the checkpoint "
-                   "or a training run: trainer_state.json, checkpoint-*, metrics.jsonl)")
+    p.add_argument("--force", action="store_true", help="replace an earlier export at --out (never a folder "
+                   "holding anything that export did not write: the checkpoint, a training run, eval output, notes)")
     p.add_argument("--allow-pickle-weights", action="store_true", help="accept a checkpoint or base model without "
                    "safetensors weights (pickle files can run code; trusted folders only)")
     p.add_argument("--base", default=None, help="base model for a PEFT checkpoint (default: from adapter_config)")
@@ -186,6 +207,7 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
         if not args.force:
             fail(f"{out} is not empty; pass --force to overwrite it")
         guard_force(ckpt, out)
+    check_weights_present(ckpt)
     if not args.allow_pickle_weights:
         weights = "adapter_model.safetensors" if (ckpt / "adapter_config.json").is_file() else None
         if weights and not (ckpt / weights).is_file():
@@ -227,13 +249,13 @@ def check_out(out: Path) -> None:
 
 
 def guard_force(ckpt: Path, out: Path) -> None:
-    """--force replaces an old export, never the source, the current directory or a training run: refuse
-    an --out that is or contains the checkpoint or the current directory, or that holds
-    trainer_state.json, checkpoint-* or metrics.jsonl at any depth (a folder of runs is not an export)."""
+    """--force replaces an earlier export and nothing else (synth/paths.py, `output_refusal`): never the
+    checkpoint, the current directory, a folder that is or holds another command's output (a training run,
+    an eval run, scores, ...) at any depth, or one holding files the earlier export did not write."""
     src, dst = ckpt.resolve(), out.resolve()
     if dst == src or dst in src.parents:
         fail(f"--out {out} contains the checkpoint being exported ({ckpt}); choose another --out")
-    why = force_refusal(out, reading=(ckpt,))
+    why = output_refusal(out, "export", reading=(ckpt,))
     if why:
         fail(f"--out {why}; --force only replaces an earlier export")
 
@@ -275,6 +297,7 @@ def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results:
         src = find_up(ckpt, name)
         if src:
             shutil.copy(src, tmp / name)
+    write_marker(tmp, "export")  # what a later --force may replace: this folder, these files
     replace_folder(tmp, out)
     print(f"exported {ckpt} -> {out} (bf16{', LoRA merged' if merged_from else ''})")
     return 0

@@ -14,7 +14,7 @@ from pathlib import Path
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
 from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
 from .guard import guard_from_specs
-from .paths import OutputBusy, hold_output, os_error_line, write_blocker
+from .paths import OutputBusy, file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
 from .record import LANGS, TASKS
 
 
@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--subtask", default=None, help="restrict to one subtask (e.g. count, generate, split, combine)")
     p.add_argument("-n", "--n", type=int, required=True, help="number of examples to write")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--out", default="-", help="output .jsonl file ('-' = stdout)")
+    p.add_argument("--out", default="-", help="output .jsonl file ('-' = stdout); an existing file is "
+                   "replaced only when synth wrote it, never inside another command's output")
     p.add_argument("--paraphrase", action="store_true", help="draw prompt wording from paraphrased templates")
     p.add_argument("--max-len", type=int, default=None, help="cap sequence lengths (tokens) for shorter prompts")
     p.add_argument(
@@ -124,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
             for i in filter(None, inputs):
                 if Path(i).exists() and Path(i).resolve() == Path(args.out).resolve():
                     raise SynthError(f"--out {args.out} is an input of this command ({i}); write elsewhere")
+            # the one rule for every output (synth/paths.py): replace only an earlier synth file (records),
+            # never a file of the user's own or a file inside another command's output
+            why = file_refusal(Path(args.out), "synth", own=lambda f: jsonl_with_keys(f, ("id", "task", "prompt")))
+            if why:
+                raise SynthError(f"--out {why}; write elsewhere")
             # one writer per file, before any work; the temp files of killed runs are then surely stale
             stack.enter_context(hold_output(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -121,12 +121,128 @@ def _take(lock: Path, out: str | Path) -> int:
         os.close(fd)
 
 
-def holds_training(folder: Path, limit: int = 100_000) -> str | None:
+# --- what an output may replace: one rule for every command that writes (issue 36) -------------------------
+# Every command that writes an output folder leaves MARKER in it, written with the folder (inside the temp
+# folder before it is swapped in, or atomically beside its files): the command's name and the files it wrote.
+# A command may then replace only what it wrote itself: an earlier output of its own (its marker, or for
+# outputs from before markers its known files), never a folder holding anything else at any depth, and never
+# a file inside another command's output. `output_refusal` and `file_refusal` are that rule; each command
+# calls one of them before it writes anything, and words the refusal as one line.
+MARKER = ".tase-output.json"
+LABELS = {"export": "export", "export-lm-eval": "export-lm-eval", "score": "eval score", "compare": "eval compare",
+          "synth": "synth", "gold": "eval gold", "demo": "demo"}
+_WALK_LIMIT = 100_000  # entries: a folder this big is not an earlier output; treat it as precious
+# files an export from before markers may hold (what save_pretrained and the tokenizer write, and the card)
+_OLD_EXPORT_FILES = ("config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",
+                     "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
+                     "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json",
+                     "README.md", "tase_config.json")
+_OLD_LM_EVAL_FILES = ("*.yaml", "utils.py", "data", "data/*.jsonl")
+# what others add to a command's output and may go with it: Python's bytecode cache of the lm-eval export's
+# utils.py, written by lm-eval when it loads the tasks
+_REGENERATED = {"export-lm-eval": ("__pycache__/**",)}
+CARD_LINE = "Exported by tase-grpo `recipes/export.py`"
+
+
+def write_marker(folder: Path, command: str, files: list[str] | None = None) -> None:
+    """Mark `folder` as written by `command`, listing `files` (default: everything in it now, at any depth).
+    Written to a temp name and renamed, so a marker is never torn."""
+    import json
+
+    if files is None:
+        files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.name != MARKER)
+    tmp = folder / f".{MARKER}.tmp"
+    tmp.write_text(json.dumps({"command": command, "files": files}, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / MARKER)
+
+
+def read_marker(folder: Path) -> dict | None:
+    """The marker of `folder` ({"command", "files"}), or None when it has none or an unreadable one."""
+    import json
+
+    try:
+        m = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(m, dict) and isinstance(m.get("command"), str) and isinstance(m.get("files"), list)
+    return m if ok else None
+
+
+def output_kind(folder: Path) -> tuple[str, str] | None:
+    """Which command's output the folder `folder` itself is: (command, "what (the file that shows it)"), or
+    None for a folder of the user's own. Outputs are known by the marker, or by the files each command has
+    always written (outputs from before markers, training runs, downloaded models)."""
+    m = read_marker(folder)
+    if m:
+        cmd = m["command"]
+        return cmd, f"an `{LABELS.get(cmd, cmd)}` output ({MARKER})"
+    try:
+        names = set(os.listdir(folder))
+    except OSError:
+        return None
+    for f in RUN_MARKERS:
+        if f in names:
+            return "training", f"a training run or checkpoint ({f})"
+    ck = sorted(n for n in names if n.startswith("checkpoint-") and (folder / n).is_dir())
+    if ck:
+        return "training", f"a training run or checkpoint ({ck[0]})"
+    if "run_config.json" in names:
+        return "run", "an `eval run` output (run_config.json)"
+    if "results.json" in names or "samples.jsonl" in names:
+        return "score", "an `eval score` output (" + ("results.json" if "results.json" in names else
+                                                      "samples.jsonl") + ")"
+    if "tase.yaml" in names and "utils.py" in names:
+        return "export-lm-eval", "an `export-lm-eval` output (tase.yaml)"
+    if "config.json" in names:
+        try:
+            card = (folder / "README.md").read_text(encoding="utf-8", errors="replace")[:2000]
+        except OSError:
+            card = ""
+        if CARD_LINE in card:
+            return "export", "an exported model (README.md)"
+        if any(n.endswith((".safetensors", ".bin", ".gguf")) for n in names):
+            return "model", "a model (config.json)"
+    if "comparison.json" in names:
+        return "compare", "an `eval compare` output (comparison.json)"
+    return None
+
+
+def _walk(folder: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """os.walk in name order (so a refusal names the same path every time)."""
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        yield Path(root), dirs, sorted(files)
+
+
+def _old_own_files(command: str) -> tuple[str, ...] | None:
+    return {"export": _OLD_EXPORT_FILES, "export-lm-eval": _OLD_LM_EVAL_FILES}.get(command)
+
+
+def holds_output(folder: Path, skip_root: bool = False) -> str | None:
+    """The first output of any command inside `folder` at any depth (the folder itself unless `skip_root`),
+    as the rest of a refusal: "is WHAT (FILE)", "holds WHAT at REL (FILE)", or for a training run, as the
+    refusal always said, "holds a training run or checkpoint (REL/FILE)"; else None."""
+    seen = 0
+    for root, dirs, files in _walk(folder):
+        rel = root.relative_to(folder)
+        kind = None if skip_root and root == folder else output_kind(root)
+        if kind:
+            what, shown = kind[1].rsplit(" (", 1)
+            if kind[0] == "training":
+                return f"holds {what} ({rel / shown.rstrip(')')})"
+            return f"is {kind[1]}" if root == folder else f"holds {what} at {rel} ({shown}"
+        seen += len(files) + len(dirs)
+        if seen > _WALK_LIMIT:  # too big to be an earlier output: treat it as precious
+            return f"holds over {_WALK_LIMIT} entries (stopped at {rel})"
+    return None
+
+
+def holds_training(folder: Path, limit: int = _WALK_LIMIT) -> str | None:
     """The first training run or checkpoint found in `folder` at any depth (a path relative to it), else
     None. A run is marked by trainer_state.json, metrics.jsonl or a checkpoint-* folder."""
     seen = 0
-    for root, dirs, files in os.walk(folder):
-        rel = Path(root).relative_to(folder)
+    for root, dirs, files in _walk(folder):
+        rel = root.relative_to(folder)
         for m in RUN_MARKERS:
             if m in files:
                 return str(rel / m)
@@ -134,14 +250,14 @@ def holds_training(folder: Path, limit: int = 100_000) -> str | None:
             if d.startswith("checkpoint-"):
                 return str(rel / d)
         seen += len(files) + len(dirs)
-        if seen > limit:  # too big to be an earlier export: treat as precious
+        if seen > limit:
             return f"{rel} (over {limit} entries)"
     return None
 
 
 def force_refusal(target: Path, reading: tuple[Path, ...] = ()) -> str | None:
-    """Why `--force` must not remove the folder `target` (None when it may): it is or contains the
-    current directory or a path being read, or it holds a training run or a checkpoint at any depth."""
+    """Why no command may remove or write into the folder `target` (None when it may): it is or contains
+    the current directory or a path being read, or it holds a training run or checkpoint at any depth."""
     dst = Path(os.path.abspath(target)).resolve()
     cwd = Path.cwd().resolve()
     if dst == cwd or dst in cwd.parents:
@@ -155,6 +271,116 @@ def force_refusal(target: Path, reading: tuple[Path, ...] = ()) -> str | None:
         if found:
             return f"{target} holds a training run or checkpoint ({found})"
     return None
+
+
+def is_own(folder: Path, command: str) -> bool:
+    """Whether `folder` is an earlier output of `command`: its marker, or (outputs from before markers) the
+    files that command has always written."""
+    m = read_marker(folder)
+    if m:
+        return m["command"] == command
+    kind = output_kind(folder)
+    return bool(kind) and kind[0] == command
+
+
+def output_refusal(target: Path, command: str, reading: tuple[Path, ...] = (), replace: bool = True) -> str | None:
+    """Why `command` must not write its output folder `target` (None when it may). For every command: never
+    a file, never a folder that is or holds another command's output (a training run, an eval run, scores,
+    an export, ...) at any depth. With `replace` (the command deletes the old folder: export,
+    export-lm-eval) also never the current directory or what the command reads, and never a folder holding
+    anything its own earlier output did not (notes, other files) at any depth. Without it (score, compare:
+    the command replaces its own files and keeps the others, so nothing is deleted) the user's own files
+    may stay. The reason starts with `target`."""
+    if target.exists() and not target.is_dir():
+        return f"{target} is a file, not a folder"
+    why = force_refusal(target, reading) if replace else None
+    if why or not target.is_dir():
+        return why
+    own = is_own(target, command)
+    found = holds_output(target, skip_root=own)
+    if found:
+        return f"{target} {found}"
+    if not replace:
+        return None
+    entries = []
+    for root, dirs, files in _walk(target):
+        entries += [str((root / n).relative_to(target)) for n in dirs + files]
+        if len(entries) > _WALK_LIMIT:
+            return f"{target} holds over {_WALK_LIMIT} entries"
+    entries = [e for e in entries if e != MARKER]
+    label = LABELS.get(command, command)
+    if not own:
+        return f"{target} is not an earlier {label} folder (it holds {entries[0]})" if entries else None
+    m = read_marker(target)
+    regenerated = _REGENERATED.get(command, ())
+    if m:
+        listed = set(m["files"])
+        extra = [e for e in entries if e not in listed and not matches(e, regenerated)]
+    else:
+        pats = (_old_own_files(command) or ()) + regenerated
+        extra = [e for e in entries if not matches(e, pats)]
+    if extra:
+        return f"{target} holds {extra[0]}, which {label} did not write"
+    return None
+
+
+def matches(entry: str, patterns: tuple[str, ...]) -> bool:
+    """Whether the relative path `entry` is one of `patterns`: a glob for a path of the same depth, or
+    "NAME/**" for NAME (a glob) and everything under it."""
+    from fnmatch import fnmatchcase
+
+    for p in patterns:
+        if p.endswith("/**"):
+            if fnmatchcase(entry.split("/")[0], p[:-3]):
+                return True
+        elif entry.count("/") == p.count("/") and fnmatchcase(entry, p):
+            return True
+    return False
+
+
+def foreign_entry(folder: Path, patterns: tuple[str, ...]) -> str | None:
+    """The first path in `folder` (at any depth, relative to it) that is none of `patterns`, else None: what
+    stops a command deleting a folder of its own layout (the demo's --fresh)."""
+    seen = 0
+    for root, dirs, files in _walk(folder):
+        for n in dirs + files:
+            rel = str((root / n).relative_to(folder))
+            if not matches(rel, patterns):
+                return rel
+        seen += len(dirs) + len(files)
+        if seen > 10 * _WALK_LIMIT:
+            return f"over {10 * _WALK_LIMIT} entries"
+    return None
+
+
+def file_refusal(target: Path, command: str, own: Callable[[Path], bool] | None = None) -> str | None:
+    """Why `command` must not write the file `target` (None when it may): its folder is another command's
+    output (a run's samples.jsonl or results.json is that run's, not a file to replace), or `target`
+    exists, is not empty and `own` says that command did not write it (a notes file). The reason starts
+    with `target`."""
+    try:
+        kind = output_kind(target.parent) if target.parent.is_dir() else None
+        if kind:
+            return f"{target} is inside {target.parent}, {kind[1]}"
+        if own is not None and target.is_file() and target.stat().st_size and not own(target):
+            return f"{target} holds something {LABELS.get(command, command)} did not write"
+    except OSError:
+        return None  # the command's own checks word an unreadable place
+    return None
+
+
+def jsonl_with_keys(path: Path, keys: tuple[str, ...]) -> bool:
+    """Whether the first line of `path` is a JSON object with `keys`: how a command knows a JSON-lines file
+    it wrote earlier (synth: records; gold: predictions), where a marker cannot go inside."""
+    import json
+
+    try:
+        with path.open("rb") as f:
+            line = f.readline(10_000_000)
+        obj = json.loads(line)
+    except (OSError, ValueError):
+        return False
+    return isinstance(obj, dict) and all(k in obj for k in keys)
 
 
 def os_error_line(e: OSError) -> str:

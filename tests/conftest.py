@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "tase_official_sample"
-VERDICTS = ROOT.parent / "shared" / "fixtures" / "official_verdicts.jsonl"
+# in the repository (tests/fixtures/README.md), so the tests pass in a clone in any folder
+FIXTURES = ROOT / "tests" / "fixtures" / "tase_official_sample"
+VERDICTS = ROOT / "tests" / "fixtures" / "official_verdicts.jsonl"
 
 # Set before any test module imports transformers, datasets or vLLM (they read these at import), and
 # inherited by every CLI the tests start in a subprocess.

@@ -286,6 +286,34 @@ def test_export_of_a_torn_checkpoint_is_one_line(tmp_path, ckpt, capsys, name, k
     assert "export an earlier checkpoint" in err and not (tmp_path / "x").exists()
 
 
+def test_export_of_a_checkpoint_killed_before_its_weights_names_it_torn(tmp_path, ckpt, capsys):
+    """What a kill mid-save leaves when it lands after config.json (the Trainer writes the model's config,
+    then its weights, then the optimizer, scheduler and trainer_state.json, into checkpoint-N itself): a
+    folder with config.json and generation_config.json and no weights. Export names it torn and names the
+    previous complete checkpoint, not "pass --allow-pickle-weights"."""
+    import torch
+
+    prev = tmp_path / "run" / "checkpoint-2"
+    shutil.copytree(ckpt, prev, copy_function=os.link)
+    for name in ("optimizer.pt", "scheduler.pt"):
+        torch.save({}, prev / name)  # complete, so resumable and suggested
+    torn = tmp_path / "run" / "checkpoint-4"
+    torn.mkdir()
+    for name in ("config.json", "generation_config.json"):
+        if (ckpt / name).is_file():
+            shutil.copy(ckpt / name, torn / name)
+    code, err = recipe_main("export", [str(torn), "--out", str(tmp_path / "x")], capsys)
+    assert code == 2 and not (tmp_path / "x").exists()
+    one_line(err, f"{torn}: torn checkpoint (config.json but no model weights: a save killed midway); "
+                  f"export an earlier checkpoint instead, e.g. {prev}")
+    assert "allow-pickle" not in err
+    shutil.rmtree(prev)  # no complete checkpoint before it: the same line without a suggestion
+    code, err = recipe_main("export", [str(torn), "--out", str(tmp_path / "x")], capsys)
+    assert code == 2
+    one_line(err, f"{torn}: torn checkpoint")
+    assert "e.g." not in err
+
+
 def test_eval_run_on_a_truncated_model_is_one_line(tmp_path, ckpt, capsys):
     m = torn_copy(ckpt, tmp_path / "m", "model.safetensors", 4096)
     data = tmp_path / "d.jsonl"

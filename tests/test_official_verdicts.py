@@ -1,5 +1,5 @@
 """Regression guard that needs no outside code: the coarse reward equals the official TASE evaluator's
-verdict on every (fixture row, completion) pair in ../shared/fixtures/official_verdicts.jsonl (computed
+verdict on every (fixture row, completion) pair in tests/fixtures/official_verdicts.jsonl (computed
 with the official evaluate/metrics.py). $TASE_OFFICIAL_VERDICTS points the test at another copy of
 that file (e.g. one with a verdict flipped, to see the test fail)."""
 import json

@@ -13,7 +13,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                                    "against the first with paired 95% bootstrap intervals, and a PNG. Writes "
                                    "OUT/comparison.md, comparison.json and comparison.png.")
     c.add_argument("dirs", nargs="+", metavar="DIR", help="result folders; the first is the baseline")
-    c.add_argument("--out", required=True)
+    c.add_argument("--out", required=True, help="a new folder, or an earlier comparison (never a folder "
+                   "that is or holds another command's output)")
     c.add_argument("--n-boot", type=n_boot, default=1000,
                    help="bootstrap resamples, 1 to 1,000,000 and within memory (default 1000)")
     c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")

@@ -12,13 +12,15 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                                    "(labels in tags; constructed answers for REORD and LENOP generate, checked "
                                    "by rewards.score). `eval score` on it must give 100 everywhere.")
     o.add_argument("--data", required=True)
-    o.add_argument("--out", required=True, help="predictions FILE.jsonl")
+    o.add_argument("--out", required=True, help="predictions FILE.jsonl (an existing file only if it holds "
+                   "predictions; never inside another command's output, e.g. RUN/samples.jsonl)")
     o.add_argument("--seed", type=int, default=0,
                    help="unused: REORD answers are constructed deterministically (kept for old command lines)")
     o.set_defaults(execute=execute)
 
 
 def execute(args: argparse.Namespace) -> int:
+    from synth.paths import file_refusal, jsonl_with_keys
     from synth.readers import load_data
 
     from ..gold import gold_predictions
@@ -31,6 +33,11 @@ def execute(args: argparse.Namespace) -> int:
         raise GoldError(f"--out {out} is a folder; gold writes one predictions FILE.jsonl")
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise GoldError(f"--out {out} is the data being read ({args.data}); write the predictions elsewhere")
+    # the one rule for every output (synth/paths.py): replace only an earlier predictions file, never a file
+    # of the user's own or one inside another command's output (a run's samples.jsonl or results.json)
+    why = file_refusal(out, "gold", own=lambda f: jsonl_with_keys(f, ("id", "completion")))
+    if why:
+        raise GoldError(f"--out {why}; write the predictions elsewhere")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     n = 0

@@ -16,7 +16,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     s.add_argument("--predictions", required=True,
                    help="JSON lines: {\"id\": ..., \"completion\": ...}, or {\"id\": ..., \"completions\": [k strings]} "
                         "for pass@k")
-    s.add_argument("--out", required=True, help="output folder (must not hold scores unless --force)")
+    s.add_argument("--out", required=True, help="output folder (must not hold scores unless --force, "
+                   "nor be or hold another command's output)")
     s.add_argument("--force", action="store_true", help="replace the scores already in --out")
     s.set_defaults(execute=execute)
 
