@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, call_main, entry_point
+from conftest import FIXTURES, ROOT, call_main, entry_point
 from tests.test_recipes import TINY_ARGS  # tiny_model: the session fixture in tests/conftest.py
 
 PY = sys.executable

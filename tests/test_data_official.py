@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from eval.data import DataError, load_data, load_official
-from tests.conftest import run_module
+from conftest import run_module
 
 
 def test_reads_every_fixture_file(fixture_root):

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from eval.data import load_official
-from tests.conftest import ROOT, run_module
+from conftest import ROOT, run_module
 from eval.gold import gold_completion
 
 

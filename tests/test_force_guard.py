@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_recipes import tiny_model  # noqa: F401  (fixture)
 
 GOOD = [{"id": f"r{i}", "task": "freq_count", "lang": "en", "type": "NUMBER", "prompt": f"How many a in {'a ' * i}?",
          "answer": str(i)} for i in (1, 2)]

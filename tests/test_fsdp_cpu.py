@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from conftest import ROOT
 from tests.fsdp_cpu_check import compare
 
 PY = sys.executable

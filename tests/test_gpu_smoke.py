@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from conftest import ROOT
 
 _spec = importlib.util.spec_from_file_location("gpu_smoke", ROOT / "bench" / "gpu_smoke.py")
 gpu_smoke = importlib.util.module_from_spec(_spec)  # bench/ is no package: loaded from its file, sys.path untouched

@@ -30,7 +30,7 @@ from eval.lm_eval_export import task_name
 from eval.models import resolve_model
 from eval.prompts import SYSTEM_PROMPT, build_messages, chat_text
 
-from tests.conftest import run_module
+from conftest import run_module
 
 
 @register_model("tase-replay")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eval.data import load_official
 from rewards import score
-from tests.conftest import VERDICTS
+from conftest import VERDICTS
 
 
 def test_coarse_reward_equals_every_official_verdict(fixture_root):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, call_main
+from conftest import ROOT, call_main
 
 PY = sys.executable
 GRPO = [PY, "recipes/grpo.py"]

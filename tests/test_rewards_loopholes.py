@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import rewards
 from rewards import score
 from rewards.match_answer import levenshtein
-from tests.conftest import ROOT
+from conftest import ROOT
 
 EPS = 1e-9
 

@@ -16,7 +16,7 @@ from eval.robustness import DATA, make_data, report
 from eval.runner import score_predictions
 from rewards import score
 
-from tests.conftest import FIXTURES
+from conftest import FIXTURES
 ZW = "\u200b\u200c\u200d\u2060"
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, write_tiny_llama
+from conftest import ROOT, write_tiny_llama
 from tests.slurm_cluster import LocalSlurm, ensure_installed
 
 PROBE = [1, 2, 3, 4, 5, 6]

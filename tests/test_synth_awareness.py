@@ -8,7 +8,7 @@ from itertools import islice
 import pytest
 
 import synth
-from tests.conftest import run_module
+from conftest import run_module
 
 N_PER_CELL = 60
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import synth
-from tests.conftest import ROOT, run_module
+from conftest import ROOT, run_module
 
 AWARENESS = [("freq_count", None), ("sentence_length", "count"), ("sentence_length", "generate"),
              ("diff_tokens", None), ("sort_lengths", None), ("shuffle_tokens", None)]
@@ -147,7 +147,7 @@ def test_freq_targets_are_drawn_like_the_official_files():
 def _guard_records(tmp_path):
     from eval.data import load_data
 
-    from tests.conftest import FIXTURES
+    from conftest import FIXTURES
 
     return list(load_data(f"official:{FIXTURES}"))
 
@@ -176,7 +176,7 @@ def test_ngram_guard_drops_a_planted_overlap_and_keeps_a_clean_example(tmp_path)
 
 
 def test_cli_exclude_reports_drops_by_reason(tmp_path):
-    from tests.conftest import FIXTURES
+    from conftest import FIXTURES
 
     out = tmp_path / "o.jsonl"
     res = run_module(["synth", "--task", "sort_lengths", "--lang", "en", "-n", "20", "--seed", "1",
@@ -199,7 +199,7 @@ def test_ks_statistic_matches_a_brute_force_oracle():
 
 
 def test_stats_cli_prints_every_awareness_cell(tmp_path):
-    from tests.conftest import FIXTURES
+    from conftest import FIXTURES
 
     js = tmp_path / "s.json"
     res = run_module(["synth", "stats", "--official", str(FIXTURES), "-n", "30", "--json", str(js)])

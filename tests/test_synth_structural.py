@@ -13,7 +13,7 @@ import pytest
 
 import synth
 from rewards import score
-from tests.conftest import run_module
+from conftest import run_module
 
 N = 80
 CHO = "ㄱㄲㄴㄷㄸㄹㅁㅂㅃㅅㅆㅇㅈㅉㅊㅋㅌㅍㅎ"

@@ -1,7 +1,7 @@
 """eval tokstats on the real SmolLM2 tokenizer: byte-level BPE fragments Hangul far more than English."""
 import json
 
-from tests.conftest import run_module
+from conftest import run_module
 
 
 def test_tokstats_smollm2(fixture_root, tmp_path, default_model):

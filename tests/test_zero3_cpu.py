@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from conftest import ROOT
 
 PY = sys.executable
 ARGS = ["--bf16", "false", "--dtype", "float32", "--tasks", "sort_lengths", "freq_count", "--langs", "en",
