@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT, call_main, entry_point
-from tests.test_recipes import TINY_ARGS  # tiny_model: the session fixture in tests/conftest.py
+from test_recipes import TINY_ARGS  # tiny_model: the session fixture in tests/conftest.py
 
 PY = sys.executable
 OFFICIAL = f"official:{FIXTURES}"

@@ -5,7 +5,7 @@ import pytest
 
 import synth
 from rewards import score
-from tests.test_synth_structural import jamo, syllable
+from test_synth_structural import jamo, syllable
 
 QUOTE = {"en": ("'", "'"), "zh": ("“", "”"), "ko": ("'", "'")}
 
