@@ -136,6 +136,11 @@ class TaseArgs(DataArgs):
         super().__post_init__()
         if self.reward_granularity not in ("coarse", "strict", "fine"):
             raise ValueError(f"reward_granularity must be coarse, strict or fine, got {self.reward_granularity!r}")
+        import math
+
+        if isinstance(self.format_weight, bool) or not isinstance(self.format_weight, (int, float)) \
+                or not math.isfinite(self.format_weight):  # nan trained with weights [1.0, nan] (issue 36)
+            raise ValueError(f"format_weight must be a finite number, got {self.format_weight!r}")
 
 
 def read_yaml(path: str | Path, what: str = "--config ") -> Any:
