@@ -18,6 +18,7 @@ Logs are quiet by default (`apply`): vLLM at WARNING unless --verbose / TASE_VER
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 
 def apply(verbose: bool | None = None) -> None:
@@ -94,3 +95,25 @@ def spawned_children_die_with_me() -> None:
     import shutil
 
     atexit.register(shutil.rmtree, folder, True)
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` for subprocess: the child gets SIGKILL when the calling thread's process dies (kill -9
+    included), so a pipeline step (recipes/pipeline.py) does not run on alone, holding its output's lock
+    against the rerun. The prctl function is looked up here, in the parent: the child only calls it, then
+    exits if the parent is already gone. None off Linux (no such signal there)."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
