@@ -166,11 +166,11 @@ def check_inputs(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
 def check_training_inputs(tase: TaseArgs, cfg: Any) -> None:
     """What the trainer would otherwise find out once it started (issue 36), so that a dry run checks it too:
     streaming without max_steps, reward names, weights and their count, sampling settings transformers rejects
-    with a traceback, and a train_data file's rows (the ones the run reads: up to num_train_examples), each
+    with a traceback and values it takes without a word (config.TRAINER_RANGES), and a train_data file's rows (the ones the run reads: up to num_train_examples), each
     one line."""
     import math
 
-    from recipes.config import reward_names
+    from recipes.config import check_trainer_ranges, reward_names
 
     if tase.streaming and cfg.max_steps <= 0:
         fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
@@ -187,15 +187,7 @@ def check_training_inputs(tase: TaseArgs, cfg: Any) -> None:
             fail(f"reward_weights has {len(given)} values for {len(names)} reward functions ({', '.join(names)})")
         if not all(math.isfinite(w) for w in given):
             fail(f"reward_weights must be finite numbers, got {given}")
-    for key, ok, want in (("temperature", lambda v: 0 < v < math.inf, "> 0"),
-                          ("top_p", lambda v: 0 < v <= 1, "in (0, 1]"),
-                          ("top_k", lambda v: v >= 0, ">= 0 (0: off)"),
-                          ("min_p", lambda v: v is None or 0 <= v <= 1, "in [0, 1]"),
-                          ("repetition_penalty", lambda v: 0 < v < math.inf, "> 0"),
-                          ("learning_rate", lambda v: 0 <= v < math.inf, ">= 0"),
-                          ("beta", lambda v: 0 <= v < math.inf, ">= 0")):
-        if hasattr(cfg, key) and not ok(getattr(cfg, key)):
-            fail(f"{key} must be {want}, got {getattr(cfg, key)}")
+    check_trainer_ranges(tase, cfg)
     if tase.train_data != "synth":
         from synth.readers import DataError, load_data
 

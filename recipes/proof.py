@@ -361,28 +361,14 @@ def setup(args: argparse.Namespace) -> Proof:
     return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run)
 
 
-# Trainer options whose bad values the Trainer takes without a word or only once that stage runs (max_steps -5
-# reads as "use epochs"): option -> (accepts, what it must be)
-RANGE_CHECKS: dict[str, tuple[Any, str]] = {
-    "max_steps": (lambda v: v == -1 or v >= 1, "-1 (epochs) or >= 1"),
-    "num_train_epochs": (lambda v: 0 < v < float("inf"), "> 0"),
-    "learning_rate": (lambda v: 0 <= v < float("inf"), ">= 0"),
-    "per_device_train_batch_size": (lambda v: v >= 1, ">= 1"),
-    "gradient_accumulation_steps": (lambda v: v >= 1, ">= 1"),
-    "save_steps": (lambda v: v > 0, "> 0"),
-    "logging_steps": (lambda v: v > 0, "> 0"),
-    "max_train_seconds": (lambda v: v is None or 0 < v < float("inf"), "> 0"),
-}
-
-
 def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Path) -> None:
     """Every stage's recipe options, parsed now by that recipe's own parser (its --config, then the options as
     proof.py will pass them), so that a misspelled key or a bad value in `sft:`, `grpo:` or `control:` is one
     line before stage 1, not a failure hours later when its stage starts (issue 36). The range checks are
-    RANGE_CHECKS'; the recipes check the rest (model, data, output folder) when they start."""
+    config.TRAINER_RANGES'; the recipes check the rest (model, data, output folder) when they start."""
     from trl import GRPOConfig, ModelConfig, SFTConfig
 
-    from recipes.config import TaseArgs, check_config_types
+    from recipes.config import TaseArgs, check_config_types, check_trainer_ranges
     from recipes.sft_warmup import BudgetArgs
 
     sft = (DataArgs, SFTConfig, ModelConfig, BudgetArgs)
@@ -409,10 +395,7 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
             parsed = parser.parse_args_and_config(args=argv)
         except (ValueError, TypeError) as e:
             fail(f"{where}: {str(e).strip().splitlines()[0]}")
-        for key, (ok, want) in RANGE_CHECKS.items():
-            for obj in parsed:
-                if hasattr(obj, key) and not ok(getattr(obj, key)):
-                    fail(f"{where}: {key} must be {want}, got {getattr(obj, key)}")
+        check_trainer_ranges(*parsed, where=f"{where}: ")
 
 
 def stage_subset(pr: Proof) -> None:

@@ -339,6 +339,21 @@ def test_rerun_of_a_finished_sft_run_without_checkpoints_trains_nothing(tmp_path
     assert (out / "model.safetensors").read_bytes() == before
 
 
+@pytest.mark.parametrize("extra,fragment", [
+    (["--learning_rate", "nan"], "learning_rate must be >= 0, got nan"),
+    (["--max_steps", "-5"], "max_steps must be -1 (epochs) or >= 1, got -5"),
+    (["--max_train_seconds", "0"], "max_train_seconds must be > 0, got 0.0"),
+])
+def test_sft_refuses_values_it_would_train_on_silently(tmp_path, capsys, extra, fragment):
+    from recipes.sft_warmup import main
+
+    code, err = call(main, ["--config", str(ROOT / "recipes/configs/sft_smollm2_cpu.yaml"), "--output_dir",
+                            str(tmp_path / "o"), *extra], capsys)
+    assert code == 2
+    one_line(err, fragment)
+    assert not (tmp_path / "o").exists()
+
+
 # --- export.py on a full disk ------------------------------------------------------------------------------------
 
 def _fsize_limit() -> None:  # in the child: a "full disk" at 200 kB per file, as EFBIG rather than a kill
