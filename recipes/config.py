@@ -153,6 +153,8 @@ def read_yaml(path: str | Path, what: str = "--config ") -> Any:
         fail(f"{what}{path}: cannot read ({getattr(e, 'strerror', None) or e})")
     except yaml.YAMLError as e:
         fail(f"{what}{path}: not valid YAML ({str(e).splitlines()[0]})")
+    except RecursionError:
+        fail(f"{what}{path}: nested too deeply to read")
 
 
 def check_config_types(parser: Any, argv: list[str]) -> None:

@@ -99,6 +99,22 @@ def test_a_data_line_nested_too_deeply_is_one_line(tmp_path, capsys):
     one_line(err, "line 2: JSON nested too deeply")
 
 
+def test_yaml_nested_too_deeply_is_one_line(tmp_path, capsys, fixture_root):
+    """The recipes' --config (proof.py, grpo.py, sft_warmup.py read it the same way) and synth's --mixture."""
+    from recipes.proof import main
+    from synth.__main__ import main as synth_main
+
+    deep = tmp_path / "deep.yaml"
+    deep.write_text(DEEP)
+    code, err = call(main, ["--config", str(deep), "--official", str(fixture_root), "--dry-run"], capsys)
+    assert code == 2
+    one_line(err, "nested too deeply to read")
+    code, err = call(synth_main, ["--task", "freq_count", "--lang", "en", "-n", "1", "--mixture", str(deep),
+                                  "--out", str(tmp_path / "s.jsonl")], capsys)
+    assert code == 2
+    one_line(err, "nested too deeply to read")
+
+
 # --- eval gold / data: repeated ids, unknown task or language ---------------------------------------------
 
 @pytest.mark.parametrize("rows,fragment", [
