@@ -66,6 +66,15 @@ _CHILD_PREFIX = ("import multiprocessing.spawn as _s, os as _o; _s.set_executabl
                  "_o.environ['TASE_SPAWN_PARENT'] = str(_o.getpid()); ")
 
 
+def _can_exec_in(folder: str) -> bool:
+    """A folder that exists or can be made, on a file system that lets programs run from it (not noexec)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        return not os.statvfs(folder).f_flag & os.ST_NOEXEC
+    except OSError:
+        return False
+
+
 def spawned_children_die_with_me() -> None:
     """Make every process this one starts with multiprocessing's spawn method (vLLM's EngineCore, and its
     Worker in turn) die when its parent dies, however it dies (kill -9 included): see the note above. Linux
@@ -81,7 +90,11 @@ def spawned_children_die_with_me() -> None:
     if os.path.basename(os.path.dirname(exe)).startswith("tase-spawn-"):
         os.environ["TASE_SPAWN_PARENT"] = str(os.getpid())
         return  # already set in this process
-    folder = tempfile.mkdtemp(prefix="tase-spawn-")
+    places = [tempfile.gettempdir(), os.environ.get("TASE_CACHE") or os.path.expanduser("~/.cache/tase-grpo")]
+    place = next((d for d in places if _can_exec_in(d)), None)
+    if place is None:
+        return  # nowhere to put an executable wrapper (noexec mounts): vLLM's own behaviour, unchanged
+    folder = tempfile.mkdtemp(prefix="tase-spawn-", dir=place)
     wrapper = os.path.join(folder, "python")
     code = _WRAPPER_CODE.format(exe=exe, prefix=_CHILD_PREFIX.format(wrapper=wrapper))
     with open(wrapper, "w") as f:
