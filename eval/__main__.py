@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if verbose:
         argv.remove("--verbose")
     process.apply(verbose or None)  # before anything imports torch or vLLM (eval/process.py)
+    process.spawned_children_die_with_me()  # vLLM's engine processes end with this one, even after kill -9
     args = build_parser().parse_args(argv)
     from synth.paths import OutputBusy, hold_output, os_error_line
     from synth.readers import DataError

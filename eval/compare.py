@@ -25,7 +25,7 @@ def load_run(d: str | Path) -> tuple[str, dict[str, Any], dict[str, dict[str, An
     d = Path(d)
     try:
         res = json.loads((d / RESULTS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raise CompareError(f"{d}: no readable {RESULTS} (run `python -m eval run` or `score` first)") from None
     missing = [k for k in ("overall", "by_task", "by_lang", "micro", "n") if not isinstance(res, dict) or k not in res]
     if missing:
@@ -39,6 +39,14 @@ def load_run(d: str | Path) -> tuple[str, dict[str, Any], dict[str, dict[str, An
         raise CompareError(str(e)) from None
     if not all_samples and res.get("n"):
         raise CompareError(f"{d / SAMPLES}: missing or empty, but {RESULTS} counts {res['n']} rows")
+    if len(all_samples) != res["n"]:  # Table 1 would show results.json's n, the deltas the samples' rows
+        raise CompareError(f"{d / SAMPLES} holds {len(all_samples)} rows but {RESULTS} counts {res['n']}: the folder "
+                           f"was cut short or changed after scoring; rerun the command that wrote it (eval run "
+                           f"resumes and rewrites both; eval score --force)")
+    if not res["n"]:
+        failed = d / "failures.jsonl"
+        why = f" (every request failed: see {failed})" if failed.exists() else ""
+        raise CompareError(f"{d}: no scored rows{why}; its accuracies would read 0.00 as if it had been scored")
     return d.name, res, samples
 
 
@@ -200,6 +208,9 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
         for n, d in deltas.items():
             if d["n_shared"]:
                 lines.append(f"| {n} | " + " | ".join(_delta_cell(d["by_lang"].get(c)) for c in lang_cols) + " |")
+    notes = coverage_notes(names, runs, deltas)
+    if notes:
+        lines += ["", *notes]
     lines += strict_table(names, results, task_cols)
     lines += pass_at_k_lines(names, results)
     out = Path(out)
@@ -215,10 +226,25 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
                "strict": {n: r.get("strict") for n, r in zip(names, results)},
                "loophole": {n: r.get("loophole") for n, r in zip(names, results)},
                "pass_at_k": {n: r["pass_at_k"] for n, r in zip(names, results) if r.get("pass_at_k")},
-               "deltas": deltas, "ci95": {n: lv for n, lv in zip(names, levels)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
+               "deltas": deltas, "warnings": notes, "ci95": {n: lv for n, lv in zip(names, levels)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     write_marker(out, "compare", ["comparison.md", "comparison.json", "comparison.png"])
     return summary
+
+
+def coverage_notes(names: list[str], runs: list[tuple[str, dict[str, Any], dict[str, dict[str, Any]]]],
+                   deltas: dict[str, dict[str, Any]]) -> list[str]:
+    """Warnings (also shown under the differences) for runs that did not score the same rows as the baseline:
+    Tables 1-3 give each run's accuracy over its own rows, the differences only the rows both scored validly,
+    so the two need not agree; say so, with the counts, rather than let a reader take one for the other."""
+    base = set(runs[0][2])
+    out = []
+    for n, (_, res, samples) in zip(names[1:], runs[1:]):
+        if set(samples) != base:
+            out.append(f"warning: {n} and {names[0]} scored different rows ({len(samples)} and {len(base)} valid; "
+                       f"{deltas[n]['n_shared']} shared): Tables 1-3 show each run over its own rows, the "
+                       f"differences only the {deltas[n]['n_shared']} shared ones")
+    return out
 
 
 def strict_table(names: list[str], results: list[dict[str, Any]], task_cols: list[str]) -> list[str]:

@@ -14,6 +14,12 @@ from synth.gold import GoldError, gold_completion, length_text, shuffle_answer, 
 
 
 def gold_predictions(records: Iterable[dict[str, Any]], seed: int = 0) -> Iterator[dict[str, str]]:
-    """Prediction lines (`id`, `completion`) for `eval score`, one per record."""
+    """Prediction lines (`id`, `completion`) for `eval score`, one per record. A repeated id raises GoldError:
+    `score` and `run` refuse such data, so a file written from it would be one that nothing can read."""
+    seen: set[str] = set()
     for r in records:
+        if r["id"] in seen:
+            raise GoldError(f"id {r['id']!r} appears twice in the data; ids must be unique (score and run refuse "
+                            "repeated ids)")
+        seen.add(r["id"])
         yield {"id": r["id"], "completion": gold_completion(r, seed)}

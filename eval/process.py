@@ -18,6 +18,7 @@ Logs are quiet by default (`apply`): vLLM at WARNING unless --verbose / TASE_VER
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 
 def apply(verbose: bool | None = None) -> None:
@@ -33,3 +34,99 @@ def apply(verbose: bool | None = None) -> None:
         os.environ["VLLM_LOGGING_LEVEL"] = "INFO"
     else:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+
+
+
+# The engine processes die with the process that started them. vLLM on CPU starts its EngineCore with
+# multiprocessing's spawn method (platforms/cpu.py sets VLLM_WORKER_MULTIPROC_METHOD=spawn; v1/engine/utils.py
+# CoreEngineProcManager), and the EngineCore starts its Worker the same way (v1/executor/multiproc_executor.py).
+# The Worker watches a pipe from its EngineCore, but only once it is initialised; the EngineCore watches nothing:
+# after `kill -9` of `eval run` it was re-parented to PID 1 and kept its Worker (3.5 GB) running (issue 36).
+# Spawn execs `multiprocessing.spawn.get_executable()`, which a program may replace (vLLM itself does so for its
+# NUMA binding, utils/numa_utils.py): here by a tiny wrapper that asks the kernel for SIGKILL when the parent
+# dies (PR_SET_PDEATHSIG, via ctypes prctl), checks that the parent is still the one that started it (no window
+# where it died first), and execs the real interpreter with the same arguments, its spawn code prefixed so that
+# the child uses the wrapper for its own spawned children (the EngineCore's Worker). Left out: multiprocessing's
+# resource tracker, which must outlive its parent to unlink what a killed parent leaked. The kernel ties the
+# signal to the *thread* that started the child, so only an entry point whose engine is started from its main
+# thread (`python -m eval`) sets this.
+_WRAPPER_CODE = """\
+import ctypes, os, signal, sys
+exe, args = {exe!r}, sys.argv[1:]
+if "--multiprocessing-fork" in args and "-c" in args and "spawn_main" in args[args.index("-c") + 1]:
+    if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0) != 0:  # 1: PR_SET_PDEATHSIG
+        sys.exit(f"prctl(PR_SET_PDEATHSIG) failed: {{os.strerror(ctypes.get_errno())}}")
+    if str(os.getppid()) != os.environ.get("TASE_SPAWN_PARENT"):
+        sys.exit(0)  # the parent is already gone: nothing to serve
+    i = args.index("-c") + 1
+    args[i] = {prefix!r} + args[i]
+os.execv(exe, [exe, *args])
+"""
+_CHILD_PREFIX = ("import multiprocessing.spawn as _s, os as _o; _s.set_executable({wrapper!r}); "
+                 "_o.environ['TASE_SPAWN_PARENT'] = str(_o.getpid()); ")
+
+
+def _can_exec_in(folder: str) -> bool:
+    """A folder that exists or can be made, on a file system that lets programs run from it (not noexec)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        return not os.statvfs(folder).f_flag & os.ST_NOEXEC
+    except OSError:
+        return False
+
+
+def spawned_children_die_with_me() -> None:
+    """Make every process this one starts with multiprocessing's spawn method (vLLM's EngineCore, and its
+    Worker in turn) die when its parent dies, however it dies (kill -9 included): see the note above. Linux
+    only; elsewhere nothing changes. A process this one forks gets the plain interpreter back."""
+    import multiprocessing.spawn
+    import shlex
+    import sys
+    import tempfile
+
+    if not sys.platform.startswith("linux") or getattr(sys, "frozen", False):
+        return
+    exe = os.fsdecode(multiprocessing.spawn.get_executable())
+    if os.path.basename(os.path.dirname(exe)).startswith("tase-spawn-"):
+        os.environ["TASE_SPAWN_PARENT"] = str(os.getpid())
+        return  # already set in this process
+    places = [tempfile.gettempdir(), os.environ.get("TASE_CACHE") or os.path.expanduser("~/.cache/tase-grpo")]
+    place = next((d for d in places if _can_exec_in(d)), None)
+    if place is None:
+        return  # nowhere to put an executable wrapper (noexec mounts): vLLM's own behaviour, unchanged
+    folder = tempfile.mkdtemp(prefix="tase-spawn-", dir=place)
+    wrapper = os.path.join(folder, "python")
+    code = _WRAPPER_CODE.format(exe=exe, prefix=_CHILD_PREFIX.format(wrapper=wrapper))
+    with open(wrapper, "w") as f:
+        f.write(f"#!/bin/sh\nexec {shlex.quote(exe)} -I -S -c {shlex.quote(code)} \"$@\"\n")
+    os.chmod(wrapper, 0o700)
+    os.environ["TASE_SPAWN_PARENT"] = str(os.getpid())
+    multiprocessing.spawn.set_executable(wrapper)
+    os.register_at_fork(after_in_child=lambda: multiprocessing.spawn.set_executable(exe))
+
+    import atexit
+    import shutil
+
+    atexit.register(shutil.rmtree, folder, True)
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` for subprocess: the child gets SIGKILL when the calling thread's process dies (kill -9
+    included), so a pipeline step (recipes/pipeline.py) does not run on alone, holding its output's lock
+    against the rerun. The prctl function is looked up here, in the parent: the child only calls it, then
+    exits if the parent is already gone. None off Linux (no such signal there)."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec

@@ -107,7 +107,7 @@ def read_samples(path: Path, repair: bool = True) -> dict[str, dict[str, Any]]:
             try:
                 s = json.loads(raw)
                 done[s["id"]] = s
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise RunError(f"{path}: line {ln} is not a sample (a JSON object with an id); the file is damaged "
                                "or not an `eval` samples file") from None
             good += len(raw)
@@ -343,7 +343,7 @@ def read_failures(path: Path) -> dict[str, str]:
             try:
                 obj = json.loads(line)
                 out[obj["id"]] = obj["error"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 continue
     return out
 
@@ -354,7 +354,10 @@ class Completions(list):
 
 def read_predictions(path: str | Path, known: dict[str, Any], data: str) -> list[tuple[str, Any]]:
     """(id, completion) pairs; a completion is a string or chat messages. Unknown or repeated ids, and
-    lines that are not {"id", "completion"} objects, raise DataError naming the line."""
+    lines that are not {"id", "completion"} objects, raise DataError naming the line; so does anything that
+    would otherwise be scored as an empty answer without a word: a `completion` list that is not chat messages
+    ([1, 2, 3]) or holds no assistant message, and a line with both `completion` and `completions` (which one
+    was meant is not ours to guess)."""
     p = Path(path)
     preds: list[tuple[str, Any]] = []
     seen: set[str] = set()
@@ -362,25 +365,52 @@ def read_predictions(path: str | Path, known: dict[str, Any], data: str) -> list
         for ln, line in text_lines(fh, p, line_in_error=False):
             try:
                 obj = json.loads(line)
-                pid = obj["id"]
-                comp = obj["completion"] if "completions" not in obj else (
-                    Completions(obj["completions"]) if isinstance(obj["completions"], list) else Completions())
-            except (ValueError, KeyError, TypeError):
+            except RecursionError:
+                raise DataError(f"{p}: line {ln}: JSON nested too deeply to read") from None
+            except ValueError:
+                obj = None
+            if not isinstance(obj, dict) or "id" not in obj or not ({"completion", "completions"} & obj.keys()):
                 raise DataError(f"{p}: line {ln}: expected a JSON object with id and completion "
-                                "(or completions: a list of strings, for pass@k)") from None
+                                "(or completions: a list of strings, for pass@k)")
+            if "completion" in obj and "completions" in obj:
+                raise DataError(f"{p}: line {ln}: has both completion and completions; keep one (completion: the "
+                                "answer, completions: k samples for pass@k)")
+            pid = obj["id"]
+            comp = obj["completion"] if "completions" not in obj else (
+                Completions(obj["completions"]) if isinstance(obj["completions"], list) else Completions())
             if isinstance(comp, Completions) and (not comp or not all(isinstance(c, str) for c in comp)):
                 raise DataError(f"{p}: line {ln}: completions must be a non-empty list of strings")
+            if not isinstance(pid, (str, int)) or isinstance(pid, bool):
+                raise DataError(f"{p}: line {ln}: id must be a string, got {type(pid).__name__}")
             if pid not in known:
                 raise DataError(f"{p}: line {ln}: unknown id {pid!r} (not in {data})")
             if pid in seen:
                 raise DataError(f"{p}: line {ln}: id {pid!r} appears twice")
             if not isinstance(comp, (str, list)):
                 raise DataError(f"{p}: line {ln}: completion must be a string or a list of chat messages")
+            if not isinstance(comp, (str, Completions)):
+                why = chat_problem(comp)
+                if why:
+                    raise DataError(f"{p}: line {ln}: completion {why}")
             seen.add(pid)
             preds.append((pid, comp))
     if not preds:
         raise DataError(f"{p}: no predictions")
     return preds
+
+
+def chat_problem(messages: list[Any]) -> str | None:
+    """Why a `completion` list is not chat messages with an answer in them, or None: every item a message
+    ({"role": str, "content": str or a list of parts}) and at least one from the assistant (the last one is
+    scored, as `rewards.completion_text` reads it)."""
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or \
+                not isinstance(m.get("content"), (str, list, type(None))):
+            return (f"is a list but item {i} is not a chat message ({{\"role\": ..., \"content\": ...}}; "
+                    f"got {json.dumps(m)[:60]}); a plain answer is a string")
+    if not any(m["role"] == "assistant" for m in messages):
+        return "is a message list without an assistant message: there is no answer to score"
+    return None
 
 
 def check_out_dir(out: Path) -> None:

@@ -1,8 +1,12 @@
+# shellcheck shell=bash
 # The launchers' shared command-line parsing (sourced by launch/*.sh and launch/slurm/grpo.sbatch, not run).
 # A launcher defines usage(), sets its defaults and OPTIONS, pairs of flag and target: `--out OUT` takes a
 # value into $OUT, `--dry-run DRY=1` is a switch that sets DRY to 1. `parse_options "$@"` then reads the
 # command line: -h/--help prints usage and exits 0, `--` puts the rest into EXTRA (the recipe's own
 # options), anything else is one line on stderr and exit 2.
+# Commands are bash arrays run as "${CMD[@]}", never strings through `eval`: a value with spaces, quotes or `;`
+# reaches the program as one unchanged argument, and `show` prints a command so that pasting it runs the same.
+# shellcheck disable=SC2034  # EXTRA is read by the launcher that sources this file
 parse_options() {
   EXTRA=()
   local i target
@@ -23,4 +27,24 @@ parse_options() {
       printf -v "$target" '%s' "$2"; shift 2
     fi
   done
+}
+
+# need_int FLAG VALUE MIN: a whole number >= MIN, else one line and exit 2 (bash arithmetic on "abc" or a
+# count of 0 would otherwise fail later, inside accelerate or srun, with a traceback or a cryptic message).
+need_int() {
+  [[ "$2" =~ ^[0-9]+$ ]] && (( 10#$2 >= $3 )) && return 0
+  echo "error: $1 must be a whole number >= $3, got '$2' (see --help)" >&2; exit 2
+}
+
+# show WORD...: the command on one line, shell-quoted (a word of plain characters as it is, one without a
+# single quote inside '...', any other as printf %q writes it), so a printed plan is exactly what runs.
+show() {
+  local w q line=""
+  for w in "$@"; do
+    if [[ "$w" =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then q=$w
+    elif [[ "$w" != *"'"* && "$w" =~ ^[[:print:]]+$ ]]; then q="'$w'"
+    else printf -v q '%q' "$w"; fi
+    line+="${line:+ }$q"
+  done
+  printf '%s\n' "$line"
 }

@@ -21,11 +21,13 @@ USAGE
 }
 OUT="runs/cpu" STEPS=40 GRAN="fine" DRY=0
 OPTIONS=(--out OUT  --steps STEPS  --granularity GRAN  --dry-run DRY=1)
+# shellcheck source-path=SCRIPTDIR source=_options.sh
 . "$(dirname "$0")/_options.sh"
 parse_options "$@"
+need_int --steps "$STEPS" 1
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
-run() { echo "+ $*"; [[ $DRY -eq 1 ]] || "$@"; }
+run() { echo "+ $(show "$@")"; [[ $DRY -eq 1 ]] || "$@"; }
 # --resume_from_checkpoint true: rerunning the same command continues from the newest complete checkpoint
 # (or starts at step 0 when there is none) instead of being refused for reusing the run folder.
 run "$PY" recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml --output_dir "$OUT/sft" \

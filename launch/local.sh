@@ -28,9 +28,13 @@ USAGE
 }
 GPUS="" CONFIG="" DRY=0 ASYNC=0 VGPUS="" PORT=8000
 OPTIONS=(--gpus GPUS  --config CONFIG  --async ASYNC=1  --vllm-gpus VGPUS  --port PORT  --dry-run DRY=1)
+# shellcheck source-path=SCRIPTDIR source=_options.sh
 . "$(dirname "$0")/_options.sh"
 parse_options "$@"
 cd "$(dirname "$0")/.."
+[[ -z "$GPUS" ]] || need_int --gpus "$GPUS" 1
+[[ -z "$VGPUS" ]] || need_int --vllm-gpus "$VGPUS" 1
+need_int --port "$PORT" 1
 if [[ -z "$GPUS" ]]; then
   GPUS=$(nvidia-smi -L 2>/dev/null | wc -l || true)
   [[ "$GPUS" -gt 0 ]] || GPUS=1
@@ -44,7 +48,7 @@ if [[ $ASYNC -eq 0 ]]; then
   CMD=("$PY" -m accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml --num_processes "$GPUS"
        recipes/grpo.py --config "$CONFIG" --use_vllm true --vllm_mode colocate ${EXTRA[@]+"${EXTRA[@]}"})
   if [[ $DRY -eq 1 ]]; then
-    echo "${CMD[*]}"
+    show "${CMD[@]}"
     "$PY" recipes/grpo.py --config "$CONFIG" ${EXTRA[@]+"${EXTRA[@]}"} --dry-run
     exit 0
   fi
@@ -60,18 +64,22 @@ MAXLEN=$(key token_budget); MAXLEN=${MAXLEN:-18432}
 VDEV=$(seq -s, 0 $((VGPUS - 1)))
 TDEV=$(seq -s, "$VGPUS" $((GPUS - 1)))
 VLLM=${VLLM:-$( [[ "$PY" == */* ]] && echo "$(dirname "$PY")/vllm" || echo vllm)}
-SERVE="CUDA_VISIBLE_DEVICES=$VDEV VLLM_SERVER_DEV_MODE=1 $VLLM serve $MODEL --data-parallel-size $VGPUS --dtype $DTYPE --max-model-len $MAXLEN --host 127.0.0.1 --port $PORT --weight-transfer-config '{\"backend\":\"nccl\"}'"
-TRAIN="CUDA_VISIBLE_DEVICES=$TDEV $PY -m accelerate.commands.launch --config_file recipes/accelerate/fsdp2.yaml --num_processes $TGPUS recipes/grpo.py --config $CONFIG --trainer async --vllm_gpus $VGPUS --vllm_server_base_url http://127.0.0.1:$PORT ${EXTRA[*]:-}"
+SERVE=(env "CUDA_VISIBLE_DEVICES=$VDEV" VLLM_SERVER_DEV_MODE=1 "$VLLM" serve "$MODEL" --data-parallel-size "$VGPUS"
+       --dtype "$DTYPE" --max-model-len "$MAXLEN" --host 127.0.0.1 --port "$PORT"
+       --weight-transfer-config '{"backend":"nccl"}')
+TRAIN=(env "CUDA_VISIBLE_DEVICES=$TDEV" "$PY" -m accelerate.commands.launch --config_file recipes/accelerate/fsdp2.yaml
+       --num_processes "$TGPUS" recipes/grpo.py --config "$CONFIG" --trainer async --vllm_gpus "$VGPUS"
+       --vllm_server_base_url "http://127.0.0.1:$PORT" ${EXTRA[@]+"${EXTRA[@]}"})
 echo "# async on $GPUS GPUs: vLLM server on GPU(s) $VDEV, FSDP2 trainer on GPU(s) $TDEV"
-echo "$SERVE &"
-echo "$TRAIN"
+echo "$(show "${SERVE[@]}") &"
+show "${TRAIN[@]}"
 if [[ $DRY -eq 1 ]]; then
   "$PY" recipes/grpo.py --config "$CONFIG" --trainer async --vllm_gpus "$VGPUS" --min_gpus "$GPUS" \
       --vllm_server_base_url "http://127.0.0.1:$PORT" ${EXTRA[@]+"${EXTRA[@]}"} --dry-run
   exit 0
 fi
-eval "$SERVE" &
+"${SERVE[@]}" &
 SERVER_PID=$!
 trap 'kill "$SERVER_PID" 2>/dev/null || true' EXIT
 # no fixed sleep: the trainer polls the server's /health for up to vllm_server_timeout seconds
-eval "$TRAIN"
+"${TRAIN[@]}"

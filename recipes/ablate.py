@@ -16,13 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from eval.process import die_with_parent
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
 def sh(cmd: list[str]) -> None:
     print("+ " + " ".join(cmd), flush=True)
-    res = subprocess.run(cmd, cwd=ROOT)
+    res = subprocess.run(cmd, cwd=ROOT, preexec_fn=die_with_parent())  # a step dies with the ablation
     if res.returncode != 0:
         print(f"error: step failed with exit code {res.returncode}: {' '.join(cmd[:4])} ...", file=sys.stderr)
         raise SystemExit(res.returncode)

@@ -136,6 +136,11 @@ class TaseArgs(DataArgs):
         super().__post_init__()
         if self.reward_granularity not in ("coarse", "strict", "fine"):
             raise ValueError(f"reward_granularity must be coarse, strict or fine, got {self.reward_granularity!r}")
+        import math
+
+        if isinstance(self.format_weight, bool) or not isinstance(self.format_weight, (int, float)) \
+                or not math.isfinite(self.format_weight):  # nan trained with weights [1.0, nan] (issue 36)
+            raise ValueError(f"format_weight must be a finite number, got {self.format_weight!r}")
 
 
 def read_yaml(path: str | Path, what: str = "--config ") -> Any:
@@ -148,6 +153,8 @@ def read_yaml(path: str | Path, what: str = "--config ") -> Any:
         fail(f"{what}{path}: cannot read ({getattr(e, 'strerror', None) or e})")
     except yaml.YAMLError as e:
         fail(f"{what}{path}: not valid YAML ({str(e).splitlines()[0]})")
+    except RecursionError:
+        fail(f"{what}{path}: nested too deeply to read")
 
 
 def check_config_types(parser: Any, argv: list[str]) -> None:
@@ -233,6 +240,39 @@ def parse_config(dataclass_types: tuple, argv: list[str]) -> tuple:
 def one_line_errors(parser: Any) -> None:
     """argparse errors (a bad value on the command line) as one line, not the usage text."""
     parser.error = lambda message: fail(message)
+
+
+def _inf() -> float:
+    return float("inf")
+
+
+# Trainer options whose bad values TRL/transformers take without a word (max_steps -5 reads as "use epochs",
+# learning_rate nan trains on NaN) or reject with a traceback once the trainer starts (temperature -1):
+# option -> (accepts, what it must be). Checked where the option exists (GRPO's sampling ones only there).
+TRAINER_RANGES: dict[str, tuple[Any, str]] = {
+    "max_steps": (lambda v: v == -1 or v >= 1, "-1 (epochs) or >= 1"),
+    "num_train_epochs": (lambda v: 0 < v < _inf(), "> 0"),
+    "learning_rate": (lambda v: 0 <= v < _inf(), ">= 0"),
+    "per_device_train_batch_size": (lambda v: v >= 1, ">= 1"),
+    "gradient_accumulation_steps": (lambda v: v >= 1, ">= 1"),
+    "save_steps": (lambda v: v > 0, "> 0"),
+    "logging_steps": (lambda v: v > 0, "> 0"),
+    "max_train_seconds": (lambda v: v is None or 0 < v < _inf(), "> 0"),
+    "temperature": (lambda v: 0 < v < _inf(), "> 0"),
+    "top_p": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "top_k": (lambda v: v >= 0, ">= 0 (0: off)"),
+    "min_p": (lambda v: v is None or 0 <= v <= 1, "in [0, 1]"),
+    "repetition_penalty": (lambda v: 0 < v < _inf(), "> 0"),
+    "beta": (lambda v: 0 <= v < _inf(), ">= 0"),
+}
+
+
+def check_trainer_ranges(*parsed: Any, where: str = "") -> None:
+    """TRAINER_RANGES on the parsed option objects (the recipe's dataclasses): the first bad value is one line."""
+    for key, (ok, want) in TRAINER_RANGES.items():
+        for obj in parsed:
+            if hasattr(obj, key) and not ok(getattr(obj, key)):
+                fail(f"{where}{key} must be {want}, got {getattr(obj, key)}")
 
 
 def reward_names(args: TaseArgs) -> list[str]:

@@ -225,12 +225,22 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     except OSError as e:
         fail(f"{out.parent}: cannot write there ({e.strerror})")
+    from safetensors import SafetensorError
+
     try:
         return _export(args, ckpt, out, tmp, results)
     except OSError as e:  # e.g. a full disk while saving: the old --out is untouched, the temp folder goes
         fail(f"cannot write the export: {os_error_line(e)}; {out} is unchanged")
+    except SafetensorError as e:  # the same from safetensors' writer (a Rust IoError, not an OSError)
+        fail(f"cannot write the export: {safetensors_error_line(e)}; {out} is unchanged")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def safetensors_error_line(e: Exception) -> str:
+    """safetensors' own error text, e.g. 'Error while serializing: I/O error: No space left on device (os error
+    28)' (the form varies with the version), as one line."""
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def check_out(out: Path) -> None:

@@ -160,3 +160,44 @@ def check_inputs(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
         if not Path(spec.removeprefix("official:")).exists():
             fail(f"exclude {spec}: no such file or folder")
     check_output_dir(cfg.output_dir)
+    check_training_inputs(tase, cfg)
+
+
+def check_training_inputs(tase: TaseArgs, cfg: Any) -> None:
+    """What the trainer would otherwise find out once it started (issue 36), so that a dry run checks it too:
+    streaming without max_steps, reward names, weights and their count, sampling settings transformers rejects
+    with a traceback and values it takes without a word (config.TRAINER_RANGES), and a train_data file's rows (the ones the run reads: up to num_train_examples), each
+    one line."""
+    import math
+
+    from recipes.config import check_trainer_ranges, reward_names
+
+    if tase.streaming and cfg.max_steps <= 0:
+        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
+    from rewards import get_reward_funcs
+
+    names = reward_names(tase)
+    try:
+        get_reward_funcs(names)
+    except ValueError as e:
+        fail(str(e))
+    given = getattr(cfg, "reward_weights", None)
+    if given:
+        if len(given) != len(names):
+            fail(f"reward_weights has {len(given)} values for {len(names)} reward functions ({', '.join(names)})")
+        if not all(math.isfinite(w) for w in given):
+            fail(f"reward_weights must be finite numbers, got {given}")
+    check_trainer_ranges(tase, cfg)
+    if tase.train_data != "synth":
+        from synth.readers import DataError, load_data
+
+        n = 0
+        try:
+            for _ in load_data(tase.train_data):
+                n += 1
+                if n >= tase.num_train_examples:
+                    break
+        except DataError as e:
+            fail(f"train_data: {e}")
+        if not n:
+            fail(f"train_data {tase.train_data}: holds no records")

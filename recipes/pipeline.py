@@ -13,10 +13,13 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
+from eval.process import die_with_parent
+
 
 class Steps:
     """Runs numbered steps (`== k/n title`, then `+ command`), stops the pipeline at the first failing one
-    (`error: <name> step '<title>' failed (exit N)`), and adds up the wall time of each stage."""
+    (`error: <name> step '<title>' failed (exit N)`), and adds up the wall time of each stage. A step dies with
+    the pipeline (eval.process.die_with_parent): kill -9 of `make proof` leaves no step running."""
 
     def __init__(self, name: str, n_steps: int, cwd: Path, dry_run: bool = False, quote: bool = False,
                  log_dir: Path | None = None) -> None:
@@ -50,7 +53,7 @@ class Steps:
         with tempfile.TemporaryFile() as out:
             sink = out if show else None
             if self.log_dir is None:
-                code = subprocess.run(cmd, cwd=self.cwd, stdout=sink).returncode
+                code = subprocess.run(cmd, cwd=self.cwd, stdout=sink, preexec_fn=die_with_parent()).returncode
                 log = None
             else:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -95,7 +98,8 @@ def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> in
     vLLM logs to stdout."""
     import threading
 
-    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                            preexec_fn=die_with_parent())  # started before the pump threads
     lock = threading.Lock()
 
     def pump(src: Any, dst: Any, f: Any) -> None:

@@ -350,6 +350,7 @@ def setup(args: argparse.Namespace) -> Proof:
                 data_streams(d["tasks"], d["langs"], d["subtasks"])
             except ValueError as e:
                 fail(f"{part}: {e}")
+    check_recipe_options(cfg, sft_config, grpo_config)
     from eval.backends import default_backend
 
     backend = cfg["eval"]["backend"]
@@ -358,6 +359,43 @@ def setup(args: argparse.Namespace) -> Proof:
         backend = default_backend()
     step = Steps("proof", N_STAGES if "control" in cfg else N_STAGES - 1, ROOT, dry_run=args.dry_run, quote=True)
     return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run)
+
+
+def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Path) -> None:
+    """Every stage's recipe options, parsed now by that recipe's own parser (its --config, then the options as
+    proof.py will pass them), so that a misspelled key or a bad value in `sft:`, `grpo:` or `control:` is one
+    line before stage 1, not a failure hours later when its stage starts (issue 36). The range checks are
+    config.TRAINER_RANGES'; the recipes check the rest (model, data, output folder) when they start."""
+    from trl import GRPOConfig, ModelConfig, SFTConfig
+
+    from recipes.config import TaseArgs, check_config_types, check_trainer_ranges
+    from recipes.sft_warmup import BudgetArgs
+
+    sft = (DataArgs, SFTConfig, ModelConfig, BudgetArgs)
+    common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
+    parts = [("sft", sft, sft_config, cfg["sft"]["options"], [])]
+    parts.append(("grpo", (TaseArgs, GRPOConfig, ModelConfig), grpo_config, cfg["grpo"]["options"],
+                  ["--reward_funcs", "accuracy_fine", *cfg["grpo"]["reward_funcs"]]))
+    if "control" in cfg:
+        opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
+        parts.append(("control", sft, sft_config, {**opts, **cfg["control"]["options"]}, ["--max_train_seconds", "1"]))
+    from trl import TrlParser
+
+    for part, types, recipe_config, options, fixed in parts:
+        where = f"{part} options (for {shown(recipe_config)})"
+        parser = TrlParser(types)
+        known = {a.dest for a in parser._actions}
+        for key in options:  # exactly: argparse would take a misspelling that is a prefix (learning_rat)
+            if key not in known:
+                fail(f"{where}: unknown option {key!r}")
+        argv = ["--config", str(recipe_config), *flags(options), *fixed, *common]
+        parser.error = lambda message, where=where: fail(f"{where}: {message}")  # type: ignore[method-assign]
+        check_config_types(parser, argv)
+        try:
+            parsed = parser.parse_args_and_config(args=argv)
+        except (ValueError, TypeError) as e:
+            fail(f"{where}: {str(e).strip().splitlines()[0]}")
+        check_trainer_ranges(*parsed, where=f"{where}: ")
 
 
 def stage_subset(pr: Proof) -> None:

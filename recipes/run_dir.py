@@ -129,7 +129,7 @@ def resolve_resume(output_dir: str, resume: Any) -> str | None:
         if main:
             os.replace(c, aside)
         skipped.append(f"{c.name} ({why}; moved to {aside.name})")
-    if main:
+    if main and not (_saved(out) and _final_state(out)):  # a finished run: already_finished says what happens
         print(f"no complete checkpoint in {out}" + (f" (skipped {', '.join(skipped)})" if skipped else "")
               + "; starting from step 0", file=sys.stderr)
     return None
@@ -191,19 +191,46 @@ def prepare_output_dir(output_dir: str, resume: Any) -> str | None:
 
 
 def already_finished(output_dir: str, ckpt: str | None, max_steps: int) -> bool:
-    """A rerun of a finished command: the resumed checkpoint is at max_steps and the final model was
-    saved. Resuming the Trainer there would run one step past max_steps (seen with TRL 1.16 GRPO), so the
-    recipes stop instead, and say so."""
+    """A rerun of a finished command: the run reached its final save (the model, then trainer_state.json at the
+    top of output_dir), or the resumed checkpoint is at max_steps and the final model was saved. Resuming the
+    Trainer at the end would run one step past max_steps (seen with TRL 1.16 GRPO), and a run saved without
+    checkpoints (save_strategy: no, as the SFT warm-up) would start again from step 0 and overwrite its model
+    (issue 36), so the recipes stop instead, and say so. A larger max_steps than the finished run planned is a
+    request to train on: from a checkpoint, or refused in one line when there is none."""
+    out = Path(output_dir)
+    saved = _saved(out)
+    final = _final_state(out) if saved else None
+    if final is not None:
+        step, planned = final.get("global_step"), final.get("max_steps")
+        if max_steps <= 0 or not isinstance(planned, int) or max_steps <= planned:
+            print(f"{output_dir}: already trained (step {step} of {planned}) and saved; nothing to do")
+            return True
+        if not ckpt:
+            fail(f"output_dir {output_dir} holds a finished run (step {step} of {planned}) and no checkpoint to "
+                 f"train on from to max_steps {max_steps}; choose another --output_dir")
     if not ckpt or max_steps <= 0:
         return False
     step = json.loads((Path(ckpt) / "trainer_state.json").read_text(encoding="utf-8"))["global_step"]
-    out = Path(output_dir)
-    saved = (out / "model.safetensors").is_file() or (out / "adapter_model.safetensors").is_file() or any(
-        out.glob("model-*.safetensors"))
     if step >= max_steps and saved:
         print(f"{output_dir}: already trained to max_steps {max_steps} ({Path(ckpt).name}) and saved; nothing to do")
         return True
     return False
+
+
+def _saved(out: Path) -> bool:
+    """The final model's weights are in output_dir (full model, sharded, or a PEFT adapter)."""
+    return (out / "model.safetensors").is_file() or (out / "adapter_model.safetensors").is_file() or any(
+        out.glob("model-*.safetensors"))
+
+
+def _final_state(out: Path) -> dict[str, Any] | None:
+    """The trainer_state.json the recipes write at the top of output_dir after the final model (None when absent
+    or unreadable: then the run did not finish)."""
+    try:
+        state = json.loads((out / "trainer_state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) and isinstance(state.get("global_step"), int) else None
 
 
 def save_tase_config(output_dir: str, **parts: Any) -> None:

@@ -77,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     data_args, cfg, model_args, budget = config.parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
-    if budget.max_train_seconds is not None and not budget.max_train_seconds > 0:
-        fail(f"max_train_seconds must be > 0, got {budget.max_train_seconds}")
+    config.check_trainer_ranges(cfg, budget)  # max_steps -5, learning_rate nan, max_train_seconds 0: one line
     from transformers import AutoTokenizer
 
     resume = run_dir.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)

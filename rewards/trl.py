@@ -13,6 +13,7 @@ Each function keeps a distinct `__name__`, which TRL logs as `rewards/<name>/mea
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -111,6 +112,14 @@ def _check_columns(prompts: Any, n: int, columns: dict[str, Any]) -> None:
         raise RewardInputError(f"accuracy reward: prompts has {_kind(prompts)} for {n} completions")
 
 
+def _is_answer(a: Any) -> bool:
+    """A gold answer a scorer can compare with: a string (the official CSVs' text), or a finite number that a
+    loader parsed from one; not None, NaN (a pandas/datasets empty cell), a bool or a container."""
+    if isinstance(a, bool) or not isinstance(a, (str, int, float)):
+        return False
+    return not isinstance(a, float) or math.isfinite(a)
+
+
 def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> list[dict[str, Any]]:
     """One record per completion from the keyword columns; `type` must be there, full length and known, the
     columns the scorers read full length, and the question of every LENGTH/SHUFFLE row findable
@@ -132,6 +141,10 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
                                    f"column, and its prompt is {'missing' if i >= len(prompts) else 'empty'}); "
                                    f"its scorer reads the question")
         row["prompt"] = q
+        if row["type"] in _NEEDS_ANSWER and not _is_answer(row.get("answer")):
+            raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has answer {row.get('answer')!r}; its "
+                                   f"scorer compares with the gold answer, a string (a missing or NaN answer "
+                                   f"would score every completion 0)")
         rows.append(row)
     return rows
 

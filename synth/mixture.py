@@ -21,6 +21,8 @@ def load_mixture(path: str) -> dict[str, float]:
         raise SynthError(f"mixture file {path} is not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:
         raise SynthError(f"mixture file {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    except RecursionError:
+        raise SynthError(f"mixture file {path} is nested too deeply to read") from None
     weights = data.get("weights", data) if isinstance(data, dict) else None
     if not isinstance(weights, dict) or not all(isinstance(v, (int, float)) for v in weights.values()):
         raise SynthError(f"mixture file {path} must map task names to numbers")

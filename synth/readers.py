@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from rewards.types import get_type, type_names
 
-from .record import LANG_OF_STEM, TASKS, make_record  # noqa: F401
+from .record import LANG_OF_STEM, LANGS, TASKS, make_record  # noqa: F401
 
 
 EVAL_TO_TYPE = {
@@ -181,6 +181,8 @@ def load_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 rec = json.loads(line)
             except ValueError as e:
                 raise DataError(f"{path}: line {ln}: not JSON ({e.msg})") from None
+            except RecursionError:
+                raise DataError(f"{path}: line {ln}: JSON nested too deeply to read") from None
             check_record(rec, f"{path}: line {ln}")
             rec.setdefault("subtask", "")
             rec.setdefault("variation", "")
@@ -214,8 +216,9 @@ def _has_surrogate(s: str) -> bool:
 
 def check_record(rec: Any, where: str) -> None:
     """Refuse, in one line naming the row, a record the scorers and models would choke on later: not an
-    object, a missing key, a non-string field, text that is not encodable, or an unknown `type` (which
-    would otherwise score every row as invalid, silently). The known types are the registered scoring
+    object, a missing key, a non-string field, text that is not encodable, an unknown `type` (which
+    would otherwise score every row as invalid, silently), an unknown `task` or a `lang` the task does not
+    have (en/zh/ko; `mul` for a language-free task). The known types are the registered scoring
     types (`rewards.types`, the router's keys)."""
     if not isinstance(rec, dict):
         raise DataError(f"{where}: not a JSON object")
@@ -230,6 +233,15 @@ def check_record(rec: Any, where: str) -> None:
             raise DataError(f"{where}: {k} holds a lone surrogate (text that cannot be encoded as UTF-8)")
     if get_type(rec["type"]) is None:
         raise DataError(f"{where}: unknown type {rec['type']!r}; expected one of {', '.join(type_names())}")
+    # an unknown task would become a task of its own in the overall score, an unknown language would be left
+    # out of the language table without a word (issue 36): the tables know these, nothing else
+    info = TASKS.get(rec["task"])
+    if info is None:
+        raise DataError(f"{where}: unknown task {rec['task']!r}; expected one of {', '.join(TASKS)}")
+    langs = ("mul",) if info.no_lang else LANGS
+    if rec["lang"] not in langs:
+        raise DataError(f"{where}: unknown lang {rec['lang']!r} for task {rec['task']}; expected "
+                        f"{' or '.join(langs)}")
     if rec.get("meta") is not None and not isinstance(rec["meta"], dict):
         raise DataError(f"{where}: meta must be an object")
 

@@ -31,6 +31,9 @@ nonneg_int = _number(int, "an integer", " >= 0", lambda v: v >= 0)
 unit_float = _number(float, "a number", " in (0, 1]", lambda v: 0 < v <= 1)
 MAX_BOOT = 1_000_000  # more resamples change no reported digit; the memory check in compare bounds it further
 n_boot = _number(int, "an integer", f" from 1 to {MAX_BOOT:,}", lambda v: 1 <= v <= MAX_BOOT)
+# pass@k screens use k <= 64; a billion samples per row failed after 38 s in the allocator (issue 36)
+MAX_SAMPLES = 1024
+num_samples = _number(int, "an integer", f" from 1 to {MAX_SAMPLES:,}", lambda v: 1 <= v <= MAX_SAMPLES)
 
 
 def add_generation_args(r: argparse.ArgumentParser) -> None:
@@ -96,6 +99,8 @@ def warn_invalid(res: dict) -> None:
 
 
 def summary(res: dict) -> str:
+    if not res["n"]:  # "overall 0.00" would read as a scored run that got everything wrong (issue 36)
+        return f"nothing scored yet (n=0 of {res.get('n_expected', '?')} rows): no accuracy to report"
     tasks = " ".join(f"{k} {v:.1f}" for k, v in res["by_task"].items())
     line = f"overall {res['overall']:.2f} (micro {res['micro']['overall']:.2f}, n={res['n']}) | {tasks}"
     if "strict" in res:  # the official verdict without its loopholes, and the rows that passed only through one

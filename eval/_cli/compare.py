@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .common import n_boot
 
@@ -26,4 +27,6 @@ def execute(args: argparse.Namespace) -> int:
 
     summary = compare(args.dirs, args.out, args.n_boot, args.seed)
     print(summary["markdown"])
+    for w in summary["warnings"]:
+        print(w, file=sys.stderr)
     return 0

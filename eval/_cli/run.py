@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import add_generation_args, pass_summary, pos_int, summary, warn_invalid
+from .common import MAX_SAMPLES, add_generation_args, num_samples, pass_summary, pos_int, summary, warn_invalid
 
 
 def register(sub: argparse._SubParsersAction, fmt: type) -> None:
@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                         "the first N (as lm_eval --limit N takes them from an export-lm-eval folder)")
     r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
     add_generation_args(r)
-    r.add_argument("--num-samples", type=pos_int, default=1, metavar="K",
-                   help="completions per row (needs --temperature > 0; vllm: SamplingParams n, hf: "
+    r.add_argument("--num-samples", type=num_samples, default=1, metavar="K",
+                   help=f"completions per row, at most {MAX_SAMPLES} (needs --temperature > 0; vllm: SamplingParams n, hf: "
                         "num_return_sequences; not openai). samples.jsonl keeps all K per row and results.json "
                         "adds pass@1 and pass@K (unbiased estimator) per file, task and language: the RL task "
                         "screen of docs/evaluation.md")

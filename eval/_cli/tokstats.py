@@ -18,8 +18,6 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from transformers import AutoTokenizer
-
     from synth.readers import load_data
 
     from .. import tokstats as ts
@@ -29,9 +27,19 @@ def execute(args: argparse.Namespace) -> int:
 
     if args.results and not (Path(args.results) / SAMPLES).is_file():  # else an empty table and plot, silently
         raise RunError(f"--results {args.results}: no {SAMPLES} (an `eval run` or `eval score` folder is expected)")
+    records = list(load_data(args.data))
+    if args.results:  # a run of other data: no row to group, an empty table and plot, silently (issue 36)
+        from ..runner import read_samples
+
+        ids = read_samples(Path(args.results) / SAMPLES, repair=False)
+        shared = sum(i in ids for i in {r["id"] for r in records})
+        if not shared:
+            raise RunError(f"--results {args.results}: none of its {len(ids)} rows is in --data {args.data} (a run "
+                           "of other data?); pass the data that run evaluated")
+    from transformers import AutoTokenizer
+
     path = resolve_model(args.model, allow_pickle_weights=True)  # reads the tokenizer only
     tok = AutoTokenizer.from_pretrained(path)
-    records = list(load_data(args.data))
     stats = ts.cell_stats(tok, records)
     par = ts.parity(tok)
     speed = ts.throughput(tok, [r["prompt"] for r in records[:2000]])

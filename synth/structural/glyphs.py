@@ -38,13 +38,34 @@ def unifont_path() -> str:
 
 @lru_cache(maxsize=None)
 def unifont() -> dict[int, str]:
-    """codepoint -> hex glyph string from unifont.hex."""
+    """codepoint -> hex glyph string from unifont.hex ("XXXX:" + 32 or 64 hex digits a line). A file that is not
+    that (binary, another font format, a truncated glyph) is one ResourceError naming it and the variable that
+    chose it, not a UnicodeDecodeError or ValueError from deep inside a generator."""
+    path = unifont_path()
+    source = "TASE_UNIFONT" if os.environ.get("TASE_UNIFONT") else "the project's copy (make install)"
     out = {}
-    with open(unifont_path(), encoding="ascii") as f:
-        for line in f:
-            cp, _, hx = line.strip().partition(":")
-            if hx:
+    ln = 0
+    try:
+        with open(path, encoding="ascii") as f:
+            for ln, line in enumerate(f, 1):
+                cp, _, hx = line.strip().partition(":")
+                if not line.strip():
+                    continue
+                if len(hx) not in (32, 64) or not 1 <= len(cp) <= 6:
+                    raise ValueError
+                int(hx, 16)
                 out[int(cp, 16)] = hx
+    except UnicodeDecodeError:
+        raise ResourceError(f"{path} (from {source}): not a unifont.hex file (a byte that is not ASCII, after line "
+                            f"{ln}); point TASE_UNIFONT at GNU Unifont's unifont.hex") from None
+    except ValueError:
+        raise ResourceError(f"{path} (from {source}): line {ln} is not a unifont.hex glyph line (XXXX: and 32 or "
+                            "64 hex digits); point TASE_UNIFONT at GNU Unifont's unifont.hex") from None
+    except OSError as e:
+        raise ResourceError(f"{path} (from {source}): cannot read it ({e.strerror})") from None
+    if not out:
+        raise ResourceError(f"{path} (from {source}): holds no glyphs; point TASE_UNIFONT at GNU Unifont's "
+                            "unifont.hex")
     return out
 
 
