@@ -202,3 +202,35 @@ def test_sft_trains_a_lora_adapter(tiny_model, tmp_path):
     cfg = json.loads((out / "adapter_config.json").read_text())
     assert cfg["peft_type"] == "LORA" and cfg["r"] == 4 and (out / "adapter_model.safetensors").is_file()
     assert list(out.glob("runs/*/events.out.tfevents.*"))  # the shipped config's tracker: TensorBoard
+
+
+def test_plot_training_draws_runs_into_one_png(watched_run, tmp_path, capsys):
+    """`eval plot-training` on the 3-step run and on an older log without tase/ keys (its accuracy read from
+    rewards/accuracy_coarse/mean); a folder without metrics.jsonl is one line, exit 2, and writes nothing."""
+    from eval.__main__ import main
+
+    old = tmp_path / "old_run"
+    old.mkdir()
+    (old / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        {"step": 1, "reward": 0.2, "rewards/accuracy_coarse/mean": 0.1, "frac_reward_zero_std": 0.5},
+        {"step": 2, "reward": 0.4, "rewards/accuracy_coarse/mean": 0.3, "frac_reward_zero_std": 0.25},
+        {"step": 3, "train_runtime": 9.0})) + '{"step": 4, "rew')  # a torn last line: a killed run
+    png = tmp_path / "curves.png"
+    assert main(["plot-training", str(watched_run), str(old), "--out", str(png)]) == 0
+    assert f"Plot: {png}" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    from eval.plot_training import curve, read_run
+
+    rows = read_run(old)
+    assert [r["step"] for r in rows] == [1, 2]
+    assert curve(rows, ("tase/official_acc", "rewards/accuracy_coarse/mean"))[0] == "rewards/accuracy_coarse/mean"
+    assert curve(read_run(watched_run), ("tase/official_acc",))[1] == [1, 2, 3]
+    # the loophole share of official passes is left out at a step without one (logged as 0, undefined there)
+    rows = [{"step": 1, "tase/official_acc": 0.5, "tase/loophole_share": 0.5},
+            {"step": 2, "tase/official_acc": 0.0, "tase/loophole_share": 0.0},
+            {"step": 3, "tase/official_acc": 0.25, "tase/loophole_share": 1.0}]
+    assert curve(rows, ("tase/loophole_share",))[1:] == ([1, 3], [0.5, 1.0])
+    assert main(["plot-training", str(tmp_path / "nothing"), "--out", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "no metrics.jsonl" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x.png").exists()
