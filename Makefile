@@ -21,8 +21,15 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	grep -v '^deepspeed==' requirements.lock > $(VENV)/lock-wheels.txt
 	$(PY) -m pip install -q --no-deps -r $(VENV)/lock-wheels.txt
 	@# DeepSpeed is an sdist: built against the torch above (no build isolation, which would fetch a CUDA torch),
-	@# no ops compiled ahead (DS_BUILD_OPS=0; its CPU comm op is JIT-built once into the project cache on first use)
+	@# no ops compiled by pip (DS_BUILD_OPS=0): the one op the CPU plan needs is built just below
 	DS_BUILD_OPS=0 $(PY) -m pip install -q --no-deps --no-build-isolation $$(grep '^deepspeed==' requirements.lock)
+	@# DeepSpeed's CPU comm op (shm all-reduce, g++, 0.6-2.5 min on 2 cores), built once per install into the venv,
+	@# where recipes/distributed.py finds it (TORCH_EXTENSIONS_DIR): not once per emptied cache. Idempotent: torch's
+	@# JIT loader rebuilds only when the sources or flags changed (a built op loads in ~2 s). Only where DeepSpeed
+	@# picks its CPU accelerator; without a compiler the first ZeRO-3 run on CPU tries again into the project cache.
+	TORCH_EXTENSIONS_DIR=$(abspath $(VENV))/torch_extensions $(PY) -c "from deepspeed.accelerator import get_accelerator; \
+	  a = get_accelerator(); a.device_name() == 'cpu' and a.create_op_builder('ShareMemCommBuilder').load()" \
+	  >/dev/null 2>&1 || echo "note: DeepSpeed's CPU comm op did not build now (g++?); ZeRO-3 on CPU builds it on first use"
 	@# an older .venv may still hold them from a resolved install; the lock never has them
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	$(PY) -m pip install -q --no-deps -e .

@@ -10,8 +10,10 @@ Why each piece exists (measured with accelerate 1.15, transformers 5.19, DeepSpe
   launch` wins) and DeepSpeed's CPU accelerator runs ZeRO-3 over that group. `accelerate launch --cpu
   --use_deepspeed` is refused by accelerate's launcher, so the config file cannot say it either.
 * DeepSpeed's CPU communication backend JIT-compiles its shared-memory all-reduce op with g++ on first use
-  (about 2.5 min on 2 cores) into torch's extension folder; `TORCH_EXTENSIONS_DIR` points it into the project
-  cache (`$TASE_CACHE/torch_extensions`) so that it is built once per cache and not per process or per run.
+  (0.6-2.5 min on 2 cores) into torch's extension folder. `make install` builds it once into the venv
+  (`.venv/torch_extensions`, see the Makefile), and `TORCH_EXTENSIONS_DIR` points there when that folder holds it;
+  otherwise into the project cache (`$TASE_CACHE/torch_extensions`), so that it is built once per install (or per
+  cache) and not per process, per run or per emptied cache (CI empties every cache, not the venv).
 * `check_precision` turns a mismatch between the accelerate config's `mixed_precision` and the recipe's
   `bf16`/`fp16` into one line; DeepSpeed would otherwise fail deep in `deepspeed.initialize` with a list of
   mismatching config values.
@@ -21,6 +23,7 @@ Why each piece exists (measured with accelerate 1.15, transformers 5.19, DeepSpe
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +33,20 @@ def project_cache() -> Path:
     return Path(os.environ.get("TASE_CACHE") or Path.home() / ".cache" / "tase-grpo")
 
 
+SHM_OP = "deepspeed_shm_comm"  # DeepSpeed's CPU shm all-reduce op (ShareMemCommBuilder.NAME)
+
+
+def install_extensions() -> Path:
+    """Where `make install` builds DeepSpeed's CPU comm op: the venv of the running interpreter."""
+    return Path(sys.prefix) / "torch_extensions"
+
+
 def extension_cache() -> None:
-    """Build DeepSpeed's JIT ops (the CPU shm all-reduce) once into the project cache; an explicit setting wins."""
-    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(project_cache() / "torch_extensions"))
+    """Use DeepSpeed's JIT ops (the CPU shm all-reduce) built at install when present, else build them once into the
+    project cache; an explicit TORCH_EXTENSIONS_DIR wins."""
+    prebuilt = install_extensions()
+    where = prebuilt if (prebuilt / SHM_OP / f"{SHM_OP}.so").is_file() else project_cache() / "torch_extensions"
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(where))
 
 
 def deepspeed_launch() -> bool:

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     """Parse, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
     times steps with one)."""
     process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
-    distributed.extension_cache()  # DeepSpeed's CPU comm op is compiled once into the project cache
+    distributed.extension_cache()  # DeepSpeed's CPU comm op: built at install, else once per cache
     tase, cfg, model_args = parse(argv, default_config)
     check_inputs(tase, cfg, model_args)
     load_reward_funcs(reward_names(tase))  # an unknown name or import path: one line, under --dry_run too

@@ -56,3 +56,69 @@ def run_module(args: list[str], **kw):
 
 
 from vllm_fixtures import vllm_env, vllm_llm  # noqa: E402,F401  (h14: one shared vLLM engine per session)
+
+
+# --- tiny random Llamas (issue 39): written once per session, not once per module that uses them ---------------------
+
+def write_tiny_llama(out: Path, tokenizer_from: Path, hidden: int, heads: int, kv_heads: int) -> Path:
+    """A 2-layer random Llama (seed 0, float32) with the tokenizer of `tokenizer_from`, saved at `out`."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_from)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
+                      num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=2048,
+                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(0)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory, default_model) -> Path:
+    """Hidden 64, 4 heads of 16, SmolLM2's tokenizer: the recipes' wiring runs (tests/test_recipes.py,
+    tests/test_bad_inputs.py) and the ZeRO-3 comparison (tests/test_zero3_cpu.py), fast on 2 cores."""
+    return write_tiny_llama(tmp_path_factory.mktemp("tiny"), default_model, hidden=64, heads=4, kv_heads=2)
+
+
+# --- a CLI's main(argv) in-process (issue 39): bad-input cases without a fresh interpreter each ----------------------
+
+def entry_point(argv: list[str]) -> tuple[str, list[str]]:
+    """The module whose `main(argv)` a `python ARGV` command line runs, and its arguments (`-m eval ...`,
+    `recipes/x.py ...`)."""
+    if argv[0] == "-m":
+        return f"{argv[1]}.__main__", argv[2:]
+    return f"recipes.{Path(argv[0]).stem}", argv[1:]
+
+
+def call_main(argv: list[str]) -> tuple[int, str]:
+    """`python ARGV` in this process, for a case the CLI refuses early: its exit code and stderr as the CLI would give
+    them (an uncaught exception is exit 1 with its traceback), from the repo root; the environment (entry points set
+    process settings in it) and the working folder are restored. Not for a command that takes a lock held until
+    its process ends (recipes/run_dir.hold_output_dir): that one needs a subprocess."""
+    import contextlib
+    import importlib
+    import io
+    import traceback
+
+    module, args = entry_point(argv)
+    env, cwd, err = dict(os.environ), os.getcwd(), io.StringIO()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                code = importlib.import_module(module).main(args)
+            except SystemExit as e:
+                code = e.code
+            except Exception:  # noqa: BLE001 - what the interpreter would print
+                code = 1
+                traceback.print_exc()
+    finally:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+    if isinstance(code, str):  # sys.exit("message"): printed to stderr, exit 1
+        err.write(code + "\n")
+        code = 1
+    return code or 0, err.getvalue()

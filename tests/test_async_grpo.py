@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import call_main
+
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = ROOT / "recipes"
 
@@ -45,13 +47,13 @@ def test_cpu_tree_attention_matches_causal_attention_per_path():
 
 
 def test_async_refuses_sync_only_options_in_one_line():
-    res = subprocess.run([sys.executable, str(RECIPES / "grpo.py"), "--config",
-                          str(RECIPES / "configs" / "grpo_qwen14b_sync.yaml"), "--trainer", "async", "--dry-run"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 2
-    err = res.stderr.strip().splitlines()
-    assert err[-1].startswith("error: trainer: async does not support ") and "use_vllm" in err[-1], res.stderr[-2000:]
-    assert "Traceback" not in res.stderr
+    """In-process (tests/conftest.call_main): recipes/grpo.py's real-CLI refusals run in tests/test_bad_inputs.py."""
+    code, stderr = call_main(["recipes/grpo.py", "--config", str(RECIPES / "configs" / "grpo_qwen14b_sync.yaml"),
+                              "--trainer", "async", "--dry-run"])
+    assert code == 2
+    err = stderr.strip().splitlines()
+    assert err[-1].startswith("error: trainer: async does not support ") and "use_vllm" in err[-1], stderr[-2000:]
+    assert "Traceback" not in stderr
 
 
 @pytest.mark.slow

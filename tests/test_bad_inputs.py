@@ -1,9 +1,11 @@
 """Bad input never costs data and never ends in a traceback (issue 17).
 
-Table-driven: each case prepares a folder, runs the real CLI in a subprocess and asserts exit code 2,
-exactly one stderr line starting with "error:" and naming the problem, and that every file that existed
-before is byte-identical afterwards (and nothing was added). The cases run concurrently (they are mostly
-interpreter and torch start-up). Kill tests SIGKILL synth's writer, `eval score` and a GRPO checkpoint
+Table-driven: each case prepares a folder, runs the real CLI and asserts exit code 2, exactly one stderr line
+starting with "error:" and naming the problem, and that every file that existed before is byte-identical afterwards
+(and nothing was added). One case of each entry point (recipes/export.py, python -m synth, python -m eval,
+recipes/grpo.py: the first, or one that takes a lock held until its process ends) runs in a subprocess, the real exit code and the whole stderr of a fresh interpreter; the others
+call the same entry point's `main(argv)` in-process from the repo root, with the environment and working folder
+restored afterwards (a fresh interpreter each cost 10-20 s of start-up, mostly imports). Kill tests SIGKILL synth's writer, `eval score` and a GRPO checkpoint
 save at random points, then rerun the command and check that nothing was lost.
 """
 from __future__ import annotations
@@ -16,14 +18,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
-from tests.test_recipes import TINY_ARGS, tiny_model  # noqa: F401  (tiny_model: the fixture, by import)
+from tests.conftest import FIXTURES, ROOT, call_main, entry_point
+from tests.test_recipes import TINY_ARGS  # tiny_model: the session fixture in tests/conftest.py
 
 PY = sys.executable
 OFFICIAL = f"official:{FIXTURES}"
@@ -152,22 +153,48 @@ def snapshot(d: Path) -> dict[str, bytes]:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
+# cases that take a lock held until their process ends (recipes/run_dir.hold_output_dir): never in-process
+PROCESS_LOCK = ["grpo output_dir that holds a run, not resuming"]
+# one case per entry point runs as a real subprocess (see the module docstring): the locking one, else the first
+IN_SUBPROCESS = {next(n for n in [*PROCESS_LOCK, *(c.name for c in CASES)]
+                      if entry_point(next(c for c in CASES if c.name == n).argv(Path("d")))[0] == m)
+                 for m in {entry_point(c.argv(Path("d")))[0] for c in CASES}}
+
+
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, tuple]:
-    """Run every case once, four at a time; per case: (returncode, stderr, files before, files after)."""
+    """Run every case once: one per entry point as subprocesses (all at once), the rest in-process meanwhile;
+    per case: (returncode, stderr, files before, files after)."""
     base = tmp_path_factory.mktemp("bad_inputs")
-
-    def one(k_case: tuple[int, Case]) -> tuple:
-        k, case = k_case
-        d = base / f"case{k}"
+    folders, before, procs, done = {}, {}, {}, {}
+    for k, case in enumerate(CASES):
+        d = folders[case.name] = base / f"case{k}"
         d.mkdir()
         case.setup(d)
-        before = snapshot(d)
-        res = subprocess.run([PY, *case.argv(d)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-        return res.returncode, res.stderr, before, snapshot(d)
+        before[case.name] = snapshot(d)
+    try:
+        for case in CASES:  # started first: they inherit the environment untouched by the in-process calls
+            if case.name in IN_SUBPROCESS:
+                procs[case.name] = subprocess.Popen([PY, *case.argv(folders[case.name])], cwd=ROOT, text=True,
+                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for case in CASES:
+            if case.name not in IN_SUBPROCESS:
+                done[case.name] = call_main(case.argv(folders[case.name]))
+        for name, proc in procs.items():
+            _, err = proc.communicate(timeout=600)
+            done[name] = proc.returncode, err
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return {c.name: (*done[c.name], before[c.name], snapshot(folders[c.name])) for c in CASES}
 
-    with ThreadPoolExecutor(4) as pool:
-        return dict(zip((c.name for c in CASES), pool.map(one, enumerate(CASES))))
+
+def test_each_entry_point_has_one_bad_input_case_in_a_subprocess():
+    assert set(PROCESS_LOCK) <= IN_SUBPROCESS
+    assert sorted(entry_point(c.argv(Path("d")))[0] for c in CASES if c.name in IN_SUBPROCESS) == [
+        "eval.__main__", "recipes.export", "recipes.grpo", "synth.__main__"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

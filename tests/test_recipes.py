@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, call_main
 
 PY = sys.executable
 GRPO = [PY, "recipes/grpo.py"]
@@ -19,22 +19,6 @@ TINY_ARGS = ["--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--ta
              "--langs", "en", "--max_len", "6", "--num_train_examples", "16", "--num_generations", "2",
              "--per_device_train_batch_size", "4", "--max_completion_length", "8", "--logging_steps", "1",
              "--report_to", "none", "--learning_rate", "1e-3", "--seed", "0", "--gradient_checkpointing", "false"]
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory, default_model) -> Path:
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    tok = AutoTokenizer.from_pretrained(default_model)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
-    torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("tiny")
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
 
 
 def run(cmd, timeout=600, **kw):
@@ -84,9 +68,9 @@ def test_grpo_export_reload_eval(tiny_model, tmp_path):
 
     m = AutoModelForCausalLM.from_pretrained(exp)
     assert m.dtype == torch.bfloat16 and not hasattr(m.config, "quantization_config")
-    # export refuses a non-empty folder without --force
-    res = run([PY, "recipes/export.py", str(out), "--out", str(exp)])
-    assert res.returncode == 2 and "pass --force" in res.stderr and "Traceback" not in res.stderr
+    # export refuses a non-empty folder without --force (in-process: export's subprocess checks are the runs here)
+    code, err = call_main(["recipes/export.py", str(out), "--out", str(exp)])
+    assert code == 2 and "pass --force" in err and "Traceback" not in err
     # eval on 5 rows
     data = tmp_path / "five.jsonl"
     import synth
@@ -103,8 +87,8 @@ def test_grpo_export_reload_eval(tiny_model, tmp_path):
     card = (exp / "README.md").read_text()
     assert f"## Evaluation of `{exp}`" in card and "n=5" in card and "## Training log" in card
     assert (exp / "model.safetensors").stat().st_mtime_ns == before
-    res = run([PY, "recipes/export.py", str(out), "--out", str(exp), "--card-only", "--results", str(tmp_path)])
-    assert res.returncode == 2 and "no results.json" in res.stderr
+    code, err = call_main(["recipes/export.py", str(out), "--out", str(exp), "--card-only", "--results", str(tmp_path)])
+    assert code == 2 and "no results.json" in err
 
 
 def test_coarse_arm_streaming_logs_coarse_reward(tiny_model, tmp_path):
@@ -116,9 +100,10 @@ def test_coarse_arm_streaming_logs_coarse_reward(tiny_model, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     m = [x for x in metrics(out) if "reward" in x][0]
     assert "rewards/accuracy_coarse/mean" in m and "rewards/format/mean" not in m
-    res = run([*GRPO, "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--streaming", "true",
-               *TINY_ARGS])
-    assert res.returncode == 2 and "needs --max_steps" in res.stderr and "Traceback" not in res.stderr
+    code, err = call_main(["recipes/grpo.py", "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
+                           "--streaming", "true", *TINY_ARGS])
+    assert code == 2 and "needs --max_steps" in err and "Traceback" not in err
+    assert not (out / ".run.lock").exists()  # refused before taking the run's lock (the caller's process keeps it)
 
 
 def test_training_rows_keep_reward_columns_and_length_cap(tiny_model):
@@ -220,12 +205,11 @@ def test_paper_recipe_dry_run_and_gpu_check():
 
 
 def test_bad_config_is_one_line(tmp_path):
-    medium, missing = run_together([*GRPO, "--reward_granularity", "medium", "--dry-run"],
-                                   [*GRPO, "--config", str(tmp_path / "missing.yaml")])
-    res = medium
-    assert res.returncode == 2 and res.stderr.startswith("error:") and "coarse, strict or fine" in res.stderr
-    res = missing
-    assert res.returncode == 2 and "Traceback" not in res.stderr
+    code, err = call_main(["recipes/grpo.py", "--reward_granularity", "medium", "--dry-run"])  # in-process
+    assert code == 2 and err.startswith("error:") and "coarse, strict or fine" in err
+    code, err = call_main(["recipes/grpo.py", "--config", str(tmp_path / "missing.yaml")])
+    assert code == 2 and "Traceback" not in err
+    # the real CLI in a subprocess: exit code and the whole stderr of a fresh interpreter
     res = run([*GRPO, *TINY_ARGS], env={**os.environ, "ACCELERATE_USE_FSDP": "true"})  # accelerate: DDP on CPU
     assert res.returncode == 2 and "FSDP on CPU" in res.stderr and res.stderr.count("\n") == 1, res.stderr[-2000:]
 
@@ -350,12 +334,16 @@ def test_proof_dry_run_prints_every_stage_and_runs_nothing(tmp_path, fixture_roo
 
 
 def test_proof_bad_inputs_are_one_line(tmp_path, fixture_root):
-    def one_line(args, *want):
-        res = run([*PROOF, "--dry-run", *args], timeout=60)
-        assert res.returncode == 2 and res.stderr.startswith("error:") and res.stderr.count("\n") == 1, res.stderr
-        assert all(w in res.stderr for w in want), res.stderr
+    def one_line(args, *want, subprocess: bool = False):
+        if subprocess:  # the real CLI: exit code and the whole stderr of a fresh interpreter
+            res = run([*PROOF, "--dry-run", *args], timeout=60)
+            code, err = res.returncode, res.stderr
+        else:
+            code, err = call_main(["recipes/proof.py", "--dry-run", *args])
+        assert code == 2 and err.startswith("error:") and err.count("\n") == 1, err
+        assert all(w in err for w in want), err
 
-    one_line(["--official", str(tmp_path / "missing")], "no such folder")
+    one_line(["--official", str(tmp_path / "missing")], "no such folder", subprocess=True)
     partial = tmp_path / "partial" / "tasks" / "token_structure" / "component_count"
     partial.mkdir(parents=True)
     (partial / "english.csv").write_bytes((fixture_root / "tasks" / PROOF_FILES[0]).read_bytes())
@@ -426,3 +414,25 @@ def test_sft_max_train_seconds_stops_on_the_clock_and_saves(tiny_model, tmp_path
     assert (out / "model.safetensors").is_file()
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 1
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["error: max_train_seconds must be > 0, got 0.0"]
+
+
+def test_deepspeed_cpu_op_is_found_where_make_install_built_it(tmp_path, monkeypatch):
+    """recipes/distributed.extension_cache: the venv's prebuilt CPU comm op (make install) when it is there, else
+    the project cache (built once per cache on first use); an explicit TORCH_EXTENSIONS_DIR always wins."""
+    from recipes import distributed
+
+    venv, cache = tmp_path / "venv", tmp_path / "cache"
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setenv("TASE_CACHE", str(cache))
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
+    distributed.extension_cache()
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == str(cache / "torch_extensions")  # nothing built at install
+    so = venv / "torch_extensions" / distributed.SHM_OP / f"{distributed.SHM_OP}.so"
+    so.parent.mkdir(parents=True)
+    so.write_bytes(b"")
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR")
+    distributed.extension_cache()
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == str(venv / "torch_extensions")
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "mine"))
+    distributed.extension_cache()
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == str(tmp_path / "mine")

