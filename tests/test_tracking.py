@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_recipes import GRPO, PY, TINY_ARGS, metrics, run, tiny_model  # noqa: F401  (tiny_model: fixture)
+from tests.conftest import call_main
+from tests.test_recipes import GRPO, PY, TINY_ARGS, metrics, run
 
 EVERY = ("tase/official_acc", "tase/strict_acc", "tase/fine_credit", "tase/loophole_share", "tase/zero_var_groups",
          "tase/distinct_answers")
@@ -153,14 +154,11 @@ def test_tase_metrics_reach_wandb_offline(watched_run):
     finite_per_step(hist, PER, prefix="train/")
 
 
-def grpo_error(argv: list[str], capsys) -> str:
-    """recipes/grpo.py main in this process: exit 2 with one stderr line, which is returned."""
-    from recipes import grpo
-
-    with pytest.raises(SystemExit) as e:
-        grpo.main(argv)
-    err = capsys.readouterr().err.strip()
-    assert e.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+def grpo_error(argv: list[str], script: str = "recipes/grpo.py") -> str:
+    """The recipe's main in this process (tests/conftest.py call_main): exit 2 with one stderr line, returned."""
+    code, err = call_main([script, *argv])
+    err = err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
     return err
 
 
@@ -170,26 +168,23 @@ def grpo_error(argv: list[str], capsys) -> str:
     ("tests.user_rewards.nope", "has no 'nope'"),
     ("tests.user_rewards:NOT_A_FUNCTION", "is a int, not a function"),
 ])
-def test_bad_reward_funcs_are_one_line(tiny_model, tmp_path, capsys, spec, expect):
+def test_bad_reward_funcs_are_one_line(tiny_model, tmp_path, spec, expect):
     base = ["--model_name_or_path", str(tiny_model), "--output_dir", str(tmp_path / "o"), *TINY_ARGS]
-    assert expect in grpo_error([*base, "--reward_funcs", "format", spec], capsys)
-    assert expect in grpo_error([*base, "--reward_funcs", spec, "--dry_run", "true"], capsys)
+    assert expect in grpo_error([*base, "--reward_funcs", "format", spec])
+    assert expect in grpo_error([*base, "--reward_funcs", spec, "--dry_run", "true"])
     assert not (tmp_path / "o").exists()
 
 
-def test_qlora_without_gpu_and_missing_trackers_are_one_line(tiny_model, tmp_path, capsys):
+def test_qlora_without_gpu_and_missing_trackers_are_one_line(tiny_model, tmp_path):
     base = ["--model_name_or_path", str(tiny_model), "--output_dir", str(tmp_path / "o"), *TINY_ARGS]
-    assert "needs a CUDA GPU" in grpo_error([*base, "--use_peft", "true", "--load_in_4bit", "true"], capsys)
-    assert "needs a CUDA GPU" in grpo_error([*base, "--use_peft", "true", "--load_in_8bit", "true"], capsys)
-    assert "add --use_peft true" in grpo_error([*base, "--load_in_4bit", "true"], capsys)
-    from recipes import sft_warmup
-
-    with pytest.raises(SystemExit) as e:
-        sft_warmup.main(["--config", "recipes/configs/sft_smollm2_cpu.yaml", "--model_name_or_path", str(tiny_model),
-                         "--output_dir", str(tmp_path / "o"), "--use_peft", "true", "--load_in_4bit", "true"])
-    assert e.value.code == 2 and "needs a CUDA GPU" in capsys.readouterr().err
+    assert "needs a CUDA GPU" in grpo_error([*base, "--use_peft", "true", "--load_in_4bit", "true"])
+    assert "needs a CUDA GPU" in grpo_error([*base, "--use_peft", "true", "--load_in_8bit", "true"])
+    assert "add --use_peft true" in grpo_error([*base, "--load_in_4bit", "true"])
+    assert "needs a CUDA GPU" in grpo_error(["--config", "recipes/configs/sft_smollm2_cpu.yaml", "--model_name_or_path",
+                                             str(tiny_model), "--output_dir", str(tmp_path / "o"), "--use_peft", "true",
+                                             "--load_in_4bit", "true"], script="recipes/sft_warmup.py")
     if importlib.util.find_spec("trackio") is None:
-        assert "the trackio package is not installed" in grpo_error([*base, "--report_to", "trackio"], capsys)
+        assert "the trackio package is not installed" in grpo_error([*base, "--report_to", "trackio"])
     assert not (tmp_path / "o").exists()
 
 
