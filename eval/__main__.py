@@ -1,5 +1,5 @@
-"""python -m eval {run,score,compare,export-lm-eval,gold,tokstats,robustness}: the one evaluator for base and tuned
-models. Prompts and scoring are those of the official TASE runner (system prompt asking for
+"""python -m eval {run,score,compare,export-lm-eval,gold,tokstats,robustness,plot-training}: the one evaluator for
+base and tuned models. Prompts and scoring are those of the official TASE runner (system prompt asking for
 <answer></answer>, verdicts from `rewards.score`); tables are aggregated as the official release does."""
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ EPILOG = """examples:
   python -m eval export-lm-eval --data official:/path/to/Tase --out lm_eval_tasks
   python -m eval robustness run --model runs/export --data official:/path/to/Tase --limit 50 --out runs/rob/tuned
   python -m eval robustness report runs/rob/base runs/rob/tuned --out runs/rob/cmp
+  python -m eval plot-training runs/proof/coarse runs/proof/fine --out runs/proof/training.png
 Bad input (unknown model, unreadable data, unknown prediction ids, a broken vllm install, no API key for
 a remote --base-url) prints one line starting with "error:" and exits 2. See docs/evaluation.md."""
 
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from .compare import CompareError
     from .gold import GoldError
     from .models import ModelError
+    from .plot_training import PlotError
     from .robustness import RobustnessError
     from .runner import RunError
 
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             with hold_output(out):
                 return args.execute(args)
         return args.execute(args)
-    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError, RobustnessError,
+    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError, RobustnessError, PlotError,
             OutputBusy) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

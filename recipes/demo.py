@@ -7,7 +7,8 @@
    against the official sample rows);
 3. SFT warm-up on the first set (teaches the <answer> format: the base model never writes it);
 4. a few GRPO steps on the second with the fine reward + format reward + length penalty (TRL GRPOTrainer,
-   the proof's GRPO config, recipes/configs/grpo_proof_cpu.yaml);
+   the proof's GRPO config, recipes/configs/grpo_proof_cpu.yaml), and their training curves
+   (`python -m eval plot-training`: runs/demo/training.png; TensorBoard event files in runs/demo/grpo/runs/);
 5. export the tuned model (plain bf16 folder);
 6. evaluate base, warm-up and tuned on the held-out slice (or `--eval-data official:DIR --eval-limit N`);
 7. write the model card with the base and tuned evaluations; 8. print the comparison table, the plot's
@@ -48,7 +49,8 @@ ROLLOUT_WHY = "over the demo's 4 steps a vLLM engine start costs more than vLLM 
 
 
 def grpo_summary(metrics: Path) -> str:
-    """One line per GRPO step: total reward, per-function means, share of zero-variance groups."""
+    """One line per GRPO step: total reward, per-function means, share of zero-variance groups, and the tase/
+    metrics (official and strict accuracy, loophole share, zero-variance groups on the accuracy) where logged."""
     if not metrics.is_file():
         return ""
     lines = []
@@ -58,8 +60,12 @@ def grpo_summary(metrics: Path) -> str:
             continue
         per_fn = " ".join(f"{k.split('/')[1]} {v:.2f}" for k, v in m.items() if k.startswith("rewards/")
                           and k.endswith("/mean"))
+        tase = (f"; official {m['tase/official_acc']:.2f}, strict {m['tase/strict_acc']:.2f}, loophole share "
+                f"{m['tase/loophole_share']:.2f}, zero-variance groups {m['tase/zero_var_groups']:.2f}"
+                if all(f"tase/{k}" in m for k in ("official_acc", "strict_acc", "loophole_share", "zero_var_groups"))
+                else "")
         lines.append(f"   step {m['step']}: reward {m['reward']:.3f} ({per_fn}), frac_reward_zero_std "
-                     f"{m.get('frac_reward_zero_std', float('nan')):.2f}, {m.get('step_time', float('nan')):.0f} s")
+                     f"{m.get('frac_reward_zero_std', float('nan')):.2f}{tase}, {m.get('step_time', float('nan')):.0f} s")
     return "\n".join(lines)
 
 
@@ -182,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
               "--save_steps", str(args.grpo_steps), "--resume_from_checkpoint", "true", *engine])
     print(grpo_summary(out / "grpo" / "metrics.jsonl"))
+    step.run("plot the GRPO training curves (reward, official/strict accuracy, loophole and zero-variance shares)",
+             [py, "-m", "eval", "plot-training", str(out / "grpo"), "--out", str(out / "training.png")])
     step(5, "export the tuned model",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--force"])
     data = args.eval_data or str(out / "heldout_data.jsonl")
@@ -204,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:
         print(f"library warnings of the steps: {out / 'logs' / 'steps.log'} (--verbose shows them, and INFO)")
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "
-          f"plot: {out / 'comparison' / 'comparison.png'}; model: {out / 'tuned'}")
+          f"plot: {out / 'comparison' / 'comparison.png'}; training curves: {out / 'training.png'}; "
+          f"model: {out / 'tuned'}")
     return 0
 
 

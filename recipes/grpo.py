@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from eval.process import apply as process_settings
-from recipes import distributed, vllm_server_cpu
+from recipes import adapters, distributed, tracking, vllm_server_cpu
 from recipes.config import TaseArgs, reward_names, reward_weights
 from recipes.data import build_dataset
 from recipes.errors import fail
 from recipes.grpo_args import check_inputs, parse
 from recipes.grpo_plan import dry_run, world_size
 from recipes.model import resolve
+from recipes.reward_funcs import load_reward_funcs
 from recipes.run_dir import already_finished, prepare_output_dir, save_tase_config
 
 
@@ -50,15 +51,9 @@ def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list
     resume = prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     if already_finished(cfg.output_dir, resume, cfg.max_steps):
         return None
-    from rewards import get_reward_funcs
-
     path = resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
     names = reward_names(tase)
-    try:
-        funcs = get_reward_funcs(names)
-    except ValueError as e:
-        fail(str(e))
-    return resume, path, names, funcs
+    return resume, path, names, load_reward_funcs(names)
 
 
 def main(argv: list[str] | None = None, default_config: str | None = None, callbacks: list | None = None) -> int:
@@ -68,6 +63,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     distributed.extension_cache()  # DeepSpeed's CPU comm op: built at install, else once per cache
     tase, cfg, model_args = parse(argv, default_config)
     check_inputs(tase, cfg, model_args)
+    check_tracking(tase, cfg, model_args)
     if tase.dry_run:
         dry_run(tase, cfg, model_args)
         return 0
@@ -81,6 +77,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     resume, path, names, funcs = start
     from trl import GRPOTrainer, get_peft_config
 
+    funcs = tracking.watch(funcs, names)  # the tase/ metrics, through TRL's log_metric hook
     cfg.reward_weights = reward_weights(tase, names, cfg.reward_weights)
     init = dict(cfg.model_init_kwargs or {})
     if model_args.dtype:
@@ -95,8 +92,9 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
     trainer = GRPOTrainer(
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
-        peft_config=get_peft_config(model_args), callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
-                                                           distributed.ZeroPartitionReport()],
+        peft_config=get_peft_config(model_args), quantization_config=adapters.quantization_config(model_args),
+        callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
+                   distributed.ZeroPartitionReport()],
     )
     report_rollouts(trainer, tase, cfg, cpu_server)
     train(trainer, resume)
@@ -104,6 +102,18 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         trainer.vllm_generation.sync_weights()
     save(trainer, tok, cfg.output_dir)
     return 0
+
+
+def check_tracking(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
+    """report_to names installed trackers, and QLoRA options can be honoured (recipes/adapters.py; a dry run
+    checks the options, not this machine), each in one line before any work; then W&B's local files go under
+    the run folder unless WANDB_DIR says otherwise."""
+    why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, tase.trainer, cfg.use_cpu,
+                                                                        hardware=not tase.dry_run)
+    if why:
+        fail(why)
+    for k, v in tracking.tracker_env(cfg).items():
+        os.environ.setdefault(k, v)
 
 
 def check_launch(tase: TaseArgs, cfg: Any) -> None:

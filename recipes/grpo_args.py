@@ -174,13 +174,10 @@ def check_training_inputs(tase: TaseArgs, cfg: Any) -> None:
 
     if tase.streaming and cfg.max_steps <= 0:
         fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
-    from rewards import get_reward_funcs
+    from recipes.reward_funcs import load_reward_funcs
 
     names = reward_names(tase)
-    try:
-        get_reward_funcs(names)
-    except ValueError as e:
-        fail(str(e))
+    load_reward_funcs(names)  # ours by name or any import path; an unknown one: one line
     given = getattr(cfg, "reward_weights", None)
     if given:
         if len(given) != len(names):

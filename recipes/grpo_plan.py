@@ -76,7 +76,8 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     model = model_args.model_name_or_path or "default"
     out = {
         "tase": {k: getattr(tase, k) for k in tase.__dataclass_fields__},
-        "model": {k: getattr(model_args, k, getattr(cfg, k, None)) for k in ("model_name_or_path", "dtype", "attn_implementation", "use_peft")},
+        "model": {k: getattr(model_args, k, getattr(cfg, k, None)) for k in ("model_name_or_path", "dtype", "attn_implementation", "use_peft",
+                                                                           "load_in_4bit", "load_in_8bit")},
         "training": {k: getattr(cfg, k) for k in (
             "output_dir", "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
             "max_steps", "learning_rate", "lr_scheduler_type", "warmup_steps", "seed", "bf16", "use_liger_kernel",

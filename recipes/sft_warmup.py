@@ -8,12 +8,13 @@ short reasoning line plus the gold answer in tags (completion-only loss).
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field
 
 from eval.process import apply as process_settings
-from recipes import config, data, model, run_dir
+from recipes import adapters, config, data, model, run_dir, tracking
 from recipes.config import DataArgs
 from recipes.errors import fail
 
@@ -73,11 +74,16 @@ def build_sft_dataset(args: DataArgs, tokenizer=None):
 
 def main(argv: list[str] | None = None) -> int:
     process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
-    from trl import ModelConfig, SFTConfig, SFTTrainer
+    from trl import ModelConfig, SFTConfig, SFTTrainer, get_peft_config
 
     argv = list(sys.argv[1:] if argv is None else argv)
     data_args, cfg, model_args, budget = config.parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
     config.check_trainer_ranges(cfg, budget)  # max_steps -5, learning_rate nan, max_train_seconds 0: one line
+    why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, "sync", cfg.use_cpu)
+    if why:
+        fail(why)
+    for k, v in tracking.tracker_env(cfg).items():  # W&B's files under the run folder
+        os.environ.setdefault(k, v)
     from transformers import AutoTokenizer
 
     resume = run_dir.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
@@ -94,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     ds = build_sft_dataset(data_args, tok)
     run_dir.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
-    trainer = SFTTrainer(model=path, args=cfg, train_dataset=ds, processing_class=tok)
+    trainer = SFTTrainer(model=path, args=cfg, train_dataset=ds, processing_class=tok,
+                         peft_config=get_peft_config(model_args),  # use_peft: LoRA (recipes/adapters.py)
+                         quantization_config=adapters.quantization_config(model_args))
     if budget.max_train_seconds:
         trainer.add_callback(wall_clock_stop(budget.max_train_seconds))
     trainer.train(resume_from_checkpoint=resume)

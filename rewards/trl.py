@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .base import Score
 from .extract import completion_text
 from .format import format_score
 from .format import length_penalty as _length_penalty
@@ -166,6 +167,14 @@ def accuracy_fine(prompts: Sequence[Any], completions: Sequence[Any], **columns:
     answer-independent strategy (a constant, an echo, a list of every option) could collect."""
     rows = _rows(prompts, _check_completions("accuracy_fine", completions), columns)
     return [score(r, c).fine for r, c in zip(rows, completions)]
+
+
+def batch_scores(prompts: Sequence[Any] | None, completions: Sequence[Any], **columns: Any) -> list[Score]:
+    """Every verdict of a batch at once (coarse, strict, fine and the extracted answer), from the same columns
+    and with the same checks as the accuracy rewards: what a training run logs beside the reward it trains on
+    (recipes/tracking.py), so that loophole passes show while it trains. RewardInputError as theirs."""
+    rows = _rows(prompts, _check_completions("accuracy", completions), columns)
+    return [score(r, c) for r, c in zip(rows, completions)]
 
 
 def format_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:

@@ -168,6 +168,10 @@ def test_two_process_accelerate_gloo(tiny_model, tmp_path):
     assert [m["step"] for m in logs] == [1]  # logged once, by the main process
     # two processes x 4 completions = 4 prompts of the 16 per step (one process: 2 prompts, epoch 0.125)
     assert logs[0]["epoch"] == 0.25, logs[0]
+    # the tase/ metrics gather both processes' completions inside the reward call (recipes/tracking.py): the
+    # collective completes (no hang) and the metrics are logged
+    assert {"tase/zero_var_groups", "tase/task/sort_lengths/official_acc", "tase/task/freq_count/official_acc"} \
+        <= set(logs[0]), logs[0]
 
 
 def test_paper_recipe_dry_run_and_gpu_check():

@@ -1,0 +1,137 @@
+"""Training curves of one or more GRPO runs in one PNG, from each run folder's metrics.jsonl (the log the recipes
+write: TRL's metrics and the tase/ metrics of recipes/tracking.py): total reward, official and strict accuracy,
+the share of official passes that are loopholes, and the share of zero-variance groups, against the step.
+
+Runs older than the tase/ metrics fall back where the log allows it: accuracies from `rewards/accuracy_coarse/mean`
+and `rewards/accuracy_strict/mean` when the run trained on them, zero variance from TRL's `frac_reward_zero_std`
+(which misses all-equal groups whose total reward is not exactly representable: docs/results.md); a curve the log
+cannot give is left out and the legend says so.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+METRICS = "metrics.jsonl"
+# panel title -> curves: (label, keys tried in order, line style)
+PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
+    ("total reward (TRL)", (("reward", ("reward",), "-"),)),
+    ("accuracy", (("official", ("tase/official_acc", "rewards/accuracy_coarse/mean"), "-"),
+                  ("strict", ("tase/strict_acc", "rewards/accuracy_strict/mean"), "--"))),
+    ("loophole share of official passes (steps without one left out)", (("loophole", ("tase/loophole_share",), "-"),)),
+    ("zero-variance groups", (("trained accuracy", ("tase/zero_var_groups",), "-"),
+                              ("TRL frac_reward_zero_std", ("frac_reward_zero_std",), ":"))),
+)
+
+
+class PlotError(ValueError):
+    """A run folder without a readable metrics.jsonl, or one with no logged step: one line, exit 2."""
+
+
+def read_run(run: str | Path) -> list[dict[str, Any]]:
+    """The training log lines of a run (a run folder or its metrics.jsonl) that carry a step; a torn last line
+    (a run killed mid-write) is skipped, other lines that are not JSON objects are an error."""
+    path = Path(run)
+    if path.is_dir():
+        path = path / METRICS
+    if not path.is_file():
+        raise PlotError(f"{run}: no {METRICS} (a run folder of recipes/grpo.py is expected)")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise PlotError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    rows = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            if i == len(lines) - 1:
+                continue
+            raise PlotError(f"{path}: line {i + 1} is not JSON") from None
+        if isinstance(row, dict) and isinstance(row.get("step"), int) and "reward" in row:
+            rows.append(row)
+    if not rows:
+        raise PlotError(f"{path}: no logged training step with a reward (a GRPO run's log is expected)")
+    return rows
+
+
+# a share is drawn only at steps where its denominator is not zero: the loophole share of official passes is
+# logged as 0 at a step without any official pass (recipes/tracking.py), where it is undefined
+NEEDS = {"tase/loophole_share": "tase/official_acc"}
+
+
+def curve(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> tuple[str | None, list[int], list[float]]:
+    """(the key used, steps, values) of the first key the log has with finite numbers; (None, [], []) if none."""
+    for key in keys:
+        pts = [(r["step"], float(r[key])) for r in rows
+               if isinstance(r.get(key), (int, float)) and math.isfinite(float(r[key]))
+               and (key not in NEEDS or r.get(NEEDS[key], 1) != 0)]
+        if pts:
+            return key, [s for s, _ in pts], [v for _, v in pts]
+    return None, [], []
+
+
+def run_names(runs: list[str | Path]) -> list[str]:
+    """Short legend names: each run folder's name, with its parent where two runs share a name."""
+    paths = [Path(r).resolve() for r in runs]
+    paths = [p.parent if p.name == METRICS else p for p in paths]
+    names = [p.name for p in paths]
+    return [f"{p.parent.name}/{p.name}" if names.count(p.name) > 1 else p.name for p in paths]
+
+
+def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | None = None) -> Path:
+    """Draw the four panels for every run into `out` (PNG, written whole or not at all); returns its path. The
+    caller (the CLI entry point) has chosen matplotlib's backend."""
+    import matplotlib.pyplot as plt
+
+    logs = [read_run(r) for r in runs]
+    names = names or run_names(runs)
+    out = Path(out)
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7.5), sharex=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (title, curves) in zip(axes.flat, PANELS):
+        drawn = 0
+        for k, (name, rows) in enumerate(zip(names, logs)):
+            for label, keys, style in curves:
+                key, steps, vals = curve(rows, keys)
+                if key is None:
+                    continue
+                full = name if len(curves) == 1 else f"{name}: {label}"
+                if key != keys[0]:
+                    full += f" ({key})"
+                ax.plot(steps, vals, style, color=colors[k % len(colors)], marker="o" if len(steps) < 30 else None,
+                        markersize=3, label=full)
+                drawn += 1
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        if not title.startswith("total reward"):
+            ax.set_ylim(-0.03, 1.03)
+            ax.set_ylabel("share")
+        else:
+            ax.set_ylabel("mean reward")
+        if drawn:
+            ax.legend(fontsize=7, loc="best", framealpha=0.8)
+        else:
+            logged = any(k in r for _, keys, _ in curves for k in keys for rows in logs for r in rows)
+            ax.text(0.5, 0.5, "no step with an official pass" if logged else "not logged by these runs",
+                    ha="center", va="center", transform=ax.transAxes, color="gray")
+    for ax in axes[1]:
+        ax.set_xlabel("step")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    fig.suptitle("GRPO training: " + ", ".join(names), fontsize=11)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        fig.savefig(tmp, dpi=110, format="png")
+        os.replace(tmp, out)
+    finally:
+        plt.close(fig)
+        if tmp.exists():
+            tmp.unlink()
+    return out

@@ -1,0 +1,82 @@
+"""`--reward_funcs`: ours by name (rewards.REWARD_FUNCS) or any function by import path, `module:function` or
+dotted `package.module.function` (the form TRL's own `trl grpo` script takes: the part after the last dot is
+the function, modules in the current directory come first). A name that resolves to nothing is one line, also under
+--dry_run, before any model or data is loaded."""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from recipes.errors import fail
+
+
+def split_path(spec: str) -> tuple[str, str] | None:
+    """(module, attribute) of an import path, or None when `spec` is not one."""
+    if ":" in spec:
+        module, _, attr = spec.partition(":")
+    elif "." in spec:
+        module, _, attr = spec.rpartition(".")
+    else:
+        return None
+    return (module, attr) if module and attr else None
+
+
+def import_module(name: str) -> Any:
+    """`importlib.import_module`, with the current directory searched first for the top-level package, as TRL's
+    script does by putting it first on sys.path (a rewards file beside the command imports however the recipe was
+    started: `python recipes/grpo.py` puts recipes/ first instead). sys.path itself is left alone (docs/
+    architecture.md: nothing edits it); the package found there is registered in sys.modules."""
+    import importlib.machinery
+    import importlib.util
+
+    top = name.split(".")[0]
+    if top not in sys.modules:
+        spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()])
+        if spec is not None:
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[top] = mod
+            try:
+                if spec.loader is not None:
+                    spec.loader.exec_module(mod)
+            except BaseException:
+                del sys.modules[top]
+                raise
+    return importlib.import_module(name)
+
+
+def load_one(spec: str) -> Any:
+    """The reward function `spec` names; one line and exit 2 where it names none."""
+    from rewards import REWARD_FUNCS
+
+    if spec in REWARD_FUNCS:
+        return REWARD_FUNCS[spec]
+    path = split_path(spec)
+    if path is None:
+        fail(f"reward_funcs {spec}: unknown reward function; choose from {', '.join(REWARD_FUNCS)}, or give an "
+             "import path (module:function or package.module.function)")
+    module, attr = path
+    try:
+        mod = import_module(module)
+    except ModuleNotFoundError as e:
+        fail(f"reward_funcs {spec}: cannot import {module} (no module named {e.name!r})")
+    except Exception as e:  # noqa: BLE001 - the user's module failed while importing: name it, in one line
+        fail(f"reward_funcs {spec}: importing {module} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    func = getattr(mod, attr, None)
+    if func is None:
+        fail(f"reward_funcs {spec}: module {module} has no {attr!r}")
+    if not callable(func):
+        fail(f"reward_funcs {spec}: {module}.{attr} is a {type(func).__name__}, not a function")
+    return func
+
+
+def load_reward_funcs(names: Sequence[str]) -> list[Any]:
+    """Every reward function of a run, in order; none at all is one line (a trainer without a reward learns
+    nothing)."""
+    from rewards import REWARD_FUNCS
+
+    if not names:
+        fail(f"no reward functions given; choose from: {', '.join(REWARD_FUNCS)}, or an import path")
+    return [load_one(str(n)) for n in names]

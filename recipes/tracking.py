@@ -1,0 +1,204 @@
+"""What a GRPO run logs beside TRL's own metrics, so that reward hacking shows while it trains: the TASE view of
+every generation batch (official and strict accuracy, fine credit, the share of official passes that are
+loopholes, zero-variance groups, distinct answers, accuracy per task and per language), sent through TRL's
+`log_metric` hook (GRPOTrainer passes it to every reward function: `_calculate_rewards`), and the checks of
+`report_to` (a tracker that is not installed is one line, not a traceback at the first log).
+
+TRL averages what `log_metric` receives over each logging step and hands it, with its own metrics, to
+`Trainer.log`: so the same keys reach metrics.jsonl (recipes/grpo.py MetricsLogger), TensorBoard, W&B and
+Trackio. Every key starts with `tase/` (docs/training.md, "Rewards and what is logged", lists them).
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+PREFIX = "tase/"
+# the keys logged for every batch (per-task and per-language keys come on top: tase/task/<task>/official_acc, ...)
+KEYS = ("official_acc", "strict_acc", "fine_credit", "loophole_share", "zero_var_groups", "distinct_answers")
+LEVELS = {"accuracy_fine": "fine", "accuracy_strict": "strict", "accuracy_coarse": "coarse"}
+
+
+class Verdict(NamedTuple):
+    """One completion's verdicts and where it belongs (its GRPO group, task and language)."""
+
+    group: str
+    task: str | None
+    lang: str | None
+    coarse: float
+    strict: float
+    fine: float
+    answer: str
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def groups(verdicts: Sequence[Verdict]) -> list[list[Verdict]]:
+    """GRPO groups: TRL's RepeatSampler puts the num_generations completions of one prompt next to each other
+    (across processes too, in rank order), so a group is a run of equal group keys."""
+    out: list[list[Verdict]] = []
+    for v in verdicts:
+        if out and out[-1][0].group == v.group:
+            out[-1].append(v)
+        else:
+            out.append([v])
+    return out
+
+
+def batch_metrics(verdicts: Sequence[Verdict], level: str = "fine") -> dict[str, float]:
+    """The TASE view of one batch of completions (shares in [0, 1]):
+
+    official_acc / strict_acc / fine_credit: mean of the official verdict, the strict one and the fine credit;
+    loophole_share: official passes that fail the strict verdict, over official passes (0 with no official pass);
+    zero_var_groups: groups whose `level` verdict (the accuracy the run trains on) is the same for every
+      completion, hence no accuracy signal; counted on the verdicts themselves, not on a float std of the total
+      reward (TRL's frac_reward_zero_std misses groups whose total is 0.2: std 1.5e-8 > its 1e-8 tolerance);
+    distinct_answers: distinct extracted answers in a group over its size, averaged over groups (1/G: every
+      completion gave the same answer; an empty extraction counts as one answer);
+    task/<task>/official_acc, task/<task>/strict_acc, lang/<lang>/...: the same accuracies per task and language.
+    """
+    if not verdicts:
+        return {}
+    passes = [v for v in verdicts if v.coarse == 1.0]
+    gs = groups(verdicts)
+    m = {
+        "official_acc": _mean([v.coarse for v in verdicts]),
+        "strict_acc": _mean([v.strict for v in verdicts]),
+        "fine_credit": _mean([v.fine for v in verdicts]),
+        "loophole_share": _mean([1.0 if v.strict != 1.0 else 0.0 for v in passes]),
+        "zero_var_groups": _mean([1.0 if len({getattr(v, level) for v in g}) == 1 else 0.0 for g in gs]),
+        "distinct_answers": _mean([len({v.answer for v in g}) / len(g) for g in gs]),
+    }
+    for kind in ("task", "lang"):
+        by: dict[str, list[Verdict]] = {}
+        for v in verdicts:
+            key = getattr(v, kind)
+            if key:
+                by.setdefault(str(key), []).append(v)
+        for key, vs in sorted(by.items()):
+            m[f"{kind}/{key}/official_acc"] = _mean([v.coarse for v in vs])
+            m[f"{kind}/{key}/strict_acc"] = _mean([v.strict for v in vs])
+    return {PREFIX + k: float(v) for k, v in m.items()}
+
+
+def verdicts(prompts: Any, completions: Any, columns: dict[str, Any]) -> list[Verdict]:
+    """The verdicts of a batch as TRL hands it to a reward function (rewards.trl.batch_scores: the same checks
+    as the accuracy rewards; RewardInputError where they would refuse it)."""
+    from rewards.trl import batch_scores
+
+    cols = {k: v for k, v in columns.items()
+            if k not in ("prompts", "completions", "trainer_state", "log_metric", "log_extra", "environments")}
+    scores = batch_scores(prompts, completions, **cols)
+    n = len(scores)
+
+    def column(name: str) -> list | None:
+        v = columns.get(name)
+        return list(v) if isinstance(v, (list, tuple)) and len(v) == n else None
+
+    ids = column("id") or [repr(p) for p in (prompts if isinstance(prompts, (list, tuple)) else [None] * n)]
+    tasks, langs = column("task") or [None] * n, column("lang") or [None] * n
+    return [Verdict(str(i), t, lang, s.coarse, s.strict, s.fine, s.extracted)
+            for i, t, lang, s in zip(ids, tasks, langs, scores)]
+
+
+def _gather(local: Any) -> list:
+    """Every process's part of the generation batch, in rank order (one process: its own). TRL calls the reward
+    functions on every process in the same order, so the collective is safe here."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return [local]
+    from accelerate.utils import gather_object
+
+    return gather_object([local])
+
+
+class WatchedReward:
+    """A reward function that also logs the TASE view of its batch through TRL's `log_metric` hook. It returns
+    exactly what the wrapped function returns and keeps its name (TRL logs `rewards/<name>/mean` by it); where the
+    batch cannot be scored as TASE rows (a user dataset without `type`), it says so once and logs nothing more."""
+
+    def __init__(self, func: Callable[..., Any], level: str = "fine") -> None:
+        self.func, self.level = func, level
+        self.__name__ = getattr(func, "__name__", type(func).__name__)
+        self.__doc__ = getattr(func, "__doc__", None)
+        self.off: str | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.func(*args, **kwargs)
+        log = kwargs.get("log_metric")
+        if callable(log) and self.off is None:
+            for k, v in self.metrics(kwargs).items():
+                log(k, v)
+        return out
+
+    def metrics(self, kwargs: dict[str, Any]) -> dict[str, float]:
+        """The whole generation batch's metrics (every process computes the same and logs it: TRL's average across
+        processes then leaves it unchanged)."""
+        from rewards.trl import RewardInputError
+
+        columns = {k: v for k, v in kwargs.items() if k not in ("prompts", "completions")}
+        try:
+            local: list[Verdict] | str = verdicts(kwargs.get("prompts"), kwargs.get("completions"), columns)
+        except RewardInputError as e:
+            local = str(e)
+        parts = _gather(local)
+        why = next((p for p in parts if isinstance(p, str)), None)
+        if why is not None:
+            self.off = why
+            print(f"tase/ metrics off for this run: {why}", file=sys.stderr)
+            return {}
+        return batch_metrics([v for p in parts for v in p], self.level)
+
+
+def watch(funcs: list[Any], names: Sequence[str]) -> list[Any]:
+    """The reward functions of a run with the first synchronous one wrapped in WatchedReward (TRL runs async ones
+    concurrently, outside the order the gather needs). The zero-variance level is the accuracy the run trains on:
+    the first of accuracy_fine/strict/coarse among `names`, else strict."""
+    from trl.trainer.utils import is_async_callable
+
+    level = next((LEVELS[n] for n in names if n in LEVELS), "strict")
+    out = list(funcs)
+    for i, f in enumerate(out):
+        if not is_async_callable(f):
+            out[i] = WatchedReward(f, level)
+            break
+    else:
+        print("tase/ metrics off for this run: every reward function is async", file=sys.stderr)
+    return out
+
+
+TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}  # report_to -> import name
+
+
+def report_to(cfg: Any) -> list[str]:
+    """The trackers of a run: transformers has turned report_to into a list (`none`: empty); a comma-separated
+    value (`--report_to tensorboard,wandb`: the command line takes one word, a YAML list takes several) is split."""
+    r = getattr(cfg, "report_to", None) or []
+    r = [r] if isinstance(r, str) else list(r)
+    return [x.strip() for item in r for x in str(item).split(",") if x.strip() and x.strip() != "none"]
+
+
+def check_trackers(cfg: Any) -> str | None:
+    """Why the run's report_to cannot work (a tracker that is not installed), in one line, or None, after
+    splitting a comma-separated report_to into cfg.report_to. Checked before training: transformers would raise
+    only when it builds the trainer's callbacks."""
+    import importlib.util
+
+    cfg.report_to = report_to(cfg)  # what the trainer's callbacks are built from
+    for name in report_to(cfg):
+        mod = TRACKERS.get(name)
+        if mod and importlib.util.find_spec(mod) is None:
+            how = ("make install (it is in requirements.lock)" if name == "tensorboard" else
+                   'pip install -e ".[track]"' if name == "wandb" else f"pip install {name}")
+            return f"report_to {name}: the {name} package is not installed ({how}), or set --report_to none"
+    return None
+
+
+def tracker_env(cfg: Any) -> dict[str, str]:
+    """Environment defaults that put a tracker's local files under the run folder (entry points set them with
+    os.environ.setdefault, before the trainer starts the tracker): W&B's run folder (offline runs included)."""
+    return {"WANDB_DIR": str(cfg.output_dir)} if "wandb" in report_to(cfg) else {}
