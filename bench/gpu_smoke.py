@@ -231,12 +231,12 @@ def cmd_step(a: argparse.Namespace, rest: list[str]) -> int:
             if len(rest) < 2:
                 fail("step: -m needs a module name")
             sys.argv = [rest[1], *rest[2:]]
-            sys.path.insert(0, os.getcwd())
+            sys.path[0] = os.getcwd()  # what `python -m` puts first (this wrapper's own folder was there)
             runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
         else:
             script = Path(rest[0])
             sys.argv = [str(script), *rest[1:]]
-            sys.path.insert(0, str(script.resolve().parent))  # as `python recipes/x.py` puts recipes/ first
+            sys.path[0] = str(script.resolve().parent)  # as `python recipes/x.py` puts recipes/ first, not bench/
             runpy.run_path(str(script), run_name="__main__")
         status = 0
     except SystemExit as e:

@@ -275,7 +275,7 @@ def test_grpo_dry_run_checks_what_a_real_start_checks(tmp_path, capsys):
         (["--train_data", str(empty)], "holds no records"),
         (["--train_data", str(binary)], "train_data: "),
         (["--train_data", str(typo)], "unknown type 'NUMBERS'"),
-        (["--reward_funcs", "accuracy_fine", "acuracy_strict"], "unknown reward function(s) acuracy_strict"),
+        (["--reward_funcs", "accuracy_fine", "acuracy_strict"], "acuracy_strict: unknown reward function"),
         (["--streaming", "true", "--max_steps", "-1"], "streaming: true needs --max_steps"),
         (["--temperature", "-1"], "temperature must be > 0"),
         (["--top_p", "0"], "top_p must be in (0, 1]"),
@@ -394,6 +394,9 @@ def test_export_on_a_full_disk_is_one_line_and_keeps_the_old_export(tmp_path, de
     out.mkdir()
     (out / "config.json").write_text("{}")  # an earlier export, as --force may replace it
     (out / "model.safetensors").write_bytes(b"old")
+    from synth.paths import write_marker
+
+    write_marker(out, "export")  # marked as export.py marks its output (issue 36's output rule)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     res = subprocess.run([PY, "recipes/export.py", str(ckpt), "--out", str(out), "--force"], cwd=ROOT,
                          capture_output=True, text=True, preexec_fn=_fsize_limit, timeout=600)
