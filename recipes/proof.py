@@ -38,6 +38,9 @@ STAGES = ("subset", "sft", "grpo", "control", "sets", "evaluate", "compare", "co
 ARMS = ("coarse", "fine")
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
 OPTIONAL = object()
+# eval.dtype (optional, passed as `eval run --dtype`): pin it (float32) so the numbers do not depend on the CPU,
+# whose default is bfloat16 where it has bf16 natively and float32 elsewhere
+EVAL_DTYPES = ("float32", "bfloat16", "float16")
 # the config's keys: a type (or tuple of types), a nested mapping, or (type, OPTIONAL)
 SCHEMA: dict[str, Any] = {
     "out": str, "completions": str, "files": list,
@@ -46,12 +49,12 @@ SCHEMA: dict[str, Any] = {
     "control": ({"options": (dict, OPTIONAL)}, OPTIONAL),
     "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL),
                 "subtask": (str, OPTIONAL)},
-    "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL)},
+    "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL), "dtype": (str, OPTIONAL)},
     "compare": {"n_boot": int},
 }
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
 DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "synth_seed", "max_len", "paraphrase",
-             "streaming", "subtasks")
+             "streaming", "subtasks", "repeat_answers")
 
 
 def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
@@ -90,6 +93,8 @@ def load_config(path: str) -> dict[str, Any]:
         fail(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {arms!r}")
     if cfg["eval"]["backend"] not in ("vllm", "hf"):
         fail(f"--config {path}: eval backend must be vllm or hf, got {cfg['eval']['backend']!r}")
+    if cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
+        fail(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got {cfg['eval']['dtype']!r}")
     for part in ("sft", "grpo", "control"):
         if part not in cfg:
             continue
@@ -478,6 +483,7 @@ def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, 
                    shown(out / "eval" / dname / name), "--backend", pr.backend, "--max-new-tokens",
                    str(ev["max_new_tokens"]), "--no-progress"]
             cmd += ["--batch-size", str(ev["batch_size"])] if ev.get("batch_size") else []
+            cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
             pr.step(k_eval, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,
                     stage=f"{k_eval} evaluate on {dname}")
     n_boot = pr.cfg["compare"]["n_boot"]
