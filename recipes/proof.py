@@ -549,9 +549,42 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
                       f"bootstrap, {n_boot} resamples):"]
         g = paired_gains(out / "eval" / dname, pairs, n_boot)
         lines += ["  the evaluations share no rows"] if g is None else [gain_line(k, x, 22) for k, x in g.items()]
+    lines += answer_class_lines(out / "eval" / "official", models, files)
     lines += ["", "wall time per stage (this invocation; skipped stages count 0):", "", step.table(),
               f"", f"proof finished in {total:.0f} s; comparisons: {shown(out / 'comparison')}"]
     return "\n".join(lines)
+
+
+MAX_CLASSES = 12  # a file whose gold answers take at most this many values is a classification: per-class table
+
+
+def answer_class_lines(evals: Path, models: list[str], files: list[str]) -> list[str]:
+    """Per-class accuracy (the class is the row's gold answer, e.g. kana or greek in char_classification) for
+    every file whose gold answers take at most MAX_CLASSES values: correct/rows per model from each eval run's
+    samples.jsonl (`coarse`, the official verdict). Why: a whole-file gain can hide where it comes from (one
+    class learnt, another lost)."""
+    per: dict[str, dict[str, dict[str, list[int]]]] = {}  # file -> model -> answer -> [correct, rows]
+    for name in models:
+        with (evals / name / "samples.jsonl").open(encoding="utf-8") as fh:
+            for line in fh:
+                s = json.loads(line)
+                if s.get("file") in files:
+                    c = per.setdefault(s["file"], {}).setdefault(name, {}).setdefault(str(s.get("answer")), [0, 0])
+                    c[0] += bool(s.get("coarse"))
+                    c[1] += 1
+    lines: list[str] = []
+    for f in files:
+        classes = sorted({a for m in per.get(f, {}).values() for a in m},
+                         key=lambda a: -max(m.get(a, [0, 0])[1] for m in per[f].values()))
+        if not classes or len(classes) > MAX_CLASSES:
+            continue
+        lines += ["", f"{f.split('/', 1)[1].removesuffix('.csv')}: correct / rows per class (the gold answer; "
+                      "official verdict):", "", "| model | " + " | ".join(classes) + " |",
+                  "|---|" + "---:|" * len(classes)]
+        for name in models:
+            got = per[f].get(name, {})
+            lines.append(f"| {name} | " + " | ".join("{}/{}".format(*got.get(a, [0, 0])) for a in classes) + " |")
+    return lines
 
 
 if __name__ == "__main__":
