@@ -575,7 +575,7 @@ def answer_class_lines(evals: Path, models: list[str], files: list[str]) -> list
     lines: list[str] = []
     for f in files:
         classes = sorted({a for m in per.get(f, {}).values() for a in m},
-                         key=lambda a: -max(m.get(a, [0, 0])[1] for m in per[f].values()))
+                         key=lambda a: (-max(m.get(a, [0, 0])[1] for m in per[f].values()), a))
         if not classes or len(classes) > MAX_CLASSES:
             continue
         lines += ["", f"{f.split('/', 1)[1].removesuffix('.csv')}: correct / rows per class (the gold answer; "
