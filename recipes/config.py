@@ -30,6 +30,9 @@ class DataArgs:
                             "synth on the fly (needs max_steps) instead of num_train_examples materialized rows"})
     max_prompt_tokens: int | None = field(default=None, metadata={"help": "drop examples whose chat-formatted "
                                           "prompt is longer than this many tokens (the paper's max input 16384)"})
+    repeat_answers: list[str] | None = field(default=None, metadata={"help": "weight classes of a pool: ANSWER=K "
+                                             "repeats every drawn row whose gold answer is ANSWER K times (e.g. "
+                                             "kana=6 greek=6 symbol=2); num_train_examples counts rows before"})
     allow_pickle_weights: bool = field(default=False, metadata={"help": "accept a model folder without safetensors "
                                        "weights (pickle files can run code; trusted folders only)"})
 
@@ -51,6 +54,7 @@ class DataArgs:
         if self.subtasks is not None and (not isinstance(self.subtasks, list) or not self.subtasks
                                           or not all(isinstance(x, str) for x in self.subtasks)):
             raise ValueError(f"subtasks must be a non-empty list of strings (or unset), got {self.subtasks!r}")
+        self.answer_repeats()
         if self.train_data == "synth":
             data_streams(self.tasks, self.langs, self.subtasks)
             if self.mixture is not None:
@@ -61,6 +65,23 @@ class DataArgs:
                     load_mixture(self.mixture)
                 except SynthError as e:
                     raise ValueError(str(e)) from None
+
+    def answer_repeats(self) -> dict[str, int]:
+        """repeat_answers as {answer: K}; a malformed entry (not ANSWER=K with an integer K >= 1, or an answer
+        named twice) is one ValueError line."""
+        v = self.repeat_answers
+        if v is None:
+            return {}
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise ValueError(f"repeat_answers must be a list of ANSWER=K strings, got {v!r}")
+        out: dict[str, int] = {}
+        for item in v:
+            answer, sep, k = item.rpartition("=")
+            if not sep or not answer or not k.strip().isdigit() or int(k) < 1 or answer in out:
+                raise ValueError(f"repeat_answers: {item!r} is not ANSWER=K with an integer K >= 1"
+                                 + (" (that answer is already given)" if answer in out else ""))
+            out[answer] = int(k)
+        return out
 
 
 def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None) -> list[tuple[str, str, str | None]]:

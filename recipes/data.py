@@ -19,7 +19,22 @@ def messages(record: dict[str, Any], system_prompt: str) -> list[dict[str, str]]
 def iter_records(args: DataArgs, limit: int | None = -1):
     """Training records from synth (with the contamination guard) or a JSONL file; `limit` defaults to
     num_train_examples, None streams without end (synth) or to the end of the file. Synth rows come round-robin
-    from one `synth.generate` stream per task x lang (x subtask with `subtasks`; config.data_streams)."""
+    from one `synth.generate` stream per task x lang (x subtask with `subtasks`; config.data_streams).
+    With `repeat_answers` (ANSWER=K) each drawn row whose gold answer is ANSWER is yielded K times: `limit`
+    counts drawn rows, so the data holds more rows than that (the trainers shuffle them)."""
+    import itertools
+
+    limit = args.num_train_examples if limit == -1 else limit
+    repeats = args.answer_repeats()
+    if repeats:  # class weighting: each drawn row whose gold answer is named comes K times in a row
+        for r in _iter_drawn(args, limit):
+            yield from itertools.repeat(r, repeats.get(str(r.get("answer")), 1))
+        return
+    yield from _iter_drawn(args, limit)
+
+
+def _iter_drawn(args: DataArgs, limit: int | None):
+    """iter_records before repeat_answers: `limit` records (None: no end) from synth or the file."""
     import itertools
 
     import synth
@@ -27,7 +42,6 @@ def iter_records(args: DataArgs, limit: int | None = -1):
     from synth.mixture import load_mixture
     from synth.readers import load_data
 
-    limit = args.num_train_examples if limit == -1 else limit
     if args.train_data != "synth":
         yield from itertools.islice(load_data(args.train_data), limit)
         return

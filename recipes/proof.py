@@ -38,6 +38,9 @@ STAGES = ("subset", "sft", "grpo", "control", "sets", "evaluate", "compare", "co
 ARMS = ("coarse", "fine")
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
 OPTIONAL = object()
+# eval.dtype (optional, passed as `eval run --dtype`): pin it (float32) so the numbers do not depend on the CPU,
+# whose default is bfloat16 where it has bf16 natively and float32 elsewhere
+EVAL_DTYPES = ("float32", "bfloat16", "float16")
 # the config's keys: a type (or tuple of types), a nested mapping, or (type, OPTIONAL)
 SCHEMA: dict[str, Any] = {
     "out": str, "completions": str, "files": list,
@@ -46,12 +49,12 @@ SCHEMA: dict[str, Any] = {
     "control": ({"options": (dict, OPTIONAL)}, OPTIONAL),
     "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL),
                 "subtask": (str, OPTIONAL)},
-    "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL)},
+    "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL), "dtype": (str, OPTIONAL)},
     "compare": {"n_boot": int},
 }
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
 DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "synth_seed", "max_len", "paraphrase",
-             "streaming", "subtasks")
+             "streaming", "subtasks", "repeat_answers")
 
 
 def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
@@ -90,6 +93,8 @@ def load_config(path: str) -> dict[str, Any]:
         fail(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {arms!r}")
     if cfg["eval"]["backend"] not in ("vllm", "hf"):
         fail(f"--config {path}: eval backend must be vllm or hf, got {cfg['eval']['backend']!r}")
+    if cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
+        fail(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got {cfg['eval']['dtype']!r}")
     for part in ("sft", "grpo", "control"):
         if part not in cfg:
             continue
@@ -516,6 +521,7 @@ def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, 
                    shown(out / "eval" / dname / name), "--backend", pr.backend, "--max-new-tokens",
                    str(ev["max_new_tokens"]), "--no-progress"]
             cmd += ["--batch-size", str(ev["batch_size"])] if ev.get("batch_size") else []
+            cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
             pr.step(k_eval, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,
                     stage=f"{k_eval} evaluate on {dname}")
     n_boot = pr.cfg["compare"]["n_boot"]
@@ -581,9 +587,42 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
                       f"bootstrap, {n_boot} resamples):"]
         g = paired_gains(out / "eval" / dname, pairs, n_boot)
         lines += ["  the evaluations share no rows"] if g is None else [gain_line(k, x, 22) for k, x in g.items()]
+    lines += answer_class_lines(out / "eval" / "official", models, files)
     lines += ["", "wall time per stage (this invocation; skipped stages count 0):", "", step.table(),
               f"", f"proof finished in {total:.0f} s; comparisons: {shown(out / 'comparison')}"]
     return "\n".join(lines)
+
+
+MAX_CLASSES = 12  # a file whose gold answers take at most this many values is a classification: per-class table
+
+
+def answer_class_lines(evals: Path, models: list[str], files: list[str]) -> list[str]:
+    """Per-class accuracy (the class is the row's gold answer, e.g. kana or greek in char_classification) for
+    every file whose gold answers take at most MAX_CLASSES values: correct/rows per model from each eval run's
+    samples.jsonl (`coarse`, the official verdict). Why: a whole-file gain can hide where it comes from (one
+    class learnt, another lost)."""
+    per: dict[str, dict[str, dict[str, list[int]]]] = {}  # file -> model -> answer -> [correct, rows]
+    for name in models:
+        with (evals / name / "samples.jsonl").open(encoding="utf-8") as fh:
+            for line in fh:
+                s = json.loads(line)
+                if s.get("file") in files:
+                    c = per.setdefault(s["file"], {}).setdefault(name, {}).setdefault(str(s.get("answer")), [0, 0])
+                    c[0] += bool(s.get("coarse"))
+                    c[1] += 1
+    lines: list[str] = []
+    for f in files:
+        classes = sorted({a for m in per.get(f, {}).values() for a in m},
+                         key=lambda a: (-max(m.get(a, [0, 0])[1] for m in per[f].values()), a))
+        if not classes or len(classes) > MAX_CLASSES:
+            continue
+        lines += ["", f"{f.split('/', 1)[1].removesuffix('.csv')}: correct / rows per class (the gold answer; "
+                      "official verdict):", "", "| model | " + " | ".join(classes) + " |",
+                  "|---|" + "---:|" * len(classes)]
+        for name in models:
+            got = per[f].get(name, {})
+            lines.append(f"| {name} | " + " | ".join("{}/{}".format(*got.get(a, [0, 0])) for a in classes) + " |")
+    return lines
 
 
 if __name__ == "__main__":

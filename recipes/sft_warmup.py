@@ -48,25 +48,40 @@ def wall_clock_stop(seconds: float):
     return WallClockStop()
 
 
-def build_sft_dataset(args: DataArgs, tokenizer=None):
+def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = None):
     """Prompt-completion rows (TRL trains on the completion only); examples without a writable gold
-    answer (no gold, no known solution) and prompts over max_prompt_tokens are skipped."""
+    answer (no gold, no known solution) and prompts over max_prompt_tokens are skipped. With `max_length`
+    (SFTConfig's, truncation keep_start) an example whose prompt alone fills max_length tokens is dropped
+    here and counted in one line: TRL would truncate its answer away and drop it silently, and with every row
+    dropped fail with "num_samples=0"; then this fails in one line naming max_length."""
     from datasets import Dataset
 
     from synth.gold import sft_completion
     from synth.readers import DataError
 
     measure = data.PromptLength(tokenizer, args.system_prompt) if args.max_prompt_tokens and tokenizer else None
-    rows = []
+    length = data.PromptLength(tokenizer, args.system_prompt) if max_length and tokenizer else None
+    rows, too_long, longest = [], 0, 0
     try:
         for r in data.iter_records(args):
             resp = sft_completion(r)
             if resp is None or (measure and measure(r) > args.max_prompt_tokens):
                 continue
+            n = length(r) if length else 0
+            if length and n >= max_length:
+                too_long, longest = too_long + 1, max(longest, n)
+                continue
             rows.append({"prompt": data.messages(r, args.system_prompt),
                          "completion": [{"role": "assistant", "content": resp}], "task": r["task"], "lang": r["lang"]})
     except DataError as e:
         fail(str(e))
+    if too_long and not rows:
+        fail(f"max_length {max_length}: all {too_long} SFT examples have prompts of {max_length} tokens or more "
+             f"(longest {longest}), so truncation leaves no answer to learn; raise --max_length or shorten the "
+             "prompts (--max_len)")
+    if too_long:
+        print(f"dropped {too_long} of {too_long + len(rows)} SFT examples whose prompt fills max_length {max_length} "
+              f"tokens (longest {longest}): truncation would leave them no answer", file=sys.stderr)
     if not rows:
         fail("no SFT examples with a gold answer (check --tasks/--langs)")
     return Dataset.from_list(rows)
@@ -97,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     if model_args.dtype:
         init.setdefault("dtype", model_args.dtype)
     cfg.model_init_kwargs = init
-    ds = build_sft_dataset(data_args, tok)
+    keep_start = getattr(cfg, "truncation_mode", "keep_start") == "keep_start" and not getattr(cfg, "packing", False)
+    ds = build_sft_dataset(data_args, tok, cfg.max_length if keep_start else None)
     run_dir.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
     trainer = SFTTrainer(model=path, args=cfg, train_dataset=ds, processing_class=tok,

@@ -96,6 +96,13 @@ def write_atomic(out: Path, stream: Iterable[dict]) -> None:
         raise
 
 
+def _counted(stream: Iterable[dict], count: list[int]) -> Iterable[dict]:
+    """The stream unchanged, counting its records into count[0] (a used-up generator writes fewer than -n)."""
+    for rec in stream:
+        count[0] += 1
+        yield rec
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -139,12 +146,16 @@ def main(argv: list[str] | None = None) -> int:
             guard = guard_from_specs(args.exclude, args.exclude_exact)
         except DataError as e:
             raise SynthError(str(e)) from None
+        stats: dict[str, int] = {}
         stream = generate(
             args.task, args.lang, sys.maxsize if guard else args.n, args.seed, args.subtask,
             paraphrase=args.paraphrase, weights=weights, max_len=args.max_len, text_source=args.text_source,
+            stats=stats,
         )
         if guard:
             stream = itertools.islice(guard.filter(stream), args.n)
+        written = [0]
+        stream = _counted(stream, written)
         first = list(itertools.islice(stream, 1))  # bad options (mixture names, ...) fail here, before any output
         stream = itertools.chain(first, stream)
         if args.out == "-":
@@ -158,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
             write_atomic(Path(args.out), stream)
         if guard:
             print(guard.report(), file=sys.stderr)
+        if stats["repeats"]:
+            print(f"synth: skipped {stats['repeats']} generated examples whose prompt the stream had already given "
+                  "(prompts are distinct within a seed stream)", file=sys.stderr)
+        if written[0] < args.n:
+            print(f"synth: wrote {written[0]} of the {args.n} examples asked for: the generator has no more "
+                  "distinct prompts" + (" that pass the guard" if guard else ""), file=sys.stderr)
     except (SynthError, OutputBusy) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,9 @@ index), so example j is the same whatever else is generated, and the stream neve
 """
 from __future__ import annotations
 
+import hashlib
 import random
+import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, is_dataclass
@@ -16,6 +18,10 @@ from typing import Any, ClassVar
 from .record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
 
 MAX_TRIES = 64
+# a cell whose generator returns only prompts it already gave, this many times in a row, is used up: its
+# stream stops there (one line on stderr) instead of looping forever (e.g. char_classification, ~4,000
+# characters, far fewer once the guard drops the official ones)
+MAX_REPEATS = 1000
 TEXT_SOURCES = ("real", "unigram")
 
 
@@ -200,6 +206,7 @@ def generate(
     weights: dict[str, float] | None = None,
     max_len: int | None = None,
     text_source: str = "real",
+    stats: dict[str, int] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Stream `n` records for `task`/`lang` (either may be "all"), deterministic for `seed`.
 
@@ -210,6 +217,14 @@ def generate(
     official files are) or "unigram" (the earlier frequency-weighted unigram sample, an ablation).
     Structural tasks ignore it. Each record's `id` is
     `synth/<task>/<lang>[/<subtask>]/<seed>/<index within its cell>`.
+
+    Prompts never repeat within a cell (one seed stream): an example whose prompt the cell already gave
+    is skipped (its index is not reused, so ids can have gaps) and the next index is drawn instead; training
+    and held-out sets built from one stream hold distinct prompts by construction. A cell that draws
+    MAX_REPEATS repeats in a row has no new prompts left: it stops (one line on stderr says how many
+    distinct prompts it gave), the other cells go on, and the stream ends early, with fewer than `n`
+    records, once every cell has stopped. `stats` (optional) receives "repeats" (prompts skipped) and
+    "exhausted" (cells stopped).
     """
     if n < 0:
         raise SynthError(f"n must be >= 0, got {n}")
@@ -224,20 +239,48 @@ def generate(
     counters = [0] * len(cells)
     pick = _picker(cells, weights, seed)
     base = (seed & 0xFFFFFFFFFFFF) << 64
-    for i in range(n):
+    seen: list[set[bytes]] = [set() for _ in cells]  # 16-byte digests of the prompts each cell gave
+    # a cell the weights never pick counts as stopped: the stream ends once every pickable cell has stopped
+    stopped = [bool(weights) and not float(weights.get(c[0], 0.0)) > 0 for c in cells]
+    stats = {} if stats is None else stats
+    stats.setdefault("repeats", 0)
+    stats.setdefault("exhausted", 0)
+    i = produced = 0
+    while produced < n:
         ci = pick(i)
+        i += 1
+        if stopped[ci]:
+            if all(stopped):
+                return
+            continue
         t, l, s = cells[ci]
-        j = counters[ci]
-        counters[ci] += 1
-        rng = random.Random(base | (salts[ci] << 32) | j)
         gen = gens[t]
-        for _ in range(MAX_TRIES):
-            rec = gen.make(rng, l, s)
-            if rec is not None:
+        for _ in range(MAX_REPEATS):
+            j = counters[ci]
+            counters[ci] += 1
+            rng = random.Random(base | (salts[ci] << 32) | j)
+            for _ in range(MAX_TRIES):
+                rec = gen.make(rng, l, s)
+                if rec is not None:
+                    break
+            else:  # pragma: no cover - generators are written to succeed within a few tries
+                raise RuntimeError(f"generator {t}/{l}/{s} failed {MAX_TRIES} times at index {j}")
+            key = hashlib.blake2b(rec["prompt"].encode("utf-8"), digest_size=16).digest()
+            if key not in seen[ci]:
+                seen[ci].add(key)
                 break
-        else:  # pragma: no cover - generators are written to succeed within a few tries
-            raise RuntimeError(f"generator {t}/{l}/{s} failed {MAX_TRIES} times at index {j}")
+            stats["repeats"] += 1
+        else:
+            stopped[ci] = True
+            stats["exhausted"] += 1
+            name = "/".join(x for x in (t, l, s) if x)
+            print(f"synth: {name} (seed {seed}): {len(seen[ci])} distinct prompts, then {MAX_REPEATS} repeats "
+                  "in a row: no new prompts left, this cell stops here", file=sys.stderr)
+            if all(stopped):
+                return
+            continue
         rec["id"] = f"synth/{t}/{l}/{s}/{seed}/{j}" if s else f"synth/{t}/{l}/{seed}/{j}"
+        produced += 1
         yield rec
 
 

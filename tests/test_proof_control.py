@@ -366,3 +366,63 @@ def test_the_en_combine_proof_config_trains_and_screens_combine_only():
         assert (data["tasks"], data["langs"], data["subtasks"]) == (["component_split"], ["en"], ["combine"]), part
     assert (cfg["heldout"]["task"], cfg["heldout"]["lang"], cfg["heldout"]["subtask"]) == ("component_split", "en",
                                                                                            "combine")
+
+
+def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(tmp_path, capsys):
+    """recipes/configs/proof_charcls_cpu.yaml (issue #41): dot_matrix/mul/char_classification everywhere, the
+    GRPO pool's class weighting (repeat_answers) is a data option the control inherits, the evaluation dtype is
+    pinned; a bad eval dtype is one line."""
+    from recipes import proof
+
+    for name, arms in (("proof_charcls_cpu.yaml", ["fine"]), ("proof_charcls_coarse_cpu.yaml", ["fine", "coarse"])):
+        cfg = proof.load_config(str(ROOT / "recipes" / "configs" / name))
+        assert cfg["grpo"]["arms"] == arms and cfg["eval"]["dtype"] == "float32" and "control" in cfg
+        assert cfg["out"] == "runs/proof_charcls"
+        for part in ("sft", "grpo"):
+            data = proof.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
+            assert (data["tasks"], data["langs"], data["subtasks"]) == (["dot_matrix"], ["mul"],
+                                                                         ["char_classification"]), part
+        assert data["repeat_answers"] == ["kana=6", "greek=6", "symbol=2"]
+        assert "repeat_answers:\n- kana=6\n" in proof.control_config_text(ROOT / cfg["sft"]["config"], data)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "recipes" / "configs" / "proof_charcls_cpu.yaml").read_text().replace(
+        "dtype: float32", "dtype: fp32"))
+    with pytest.raises(SystemExit) as e:
+        proof.load_config(str(bad))
+    assert e.value.code == 2 and capsys.readouterr().err.strip().splitlines() == [
+        f"error: --config {bad}: eval dtype must be one of float32, bfloat16, float16, got 'fp32'"]
+
+
+def test_repeat_answers_weights_the_drawn_rows_by_gold_answer(tmp_path):
+    """num_train_examples rows are drawn, then each whose gold answer is named comes K times; a malformed
+    entry is one ValueError line."""
+    from recipes.config import DataArgs
+    from recipes.data import iter_records
+
+    f = tmp_path / "pool.jsonl"
+    f.write_text("".join(json.dumps({"id": f"r{i}", "task": "dot_matrix", "subtask": "char_classification",
+                                     "lang": "mul", "type": "MATCH_ANSWER", "prompt": f"p{i}", "answer": a}) + "\n"
+                         for i, a in enumerate(["kana", "hanzi", "symbol", "kana", "greek"])))
+    args = DataArgs(train_data=str(f), num_train_examples=4, repeat_answers=["kana=3", "symbol=2"])
+    assert [r["id"] for r in iter_records(args)] == ["r0"] * 3 + ["r1"] + ["r2"] * 2 + ["r3"] * 3
+    for bad in (["kana"], ["kana=0"], ["kana=2", "kana=3"], ["=2"]):
+        with pytest.raises(ValueError, match="repeat_answers: "):
+            DataArgs(train_data=str(f), repeat_answers=bad)
+
+
+def test_per_class_accuracy_lines_for_a_classification_file(tmp_path):
+    """The summary's per-class table: correct/rows per gold answer and model from samples.jsonl (official
+    verdict), only for files with few distinct answers."""
+    from recipes import proof
+
+    f, g = "token_structure/dot_matrix/char_classification.csv", "token_structure/component_split/en_combine.csv"
+    rows = [("kana", 1), ("kana", 0), ("greek", 0), ("hanzi", 1)] + [(f"w{i}", 1) for i in range(13)]
+    for name, flip in (("warm-up", False), ("fine", True)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "samples.jsonl").write_text("".join(
+            json.dumps({"file": f if i < 4 else g, "answer": a, "coarse": bool(c) != (flip and a == "greek")}) + "\n"
+            for i, (a, c) in enumerate(rows)))
+    lines = proof.answer_class_lines(tmp_path, ["warm-up", "fine"], [f, g])
+    assert lines == ["", "dot_matrix/char_classification: correct / rows per class (the gold answer; official "
+                     "verdict):", "", "| model | kana | greek | hanzi |", "|---|---:|---:|---:|",
+                     "| warm-up | 1/2 | 0/1 | 1/1 |", "| fine | 1/2 | 1/1 | 1/1 |"]

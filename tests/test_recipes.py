@@ -441,3 +441,36 @@ def test_deepspeed_cpu_op_is_found_where_make_install_built_it(tmp_path, monkeyp
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "mine"))
     distributed.extension_cache()
     assert os.environ["TORCH_EXTENSIONS_DIR"] == str(tmp_path / "mine")
+
+
+def test_sft_prompts_filling_max_length_are_one_line(tiny_model, tmp_path, capsys):
+    """Rows whose prompt alone fills max_length would lose their answer to truncation: TRL dropped them all and
+    failed with `num_samples=0`. Now: a partial drop is counted in one line, a total one is one line naming
+    max_length and exit 2, before any training."""
+    from transformers import AutoTokenizer
+
+    from recipes import sft_warmup
+    from recipes.config import DataArgs
+    from recipes.data import PromptLength, iter_records
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    args = DataArgs(tasks=["sort_lengths"], langs=["en"], max_len=6, num_train_examples=8, synth_seed=5,
+                    paraphrase=True)
+    lengths = sorted(map(PromptLength(tok, args.system_prompt), iter_records(args)))
+    assert lengths[0] < lengths[-1]  # paraphrased templates: prompts of different lengths
+    ds = sft_warmup.build_sft_dataset(args, tok, max_length=lengths[-1])
+    dropped = sum(n >= lengths[-1] for n in lengths)
+    assert len(ds) == 8 - dropped
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"dropped {dropped} of 8 SFT examples whose prompt fills max_length {lengths[-1]} tokens (longest "
+        f"{lengths[-1]}): truncation would leave them no answer"]
+    argv = ["--model_name_or_path", str(tiny_model), "--use_cpu", "true", "--bf16", "false", "--tasks",
+            "sort_lengths", "--langs", "en", "--max_len", "6", "--num_train_examples", "8", "--synth_seed", "5",
+            "--max_length", "8", "--report_to", "none", "--output_dir", str(tmp_path / "sft")]
+    with pytest.raises(SystemExit) as e:
+        sft_warmup.main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: max_length 8: all 8 SFT examples have prompts of 8 tokens "
+                                               "or more (longest "), err
+    assert not (tmp_path / "sft" / "model.safetensors").exists()
