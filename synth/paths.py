@@ -130,7 +130,7 @@ def _take(lock: Path, out: str | Path) -> int:
 # calls one of them before it writes anything, and words the refusal as one line.
 MARKER = ".tase-output.json"
 LABELS = {"export": "export", "export-lm-eval": "export-lm-eval", "score": "eval score", "compare": "eval compare",
-          "synth": "synth", "gold": "eval gold", "demo": "demo"}
+          "synth": "synth", "gold": "eval gold", "demo": "demo", "tokstats": "eval tokstats"}
 _WALK_LIMIT = 100_000  # entries: a folder this big is not an earlier output; treat it as precious
 # files an export from before markers may hold (what save_pretrained and the tokenizer write, and the card)
 _OLD_EXPORT_FILES = ("config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",

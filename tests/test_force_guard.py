@@ -92,6 +92,8 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], Callable[[dict[str, Path],
     "synth": (synth_main, lambda s, o: ["--task", "freq_count", "--lang", "en", "-n", "2", "--no-progress",
                                         "--out", str(o)], "file"),
     "gold": (eval_main, lambda s, o: ["gold", "--data", str(s["data"]), "--out", str(o)], "file"),
+    "tokstats": (eval_main, lambda s, o: ["tokstats", "--model", str(s["ckpt"]), "--data", str(s["data"]),
+                                          "--out", str(o)], "merge"),
 }
 
 
@@ -170,7 +172,7 @@ def test_never_replaces_another_output(cmd, member, nested, zoo, src, tmp_path, 
             assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("cmd", ["export-lm-eval", "score", "compare", "synth", "gold"])
+@pytest.mark.parametrize("cmd", ["export-lm-eval", "score", "compare", "synth", "gold", "tokstats"])
 def test_own_output_is_replaced(cmd, src, tmp_path, capsys):
     """A command replaces its own earlier output (made here, so this needs no zoo)."""
     main, argv, how = COMMANDS[cmd]

@@ -27,6 +27,12 @@ def execute(args: argparse.Namespace) -> int:
 
     if args.results and not (Path(args.results) / SAMPLES).is_file():  # else an empty table and plot, silently
         raise RunError(f"--results {args.results}: no {SAMPLES} (an `eval run` or `eval score` folder is expected)")
+    if args.out:  # synth/paths.py: the one output rule (never into another command's output, at any depth)
+        from synth.paths import output_refusal
+
+        why = output_refusal(Path(args.out), "tokstats", replace=False)
+        if why:
+            raise RunError(f"--out {why}; write tokstats into another --out")
     records = list(load_data(args.data))
     if args.results:  # a run of other data: no row to group, an empty table and plot, silently (issue 36)
         from ..runner import read_samples
@@ -63,5 +69,9 @@ def execute(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "tokstats.json").write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
         (out / "tokstats.md").write_text(md, encoding="utf-8")
+        from synth.paths import write_marker
+
+        write_marker(out, "tokstats", sorted(p.name for p in out.iterdir()
+                                             if p.name in ("tokstats.json", "tokstats.md", "fragmentation.png")))
     print(md)
     return 0
