@@ -130,7 +130,11 @@ def _take(lock: Path, out: str | Path) -> int:
 # calls one of them before it writes anything, and words the refusal as one line.
 MARKER = ".tase-output.json"
 LABELS = {"export": "export", "export-lm-eval": "export-lm-eval", "score": "eval score", "compare": "eval compare",
-          "synth": "synth", "gold": "eval gold", "demo": "demo", "tokstats": "eval tokstats"}
+          "synth": "synth", "gold": "eval gold", "demo": "demo", "tokstats": "eval tokstats",
+          "robustness": "eval robustness"}
+# subfolders that are part of a command's own output though they are another command's output themselves:
+# `eval robustness run` keeps its `eval run` in OUT/run
+_OWN_PARTS = {"robustness": ("run",)}
 _WALK_LIMIT = 100_000  # entries: a folder this big is not an earlier output; treat it as precious
 # files an export from before markers may hold (what save_pretrained and the tokenizer write, and the card)
 _OLD_EXPORT_FILES = ("config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",
@@ -204,6 +208,8 @@ def output_kind(folder: Path) -> tuple[str, str] | None:
             return "model", "a model (config.json)"
     if "comparison.json" in names:
         return "compare", "an `eval compare` output (comparison.json)"
+    if "manifest.json" in names and "robustness_data.jsonl" in names:
+        return "robustness", "an `eval robustness` output (manifest.json)"
     return None
 
 
@@ -218,12 +224,15 @@ def _old_own_files(command: str) -> tuple[str, ...] | None:
     return {"export": _OLD_EXPORT_FILES, "export-lm-eval": _OLD_LM_EVAL_FILES}.get(command)
 
 
-def holds_output(folder: Path, skip_root: bool = False) -> str | None:
-    """The first output of any command inside `folder` at any depth (the folder itself unless `skip_root`),
-    as the rest of a refusal: "is WHAT (FILE)", "holds WHAT at REL (FILE)", or for a training run, as the
-    refusal always said, "holds a training run or checkpoint (REL/FILE)"; else None."""
+def holds_output(folder: Path, skip_root: bool = False, own_parts: tuple[str, ...] = ()) -> str | None:
+    """The first output of any command inside `folder` at any depth (the folder itself unless `skip_root`,
+    and not in its subfolders `own_parts`), as the rest of a refusal: "is WHAT (FILE)", "holds WHAT at REL
+    (FILE)", or for a training run, as the refusal always said, "holds a training run or checkpoint
+    (REL/FILE)"; else None."""
     seen = 0
     for root, dirs, files in _walk(folder):
+        if root == folder and own_parts:
+            dirs[:] = [d for d in dirs if d not in own_parts]  # prunes the walk below them
         rel = root.relative_to(folder)
         kind = None if skip_root and root == folder else output_kind(root)
         if kind:
@@ -297,7 +306,7 @@ def output_refusal(target: Path, command: str, reading: tuple[Path, ...] = (), r
     if why or not target.is_dir():
         return why
     own = is_own(target, command)
-    found = holds_output(target, skip_root=own)
+    found = holds_output(target, skip_root=own, own_parts=_OWN_PARTS.get(command, ()) if own else ())
     if found:
         return f"{target} {found}"
     if not replace:

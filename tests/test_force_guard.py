@@ -94,6 +94,8 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], Callable[[dict[str, Path],
     "gold": (eval_main, lambda s, o: ["gold", "--data", str(s["data"]), "--out", str(o)], "file"),
     "tokstats": (eval_main, lambda s, o: ["tokstats", "--model", str(s["ckpt"]), "--data", str(s["data"]),
                                           "--out", str(o)], "merge"),
+    "robustness": (eval_main, lambda s, o: ["robustness", "make", "--data", str(s["data"]), "--kinds", "case",
+                                            "--out", str(o)], "merge"),
 }
 
 
@@ -116,14 +118,18 @@ def zoo(tmp_path_factory, src) -> Path:
     assert eval_main(["compare", str(src["s1"]), str(src["s2"]), "--out", str(z / "comparison"),
                       "--n-boot", "10"]) == 0
     assert export_main([str(src["ckpt"]), "--out", str(z / "exported_model")]) == 0  # real export no. 1
+    rob = z / "robustness_folder"  # `eval robustness run` keeps its `eval run` in OUT/run
+    assert eval_main(["robustness", "make", "--data", str(src["data"]), "--kinds", "case", "--out", str(rob)]) == 0
+    shutil.copytree(ev, rob / "run")
     (z / "notes.md").write_text("my notes\n")
     return z
 
 
-FOLDERS = ["training_run", "eval_run", "score_folder", "lm_eval_export", "comparison", "exported_model"]
+FOLDERS = ["training_run", "eval_run", "score_folder", "lm_eval_export", "comparison", "exported_model",
+           "robustness_folder"]
 MEMBERS = FOLDERS + ["notes.md"]
 OWN = {"score": "score_folder", "compare": "comparison", "export-lm-eval": "lm_eval_export",
-       "export": "exported_model"}
+       "export": "exported_model", "robustness": "robustness_folder"}
 
 
 def place(zoo: Path, member: str, tmp: Path, nested: bool) -> Path:
@@ -172,7 +178,7 @@ def test_never_replaces_another_output(cmd, member, nested, zoo, src, tmp_path, 
             assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("cmd", ["export-lm-eval", "score", "compare", "synth", "gold", "tokstats"])
+@pytest.mark.parametrize("cmd", ["export-lm-eval", "score", "compare", "synth", "gold", "tokstats", "robustness"])
 def test_own_output_is_replaced(cmd, src, tmp_path, capsys):
     """A command replaces its own earlier output (made here, so this needs no zoo)."""
     main, argv, how = COMMANDS[cmd]
@@ -277,3 +283,19 @@ def test_old_outputs_without_a_marker_are_still_their_commands(zoo, src, tmp_pat
         main, argv, _ = COMMANDS[cmd]
         code, err = call(main, argv(src, out), capsys)
         assert code == 0, err
+
+
+def test_robustness_keeps_its_own_eval_run(zoo, src, tmp_path, capsys):
+    """OUT/run is `eval robustness run`'s own `eval run`: a rerun into OUT is allowed (it resumes), while the
+    same eval run anywhere else in a folder, or a robustness folder inside another, is refused."""
+    out = tmp_path / "rob"
+    shutil.copytree(zoo / "robustness_folder", out)
+    run_before = snapshot(out / "run")
+    code, err = call(eval_main, COMMANDS["robustness"][1](src, out), capsys)
+    assert code == 0, err
+    assert snapshot(out / "run") == run_before
+    shutil.copytree(zoo / "eval_run", out / "elsewhere")
+    before = snapshot(tmp_path)
+    code, err = call(eval_main, COMMANDS["robustness"][1](src, out), capsys)
+    assert code == 2 and "elsewhere" in err and len(err.strip().splitlines()) == 1, err
+    assert snapshot(tmp_path) == before

@@ -55,14 +55,32 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     rb.set_defaults(execute=execute)
 
 
-def execute(args: argparse.Namespace) -> int:
+def _mark(out: str | Path) -> None:
+    """Mark OUT as this command's output (synth/paths.py), listing the files it wrote there."""
+    from synth.paths import write_marker
+
     from .. import robustness as rob
 
+    own = (rob.DATA, rob.MANIFEST, *(f"{rob.REPORT}.{x}" for x in ("md", "json", "png")))
+    write_marker(Path(out), "robustness", sorted(p.name for p in Path(out).iterdir() if p.name in own))
+
+
+def execute(args: argparse.Namespace) -> int:
+    from synth.paths import output_refusal
+
+    from .. import robustness as rob
+
+    # the one output rule (synth/paths.py): never into another command's output at any depth; its own earlier
+    # folder (and the `eval run` it keeps in OUT/run) and the user's own files beside it are fine
+    why = output_refusal(Path(args.out), "robustness", replace=False)
+    if why:
+        raise rob.RobustnessError(f"--out {why}; write into another --out")
     if args.rcmd in ("make", "run"):
         man = rob.make_data(args.data, args.out, rob.parse_kinds(args.kinds), args.perturb_seed, args.rate,
                             args.limit)
         print(f"{man['n_canonical']} canonical rows; perturbed copies: "
               + ", ".join(f"{k} {v['n']}" for k, v in man["kinds"].items()))
+        _mark(args.out)
         print(f"wrote {Path(args.out) / rob.DATA} and {rob.MANIFEST}")
         if args.rcmd == "make":
             return 0
@@ -71,11 +89,13 @@ def execute(args: argparse.Namespace) -> int:
         args.out, args.limit, args.cot = str(Path(out) / "run"), None, False
         run.execute(args)
         rep = rob.write_report([out], out, n_boot=1000, names=[Path(str(args.model)).name or "model"])
+        args.out = out
     else:
         names = [n.strip() for n in args.names.split(",")] if args.names else None
         if names and len(names) != len(args.dirs):
             raise rob.RobustnessError(f"--names gives {len(names)} names for {len(args.dirs)} folders")
         rep = rob.write_report(args.dirs, args.out, args.metric, args.n_boot, args.seed, names)
+    _mark(args.out)
     print(rep["markdown"])
     print(f"wrote {Path(args.out) / (rob.REPORT + '.md')}, .json and .png")
     return 0
