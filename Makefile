@@ -59,7 +59,7 @@ lock:
 	rm -rf .venv-lock
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow"
