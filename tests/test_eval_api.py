@@ -48,7 +48,10 @@ def vllm_server(tmp_path_factory):
     proc = subprocess.Popen(
         [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
          "--served-model-name", "smol", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048",
-         "--seed", "0", "--optimization-level", "0"],
+         "--seed", "0", "--optimization-level", "0",
+         # float32 whatever the CPU: "auto" serves bf16 where it is native (AVX512-BF16), and bf16 greedy tokens
+         # then depend on how requests were batched, so the faulty and direct runs below differed (issue 39)
+         "--dtype", "float32"],
         stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
