@@ -67,13 +67,17 @@ test-fast: install
 demo: install
 	$(PY) recipes/demo.py
 
-# The proof on whole official files, on CPU, in one command (docs/results.md, "make proof"):
-#   make proof TASE=/path/to/Tase [PROOF_CONFIG=recipes/configs/proof_combine_cpu.yaml] [PROOF_ARGS=--dry-run]; rerunning resumes.
-PROOF_CONFIG ?= recipes/configs/proof_cpu.yaml
+# The proof on whole official files, on CPU, in one command (docs/results.md, "make proof"): every config in
+# PROOF_CONFIG in turn (each resumes: a finished stage is skipped), then the wall time of the whole run.
+#   make proof TASE=/path/to/Tase [PROOF_CONFIG="a.yaml b.yaml"] [PROOF_ARGS=--dry-run]
+PROOF_CONFIG ?= recipes/configs/proof_charcls_cpu.yaml recipes/configs/proof_combine_cpu.yaml
 proof:
 	@test -n "$(TASE)" || { echo "error: make proof needs TASE=/path/to/Tase (the official release folder)" >&2; exit 2; }
 	@$(MAKE) --no-print-directory install
-	$(PY) recipes/proof.py --config $(PROOF_CONFIG) --official $(TASE) $(PROOF_ARGS)
+	@t0=$$(date +%s); for c in $(PROOF_CONFIG); do \
+	  echo "== make proof: $$c"; $(PY) recipes/proof.py --config $$c --official $(TASE) $(PROOF_ARGS) || exit $$?; \
+	  echo "== make proof: $$c done, $$(( $$(date +%s) - t0 )) s since the start"; done; \
+	echo "== make proof: $(words $(PROOF_CONFIG)) config(s) finished in $$(( $$(date +%s) - t0 )) s"
 
 # reasoning-gym lives in its own venv so the project install stays lean.
 .venv-bench/bin/python:

@@ -374,7 +374,7 @@ def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(
     pinned; a bad eval dtype is one line."""
     from recipes import proof
 
-    for name, arms in (("proof_charcls_cpu.yaml", ["fine"]), ("proof_charcls_coarse_cpu.yaml", ["fine", "coarse"])):
+    for name, arms in (("proof_charcls_cpu.yaml", ["fine", "coarse"]),):
         cfg = proof.load_config(str(ROOT / "recipes" / "configs" / name))
         assert cfg["grpo"]["arms"] == arms and cfg["eval"]["dtype"] == "float32" and "control" in cfg
         assert cfg["out"] == "runs/proof_charcls"
