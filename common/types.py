@@ -2,13 +2,15 @@
 
 Why: a scoring type owns every rule about its rows in one place (rewards/<type>.py): the scorer, the gold
 answer a correct completion gives, why a row of it leaves the denominator, and whether official rows of it
-carry a label. The router (`rewards.score`), the catalogue (`synth.record.TYPES`, `UNLABELLED_TYPES`), the
+carry a label. The router (`rewards.score`), the catalogue (`common.record.TYPES`, `UNLABELLED_TYPES`), the
 gold builder (`synth.gold`) and the evaluator (`eval.runner.invalid_reason`) read them from here, as tasks
 are read from the task registry (`synth.core.spec`). Adding a type = its module, which ends with
 `TYPE = register_type(ScoringType(...))`, plus its name in the router's import line (the registration order,
 which error messages list).
 
-Pure and stdlib-only (besides `rewards.base`), so the bottom layer (`synth.record`) may read it.
+Part of the floor (`common/`): pure and stdlib-only. The registry starts empty; importing `rewards` fills
+it (each type's module registers itself), so a reader that checks a record's type needs `rewards` imported
+(`synth.readers` and `eval.data` do it).
 """
 from __future__ import annotations
 
@@ -16,7 +18,40 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Score
+
+@dataclass(frozen=True)
+class Score:
+    """One verdict.
+
+    coarse:    the official evaluator's verdict, 0.0 or 1.0 (loopholes included: it is the benchmark).
+    fine:      the training credit in [0, 1]: 1.0 exactly when `strict` is 1.0, partial credit only
+               where no answer-independent strategy can collect it (docs/rewards.md, "Loopholes").
+    extracted: the answer the official extraction pulled out of the completion ("" when none).
+    valid:     False where the official evaluator would raise on this row and drop it from its
+               denominator (batch_eval.py: result None -> excluded); coarse and fine are 0.0 then.
+    strict:    the strict verdict, 0.0 or 1.0: the official verdict without its loopholes (a list that
+               contains the label, the unsplit word, ...), so strict <= coarse. Left out (None), it
+               equals `coarse`: the types whose official rule has no loophole.
+    """
+
+    coarse: float
+    fine: float
+    extracted: str = ""
+    valid: bool = True
+    strict: float = None  # type: ignore[assignment]  # None -> coarse, set in __post_init__
+
+    def __post_init__(self) -> None:
+        if self.strict is None:
+            object.__setattr__(self, "strict", self.coarse)
+
+    @property
+    def loophole(self) -> bool:
+        """True when the official verdict passes a completion only through a loophole (coarse 1, strict 0)."""
+        return self.coarse == 1.0 and self.strict != 1.0
+
+
+INVALID = Score(0.0, 0.0, "", valid=False)
+
 
 Scorer = Callable[[Mapping[str, Any], str], Score]
 
@@ -102,5 +137,5 @@ class ScorerView(Mapping[str, Scorer]):
         return f"ScorerView({list(REGISTRY)})"
 
 
-__all__ = ["ScoringType", "Scorer", "REGISTRY", "register_type", "unregister_type", "get_type", "type_names",
+__all__ = ["Score", "INVALID", "ScoringType", "Scorer", "REGISTRY", "register_type", "unregister_type", "get_type", "type_names",
            "unlabelled_types", "ScorerView", "TypeRegistryError", "label_answers"]

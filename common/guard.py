@@ -16,6 +16,9 @@ Two reasons, counted separately:
   guard let a model train on them. Labels are left out: an answer given by at least 2 rows and 1% of its
   file (dot_matrix's classes) names a class, not a row; numbers (NUMBER, LENGTH) never count.
 N-grams are kept as 64-bit polynomial hashes in a sorted numpy array (a few MB for the whole release).
+
+Part of the floor (`common/`); building the guard from `--exclude` specs, which reads the official layout,
+is `synth.guard.guard_from_specs`.
 """
 from __future__ import annotations
 
@@ -177,21 +180,3 @@ class Guard:
 def answer_key(record: dict[str, Any]) -> tuple[Any, Any, Any]:
     """The group an answer is guarded in: task, language, subtask (as the n-gram groups)."""
     return (record.get("task"), record.get("lang"), record.get("subtask") or "")
-
-
-def guard_from_specs(specs: Iterable[str], exact_specs: Iterable[str] = ()) -> Guard | None:
-    """The guard against the benchmarks named by `specs` (`official:DIR` or a `.jsonl`, as `load_data`
-    reads them), or None when there are none. `exact_specs` are guarded by exact prompt only: a held-out
-    split against generated training sets, where paraphrased templates hide the shared wording from the
-    template test and the 13-gram rule would drop every row written in one of them. Unreadable data raises
-    `synth.readers.DataError`. Used by `python -m synth --exclude/--exclude-exact` and the recipes alike."""
-    from .readers import load_data
-
-    specs, exact_specs = list(specs), list(exact_specs)
-    if not specs and not exact_specs:
-        return None
-    g = Guard.from_records(r for spec in specs for r in load_data(spec))
-    if exact_specs:
-        g.prompts = g.prompts | {normalize_prompt(r["prompt"]) for spec in exact_specs for r in load_data(spec)}
-    return g
-
