@@ -27,12 +27,12 @@ import sys
 import time
 from pathlib import Path
 
-from eval.process import apply as process_settings
+from common.process import apply as process_settings
 
 import synth
 from eval.backends import BackendError, GenConfig, make_backend
-from eval.models import resolve_model
-from eval.prompts import build_messages
+from common.models import resolve_model
+from common.prompts import build_messages
 
 
 def cpu_name() -> str:

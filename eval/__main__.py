@@ -47,22 +47,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import process
+    from common import process
 
     argv = sys.argv[1:] if argv is None else list(argv)
     verbose = "--verbose" in argv
     if verbose:
         argv.remove("--verbose")
-    process.apply(verbose or None)  # before anything imports torch or vLLM (eval/process.py)
+    process.apply(verbose or None)  # before anything imports torch or vLLM (common/process.py)
     process.spawned_children_die_with_me()  # vLLM's engine processes end with this one, even after kill -9
     args = build_parser().parse_args(argv)
-    from synth.paths import OutputBusy, hold_output, os_error_line
-    from synth.readers import DataError
+    from common.models import ModelError
+    from common.paths import OutputBusy, hold_output, os_error_line
+    from common.readers import DataError
 
     from .backends import BackendError
     from .compare import CompareError
     from .gold import GoldError
-    from .models import ModelError
     from .plot_training import PlotError
     from .robustness import RobustnessError
     from .runner import RunError

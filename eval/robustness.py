@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from synth.readers import DataError, load_data
+from common.readers import DataError
+from synth.readers import load_data
 
 from .aggregate import ci95
 from .compare import check_boot_memory

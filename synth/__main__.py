@@ -14,8 +14,8 @@ from pathlib import Path
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
 from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
 from .guard import guard_from_specs
-from .paths import OutputBusy, file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
-from .record import LANGS, TASKS
+from common.paths import OutputBusy, file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
+from common.record import LANGS, TASKS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             for i in filter(None, inputs):
                 if Path(i).exists() and Path(i).resolve() == Path(args.out).resolve():
                     raise SynthError(f"--out {args.out} is an input of this command ({i}); write elsewhere")
-            # the one rule for every output (synth/paths.py): replace only an earlier synth file (records),
+            # the one rule for every output (common/paths.py): replace only an earlier synth file (records),
             # never a file of the user's own or a file inside another command's output
             why = file_refusal(Path(args.out), "synth", own=lambda f: jsonl_with_keys(f, ("id", "task", "prompt")))
             if why:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             # one writer per file, before any work; the temp files of killed runs are then surely stale
             stack.enter_context(hold_output(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None
-        from .readers import DataError
+        from common.readers import DataError
 
         try:
             guard = guard_from_specs(args.exclude, args.exclude_exact)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, is_dataclass
 from typing import Any, ClassVar
 
-from .record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
+from common.record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
 
 MAX_TRIES = 64
 # a cell whose generator returns only prompts it already gave, this many times in a row, is used up: its

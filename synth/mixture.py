@@ -5,7 +5,7 @@ import math
 from pathlib import Path
 
 from .core import SynthError
-from .record import TASKS
+from common.record import TASKS
 
 
 def load_mixture(path: str) -> dict[str, float]:

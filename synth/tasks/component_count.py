@@ -16,7 +16,7 @@ from collections import Counter
 from functools import lru_cache
 
 from ..core import Generator, register
-from ..record import make_record
+from common.record import make_record
 from ..resources import word_list
 from ..structural import jamo_count_index, split_total, zh_count_index, zh_tree
 

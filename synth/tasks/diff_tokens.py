@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..core import Generator, register
-from ..record import VARIATIONS, YES, make_record
+from common.record import VARIATIONS, YES, make_record
 from ..denylist import denylist
 from ..resources import corpus, real_text
 from ._common import random_span

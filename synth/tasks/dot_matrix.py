@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from ..core import Generator, register
-from ..record import make_record
+from common.record import make_record
 from ..structural import dot_charset, glyph_bits
 
 CATEGORIES = (

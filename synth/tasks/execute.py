@@ -31,7 +31,7 @@ import random
 from functools import lru_cache
 
 from ..core import Generator, register
-from ..record import TASKS, make_record
+from common.record import TASKS, make_record
 from ..resources import word_list
 from ..structural import chaizi, combine_index, common_hanzi, is_hanzi, is_stroke, split_options, zh_tree
 

@@ -17,7 +17,7 @@ from importlib import resources as ir
 from typing import Any
 
 from ..core import Generator, UNIT_SAFE, register
-from ..record import LANG_OF_STEM, make_record
+from common.record import LANG_OF_STEM, make_record
 from ..resources import corpus, real_text
 from ._common import random_span, text_after
 

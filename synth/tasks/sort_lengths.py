@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from ..core import Generator, UNIT_SAFE, register
-from ..record import make_record
+from common.record import make_record
 from ..resources import corpus, real_text
 from ._common import random_span
 

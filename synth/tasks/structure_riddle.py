@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from functools import lru_cache
 
 from ..core import Generator, register
-from ..record import make_record
+from common.record import make_record
 from ..resources import word_list
 from ..structural import chaizi, combine_index, common_hanzi, is_hanzi, jamo_of, ko_themes, split_options
 

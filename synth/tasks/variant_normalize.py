@@ -15,7 +15,7 @@ import random
 from functools import lru_cache
 
 from ..core import Generator, register
-from ..record import make_record
+from common.record import make_record
 from ..resources import word_list
 from ..structural import homoglyphs, zh_sentences, zh_variants
 

@@ -1,0 +1,127 @@
+"""Readers for the official TASE release layout, and `load_data` (that layout or a JSON-lines file).
+
+`load_official(root)` walks `tasks/<group>/<task>/<file>.csv` and yields contract records whose `id` is
+`<task>/<file stem>/<row index>` (0-based over data rows). Each file's scoring type comes from the
+release's `data/final_token_*.json` when present (cross-checked against the built-in table), else from
+the built-in table, which mirrors those files. Malformed input raises `DataError` with one line naming
+the file and row. It lives in synth/ because each task module declares its official files
+(`synth.core.Generator.official_file`); what every layer shares (the record checks, JSON lines, CSV rows)
+is in the floor, `common.readers`. `eval.data` re-exports both for the documented `eval.data.load_official`.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import rewards  # noqa: F401  (fills the registry of scoring types the record checks read)
+from common.readers import DataError, FileInfo, load_jsonl, read_csv
+from common.record import TASKS, make_record
+from common.types import get_type
+
+from .core import spec
+
+
+EVAL_TO_TYPE = {
+    "number": "NUMBER",
+    "length": "LENGTH",
+    "shuffle": "SHUFFLE",
+    "split": "SPLIT",
+    "diff": "DIFF",
+    "match_answer": "MATCH_ANSWER",
+}
+
+def classify_file(task: str, stem: str) -> FileInfo | None:
+    """Task/subtask/language/type of an official file, or None when the name is unknown. The task module
+    declares its file names and answer types (`synth.core.Generator.official_file`, `answer_types`)."""
+    gen = spec(task)
+    found = gen.official_file(stem) if gen is not None else None
+    if found is None or found[0] not in gen.answer_types:  # a task with no official files (execute)
+        return None
+    sub, lang = found
+    typ = gen.answer_type(sub)
+    t = get_type(typ)
+    return FileInfo(task, sub, lang, typ, not (t is not None and t.unlabelled))
+
+
+def _official_types(root: Path) -> dict[str, str]:
+    """file path (relative, 'tasks/...csv') -> TYPE from data/final_token_*.json, when present."""
+    out: dict[str, str] = {}
+    for cfg in sorted((root / "data").glob("final_token_*.json")):
+        try:
+            entries = json.loads(cfg.read_text(encoding="utf-8"))
+            for e in entries:
+                for f in e["files"]:
+                    out[f] = EVAL_TO_TYPE[e["evaluation"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise DataError(f"{cfg}: not a valid TASE task config ({type(e).__name__}: {e})") from None
+    return out
+
+
+def official_files(root: str | Path) -> list[tuple[Path, FileInfo]]:
+    """The CSV files of an official release (sorted), each with its FileInfo."""
+    root = Path(root)
+    tasks_dir = root / "tasks"
+    if not tasks_dir.is_dir():
+        raise DataError(f"{root}: no tasks/ folder (expected the official layout tasks/<group>/<task>/<file>.csv)")
+    cfg_types = _official_types(root)
+    files = []
+    for path in sorted(tasks_dir.glob("*/*/*.csv")):
+        group, task = path.parent.parent.name, path.parent.name
+        rel = path.relative_to(root).as_posix()
+        if task not in TASKS or TASKS[task].group != group:
+            raise DataError(f"{rel}: unknown task folder {group}/{task}")
+        info = classify_file(task, path.stem)
+        if info is None:
+            raise DataError(f"{rel}: unknown file name for task {task}")
+        if rel in cfg_types and cfg_types[rel] != info.type:
+            raise DataError(f"{rel}: task config says {cfg_types[rel]}, expected {info.type}")
+        files.append((path, info))
+    if not files:
+        raise DataError(f"{root}: no CSV files under tasks/")
+    return files
+
+
+def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
+    """Stream every row of an official TASE release (or a sample with the same layout) as records."""
+    root = Path(root)
+    for path, info in official_files(root):
+        rel = path.relative_to(root / "tasks").as_posix()
+        rows = read_csv(path, rel)
+        first = True
+        for i, row in rows:
+            if first:
+                need = ["input"] + (["answer"] if info.has_answer else [])
+                if info.type == "DIFF":
+                    need.append("variation")
+                missing = [c for c in need if c not in row]
+                if missing:
+                    raise DataError(f"{rel}: missing column(s) {', '.join(missing)}")
+                first = False
+            meta: dict[str, Any] = {"file": rel, "row": i}
+            if "explanation" in row:
+                meta["explanation"] = row["explanation"]
+            yield make_record(
+                id=f"{info.task}/{path.stem}/{i}",
+                task=info.task,
+                subtask=info.subtask,
+                lang=info.lang,
+                type=info.type,
+                prompt=row["input"],
+                answer=(row.get("answer") or "").strip(),
+                variation=row.get("variation", "") if info.type == "DIFF" else "",
+                meta=meta,
+            )
+
+
+def load_data(spec: str) -> Iterator[dict[str, Any]]:
+    """`official:DIR` (official release layout) or a `.jsonl` file of records."""
+    if spec.startswith("official:"):
+        return load_official(spec[len("official:") :])
+    p = Path(spec)
+    if p.is_dir():
+        raise DataError(f"{spec}: is a folder; use official:{spec} for the official release layout")
+    if not p.exists():
+        raise DataError(f"{spec}: no such file")
+    return load_jsonl(p)
