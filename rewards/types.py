@@ -1,5 +1,5 @@
 """The registry of scoring types, re-exported from the floor (`common.types`, where it lives so that the
-record checks below rewards may read it); the per-type modules register into it from here."""
+floor's catalogue and record checks may read it); the per-type modules register into it from here."""
 from common.types import (  # noqa: F401
     INVALID,
     REGISTRY,
@@ -13,5 +13,6 @@ from common.types import (  # noqa: F401
     register_type,
     type_names,
     unlabelled_types,
+    unregister_type,
 )
 from common.types import __all__  # noqa: F401
