@@ -7,6 +7,7 @@ from itertools import islice
 
 import pytest
 
+import common.record
 import synth
 from conftest import run_module
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import common.record
 import synth
 from rewards import score
 from conftest import run_module
