@@ -96,7 +96,7 @@ class Snapshot:
             args = ["PY", "-m", "synth", "--task", task, "--lang", lang, "-n", str(n), "--seed", str(SEED),
                     "--out", str(path)]
             if sub:
-                args[6:6] = ["--subtask", sub]
+                args[7:7] = ["--subtask", sub]
             res = self.run(args)
             self.record(f"synth/{task}/{lang}/{sub}", path.read_text(encoding="utf-8") if path.exists() else "",
                         res.returncode, res.stderr)
