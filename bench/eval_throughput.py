@@ -27,12 +27,11 @@ import sys
 import time
 from pathlib import Path
 
-from common.process import apply as process_settings
-
 import synth
-from eval.backends import BackendError, GenConfig, make_backend
 from common.models import resolve_model
+from common.process import apply as process_settings
 from common.prompts import build_messages
+from eval.backends import BackendError, GenConfig, make_backend
 
 
 def cpu_name() -> str:

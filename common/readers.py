@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from common.errors import TaseError
 from common.record import LANGS, TASKS
 from common.types import get_type, type_names
 
@@ -24,7 +25,7 @@ REQUIRED_JSONL_KEYS = ("id", "task", "lang", "type", "prompt", "answer")
 CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
 
 
-class DataError(ValueError):
+class DataError(TaseError, ValueError):
     """Unreadable or malformed benchmark data (the message is one line naming file and row)."""
 
 

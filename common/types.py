@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from common.errors import TaseError
+
 
 @dataclass(frozen=True)
 class Score:
@@ -87,7 +89,7 @@ class ScoringType:
 REGISTRY: dict[str, ScoringType] = {}
 
 
-class TypeRegistryError(ValueError):
+class TypeRegistryError(TaseError, ValueError):
     """A scoring type registered twice, or one that is not a ScoringType."""
 
 

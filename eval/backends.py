@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-
 from .gen_config import BackendError, GenConfig  # noqa: F401  (re-exported: the backends' shared types)
 
 def cpu_has_native_bf16() -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from common.errors import TaseError
 from common.paths import output_refusal, write_marker
 from common.record import TASKS
 
@@ -17,7 +18,7 @@ from .runner import RESULTS, SAMPLES, RunError, iter_samples
 TASK_ORDER = [t.code for t in TASKS.values()]
 
 
-class CompareError(ValueError):
+class CompareError(TaseError, ValueError):
     pass
 
 

@@ -34,12 +34,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from common.prompts import SYSTEM_PROMPT
 from common.readers import DataError
-from synth.readers import load_data
 from common.record import TASE_TASKS, TASKS
+from synth.readers import load_data
 
 from .aggregate import code_of, file_key, in_lang_table
-from common.prompts import SYSTEM_PROMPT
 from .runner import RunError, select
 
 TASK_ORDER = [TASKS[t].code for t in TASE_TASKS]  # the catalogue's order: FREQ, LENOP, ..., VAR

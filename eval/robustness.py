@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from common.errors import TaseError
 from common.readers import DataError
 from synth.readers import load_data
 
@@ -30,7 +31,7 @@ REPORT = "robustness"
 SEP = "@"
 
 
-class RobustnessError(RuntimeError):
+class RobustnessError(TaseError, RuntimeError):
     """Bad input for the robustness commands (one clear line for the CLI)."""
 
 

@@ -15,13 +15,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rewards import score
+from common.errors import TaseError
 from common.paths import is_own, output_kind, output_refusal, write_blocker, write_marker
+from common.prompts import SYSTEM_PROMPT, build_messages
 from common.readers import DataError, open_text, text_lines
+from rewards import score
 from synth.readers import load_data
 
 from .aggregate import aggregate, file_key, pass_at
-from common.prompts import SYSTEM_PROMPT, build_messages
 
 SAMPLES = "samples.jsonl"
 RESULTS = "results.json"
@@ -29,7 +30,7 @@ RUN_CONFIG = "run_config.json"
 FAILURES = "failures.jsonl"  # API requests that failed after their retries: reason per id, never scored
 
 
-class RunError(RuntimeError):
+class RunError(TaseError, RuntimeError):
     """A run that cannot proceed (one clear line for the CLI)."""
 
 

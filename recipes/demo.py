@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from recipes.pipeline import Steps, gain_line, paired_gains
 from common.paths import foreign_entry
+from recipes.pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

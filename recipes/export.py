@@ -19,12 +19,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from common.paths import (
+    OutputBusy, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
 from common.process import apply as process_settings
 from recipes.errors import fail
 from recipes.model import resolve
 from recipes.run_dir import checkpoint_problem
-from common.paths import (
-    OutputBusy, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
 
 
 def find_up(ckpt: Path, name: str) -> Path | None:

@@ -9,8 +9,8 @@ import shlex
 import subprocess
 import sys
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from common.process import die_with_parent

@@ -11,11 +11,13 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from .core import TEXT_SOURCES, SynthError, available, combos, generate
-from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
-from .guard import guard_from_specs
-from common.paths import OutputBusy, file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
+from common.errors import EXIT_CODE, TaseError
+from common.paths import file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
 from common.record import LANGS, TASKS
+
+from .core import TEXT_SOURCES, SynthError, available, combos, generate
+from .guard import guard_from_specs
+from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -175,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         if written[0] < args.n:
             print(f"synth: wrote {written[0]} of the {args.n} examples asked for: the generator has no more "
                   "distinct prompts" + (" that pass the guard" if guard else ""), file=sys.stderr)
-    except (SynthError, OutputBusy) as e:
+    except TaseError as e:  # SynthError, OutputBusy, DataError, ...: one line, exit 2
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CODE
     except OSError as e:
         print(f"error: cannot write {args.out}: {os_error_line(e)}", file=sys.stderr)
         return 2

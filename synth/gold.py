@@ -15,17 +15,18 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
+from common.errors import TaseError
+from common.types import get_type, label_answers
 from rewards import score
 from rewards.length import length_text  # noqa: F401  (re-exported: synth.gold / eval.gold API)
 from rewards.shuffle import shuffle_answer  # noqa: F401  (likewise)
-from common.types import get_type, label_answers
 
 from .core import spec
 
 UNIT = {"en": "words", "zh": "characters", "ko": "syllables"}  # what a training answer says it counts
 
 
-class GoldError(ValueError):
+class GoldError(TaseError, ValueError):
     """No correct completion could be built for a record (one line naming its id)."""
 
 

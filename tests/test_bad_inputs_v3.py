@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import ROOT
 
 PY = sys.executable

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eval.data import load_official
 from conftest import ROOT, run_module
+from eval.data import load_official
 from eval.gold import gold_completion
 
 

@@ -14,9 +14,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import rewards
+from conftest import ROOT
 from rewards import score
 from rewards.match_answer import levenshtein
-from conftest import ROOT
 
 EPS = 1e-9
 

@@ -7,13 +7,13 @@ import json
 import pytest
 
 import rewards
+from common.record import make_record
 from eval.data import DataError, load_data
 from eval.gold import gold_predictions
 from eval.runner import score_predictions
 from rewards.base import INVALID, Score, label_of
 from rewards.extract import extract_answer
 from rewards.types import REGISTRY, ScoringType, TypeRegistryError, register_type, unregister_type
-from common.record import make_record
 
 
 def _score_reversed(example, completion):

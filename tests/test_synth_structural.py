@@ -13,8 +13,8 @@ import pytest
 
 import common.record
 import synth
-from rewards import score
 from conftest import run_module
+from rewards import score
 
 N = 80
 CHO = "ㄱㄲㄴㄷㄸㄹㅁㅂㅃㅅㅆㅇㅈㅉㅊㅋㅌㅍㅎ"

@@ -12,8 +12,9 @@ import random
 from functools import lru_cache
 from typing import ClassVar
 
-from ..core import Generator, register
 from common.record import make_record
+
+from ..core import Generator, register
 from ..structural import dot_charset, glyph_bits
 
 CATEGORIES = (
