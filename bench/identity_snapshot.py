@@ -7,7 +7,8 @@ Runs the checkout at --root (default: this one; PYTHONPATH=ROOT, this interprete
 name -> sha256 of what the command printed or wrote, plus its exit code, and each output under DIR/raw/ for
 a readable diff:
 - `python -m synth` for every task x language x subtask the registry has (opt-in families too), -n N, a
-  fixed seed, and one `--task all --lang all` run: the sha256 of the JSONL file;
+  fixed seed, and one `--task all --lang all` run: the sha256 of the JSONL file (`synth.__main__.main(argv)`,
+  what `python -m synth ARGV` runs, called for every cell in one interpreter: one start instead of ~80);
 - `eval gold`, `eval score` (the gold predictions, and the same with every third completion emptied) and
   `eval compare` on tests/fixtures/tase_official_sample: results.json (its `versions` left out),
   samples.jsonl, comparison.json and the printed table;
@@ -64,6 +65,28 @@ class Snapshot:
         if stderr:
             (self.out / "raw" / f"{safe}.stderr.txt").write_text(self.clean(stderr), encoding="utf-8")
 
+    def in_one_process(self, module: str, argvs: list[list[str]], timeout: int = 1800) -> list[dict]:
+        """`module.main(argv)` for each argv, in one fresh interpreter of the checkout (what `python -m module
+        ARGV` runs, without paying the interpreter and imports per call): each call's stdout and exit code."""
+        code = (
+            "import contextlib, importlib, io, json, sys\n"
+            f"mod = importlib.import_module({module!r})\n"
+            "out = []\n"
+            "for argv in json.loads(sys.stdin.read()):\n"
+            "    buf, err = io.StringIO(), io.StringIO()\n"
+            "    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):\n"
+            "        try:\n"
+            "            rc = mod.main(argv)\n"
+            "        except SystemExit as e:\n"
+            "            rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)\n"
+            "    out.append({'stdout': buf.getvalue(), 'stderr': err.getvalue(), 'rc': rc or 0})\n"
+            "sys.__stdout__.write(json.dumps(out))\n")
+        res = subprocess.run([sys.executable, "-c", code], cwd=self.root, env=self.env, input=json.dumps(argvs),
+                             capture_output=True, text=True, timeout=timeout)
+        if res.returncode:
+            raise SystemExit(f"error: {module} in one process failed: {res.stderr.strip()[-600:]}")
+        return json.loads(res.stdout)
+
     def command(self, name: str, args: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
         res = self.run(args, timeout)
         self.record(name, res.stdout, res.returncode, res.stderr)
@@ -91,20 +114,15 @@ class Snapshot:
             raise SystemExit(f"error: cannot list the synth cells: {res.stderr.strip()[-400:]}")
         cells = json.loads(res.stdout)
         self.record("synth/cells", json.dumps(cells))
-        for task, lang, sub in cells:
+        jobs = []
+        for task, lang, sub in [*cells, ("all", "all", "")]:
             path = self.tmp / f"synth_{task}_{lang}_{sub or 'none'}.jsonl"
-            args = ["PY", "-m", "synth", "--task", task, "--lang", lang, "-n", str(n), "--seed", str(SEED),
-                    "--out", str(path)]
-            if sub:
-                args[7:7] = ["--subtask", sub]
-            res = self.run(args)
-            self.record(f"synth/{task}/{lang}/{sub}", path.read_text(encoding="utf-8") if path.exists() else "",
-                        res.returncode, res.stderr)
-        path = self.tmp / "synth_all.jsonl"
-        res = self.run(["PY", "-m", "synth", "--task", "all", "--lang", "all", "-n", str(n), "--seed", str(SEED),
-                        "--out", str(path)])
-        self.record("synth/all/all", path.read_text(encoding="utf-8") if path.exists() else "", res.returncode,
-                    res.stderr)
+            argv = ["--task", task, "--lang", lang, *(["--subtask", sub] if sub else []), "-n", str(n),
+                    "--seed", str(SEED), "--out", str(path), "--no-progress"]
+            jobs.append((f"synth/{task}/{lang}/{sub}", path, argv))
+        results = self.in_one_process("synth.__main__", [argv for _, _, argv in jobs])
+        for (name, path, _), res in zip(jobs, results):
+            self.record(name, path.read_text(encoding="utf-8") if path.exists() else "", res["rc"], res["stderr"])
 
     def evaluation(self) -> None:
         data = f"official:{FIXTURE}"
@@ -140,8 +158,9 @@ class Snapshot:
         self.command("help/synth", ["PY", "-m", "synth", "--help"])
         res = self.command("help/eval", ["PY", "-m", "eval", "--help"])
         subs = re.search(r"\{([a-z_,-]+)\}", res.stdout)
-        for sub in (subs.group(1).split(",") if subs else []):
-            self.command(f"help/eval/{sub}", ["PY", "-m", "eval", sub, "--help"])
+        subs = subs.group(1).split(",") if subs else []
+        for sub, res in zip(subs, self.in_one_process("eval.__main__", [[sub, "--help"] for sub in subs])):
+            self.record(f"help/eval/{sub}", res["stdout"], res["rc"], res["stderr"])
         for script in sorted((self.root / "recipes").glob("*.py")):
             if "__main__" in script.read_text(encoding="utf-8") and script.stem != "grpo_qwen14b":
                 self.command(f"help/recipes/{script.stem}", ["PY", f"recipes/{script.name}", "--help"])
