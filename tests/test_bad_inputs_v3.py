@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import ROOT
 
 PY = sys.executable
