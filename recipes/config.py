@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.prompts import SYSTEM_PROMPT
+from common.prompts import SYSTEM_PROMPT
 from recipes.errors import fail
 
 

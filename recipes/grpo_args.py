@@ -186,7 +186,8 @@ def check_training_inputs(tase: TaseArgs, cfg: Any) -> None:
             fail(f"reward_weights must be finite numbers, got {given}")
     check_trainer_ranges(tase, cfg)
     if tase.train_data != "synth":
-        from synth.readers import DataError, load_data
+        from common.readers import DataError
+        from synth.readers import load_data
 
         n = 0
         try:
