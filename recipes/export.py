@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from eval.process import apply as process_settings
-from recipes.errors import fail
+from recipes.errors import fail, one_line_exit
 from recipes.model import resolve
 from recipes.run_dir import checkpoint_problem
 from synth.paths import (
@@ -157,6 +157,7 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
     return "\n".join(lines)
 
 
+@one_line_exit
 def main(argv: list[str] | None = None) -> int:
     process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])

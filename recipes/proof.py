@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recipes.config import DataArgs, data_streams, one_line_errors, read_yaml
-from recipes.errors import fail
+from recipes.config import DataArgs, data_streams
+from recipes.errors import fail, one_line_exit
+from recipes.parser import one_line_errors, read_yaml
 from recipes.pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent
@@ -373,7 +374,8 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     config.TRAINER_RANGES'; the recipes check the rest (model, data, output folder) when they start."""
     from trl import GRPOConfig, ModelConfig, SFTConfig
 
-    from recipes.config import TaseArgs, check_config_types, check_trainer_ranges
+    from recipes.config import TaseArgs, check_trainer_ranges
+    from recipes.parser import ConfigFile, RecipeParser
     from recipes.sft_warmup import BudgetArgs
 
     sft = (DataArgs, SFTConfig, ModelConfig, BudgetArgs)
@@ -384,22 +386,15 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     if "control" in cfg:
         opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
         parts.append(("control", sft, sft_config, {**opts, **cfg["control"]["options"]}, ["--max_train_seconds", "1"]))
-    from trl import TrlParser
-
     for part, types, recipe_config, options, fixed in parts:
         where = f"{part} options (for {shown(recipe_config)})"
-        parser = TrlParser(types)
-        known = {a.dest for a in parser._actions}
-        for key in options:  # exactly: argparse would take a misspelling that is a prefix (learning_rat)
+        parser = RecipeParser(types, where=f"{where}: ")
+        known = parser.options()
+        for key in options:  # named exactly as the recipe's parser names them
             if key not in known:
                 fail(f"{where}: unknown option {key!r}")
         argv = ["--config", str(recipe_config), *flags(options), *fixed, *common]
-        parser.error = lambda message, where=where: fail(f"{where}: {message}")  # type: ignore[method-assign]
-        check_config_types(parser, argv)
-        try:
-            parsed = parser.parse_args_and_config(args=argv)
-        except (ValueError, TypeError) as e:
-            fail(f"{where}: {str(e).strip().splitlines()[0]}")
+        parsed = parser.parse(ConfigFile(argv))  # a TaseError: main's one line
         check_trainer_ranges(*parsed, where=f"{where}: ")
 
 
@@ -533,6 +528,7 @@ def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, 
     return models, data
 
 
+@one_line_exit
 def main(argv: list[str] | None = None) -> int:
     """The stages in order (eight, nine with a control; docs/results.md, "make proof"); 1 when a re-scored file
     disagrees."""

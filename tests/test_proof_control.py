@@ -263,7 +263,8 @@ def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root)
     # the control's recipe config parses (TrlParser, as sft_warmup.py does) to the GRPO arms' data
     from trl import ModelConfig, SFTConfig
 
-    from recipes.config import DataArgs, parse_config
+    from recipes.config import DataArgs
+    from recipes.parser import parse_config
     from recipes.sft_warmup import BudgetArgs
 
     cfg = proof.load_config(str(proof_config(tmp_path)))
