@@ -21,7 +21,7 @@ from recipes import adapters, distributed, tracking, vllm_server_cpu
 from recipes.config import TaseArgs, reward_names, reward_weights
 from recipes.data import build_dataset
 from recipes.errors import TaseError, one_line_exit
-from recipes.grpo_args import check_gpus, parse, validate
+from recipes.grpo_args import parse, validate
 from recipes.grpo_plan import dry_run, world_size
 from recipes.model import resolve
 from recipes.reward_funcs import load_reward_funcs
@@ -60,9 +60,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     times steps with one). A dry run checks the inputs exactly as a real start does, then prints the plan."""
     process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
     distributed.extension_cache()  # DeepSpeed's CPU comm op: built at install, else once per cache
-    tase, cfg, model_args = parse(argv, default_config)
-    if not tase.dry_run:
-        check_gpus(tase)
+    tase, cfg, model_args = parse(argv, default_config)  # a real start: the GPU count first (grpo_args.check_gpus)
     validate(tase, cfg, model_args)
     for k, v in tracking.tracker_env(cfg).items():  # W&B's local files under the run folder unless WANDB_DIR says
         os.environ.setdefault(k, v)

@@ -18,9 +18,11 @@ from recipes.run_dir import check_output_dir
 
 
 def parse(argv: list[str] | None = None, default_config: str | None = None) -> tuple[TaseArgs, Any, Any]:
-    """(TaseArgs, the trainer's config, ModelConfig) from the command line and its --config YAML. `trainer` picks
-    the config class before the parser exists (a route, like a subcommand); a dry run, or a machine without
-    CUDA where use_cpu is not set, parses with use_cpu true (GRPOConfig would refuse bf16 on CPU)."""
+    """(TaseArgs, the trainer's config, ModelConfig) from the command line and its --config YAML. Three options
+    are looked up before the parser exists, as a launcher would: `trainer` picks the config class (a route, like
+    a subcommand), and a real start checks `min_gpus` (less `vllm_gpus` under async) against the machine. A dry
+    run, or a machine without CUDA where use_cpu is not set, parses with use_cpu true (GRPOConfig would refuse
+    bf16 on CPU)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if default_config and "--config" not in argv:
         argv = ["--config", default_config, *argv]
@@ -31,6 +33,8 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if not dry:
         import torch
 
+        if not {"-h", "--help"} & set(argv):
+            check_gpus(config)  # before the parser imports TRL: the refusal is the only line on stderr
         if not torch.cuda.is_available() and "use_cpu" not in config.given():
             config.argv += ["--use_cpu", "true"]  # gloo for several processes (recipes/distributed.py says why)
     trainer = str(_route(config, "trainer") or "sync")
@@ -42,7 +46,7 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
 
 
 def _route(config: ConfigFile, key: str) -> Any:
-    """One option's value (command line over YAML) before the parser exists; only `trainer` needs it."""
+    """One option's value (command line over YAML) before the parser exists (parse says which and why)."""
     import argparse
 
     p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
@@ -136,11 +140,17 @@ def check_async_options(given: set[str]) -> None:
                         "format_weight")
 
 
-def check_gpus(tase: TaseArgs) -> None:
-    """Enough CUDA GPUs for a real start (a dry run inspects the configuration on any machine)."""
+def check_gpus(config: ConfigFile) -> None:
+    """Enough CUDA GPUs for a real start (a dry run inspects the configuration on any machine); a value that is
+    not an integer is left to the parser's own line."""
     import torch
 
-    need = tase.min_gpus - (tase.vllm_gpus if tase.trainer == "async" else 0)  # the vLLM server's are not ours
+    try:
+        need = int(_route(config, "min_gpus") or 0)
+        if str(_route(config, "trainer") or "sync") == "async":  # the vLLM server's GPUs are not the trainer's
+            need -= int(_route(config, "vllm_gpus") or 0)
+    except (TypeError, ValueError):
+        return
     if torch.cuda.device_count() < need:
         raise TaseError(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; use "
                         "--dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
