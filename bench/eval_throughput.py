@@ -27,12 +27,11 @@ import sys
 import time
 from pathlib import Path
 
-from eval.process import apply as process_settings
-
 import synth
+from common.models import resolve_model
+from common.process import apply as process_settings
+from common.prompts import build_messages
 from eval.backends import BackendError, GenConfig, make_backend
-from eval.models import resolve_model
-from eval.prompts import build_messages
 
 
 def cpu_name() -> str:

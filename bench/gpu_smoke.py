@@ -41,7 +41,7 @@ def make_assets(out: Path, rows: int = 64, tasks: tuple[str, ...] = ("all",), la
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from eval.models import resolve_model
+    from common.models import resolve_model
     from recipes.config import DataArgs
     from recipes.data import iter_records
 

@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="official:DIR (the release layout) or FILE.jsonl (default: the fixture sample)")
     p.add_argument("--markdown", help="also write the table to this file")
     a = p.parse_args(argv)
-    from synth.readers import DataError, load_data
+    from common.readers import DataError
+    from synth.readers import load_data
 
     try:
         records = list(load_data(a.data))

@@ -47,25 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import process
+    from common import process
 
     argv = sys.argv[1:] if argv is None else list(argv)
     verbose = "--verbose" in argv
     if verbose:
         argv.remove("--verbose")
-    process.apply(verbose or None)  # before anything imports torch or vLLM (eval/process.py)
+    process.apply(verbose or None)  # before anything imports torch or vLLM (common/process.py)
     process.spawned_children_die_with_me()  # vLLM's engine processes end with this one, even after kill -9
     args = build_parser().parse_args(argv)
-    from synth.paths import OutputBusy, hold_output, os_error_line
-    from synth.readers import DataError
-
-    from .backends import BackendError
-    from .compare import CompareError
-    from .gold import GoldError
-    from .models import ModelError
-    from .plot_training import PlotError
-    from .robustness import RobustnessError
-    from .runner import RunError
+    from common.errors import EXIT_CODE, TaseError
+    from common.paths import hold_output, os_error_line
 
     try:
         out = getattr(args, "out", None)
@@ -73,10 +65,9 @@ def main(argv: list[str] | None = None) -> int:
             with hold_output(out):
                 return args.execute(args)
         return args.execute(args)
-    except (DataError, ModelError, BackendError, RunError, CompareError, GoldError, RobustnessError, PlotError,
-            OutputBusy) as e:
+    except TaseError as e:  # every library refusal (DataError, RunError, OutputBusy, ...): one line, exit 2
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CODE
     except MemoryError:
         print("error: out of memory (a smaller --limit, --batch-size or --n-boot needs less)", file=sys.stderr)
         return 2

@@ -28,10 +28,10 @@ from dataclasses import field as dc_field
 from pathlib import PurePosixPath
 from typing import Any
 
-from synth.record import TASKS
+from common.record import TASKS
 
 LANG_TABLE = ("en", "zh", "ko")
-# The official aggregation rules are declarations on the tasks (synth.record.TaskInfo): `no_lang` (rows
+# The official aggregation rules are declarations on the tasks (common.record.TaskInfo): `no_lang` (rows
 # without a language, outside the language table and the file-name language rule), `off_table_subtasks`
 # (files outside the language table) and `official_ratio` (merge_result.py's ratio score, e.g. DOT's).
 RATIO_TASKS = tuple(t for t, info in TASKS.items() if info.official_ratio is not None)

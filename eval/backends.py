@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-
 from .gen_config import BackendError, GenConfig  # noqa: F401  (re-exported: the backends' shared types)
 
 def cpu_has_native_bf16() -> bool:
@@ -60,7 +59,7 @@ class HFBackend:
 
             hf_logging.disable_progress_bar()
 
-        from .models import load_model_and_tokenizer
+        from common.models import load_model_and_tokenizer
 
         self.cfg = cfg
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -76,7 +75,7 @@ class HFBackend:
     def generate(self, conversations: list[list[dict[str, str]]]) -> list[str]:
         import torch
 
-        from .prompts import chat_text
+        from common.prompts import chat_text
 
         texts = [chat_text(self.tok, c) for c in conversations]
         enc = self.tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from synth.paths import output_refusal, write_marker
-from synth.record import TASKS
+from common.errors import TaseError
+from common.paths import output_refusal, write_marker
+from common.record import TASKS
 
 from .aggregate import LANG_TABLE, RATIO_TASKS, ci95, code_of, in_lang_table, macro, off_table_text
 from .runner import RESULTS, SAMPLES, RunError, iter_samples
@@ -17,7 +18,7 @@ from .runner import RESULTS, SAMPLES, RunError, iter_samples
 TASK_ORDER = [t.code for t in TASKS.values()]
 
 
-class CompareError(ValueError):
+class CompareError(TaseError, ValueError):
     pass
 
 
@@ -169,7 +170,7 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
     deltas against it, a plot; writes comparison.md/.json/.png under `out`."""
     if len(dirs) < 2:
         raise CompareError("compare needs at least two result folders")
-    why = output_refusal(Path(out), "compare", replace=False)  # synth/paths.py: the one rule for every output
+    why = output_refusal(Path(out), "compare", replace=False)  # common/paths.py: the one rule for every output
     if why:
         raise CompareError(f"--out {why}; compare into another --out")
     runs = [load_run(d) for d in dirs]

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.errors import TaseError
 
-class BackendError(RuntimeError):
+
+class BackendError(TaseError, RuntimeError):
     """A backend that cannot run here (one clear line for the CLI)."""
 
 

@@ -34,11 +34,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from synth.readers import DataError, load_data
-from synth.record import TASE_TASKS, TASKS
+from common.prompts import SYSTEM_PROMPT
+from common.readers import DataError
+from common.record import TASE_TASKS, TASKS
+from synth.readers import load_data
 
 from .aggregate import code_of, file_key, in_lang_table
-from .prompts import SYSTEM_PROMPT
 from .runner import RunError, select
 
 TASK_ORDER = [TASKS[t].code for t in TASE_TASKS]  # the catalogue's order: FREQ, LENOP, ..., VAR
@@ -209,12 +210,12 @@ def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None
     Atomic: everything is written into a temp folder beside `out` and swapped in whole, so a failure (a full
     disk) leaves the previous export as it was, and a replaced export leaves none of its task files behind.
     A non-empty `out` is replaced only with `force`, and only when it is an earlier export holding nothing
-    else (synth/paths.py, `output_refusal`: never the data, the current directory, another command's output
+    else (common/paths.py, `output_refusal`: never the data, the current directory, another command's output
     or the user's own files, at any depth)."""
     import shutil
     import tempfile
 
-    from synth.paths import output_refusal, recover_replace, replace_folder, write_marker
+    from common.paths import output_refusal, recover_replace, replace_folder, write_marker
 
     out = Path(out)
     if out.name in ("", ".", ".."):

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from common.errors import TaseError
+
 METRICS = "metrics.jsonl"
 # panel title -> curves: (label, keys tried in order, line style)
 PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
@@ -27,7 +29,7 @@ PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
 )
 
 
-class PlotError(ValueError):
+class PlotError(TaseError, ValueError):
     """A run folder without a readable metrics.jsonl, or one with no logged step: one line, exit 2."""
 
 

@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from synth.readers import DataError, load_data
+from common.errors import TaseError
+from common.readers import DataError
+from synth.readers import load_data
 
 from .aggregate import ci95
 from .compare import check_boot_memory
@@ -29,7 +31,7 @@ REPORT = "robustness"
 SEP = "@"
 
 
-class RobustnessError(RuntimeError):
+class RobustnessError(TaseError, RuntimeError):
     """Bad input for the robustness commands (one clear line for the CLI)."""
 
 

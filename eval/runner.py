@@ -15,12 +15,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from common.errors import TaseError
+from common.paths import is_own, output_kind, output_refusal, write_blocker, write_marker
+from common.prompts import SYSTEM_PROMPT, build_messages
+from common.readers import DataError, open_text, text_lines
 from rewards import score
-from synth.paths import is_own, output_kind, output_refusal, write_blocker, write_marker
-from synth.readers import DataError, load_data, open_text, text_lines
+from synth.readers import load_data
 
 from .aggregate import aggregate, file_key, pass_at
-from .prompts import SYSTEM_PROMPT, build_messages
 
 SAMPLES = "samples.jsonl"
 RESULTS = "results.json"
@@ -28,7 +30,7 @@ RUN_CONFIG = "run_config.json"
 FAILURES = "failures.jsonl"  # API requests that failed after their retries: reason per id, never scored
 
 
-class RunError(RuntimeError):
+class RunError(TaseError, RuntimeError):
     """A run that cannot proceed (one clear line for the CLI)."""
 
 
@@ -148,10 +150,10 @@ def versions() -> dict[str, str]:
 
 def invalid_reason(sample: dict[str, Any]) -> str:
     """Why a row left the denominator (the official evaluator would raise on it)."""
-    from rewards.types import get_type
+    from common.types import get_type
 
     typ = sample.get("type")
-    t = get_type(typ)  # the scoring type's module declares the reason (rewards.types.ScoringType)
+    t = get_type(typ)  # the scoring type's module declares the reason (common.types.ScoringType)
     return f"unknown type {typ!r}" if t is None else t.invalid_reason
 
 
@@ -265,7 +267,7 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         select_how: str = "spread") -> dict[str, Any]:
     """Generate, score and aggregate; resumes from `out/samples.jsonl` (finished ids are skipped)."""
     from .backends import GenConfig, make_backend
-    from .models import resolve_model
+    from common.models import resolve_model
 
     gen = gen or GenConfig()
     if gen.num_samples > 1 and gen.temperature <= 0:
@@ -274,7 +276,7 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         raise RunError("--num-samples > 1 is not supported with --backend openai; use hf or vllm")
     out = Path(out)
     check_out_dir(out)
-    kind = output_kind(out) if out.is_dir() else None  # synth/paths.py: never into another command's output
+    kind = output_kind(out) if out.is_dir() else None  # common/paths.py: never into another command's output
     if kind and kind[0] not in ("run", "score"):  # a score folder: _check_config words it, as before
         raise RunError(f"--out {out} is {kind[1]}; an `eval run` writes only into its own folder, use another --out")
     records = select(load_data(data), limit, select_how)
@@ -435,7 +437,7 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
     records = {r["id"]: r for r in select(load_data(data), None)}  # duplicate ids: one line, as `run` does
     preds = read_predictions(predictions, records, data)
     recover_swap(out)  # a previous `score` killed mid-swap: put its folder back first
-    why = output_refusal(out, "score", replace=False)  # synth/paths.py: the one rule for every output
+    why = output_refusal(out, "score", replace=False)  # common/paths.py: the one rule for every output
     if why:
         raise RunError(f"--out {why}; score into another --out")
     if not force and out.is_dir() and is_own(out, "score"):

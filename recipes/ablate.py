@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eval.process import die_with_parent
+from common.process import die_with_parent
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

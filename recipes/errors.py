@@ -2,8 +2,7 @@
 turns it into `error: <message>` on stderr and exit 2 (`fail`, `one_line_exit`), so that code calling the
 library can recover and tests can call `main(argv)` in-process. No traceback, nothing written lost.
 
-`TaseError` is the recipes' member of the project's error family; it moves to the shared bottom package with
-the rest of the family (issue 40)."""
+`TaseError` is the project's one error family (common/errors.py), re-exported here for the recipes."""
 from __future__ import annotations
 
 import functools
@@ -11,12 +10,12 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
+from common.errors import EXIT_CODE, TaseError
 
-class TaseError(Exception):
-    """Bad input or an unusable setting found by library code; str(e) is the one line a command prints."""
+__all__ = ["TaseError", "fail", "one_line_exit"]
 
 
-def fail(msg: str, code: int = 2) -> NoReturn:
+def fail(msg: str, code: int = EXIT_CODE) -> NoReturn:
     """One clear line on stderr, no traceback, exit 2: for entry points only (library code raises TaseError)."""
     print(f"error: {msg}", file=sys.stderr)
     raise SystemExit(code)

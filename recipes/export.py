@@ -19,12 +19,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from eval.process import apply as process_settings
+from common.paths import (
+    OutputBusy, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
+from common.process import apply as process_settings
 from recipes.errors import TaseError, one_line_exit
 from recipes.model import resolve
 from recipes.run_dir import checkpoint_problem
-from synth.paths import (
-    OutputBusy, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
 
 
 def find_up(ckpt: Path, name: str) -> Path | None:
@@ -72,7 +72,7 @@ def check_weights_present(ckpt: Path) -> None:
     writes config.json (adapter_config.json) first, then the weights, into the folder itself. Named as torn,
     with the previous complete checkpoint; --allow-pickle-weights (the advice for a folder holding only
     pickle weights) would not help."""
-    from eval.models import PICKLE_WEIGHTS
+    from common.models import PICKLE_WEIGHTS
 
     if (ckpt / "adapter_config.json").is_file():
         have = any(ckpt.glob("adapter_model*.safetensors")) or (ckpt / "adapter_model.bin").is_file()
@@ -91,7 +91,7 @@ def check_weights_present(ckpt: Path) -> None:
 def check_checkpoint(ckpt: Path) -> None:
     """Refuse a torn checkpoint before minutes of loading: its trainer_state.json, config.json and
     safetensors weights must be whole (a kill mid-save leaves one of them short)."""
-    from eval.models import ModelError, check_model_files, safetensors_problem
+    from common.models import ModelError, check_model_files, safetensors_problem
 
     advice = f"export an earlier checkpoint instead{previous_hint(ckpt)}"
     if (ckpt / "trainer_state.json").is_file():
@@ -159,7 +159,7 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
+    process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", help="a Trainer checkpoint or output folder (full model or PEFT adapter)")
     p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")
@@ -214,7 +214,7 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
         if weights and not (ckpt / weights).is_file():
             raise TaseError(f"{ckpt}: no {weights}; pass --allow-pickle-weights to load adapter_model.bin if you trust it")
         if not weights and (ckpt / "config.json").is_file():
-            from eval.models import ModelError, check_safetensors
+            from common.models import ModelError, check_safetensors
 
             try:
                 check_safetensors(ckpt)
@@ -252,7 +252,7 @@ def check_out(out: Path) -> None:
         raise TaseError(f"{out.parent}: cannot write there ({e.strerror})")
     if out.exists() and not out.is_dir():
         raise TaseError(f"--out {out} is a file, not a folder")
-    from synth.paths import write_blocker
+    from common.paths import write_blocker
 
     blocked = write_blocker(out)
     if blocked and blocked[1] == "file":  # an unwritable folder fails later, when the export writes
@@ -260,7 +260,7 @@ def check_out(out: Path) -> None:
 
 
 def guard_force(ckpt: Path, out: Path) -> None:
-    """--force replaces an earlier export and nothing else (synth/paths.py, `output_refusal`): never the
+    """--force replaces an earlier export and nothing else (common/paths.py, `output_refusal`): never the
     checkpoint, the current directory, a folder that is or holds another command's output (a training run,
     an eval run, scores, ...) at any depth, or one holding files the earlier export did not write."""
     src, dst = ckpt.resolve(), out.resolve()

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from eval.process import apply as process_settings
+from common.process import apply as process_settings
 from recipes import adapters, distributed, tracking, vllm_server_cpu
 from recipes.config import TaseArgs, reward_names, reward_weights
 from recipes.data import build_dataset
@@ -58,7 +58,7 @@ def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list
 def main(argv: list[str] | None = None, default_config: str | None = None, callbacks: list | None = None) -> int:
     """Parse, check, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
     times steps with one). A dry run checks the inputs exactly as a real start does, then prints the plan."""
-    process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
+    process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
     distributed.extension_cache()  # DeepSpeed's CPU comm op: built at install, else once per cache
     tase, cfg, model_args = parse(argv, default_config)  # a real start: the GPU count first (grpo_args.check_gpus)
     validate(tase, cfg, model_args)

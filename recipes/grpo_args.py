@@ -210,7 +210,8 @@ def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
 
 def check_train_data(tase: TaseArgs) -> None:
     """The rows of a train_data file that the run reads (up to num_train_examples) are records."""
-    from synth.readers import DataError, load_data
+    from common.readers import DataError
+    from synth.readers import load_data
 
     n = 0
     try:

@@ -22,7 +22,7 @@ def memory_estimate(model: str, n_gpus: int) -> str:
     """Per-GPU ZeRO-3 model-state memory: DeepSpeed's own estimator when installed, else 18 B/param."""
     total, largest = KNOWN_SIZES.get(model, (None, None))
     if total is None and (model == "default" or model.endswith(".gguf")):
-        from eval.models import ModelError, resolve_model
+        from common.models import ModelError, resolve_model
 
         try:  # the embedded GGUF is rebuilt once into a cached folder (~30 s the first time)
             model = str(resolve_model(model))

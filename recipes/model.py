@@ -7,7 +7,7 @@ from recipes.errors import TaseError
 def resolve(model: str | None, allow_pickle_weights: bool = False) -> str:
     """Model spec -> local plain HF folder (GGUF converted once); one-line error when unusable (a
     folder without safetensors weights included, unless `allow_pickle_weights`)."""
-    from eval.models import ModelError, resolve_model
+    from common.models import ModelError, resolve_model
 
     try:
         return str(resolve_model(model, allow_pickle_weights=allow_pickle_weights))

@@ -9,17 +9,17 @@ import shlex
 import subprocess
 import sys
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from eval.process import die_with_parent
+from common.process import die_with_parent
 
 
 class Steps:
     """Runs numbered steps (`== k/n title`, then `+ command`), stops the pipeline at the first failing one
     (`error: <name> step '<title>' failed (exit N)`), and adds up the wall time of each stage. A step dies with
-    the pipeline (eval.process.die_with_parent): kill -9 of `make proof` leaves no step running."""
+    the pipeline (common.process.die_with_parent): kill -9 of `make proof` leaves no step running."""
 
     def __init__(self, name: str, n_steps: int, cwd: Path, dry_run: bool = False, quote: bool = False,
                  log_dir: Path | None = None) -> None:

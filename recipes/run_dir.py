@@ -17,7 +17,7 @@ def check_output_dir(output_dir: str) -> Path:
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
         raise TaseError(f"output_dir {out} is a file, not a folder")
-    from synth.paths import write_blocker
+    from common.paths import write_blocker
 
     blocked = write_blocker(out)
     if blocked:
@@ -160,7 +160,7 @@ def hold_output_dir(output_dir: str) -> None:
         return
     import atexit
 
-    from synth.paths import OutputBusy, hold_output
+    from common.paths import OutputBusy, hold_output
 
     lock = hold_output(output_dir)
     try:

@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from eval.process import apply as process_settings
+from common.process import apply as process_settings
 from recipes import adapters, config, data, model, run_dir, tracking
 from recipes.config import DataArgs
 from recipes.errors import TaseError, one_line_exit
@@ -58,7 +58,7 @@ def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = N
     from datasets import Dataset
 
     from synth.gold import sft_completion
-    from synth.readers import DataError
+    from common.readers import DataError
 
     measure = data.PromptLength(tokenizer, args.system_prompt) if args.max_prompt_tokens and tokenizer else None
     length = data.PromptLength(tokenizer, args.system_prompt) if max_length and tokenizer else None
@@ -91,7 +91,7 @@ def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = N
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
     """Parse (recipes/parser.py), check, build the SFTTrainer and train."""
-    process_settings()  # OpenMP wait policy, before torch loads (eval/process.py)
+    process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
     from trl import ModelConfig, SFTConfig, SFTTrainer, get_peft_config
 
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from synth.record import TASKS
+from common.record import TASKS
 
 from .base import Score, field, label_of
 from .extract import extract_answer

@@ -18,9 +18,9 @@ from operator import sub
 # Construction: group positions by occurrence rank (k-th occurrence of their token) and concatenate
 # the groups in rank order, which gives (a); write each group as its even positions then its odd ones,
 # both ascending, so steps inside a run are >= 2 and only junctions between runs can touch. Then
-# `_repair` fixes each touching junction by moving some other position into the gap. Two more parity
+# `repair_junctions` fixes each touching junction by moving some other position into the gap. Two more parity
 # patterns (alternating by rank, odds first) are tried if a repair gets stuck, and a node-bounded
-# exhaustive search (`_search`) is the last resort (it settles short lines). Three
+# exhaustive search (`search_order`) is the last resort (it settles short lines). Three
 # implementations give identical orders: `non_adjacent_order` (plain Python, any hashable tokens; the
 # reference, also used by eval gold), `non_adjacent_order_ids` (numpy, integer ids) and `SpanOrders`
 # (numpy over a fixed corpus, with per-corpus tables: the generator's hot path).
@@ -51,10 +51,10 @@ def non_adjacent_order(tokens: Sequence[Hashable]) -> list[int] | None:
         touching = [g for g, d in enumerate(map(sub, seq[1:], seq)) if d * d == 1]
         if not touching:
             return seq
-        out = _repair(seq, touching, prv, nxt)
+        out = repair_junctions(seq, touching, prv, nxt)
         if out is not None:
             return out
-    return _search(prv, nxt)
+    return search_order(prv, nxt)
 
 
 def _parity(pattern: int, p: int, r: int) -> int:
@@ -62,7 +62,7 @@ def _parity(pattern: int, p: int, r: int) -> int:
     return p & 1 if pattern == 0 else (p ^ r) & 1 if pattern == 1 else ~p & 1
 
 
-def _repair(seq: list[int], touching: list[int], prv, nxt, off: int = 0) -> list[int] | None:
+def repair_junctions(seq: list[int], touching: list[int], prv, nxt, off: int = 0) -> list[int] | None:
     """`seq` (each token's positions increasing) with each touching junction (the indices g in
     `touching`: seq[g], seq[g+1] are neighbours) fixed by moving some other position x into the gap;
     None when one cannot be fixed. `seq` is modified in place.
@@ -96,7 +96,7 @@ def _repair(seq: list[int], touching: list[int], prv, nxt, off: int = 0) -> list
     return seq
 
 
-def _search(prv: list[int], nxt: list[int], budget: int = SEARCH_NODES) -> list[int] | None:
+def search_order(prv: list[int], nxt: list[int], budget: int = SEARCH_NODES) -> list[int] | None:
     """Depth-first search over the orders that keep each token's positions increasing (a position is
     available once the previous occurrence of its token is placed), smallest available position
     first, remembering dead ends (the available positions and the last one placed fix the state),

@@ -17,6 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from common.errors import TaseError
+
 from .base import Score
 from .extract import completion_text
 from .format import format_score
@@ -36,7 +38,7 @@ def _question(prompt: Any) -> str:
     return ""
 
 
-class RewardInputError(ValueError):
+class RewardInputError(TaseError, ValueError):
     """A batch the rewards cannot score as given: a missing or short column, prompts that do not match the
     completions, or a completion of the wrong shape would otherwise score 0 (a wrong answer) without a
     word, and a GRPO run would train on those zeros. The first such batch stops the run, in one line."""

@@ -1,13 +1,14 @@
 """Synthetic TASE-style examples: `synth.generate(task, lang, n, seed, subtask=None)` streams records."""
+import rewards  # noqa: F401  (fills the registry of scoring types that TYPES and the record checks read)
+from common import record
+from common.record import LANGS, TASKS, Example, make_record
+
 from .core import GENERATORS, Generator, SynthError, available, combos, generate, register
-from .record import LANGS, TASKS, Example, make_record
 
 
 def __getattr__(name: str):
-    """`synth.TYPES`: the registered scoring types, read when asked (see `synth.record.__getattr__`)."""
+    """`synth.TYPES`: the registered scoring types, read when asked (see `common.record.__getattr__`)."""
     if name in ("TYPES", "UNLABELLED_TYPES"):
-        from . import record
-
         return getattr(record, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -11,11 +11,13 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from common.errors import EXIT_CODE, TaseError
+from common.paths import file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
+from common.record import LANGS, TASKS
+
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
-from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
 from .guard import guard_from_specs
-from .paths import OutputBusy, file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
-from .record import LANGS, TASKS
+from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             for i in filter(None, inputs):
                 if Path(i).exists() and Path(i).resolve() == Path(args.out).resolve():
                     raise SynthError(f"--out {args.out} is an input of this command ({i}); write elsewhere")
-            # the one rule for every output (synth/paths.py): replace only an earlier synth file (records),
+            # the one rule for every output (common/paths.py): replace only an earlier synth file (records),
             # never a file of the user's own or a file inside another command's output
             why = file_refusal(Path(args.out), "synth", own=lambda f: jsonl_with_keys(f, ("id", "task", "prompt")))
             if why:
@@ -140,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             # one writer per file, before any work; the temp files of killed runs are then surely stale
             stack.enter_context(hold_output(args.out))
         weights = load_mixture(args.mixture) if args.mixture else None
-        from .readers import DataError
+        from common.readers import DataError
 
         try:
             guard = guard_from_specs(args.exclude, args.exclude_exact)
@@ -175,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         if written[0] < args.n:
             print(f"synth: wrote {written[0]} of the {args.n} examples asked for: the generator has no more "
                   "distinct prompts" + (" that pass the guard" if guard else ""), file=sys.stderr)
-    except (SynthError, OutputBusy) as e:
+    except TaseError as e:  # SynthError, OutputBusy, DataError, ...: one line, exit 2
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CODE
     except OSError as e:
         print(f"error: cannot write {args.out}: {os_error_line(e)}", file=sys.stderr)
         return 2

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, is_dataclass
 from typing import Any, ClassVar
 
-from .record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
+from common.errors import TaseError
+from common.record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
 
 MAX_TRIES = 64
 # a cell whose generator returns only prompts it already gave, this many times in a row, is used up: its
@@ -120,7 +121,7 @@ UNIT_SAFE = "unit_safe"  # perturb_kinds: every kind that keeps a unit one unit 
 GENERATORS: dict[str, type[Generator]] = {}
 
 
-class RegistryError(ValueError):
+class RegistryError(TaseError, ValueError):
     """A task module that cannot be registered: a second task of the same name, or a config that is not a
     dataclass (the registry builds configs from keyword arguments; reasoning-gym's factory refuses both)."""
 
@@ -156,7 +157,7 @@ def spec(task: str) -> type[Generator] | None:
     return available().get(task)
 
 
-class SynthError(ValueError):
+class SynthError(TaseError, ValueError):
     """Bad arguments to `generate` (reported as one line by the CLI)."""
 
 

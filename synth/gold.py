@@ -2,7 +2,7 @@
 the tests (a tagged answer `rewards.score` marks correct, for any record), `sft_completion` for the SFT
 warm-up (a short reasoning line where the task module declares one, then the tagged answer).
 
-Which answer a row's gold completion gives is its scoring type's rule (`rewards.types.ScoringType.gold`,
+Which answer a row's gold completion gives is its scoring type's rule (`common.types.ScoringType.gold`,
 declared in rewards/<type>.py): the label, or for the types whose rows hold none (`UNLABELLED_TYPES`) a
 constructed one: REORD (SHUFFLE) a reordering with no original neighbours kept, built by the same solver
 as the synthetic REORD solutions (`rewards.reorder.non_adjacent_order`); LENOP generate (LENGTH) text
@@ -15,17 +15,18 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
+from common.errors import TaseError
+from common.types import get_type, label_answers
 from rewards import score
 from rewards.length import length_text  # noqa: F401  (re-exported: synth.gold / eval.gold API)
 from rewards.shuffle import shuffle_answer  # noqa: F401  (likewise)
-from rewards.types import get_type, label_answers
 
 from .core import spec
 
 UNIT = {"en": "words", "zh": "characters", "ko": "syllables"}  # what a training answer says it counts
 
 
-class GoldError(ValueError):
+class GoldError(TaseError, ValueError):
     """No correct completion could be built for a record (one line naming its id)."""
 
 
@@ -39,7 +40,7 @@ def gold_completion(rec: dict[str, Any], seed: int = 0) -> str:
     label, since no completion can make them count. `seed` is unused (the REORD answer is constructed,
     not sampled); it stays for callers that pass one."""
     typ = rec.get("type")
-    t = get_type(typ)  # the scoring type's module says what its gold answer is (rewards.types)
+    t = get_type(typ)  # the scoring type's module says what its gold answer is (common.types)
     cands: Iterable[str] = (t.gold if t is not None else label_answers)(rec)
     for text in cands:
         comp = tag(text)

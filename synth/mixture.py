@@ -4,8 +4,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from common.record import TASKS
+
 from .core import SynthError
-from .record import TASKS
 
 
 def load_mixture(path: str) -> dict[str, float]:

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from common.record import TASKS
+
 from .core import TEXT_SOURCES, Generator, SynthError, available, generate, spec
-from .record import TASKS
 from .resources import EN_VALID, EN_WORDS
 
 FILES = {"en": "english", "zh": "chinese", "ko": "korean"}

@@ -44,7 +44,7 @@ def fixture_root() -> Path:
 def default_model() -> Path:
     """SmolLM2-135M-Instruct converted once per session into the session cache; subprocesses that say
     `--model default` find it there through $TASE_CACHE."""
-    from eval.models import resolve_model
+    from common.models import resolve_model
 
     return resolve_model("default")
 

@@ -394,7 +394,7 @@ def test_export_on_a_full_disk_is_one_line_and_keeps_the_old_export(tmp_path, de
     out.mkdir()
     (out / "config.json").write_text("{}")  # an earlier export, as --force may replace it
     (out / "model.safetensors").write_bytes(b"old")
-    from synth.paths import write_marker
+    from common.paths import write_marker
 
     write_marker(out, "export")  # marked as export.py marks its output (issue 36's output rule)
     before = {p.name: p.read_bytes() for p in out.iterdir()}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eval.data import load_official
 from conftest import ROOT, run_module
+from eval.data import load_official
 from eval.gold import gold_completion
 
 
@@ -246,7 +246,7 @@ def test_real_hf_backend_and_kill_resume(rows, tmp_path, default_model):
     assert all(isinstance(s["completion"], str) and s["completion"] for s in samples_)
     # greedy: the two rows of one batch decode as they would alone (left padding is right)
     from eval.backends import GenConfig, HFBackend
-    from eval.prompts import build_messages
+    from common.prompts import build_messages
 
     import torch
 

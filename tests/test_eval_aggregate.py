@@ -3,10 +3,10 @@ import json
 
 import pytest
 
+from common.prompts import SYSTEM_PROMPT, build_messages
 from eval.aggregate import aggregate, file_key, official_filename_lang
 from eval.compare import bootstrap_delta
 from eval.data import DataError
-from eval.prompts import SYSTEM_PROMPT, build_messages
 from eval.runner import select
 
 
@@ -147,11 +147,11 @@ def test_bootstrap_point_delta_is_the_difference_of_the_aggregates():
 
 
 def test_a_second_language_free_task_is_aggregated_by_its_own_declarations():
-    """The official rules are declarations on the task (synth.record.TaskInfo): a test-only language-free
+    """The official rules are declarations on the task (common.record.TaskInfo): a test-only language-free
     task, put first in the catalogue, stays out of the language table and of the file-name language rule,
     keeps its plain mean in the official overall, and leaves DOT's ratio score to DOT."""
     from eval.aggregate import off_table_text
-    from synth.record import TASKS, TaskInfo
+    from common.record import TASKS, TaskInfo
 
     saved = dict(TASKS)
     TASKS.clear()

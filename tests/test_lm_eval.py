@@ -24,13 +24,12 @@ from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 
+from common.models import resolve_model
+from common.prompts import SYSTEM_PROMPT, build_messages, chat_text
+from conftest import run_module
 from eval.data import load_official
 from eval.gold import gold_completion
 from eval.lm_eval_export import task_name
-from eval.models import resolve_model
-from eval.prompts import SYSTEM_PROMPT, build_messages, chat_text
-
-from conftest import run_module
 
 
 @register_model("tase-replay")

@@ -1,6 +1,6 @@
 """A pipeline step dies with its pipeline (issue 36, orphans): `kill -9` of `make proof` / the demo / the ablation
 driver used to leave its running step (an `eval run`, a training) alive, holding its output's lock against the
-rerun. recipes/pipeline.py starts each step with eval.process.die_with_parent (PR_SET_PDEATHSIG)."""
+rerun. recipes/pipeline.py starts each step with common.process.die_with_parent (PR_SET_PDEATHSIG)."""
 from __future__ import annotations
 
 import signal
@@ -47,7 +47,7 @@ def test_kill_9_of_a_pipeline_with_filtered_logs_kills_its_step(tmp_path):
 
 
 SPAWNER = ("import multiprocessing as mp, runpy, sys\n"
-           "from eval.process import spawned_children_die_with_me\n"
+           "from common.process import spawned_children_die_with_me\n"
            "spawned_children_die_with_me()\n"
            "p = mp.get_context('spawn').Process(target=runpy.run_path, args=(sys.argv[1],)); p.start(); p.join()\n")
 CHILD = ("import multiprocessing as mp, time\n"  # as vLLM's EngineCore starts its Worker: spawn again

@@ -123,7 +123,7 @@ def test_well_formed_batches_still_score():
 
 # --- one write lock per output ----------------------------------------------------------------------------
 
-HOLD = ("import sys, time\nfrom synth.paths import hold_output\nwith hold_output(sys.argv[1]):\n"
+HOLD = ("import sys, time\nfrom common.paths import hold_output\nwith hold_output(sys.argv[1]):\n"
         "    print('held', flush=True)\n    time.sleep(float(sys.argv[2]))\n")
 
 
@@ -159,7 +159,7 @@ def test_second_writer_is_refused_naming_the_first_then_the_lock_goes_stale(tmp_
 
 
 def test_lock_is_reentrant_and_a_refused_command_adds_no_folders(tmp_path):
-    from synth.paths import OutputBusy, hold_output
+    from common.paths import OutputBusy, hold_output
 
     with hold_output(tmp_path / "o"), hold_output(tmp_path / "o"):  # the CLI and the library both take it
         pass
@@ -242,7 +242,7 @@ def test_export_force_refuses_the_current_directory(tmp_path, ckpt, capsys, monk
 
 
 def test_force_refusal_rules(tmp_path, monkeypatch):
-    from synth.paths import force_refusal
+    from common.paths import force_refusal
 
     nested_runs(tmp_path)
     assert "r1/checkpoint-2" in force_refusal(tmp_path / "runs")
@@ -484,7 +484,7 @@ def test_export_lm_eval_on_a_full_disk_keeps_the_old_export(tmp_path):
 
 
 def test_os_errors_always_name_something():
-    from synth.paths import os_error_line
+    from common.paths import os_error_line
 
     assert os_error_line(OSError(28, "No space left on device")) == "No space left on device"
     assert os_error_line(OSError(28, "No space left on device", "/x/y")) == "/x/y: No space left on device"

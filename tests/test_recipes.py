@@ -109,7 +109,7 @@ def test_coarse_arm_streaming_logs_coarse_reward(tiny_model, tmp_path):
 def test_training_rows_keep_reward_columns_and_length_cap(tiny_model):
     """Rows carry the conversational prompt and every column the reward functions read; the
     max_prompt_tokens cap drops exactly the prompts whose chat-formatted length exceeds it."""
-    from eval.prompts import SYSTEM_PROMPT
+    from common.prompts import SYSTEM_PROMPT
     from recipes import data
     from recipes.config import DataArgs
     from datasets import IterableDataset

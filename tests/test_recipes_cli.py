@@ -1,10 +1,8 @@
 """The recipes' command line (issue 40): read once by TRL's parser (recipes/parser.py), abbreviations refused,
 GRPO's checks in its config's __post_init__ and one validate() for dry and real runs, and library code that
-raises TaseError where it finds a problem: only entry points (a recipe's `main`) print the line and exit 2."""
+raises TaseError where it finds a problem: only entry points (a recipe's `main`) print the line and exit 2
+(tests/test_exits.py scans the source for anything else that ends the process)."""
 from __future__ import annotations
-
-import ast
-from pathlib import Path
 
 import pytest
 
@@ -77,51 +75,3 @@ def test_library_functions_raise_tase_error_and_main_prints_it(tmp_path, capsys)
         main([*CPU, "--output_dir", str(tmp_path / "f")])
     assert e.value.code == 2
     assert capsys.readouterr().err == f"error: output_dir {tmp_path / 'f'} is a file, not a folder\n"
-
-
-# the recipe modules that are entry points (a `main` run by `python recipes/x.py`); besides them, errors.py (what a
-# main calls) and the step runners of demo/proof (pipeline.Steps.run) and ablate (sh), where a failed step ends the
-# command with that step's own exit code (the step has printed its own line)
-ENTRY_MODULES = {"grpo", "sft_warmup", "export", "proof", "demo", "ablate", "grpo_qwen14b"}
-EXITS_ALLOWED = {("errors", "fail"), ("errors", "one_line_exit"), ("pipeline", "Steps.run"), ("ablate", "sh")}
-
-
-def _exits(tree: ast.AST) -> list[tuple[str, int]]:
-    """(enclosing function, line) of each fail(...) call, SystemExit raise and sys.exit/os._exit call."""
-    found = []
-
-    def visit(node: ast.AST, where: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            name = where
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = f"{where}.{child.name}" if where else child.name
-            if isinstance(child, ast.Call):
-                f = child.func
-                called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-                owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
-                if called == "fail" or (owner, called) in (("sys", "exit"), ("os", "_exit")):
-                    found.append((where, child.lineno))
-            if isinstance(child, ast.Raise) and child.exc is not None:
-                exc = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
-                if isinstance(exc, ast.Name) and exc.id == "SystemExit":
-                    found.append((where, child.lineno))
-            visit(child, name)
-
-    visit(tree, "")
-    return found
-
-
-def test_only_entry_points_exit_the_process():
-    """recipes/: the process ends only in a recipe's `main` or its `if __name__ == "__main__"` line; every other
-    function raises TaseError (recipes/errors.py) for a caller to handle."""
-    bad = []
-    for path in sorted((ROOT / "recipes").glob("*.py")):
-        mod = path.stem
-        for where, line in _exits(ast.parse(path.read_text(encoding="utf-8"))):
-            top = where.split(".")[0]
-            if (mod, where) in EXITS_ALLOWED or (mod, top) in EXITS_ALLOWED:
-                continue
-            if mod in ENTRY_MODULES and (where == "" or top == "main"):
-                continue
-            bad.append(f"recipes/{mod}.py:{line} in {where or '<module>'}")
-    assert not bad, bad

@@ -14,9 +14,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import rewards
+from conftest import ROOT
 from rewards import score
 from rewards.match_answer import levenshtein
-from conftest import ROOT
 
 EPS = 1e-9
 
@@ -222,7 +222,7 @@ def test_gold_and_sft_answers_of_synthetic_rows_pass_strictly():
     language and subtask) that the official verdict passes, the strict verdict passes too (fine 1.0)."""
     import synth
     from synth.gold import GoldError, gold_completion, sft_completion
-    from synth.record import TASKS
+    from common.record import TASKS
 
     checked, bad = 0, []
     for task, info in TASKS.items():

@@ -7,13 +7,13 @@ import json
 import pytest
 
 import rewards
+from common.record import make_record
 from eval.data import DataError, load_data
 from eval.gold import gold_predictions
 from eval.runner import score_predictions
 from rewards.base import INVALID, Score, label_of
 from rewards.extract import extract_answer
 from rewards.types import REGISTRY, ScoringType, TypeRegistryError, register_type, unregister_type
-from synth.record import make_record
 
 
 def _score_reversed(example, completion):
@@ -42,7 +42,7 @@ def test_a_test_only_type_scores_golds_and_validates_end_to_end(tmp_path):
     rows = _write_rows(data)
     register_type(REVERSED)
     try:
-        from synth.record import TYPES
+        from common.record import TYPES
 
         assert TYPES[-1] == "REVERSED" and "REVERSED" in rewards.SCORERS
         assert rewards.score(rows[0], "<answer>cba</answer>").coarse == 1.0
@@ -71,7 +71,7 @@ def test_a_test_only_type_scores_golds_and_validates_end_to_end(tmp_path):
 def test_every_type_declares_its_rules_in_its_own_module():
     """The router's keys are the registry's, each declared by the module of its scorer; the two types whose
     official rows hold no label build a gold answer instead of reading one."""
-    from synth.record import TYPES, UNLABELLED_TYPES
+    from common.record import TYPES, UNLABELLED_TYPES
 
     assert TYPES == ("NUMBER", "LENGTH", "SHUFFLE", "SPLIT", "DIFF", "MATCH_ANSWER", "EXACT")
     assert set(UNLABELLED_TYPES) == {"SHUFFLE", "LENGTH"}

@@ -7,6 +7,7 @@ from itertools import islice
 
 import pytest
 
+import common.record
 import synth
 from conftest import run_module
 
@@ -135,7 +136,7 @@ def test_record_shape_and_ids_are_unique():
     assert all(set(r) == keys for r in recs)
     assert len({r["id"] for r in recs}) == len(recs)
     assert all(r["type"] in synth.TYPES for r in recs)
-    cells = {(r["task"], r["lang"]) for r in recs if r["task"] in synth.record.AWARENESS_TASKS}
+    cells = {(r["task"], r["lang"]) for r in recs if r["task"] in common.record.AWARENESS_TASKS}
     assert len(cells) == 15
 
 
@@ -164,7 +165,7 @@ def test_cli_is_byte_identical_and_covers_all_cells(tmp_path):
     recs = [json.loads(l) for l in outs[0].decode().splitlines()]
     assert len(recs) == 200
     cells = {(r["task"], r["lang"]) for r in recs}
-    for t in synth.record.AWARENESS_TASKS:
+    for t in common.record.AWARENESS_TASKS:
         for lang in ("en", "zh", "ko"):
             assert (t, lang) in cells
 

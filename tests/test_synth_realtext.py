@@ -153,7 +153,7 @@ def _guard_records(tmp_path):
 
 
 def test_ngram_guard_drops_a_planted_overlap_and_keeps_a_clean_example(tmp_path):
-    from synth.guard import Guard
+    from common.guard import Guard
 
     bench = _guard_records(tmp_path)
     g = Guard.from_records(bench)
@@ -246,7 +246,7 @@ def test_exclude_exact_drops_identical_prompts_only(tmp_path):
 def test_guard_drops_examples_whose_answer_is_a_benchmark_answer(tmp_path):
     """A new prompt around an official answer is still that answer: dropped (reason `answer`) when task,
     language and subtask match and the answer type names content; numbers and class labels are not guarded."""
-    from synth.guard import Guard
+    from common.guard import Guard
 
     bench = _guard_records(tmp_path)
     g = Guard.from_records(bench)

@@ -37,7 +37,7 @@ def test_generated_prompts_are_distinct_in_every_cell_and_stable():
     same rows on a second call (determinism), and the ids unique."""
     import synth
     from synth.core import combos
-    from synth.record import TASKS
+    from common.record import TASKS
 
     for task in TASKS:
         if task not in available():

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+import common.record
 import synth
-from rewards import score
 from conftest import run_module
+from rewards import score
 
 N = 80
 CHO = "ㄱㄲㄴㄷㄸㄹㅁㅂㅃㅅㅆㅇㅈㅉㅊㅋㅌㅍㅎ"
@@ -456,12 +457,12 @@ def test_cli_covers_all_tasks_languages_subtasks(tmp_path):
     assert outs[0] == outs[1]
     got = [json.loads(line) for line in outs[0].decode().splitlines()]
     cells = {(r["task"], r["lang"], r["subtask"]) for r in got}
-    assert {r["task"] for r in got} == set(synth.record.TASE_TASKS)
-    for t in synth.record.TASE_TASKS:
+    assert {r["task"] for r in got} == set(common.record.TASE_TASKS)
+    for t in common.record.TASE_TASKS:
         langs = {c[1] for c in cells if c[0] == t}
         assert langs == ({"mul"} if t == "dot_matrix" else {"en", "zh", "ko"}), t
-    for t, info in synth.record.TASKS.items():
-        if t in synth.record.TASE_TASKS:
+    for t, info in common.record.TASKS.items():
+        if t in common.record.TASE_TASKS:
             assert {c[2] for c in cells if c[0] == t} == set(info.subtasks), t
 
 
@@ -490,6 +491,6 @@ def test_default_mixture_names_every_task():
 
     path = Path(synth.__file__).parent / "data" / "mixture_default.yaml"
     weights = yaml.safe_load(path.read_text())["weights"]
-    assert set(weights) == set(synth.record.TASE_TASKS) and all(v > 0 for v in weights.values())
+    assert set(weights) == set(common.record.TASE_TASKS) and all(v > 0 for v in weights.values())
     got = Counter(r["task"] for r in synth.generate("all", "all", 2000, 0, weights=weights))
-    assert set(got) == set(synth.record.TASE_TASKS)
+    assert set(got) == set(common.record.TASE_TASKS)

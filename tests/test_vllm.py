@@ -64,7 +64,7 @@ def test_vllm_streams_each_completion_as_its_request_finishes(vllm_llm):
     its request finishes, while others are still running, so the runner can write it at once; the texts are
     those of `generate` (same rendering through LLM.enqueue_chat, same engine)."""
     from eval.backends import GenConfig, VLLMBackend
-    from eval.models import resolve_model
+    from common.models import resolve_model
 
     be = VLLMBackend(resolve_model("default"), GenConfig(max_new_tokens=24), llm=vllm_llm)
     msgs = [[{"role": "user", "content": c}] for c in
@@ -98,8 +98,8 @@ def test_vllm_sampling_on_cpu_is_seeded_per_row_and_survives_long_batches(vllm_e
 
     from eval.backends import GenConfig, VLLMBackend, request_seed
     from eval.data import load_data
-    from eval.models import resolve_model
-    from eval.prompts import build_messages
+    from common.models import resolve_model
+    from common.prompts import build_messages
 
     if not current_platform.is_cpu():
         pytest.skip("the CPU engine's chunked-prefill rewind is what this checks")

@@ -1,5 +1,5 @@
 """`kill -9` of `python -m eval run --backend vllm` takes vLLM's engine processes with it (issue 36): before,
-`VLLM::EngineCore` was re-parented to PID 1 and kept its Worker (3.5 GB) running for minutes (eval/process.py
+`VLLM::EngineCore` was re-parented to PID 1 and kept its Worker (3.5 GB) running for minutes (common/process.py
 `spawned_children_die_with_me`)."""
 from __future__ import annotations
 

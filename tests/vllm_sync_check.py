@@ -59,7 +59,7 @@ def main(out: str) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from eval.models import resolve_model
+    from common.models import resolve_model
     from vllm_sync import use_reload_sync
 
     tmp = Path(tempfile.mkdtemp(prefix="vllm_sync_"))

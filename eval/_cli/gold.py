@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from synth.paths import file_refusal, jsonl_with_keys
+    from common.paths import file_refusal, jsonl_with_keys
     from synth.readers import load_data
 
     from ..gold import gold_predictions
@@ -33,7 +33,7 @@ def execute(args: argparse.Namespace) -> int:
         raise GoldError(f"--out {out} is a folder; gold writes one predictions FILE.jsonl")
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise GoldError(f"--out {out} is the data being read ({args.data}); write the predictions elsewhere")
-    # the one rule for every output (synth/paths.py): replace only an earlier predictions file, never a file
+    # the one rule for every output (common/paths.py): replace only an earlier predictions file, never a file
     # of the user's own or one inside another command's output (a run's samples.jsonl or results.json)
     why = file_refusal(out, "gold", own=lambda f: jsonl_with_keys(f, ("id", "completion")))
     if why:

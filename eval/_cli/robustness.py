@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..perturb import KINDS
 from . import run
+from ..perturb import KINDS
 from .common import add_generation_args, n_boot, pos_int
 
 PERTURBATION_KINDS = tuple(KINDS)  # for the help text (eval.perturb reads the task registry only when used)
@@ -56,8 +56,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 
 
 def _mark(out: str | Path) -> None:
-    """Mark OUT as this command's output (synth/paths.py), listing the files it wrote there."""
-    from synth.paths import write_marker
+    """Mark OUT as this command's output (common/paths.py), listing the files it wrote there."""
+    from common.paths import write_marker
 
     from .. import robustness as rob
 
@@ -66,11 +66,11 @@ def _mark(out: str | Path) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from synth.paths import output_refusal
+    from common.paths import output_refusal
 
     from .. import robustness as rob
 
-    # the one output rule (synth/paths.py): never into another command's output at any depth; its own earlier
+    # the one output rule (common/paths.py): never into another command's output at any depth; its own earlier
     # folder (and the `eval run` it keeps in OUT/run) and the user's own files beside it are fine
     why = output_refusal(Path(args.out), "robustness", replace=False)
     if why:

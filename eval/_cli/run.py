@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from ..backends import DEFAULT_BATCH, BackendError, GenConfig, default_backend
-    from ..prompts import SYSTEM_PROMPT
+    from common.prompts import SYSTEM_PROMPT
     from ..runner import run
 
     args.backend = args.backend or default_backend()

@@ -21,14 +21,14 @@ def execute(args: argparse.Namespace) -> int:
     from synth.readers import load_data
 
     from .. import tokstats as ts
-    from ..models import resolve_model
+    from common.models import resolve_model
 
     from ..runner import SAMPLES, RunError
 
     if args.results and not (Path(args.results) / SAMPLES).is_file():  # else an empty table and plot, silently
         raise RunError(f"--results {args.results}: no {SAMPLES} (an `eval run` or `eval score` folder is expected)")
-    if args.out:  # synth/paths.py: the one output rule (never into another command's output, at any depth)
-        from synth.paths import output_refusal
+    if args.out:  # common/paths.py: the one output rule (never into another command's output, at any depth)
+        from common.paths import output_refusal
 
         why = output_refusal(Path(args.out), "tokstats", replace=False)
         if why:
@@ -69,7 +69,7 @@ def execute(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "tokstats.json").write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
         (out / "tokstats.md").write_text(md, encoding="utf-8")
-        from synth.paths import write_marker
+        from common.paths import write_marker
 
         write_marker(out, "tokstats", sorted(p.name for p in out.iterdir()
                                              if p.name in ("tokstats.json", "tokstats.md", "fragmentation.png")))

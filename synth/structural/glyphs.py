@@ -19,7 +19,7 @@ from .hangul import hangul_syllables
 ROOT = Path(__file__).resolve().parents[2]  # the source checkout (or editable install) holding .cache/
 UNIFONT_PATHS = (
     str(ROOT / ".cache" / "unifont" / "usr" / "share" / "unifont" / "unifont.hex"),  # make install
-    str(Path(os.environ.get("TASE_CACHE") or Path.home() / ".cache" / "tase-grpo") / "unifont.hex"),  # as eval.models
+    str(Path(os.environ.get("TASE_CACHE") or Path.home() / ".cache" / "tase-grpo") / "unifont.hex"),  # as common.models
 )
 
 

@@ -5,7 +5,7 @@ import random
 
 import numpy as np
 
-from rewards.reorder import _repair, _search, non_adjacent_order  # noqa: F401  (the reference solver)
+from rewards.reorder import non_adjacent_order, repair_junctions, search_order  # noqa: F401  (the reference solver)
 
 from ..resources import Corpus
 
@@ -46,7 +46,7 @@ def fast_permutation(rng: random.Random, n: int) -> list[int]:
 def _vector_order(key0: np.ndarray, prv, nxt, off: int) -> np.ndarray | list[int] | None:
     """`non_adjacent_order` from numpy: `key0` = 2 x occurrence rank + parity of the position in the
     line (the sort key of the first pattern), of an integer dtype (uint16 makes the stable argsort a
-    radix sort); prv/nxt/off as in `_repair`. Returns a numpy array when no repair was needed (the
+    radix sort); prv/nxt/off as in `repair_junctions`. Returns a numpy array when no repair was needed (the
     common case), else a list."""
     n = len(key0)
     for pattern in range(3):
@@ -57,10 +57,10 @@ def _vector_order(key0: np.ndarray, prv, nxt, off: int) -> np.ndarray | list[int
         touch = d == 1
         if not np.count_nonzero(touch):
             return order
-        out = _repair(order.tolist(), np.flatnonzero(touch).tolist(), prv, nxt, off)
+        out = repair_junctions(order.tolist(), np.flatnonzero(touch).tolist(), prv, nxt, off)
         if out is not None:
             return out
-    return _search([prv[x + off] - off for x in range(n)], [nxt[x + off] - off for x in range(n)])
+    return search_order([prv[x + off] - off for x in range(n)], [nxt[x + off] - off for x in range(n)])
 
 
 def non_adjacent_order_ids(ids: np.ndarray) -> list[int] | None:

@@ -15,8 +15,9 @@ import random
 from collections import Counter
 from functools import lru_cache
 
+from common.record import make_record
+
 from ..core import Generator, register
-from ..record import make_record
 from ..resources import word_list
 from ..structural import jamo_count_index, split_total, zh_count_index, zh_tree
 

@@ -18,8 +18,9 @@ import random
 from collections import defaultdict
 from functools import lru_cache
 
+from common.record import LANG_OF_STEM, make_record
+
 from ..core import Generator, register
-from ..record import LANG_OF_STEM, make_record
 from ..resources import word_list
 from ..structural import combine_index, common_hanzi, compose, jamo_of, split_options, syllable_pools
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from common.record import VARIATIONS, YES, make_record
+
 from ..core import Generator, register
-from ..record import VARIATIONS, YES, make_record
 from ..denylist import denylist
 from ..resources import corpus, real_text
 from ._common import random_span

@@ -12,8 +12,9 @@ import random
 from functools import lru_cache
 from typing import ClassVar
 
+from common.record import make_record
+
 from ..core import Generator, register
-from ..record import make_record
 from ..structural import dot_charset, glyph_bits
 
 CATEGORIES = (

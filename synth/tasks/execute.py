@@ -30,8 +30,9 @@ from __future__ import annotations
 import random
 from functools import lru_cache
 
+from common.record import TASKS, make_record
+
 from ..core import Generator, register
-from ..record import TASKS, make_record
 from ..resources import word_list
 from ..structural import chaizi, combine_index, common_hanzi, is_hanzi, is_stroke, split_options, zh_tree
 

@@ -18,8 +18,9 @@ import random
 from functools import lru_cache
 from typing import Any
 
+from common.record import make_record
+
 from ..core import Generator, UNIT_SAFE, register
-from ..record import make_record
 from ..denylist import denylist
 from ..resources import clean_word_list, corpus, freq_stream, freq_vocab
 from ._common import JOIN, random_span, text_after

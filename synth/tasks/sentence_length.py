@@ -16,8 +16,9 @@ from functools import lru_cache
 from importlib import resources as ir
 from typing import Any
 
+from common.record import LANG_OF_STEM, make_record
+
 from ..core import Generator, UNIT_SAFE, register
-from ..record import LANG_OF_STEM, make_record
 from ..resources import corpus, real_text
 from ._common import random_span, text_after
 

@@ -18,8 +18,9 @@ from operator import itemgetter
 
 import numpy as np
 
+from common.record import make_record
+
 from ..core import Generator, register
-from ..record import make_record
 from ..resources import Corpus, corpus, real_text
 from ._common import SpanOrders, random_span, text_after
 

@@ -14,8 +14,9 @@ import random
 import re
 from typing import Any
 
+from common.record import make_record
+
 from ..core import Generator, UNIT_SAFE, register
-from ..record import make_record
 from ..resources import corpus, real_text
 from ._common import random_span
 

@@ -16,8 +16,9 @@ import random
 from collections import Counter, defaultdict
 from functools import lru_cache
 
+from common.record import make_record
+
 from ..core import Generator, register
-from ..record import make_record
 from ..resources import word_list
 from ..structural import chaizi, combine_index, common_hanzi, is_hanzi, jamo_of, ko_themes, split_options
 

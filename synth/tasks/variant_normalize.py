@@ -14,8 +14,9 @@ from __future__ import annotations
 import random
 from functools import lru_cache
 
+from common.record import make_record
+
 from ..core import Generator, register
-from ..record import make_record
 from ..resources import word_list
 from ..structural import homoglyphs, zh_sentences, zh_variants
 

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from common.errors import TaseError
+
 
 def write_blocker(out: Path, include_self: bool = False) -> tuple[Path, str] | None:
     """The nearest existing folder on the way to `out` (from `out` itself with `include_self`, else from
@@ -35,7 +37,7 @@ RUN_MARKERS = ("trainer_state.json", "metrics.jsonl")
 _HELD: set[Path] = set()  # lock files this process holds (hold_output is re-entrant)
 
 
-class OutputBusy(Exception):
+class OutputBusy(TaseError):
     """Another live process is writing the same output (one line, naming that process)."""
 
 

