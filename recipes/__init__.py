@@ -1,10 +1,10 @@
 """Training entry points and their parts (an installed package: `python recipes/grpo.py` and
 `python -m recipes.grpo` both work; nothing here edits sys.path).
 
-One job per module: `config` (options dataclasses, YAML checks, reward names), `run_dir` (output folder,
-checkpoints, resume, saved config), `data` (records to trainer rows, the dataset), `model` (model
-resolution), `errors` (the one-line error), `grpo_args` / `grpo_plan` (GRPO parsing and checks; what
---dry-run prints), `async_cpu` / `async_patches` / `gloo_transfer` (async GRPO without CUDA). The scripts
+One job per module: `parser` (the command line, read once by TRL's parser), `config` (options dataclasses,
+reward names), `run_dir` (output folder, checkpoints, resume, saved config), `data` (records to trainer rows,
+the dataset), `model` (model resolution), `errors` (TaseError, which library code raises, and the one line a
+`main` prints), `grpo_args` / `grpo_plan` (GRPO's options and checks; what --dry-run prints), `async_cpu` / `async_patches` / `gloo_transfer` (async GRPO without CUDA). The scripts
 (`grpo`, `sft_warmup`, `export`, `demo`, `proof`, `ablate`, `grpo_qwen14b`) stay thin on top of them.
 docs/architecture.md, "Training", has the map.
 """

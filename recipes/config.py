@@ -1,13 +1,12 @@
-"""Recipe options: the TASE dataclasses parsed by TrlParser beside TRL's own configs, the --config YAML type
-checks (one line per bad value, not argparse's usage text), and the reward names and weights they select."""
+"""Recipe options: the TASE dataclasses parsed by TrlParser beside TRL's own configs (recipes/parser.py reads
+the command line), the trainer ranges checked after parsing, and the reward names and weights they select."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from common.prompts import SYSTEM_PROMPT
-from recipes.errors import fail
+from recipes.errors import TaseError
 
 
 @dataclass
@@ -164,105 +163,6 @@ class TaseArgs(DataArgs):
             raise ValueError(f"format_weight must be a finite number, got {self.format_weight!r}")
 
 
-def read_yaml(path: str | Path, what: str = "--config ") -> Any:
-    """A YAML file's content (yaml.safe_load); an unreadable file or invalid YAML is one line naming it."""
-    import yaml
-
-    try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"{what}{path}: cannot read ({getattr(e, 'strerror', None) or e})")
-    except yaml.YAMLError as e:
-        fail(f"{what}{path}: not valid YAML ({str(e).splitlines()[0]})")
-    except RecursionError:
-        fail(f"{what}{path}: nested too deeply to read")
-
-
-def check_config_types(parser: Any, argv: list[str]) -> None:
-    """Check the --config YAML against the parser's options before TrlParser sees it: a value of the
-    wrong type gives one line naming the key, the expected type and the value (argparse would print its
-    whole usage text, or let a list through to crash later)."""
-    import argparse
-
-    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
-        return
-    path = argv[argv.index("--config") + 1]
-    config = read_yaml(path)
-    if not isinstance(config, dict):
-        fail(f"--config {path}: must be a YAML mapping of option: value")
-    actions: dict[str, Any] = {}
-    for a in parser._actions:  # the option taking a value (bools also have a --no_X flag taking none)
-        if not isinstance(a, argparse._HelpAction) and a.nargs != 0:
-            actions.setdefault(a.dest, a)
-    for key, value in config.items():
-        a = actions.get(key)
-        if a is None or value is None:
-            continue  # unknown keys: TrlParser's own one-line error
-        many = a.nargs in ("+", "*") or (isinstance(a.nargs, int) and a.nargs > 1)
-        if many and not isinstance(value, list):
-            fail(f"--config {path}: {key} expects a list, got {value!r}")
-        for v in value if many else [value]:
-            if not _fits(a, v):
-                want = "one of " + ", ".join(map(str, a.choices)) if a.choices else _type_name(a)
-                fail(f"--config {path}: {key} expects {want}, got {v!r}")
-
-
-def _type_name(action: Any) -> str:
-    t = action.type
-    if t is None:
-        return "a string"
-    name = getattr(t, "__name__", str(t))
-    return {"string_to_bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}.get(name, name)
-
-
-def _fits(action: Any, v: Any) -> bool:
-    """Would argparse accept this YAML value for the option (YAML already typed it)?"""
-    if isinstance(v, (list, dict)):
-        return False
-    t = action.type
-    name = getattr(t, "__name__", "")
-    if name == "string_to_bool":
-        return isinstance(v, bool) or (isinstance(v, str) and v.lower() in ("yes", "true", "t", "y", "1", "no",
-                                                                            "false", "f", "n", "0"))
-    if t is int:
-        return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and _parses(int, v))
-    if t is float:
-        return (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, str) and _parses(float, v))
-    if action.choices:
-        return any(v == c or str(v) == str(c) or getattr(c, "value", None) == v for c in action.choices)
-    if t is not None and isinstance(v, str):
-        return _parses(t, v)
-    return True
-
-
-def _parses(t: Any, v: str) -> bool:
-    try:
-        t(v)
-    except (ValueError, TypeError):
-        return False
-    return True
-
-
-def parse_config(dataclass_types: tuple, argv: list[str]) -> tuple:
-    """TrlParser over `dataclass_types` (a recipe's options, a TRL config, ModelConfig): --config YAML and
-    command line, type-checked first (check_config_types), every error one line. Shared by GRPO and SFT."""
-    from trl import TrlParser
-
-    parser = TrlParser(dataclass_types)
-    one_line_errors(parser)
-    check_config_types(parser, argv)
-    try:
-        return parser.parse_args_and_config(args=argv)
-    except (ValueError, TypeError, FileNotFoundError) as e:
-        fail(str(e).strip().splitlines()[0])
-    raise AssertionError  # unreachable: fail exits
-
-
-def one_line_errors(parser: Any) -> None:
-    """argparse errors (a bad value on the command line) as one line, not the usage text."""
-    parser.error = lambda message: fail(message)
-
-
 def _inf() -> float:
     return float("inf")
 
@@ -293,7 +193,7 @@ def check_trainer_ranges(*parsed: Any, where: str = "") -> None:
     for key, (ok, want) in TRAINER_RANGES.items():
         for obj in parsed:
             if hasattr(obj, key) and not ok(getattr(obj, key)):
-                fail(f"{where}{key} must be {want}, got {getattr(obj, key)}")
+                raise TaseError(f"{where}{key} must be {want}, got {getattr(obj, key)}")
 
 
 def reward_names(args: TaseArgs) -> list[str]:

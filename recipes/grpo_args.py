@@ -1,50 +1,102 @@
-"""GRPO options: TrlParser over TaseArgs, TRL's GRPOConfig (AsyncGRPOConfig with `trainer: async`) and
-ModelConfig, with the checks that run before it (GPU count, integer ranges TRL divides by, options the async
-trainer lacks) and after it (model, data, benchmarks to exclude, output folder), each a one-line error."""
+"""GRPO's options, read once (recipes/parser.py): TaseArgs beside TRL's GRPOConfig (AsyncGRPOConfig with `trainer:
+async`) and ModelConfig, as open-r1 sets its script options beside TRL's. The config classes are TRL's own with
+one addition, a __post_init__ that checks the integers GRPOConfig divides by; everything a run needs from its
+inputs is `validate`, called by a dry run exactly as by a real start. Every problem is one TaseError line."""
 from __future__ import annotations
 
+import functools
+import math
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from recipes.config import TaseArgs, parse_config, read_yaml
-from recipes.errors import fail
+from recipes.config import TaseArgs, check_trainer_ranges, reward_names
+from recipes.errors import TaseError
+from recipes.parser import ConfigFile, RecipeParser
 from recipes.run_dir import check_output_dir
 
 
-def parse(argv: list[str] | None = None, default_config: str | None = None):
-    from trl import GRPOConfig, ModelConfig
-
+def parse(argv: list[str] | None = None, default_config: str | None = None) -> tuple[TaseArgs, Any, Any]:
+    """(TaseArgs, the trainer's config, ModelConfig) from the command line and its --config YAML. Three options
+    are looked up before the parser exists, as a launcher would: `trainer` picks the config class (a route, like
+    a subcommand), and a real start checks `min_gpus` (less `vllm_gpus` under async) against the machine. A dry
+    run, or a machine without CUDA where use_cpu is not set, parses with use_cpu true (GRPOConfig would refuse
+    bf16 on CPU)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if default_config and "--config" not in argv:
         argv = ["--config", default_config, *argv]
     dry = any(a in ("--dry-run", "--dry_run") for a in argv)
     if dry:  # validation of bf16/GPU settings would stop a dry run on a CPU machine
         argv += ["--use_cpu", "true"]
-    else:
-        need = int(peek(argv, "min_gpus") or 0)
-        if str(peek(argv, "trainer") or "sync") == "async":  # the vLLM server's GPUs are not the trainer's
-            need -= int(peek(argv, "vllm_gpus") or 0)
+    config = ConfigFile(argv)
+    if not dry:
         import torch
 
-        if torch.cuda.device_count() < need:
-            fail(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; use --dry-run to "
-                 "inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
-        if not torch.cuda.is_available() and "use_cpu" not in given_options(argv):
-            argv += ["--use_cpu", "true"]  # gloo for several processes (recipes/distributed.py says why)
-    check_ranges(argv)
-    trainer = str(peek(argv, "trainer") or "sync")
+        if not {"-h", "--help"} & set(argv):
+            check_gpus(config)  # before the parser imports TRL: the refusal is the only line on stderr
+        if not torch.cuda.is_available() and "use_cpu" not in config.given():
+            config.argv += ["--use_cpu", "true"]  # gloo for several processes (recipes/distributed.py says why)
+    trainer = str(_route(config, "trainer") or "sync")
     if trainer not in ("sync", "async"):
-        fail(f"trainer must be sync or async, got {trainer!r}")
+        raise TaseError(f"trainer must be sync or async, got {trainer!r}")
     if trainer == "async":
-        from trl.experimental.async_grpo import AsyncGRPOConfig
+        check_async_options(config.given())
+    return RecipeParser(config_types(trainer)).parse(config)
 
-        check_async_options(argv)
-        tase, cfg, model_args = parse_config((TaseArgs, AsyncGRPOConfig, async_model_config()), argv)
+
+def _route(config: ConfigFile, key: str) -> Any:
+    """One option's value (command line over YAML) before the parser exists (parse says which and why)."""
+    import argparse
+
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    p.add_argument(f"--{key}", f"--{key.replace('_', '-')}", dest=key, default=config.values.get(key))
+    return p.parse_known_args(config.argv)[0].__dict__[key]
+
+
+RANGES = {"num_generations": 2, "per_device_train_batch_size": 1, "gradient_accumulation_steps": 1,
+          "generation_batch_size": 1, "steps_per_generation": 1}  # option -> lowest value
+
+
+def check_ranges(cfg: Any) -> None:
+    """Integer options that GRPOConfig divides by (num_generations 0 was a ZeroDivisionError inside TRL), checked
+    before its own __post_init__ runs; a ValueError, which the parser turns into its one line."""
+    for key, low in RANGES.items():
+        v = getattr(cfg, key, None)
+        if isinstance(v, int) and not isinstance(v, bool) and v < low:
+            why = " (GRPO compares completions of one prompt)" if key == "num_generations" else ""
+            raise ValueError(f"{key} must be >= {low}{why}, got {v}")
+
+
+CONFIG_CLASSES = {"sync": "TaseGRPOConfig", "async": "TaseAsyncGRPOConfig"}
+
+
+def config_types(trainer: str) -> tuple[type, type, type]:
+    """The dataclasses TrlParser fills: TaseArgs, TRL's config with check_ranges first, and ModelConfig."""
+    from trl import ModelConfig
+
+    return TaseArgs, __getattr__(CONFIG_CLASSES[trainer]), async_model_config() if trainer == "async" else ModelConfig
+
+
+@functools.cache
+def __getattr__(name: str) -> type:
+    """TaseGRPOConfig / TaseAsyncGRPOConfig: TRL's GRPOConfig / AsyncGRPOConfig whose __post_init__ runs
+    check_ranges first, and nothing else (no fields of their own: the same options, help and to_dict()). Built
+    on first use, as importing TRL loads torch (entry points set process settings before that); named here so
+    that the Trainer's pickled training_args.bin loads again."""
+    if name not in CONFIG_CLASSES.values():
+        raise AttributeError(name)
+    if name == "TaseAsyncGRPOConfig":
+        from trl.experimental.async_grpo import AsyncGRPOConfig as base
     else:
-        tase, cfg, model_args = parse_config((TaseArgs, GRPOConfig, ModelConfig), argv)
-    return tase, cfg, model_args
+        from trl import GRPOConfig as base
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        base.__post_init__(self)
+
+    return type(name, (base,), {"__post_init__": __post_init__, "__doc__": base.__doc__, "__module__": __name__,
+                                "__qualname__": name})
 
 
 ASYNC_REFUSED = {  # ModelConfig options AsyncGRPOTrainer does not take (why, in one line)
@@ -72,46 +124,7 @@ def async_model_config() -> type:
     return dataclasses.make_dataclass("AsyncModelConfig", fields)
 
 
-def config_mapping(argv: list[str]) -> dict:
-    """The --config YAML as a mapping, read before full parsing; a file that is not UTF-8, not YAML or not
-    a mapping (a list) is one line naming it, as recipes.config.check_config_types says it later."""
-    if argv.index("--config") + 1 >= len(argv):
-        fail("--config needs a file")
-    path = argv[argv.index("--config") + 1]
-    data = read_yaml(path) or {}
-    if not isinstance(data, dict):
-        fail(f"--config {path}: must be a YAML mapping of option: value")
-    return data
-
-
-RANGES = {"num_generations": 2, "per_device_train_batch_size": 1, "gradient_accumulation_steps": 1,
-          "generation_batch_size": 1, "steps_per_generation": 1}  # option -> lowest value
-
-
-def check_ranges(argv: list[str]) -> None:
-    """Integer options that GRPOConfig divides by (num_generations 0 was a ZeroDivisionError inside TRL),
-    checked in one line before TrlParser builds the config; values that are not integers are left to it."""
-    for key, low in RANGES.items():
-        v = peek(argv, key)
-        try:
-            v = int(v) if v is not None and not isinstance(v, bool) else None
-        except (TypeError, ValueError):
-            continue
-        if v is not None and v < low:
-            why = " (GRPO compares completions of one prompt)" if key == "num_generations" else ""
-            fail(f"{key} must be >= {low}{why}, got {v}")
-
-
-def given_options(argv: list[str]) -> set[str]:
-    """Option names set on the command line or in the --config YAML."""
-    keys = {a[2:].split("=")[0].replace("-", "_") for a in argv if a.startswith("--")}
-    if "--config" in argv:
-        data = config_mapping(argv)
-        keys |= {str(k) for k in data}
-    return keys
-
-
-def check_async_options(argv: list[str]) -> None:
+def check_async_options(given: set[str]) -> None:
     """trainer: async takes TRL's AsyncGRPOConfig: a GRPOConfig option it lacks is one line, not argparse's usage."""
     import dataclasses
 
@@ -119,61 +132,44 @@ def check_async_options(argv: list[str]) -> None:
     from trl.experimental.async_grpo import AsyncGRPOConfig
 
     only_sync = {f.name for f in dataclasses.fields(GRPOConfig)} - {f.name for f in dataclasses.fields(AsyncGRPOConfig)}
-    bad = sorted(given_options(argv) & (only_sync | set(ASYNC_REFUSED)))
+    bad = sorted(given & (only_sync | set(ASYNC_REFUSED)))
     if bad:
         why = "; ".join(f"{k}: {ASYNC_REFUSED[k]}" for k in bad if k in ASYNC_REFUSED)
-        fail(f"trainer: async does not support {', '.join(bad)} (TRL's AsyncGRPOConfig has no such option"
-             + (f"; {why}" if why else "") + "); remove it or use trainer: sync. Reward weights: use format_weight")
+        raise TaseError(f"trainer: async does not support {', '.join(bad)} (TRL's AsyncGRPOConfig has no such option"
+                        + (f"; {why}" if why else "") + "); remove it or use trainer: sync. Reward weights: use "
+                        "format_weight")
 
 
-def peek(argv: list[str], key: str) -> Any:
-    """A value from the command line or the --config YAML, before full parsing."""
-    for flag in (f"--{key}", f"--{key.replace('_', '-')}"):
-        if flag in argv and argv.index(flag) + 1 < len(argv):
-            return argv[argv.index(flag) + 1]
-        for a in argv:  # --key=value
-            if a.startswith(flag + "="):
-                return a.split("=", 1)[1]
-    if "--config" in argv:
-        data = config_mapping(argv)
-        return data.get(key)
-    return None
+def check_gpus(config: ConfigFile) -> None:
+    """Enough CUDA GPUs for a real start (a dry run inspects the configuration on any machine); a value that is
+    not an integer is left to the parser's own line."""
+    import torch
+
+    try:
+        need = int(_route(config, "min_gpus") or 0)
+        if str(_route(config, "trainer") or "sync") == "async":  # the vLLM server's GPUs are not the trainer's
+            need -= int(_route(config, "vllm_gpus") or 0)
+    except (TypeError, ValueError):
+        return
+    if torch.cuda.device_count() < need:
+        raise TaseError(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; use "
+                        "--dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
 
 
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
-def check_inputs(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
-    """What a run (and a dry run, which otherwise validates nothing) needs, checked before any work, in one
-    line each: GRPO's group size, a model that exists, the training data and benchmarks to exclude, and a
-    writable output folder."""
-    model = model_args.model_name_or_path
-    if model and str(model) not in ("default", "smollm2", "SmolLM2-135M-Instruct"):
-        p = Path(model).expanduser()
-        if not p.exists() and not (HUB_ID.match(str(model)) and not str(model).startswith((".", "/"))):
-            fail(f"model_name_or_path {model}: no such model folder or GGUF file")
-        if p.is_dir() and not (p / "config.json").is_file():
-            fail(f"model_name_or_path {model}: not a Hugging Face model folder (no config.json)")
-    if tase.train_data != "synth" and not Path(tase.train_data).is_file():
-        fail(f"train_data {tase.train_data}: no such file (use 'synth' or a .jsonl of records)")
-    for spec in tase.exclude:
-        if not Path(spec.removeprefix("official:")).exists():
-            fail(f"exclude {spec}: no such file or folder")
-    check_output_dir(cfg.output_dir)
-    check_training_inputs(tase, cfg)
+def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
+    """What a run needs from its inputs, checked before any work and by a dry run alike (issue 36): a model that
+    exists, the training data and benchmarks to exclude, a writable output folder, streaming with max_steps,
+    reward names, weights and their count, sampling settings transformers rejects with a traceback and values it
+    takes without a word (config.TRAINER_RANGES), a train_data file's rows (the ones the run reads: up to
+    num_train_examples), installed trackers and QLoRA options that can be honoured."""
+    from recipes import adapters, tracking
 
-
-def check_training_inputs(tase: TaseArgs, cfg: Any) -> None:
-    """What the trainer would otherwise find out once it started (issue 36), so that a dry run checks it too:
-    streaming without max_steps, reward names, weights and their count, sampling settings transformers rejects
-    with a traceback and values it takes without a word (config.TRAINER_RANGES), and a train_data file's rows (the ones the run reads: up to num_train_examples), each
-    one line."""
-    import math
-
-    from recipes.config import check_trainer_ranges, reward_names
-
+    check_model_and_paths(tase, cfg, model_args)
     if tase.streaming and cfg.max_steps <= 0:
-        fail("streaming: true needs --max_steps (an endless dataset has no epochs)")
+        raise TaseError("streaming: true needs --max_steps (an endless dataset has no epochs)")
     from recipes.reward_funcs import load_reward_funcs
 
     names = reward_names(tase)
@@ -181,21 +177,49 @@ def check_training_inputs(tase: TaseArgs, cfg: Any) -> None:
     given = getattr(cfg, "reward_weights", None)
     if given:
         if len(given) != len(names):
-            fail(f"reward_weights has {len(given)} values for {len(names)} reward functions ({', '.join(names)})")
+            raise TaseError(f"reward_weights has {len(given)} values for {len(names)} reward functions "
+                            f"({', '.join(names)})")
         if not all(math.isfinite(w) for w in given):
-            fail(f"reward_weights must be finite numbers, got {given}")
+            raise TaseError(f"reward_weights must be finite numbers, got {given}")
     check_trainer_ranges(tase, cfg)
     if tase.train_data != "synth":
-        from common.readers import DataError
-        from synth.readers import load_data
+        check_train_data(tase)
+    why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, tase.trainer, cfg.use_cpu,
+                                                                        hardware=not tase.dry_run)
+    if why:  # a dry run checks the QLoRA options, not this machine
+        raise TaseError(why)
 
-        n = 0
-        try:
-            for _ in load_data(tase.train_data):
-                n += 1
-                if n >= tase.num_train_examples:
-                    break
-        except DataError as e:
-            fail(f"train_data: {e}")
-        if not n:
-            fail(f"train_data {tase.train_data}: holds no records")
+
+def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
+    """A model that exists (a folder, a GGUF file, a hub id or `default`), train_data and --exclude paths, and
+    a writable output folder."""
+    model = model_args.model_name_or_path
+    if model and str(model) not in ("default", "smollm2", "SmolLM2-135M-Instruct"):
+        p = Path(model).expanduser()
+        if not p.exists() and not (HUB_ID.match(str(model)) and not str(model).startswith((".", "/"))):
+            raise TaseError(f"model_name_or_path {model}: no such model folder or GGUF file")
+        if p.is_dir() and not (p / "config.json").is_file():
+            raise TaseError(f"model_name_or_path {model}: not a Hugging Face model folder (no config.json)")
+    if tase.train_data != "synth" and not Path(tase.train_data).is_file():
+        raise TaseError(f"train_data {tase.train_data}: no such file (use 'synth' or a .jsonl of records)")
+    for spec in tase.exclude:
+        if not Path(spec.removeprefix("official:")).exists():
+            raise TaseError(f"exclude {spec}: no such file or folder")
+    check_output_dir(cfg.output_dir)
+
+
+def check_train_data(tase: TaseArgs) -> None:
+    """The rows of a train_data file that the run reads (up to num_train_examples) are records."""
+    from common.readers import DataError
+    from synth.readers import load_data
+
+    n = 0
+    try:
+        for _ in load_data(tase.train_data):
+            n += 1
+            if n >= tase.num_train_examples:
+                break
+    except DataError as e:
+        raise TaseError(f"train_data: {e}") from None
+    if not n:
+        raise TaseError(f"train_data {tase.train_data}: holds no records")

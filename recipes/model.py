@@ -1,7 +1,7 @@
 """Model resolution for the recipes: a spec (HF folder, .gguf, `default`) to a local plain HF folder."""
 from __future__ import annotations
 
-from recipes.errors import fail
+from recipes.errors import TaseError
 
 
 def resolve(model: str | None, allow_pickle_weights: bool = False) -> str:
@@ -12,5 +12,4 @@ def resolve(model: str | None, allow_pickle_weights: bool = False) -> str:
     try:
         return str(resolve_model(model, allow_pickle_weights=allow_pickle_weights))
     except ModelError as e:
-        fail(str(e))
-    raise AssertionError  # unreachable
+        raise TaseError(str(e)) from None

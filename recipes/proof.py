@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recipes.config import DataArgs, data_streams, one_line_errors, read_yaml
-from recipes.errors import fail
+from recipes.config import DataArgs, data_streams
+from recipes.errors import TaseError, one_line_exit
+from recipes.parser import one_line_errors, read_yaml
 from recipes.pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent
@@ -59,22 +60,22 @@ DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "s
 
 def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
     if not isinstance(value, dict):
-        fail(f"{where}: must be a mapping of key: value")
+        raise TaseError(f"{where}: must be a mapping of key: value")
     for key in value:
         if key not in schema:
-            fail(f"{where}: unknown key {key!r} (known: {', '.join(schema)})")
+            raise TaseError(f"{where}: unknown key {key!r} (known: {', '.join(schema)})")
     for key, want in schema.items():
         optional = isinstance(want, tuple) and OPTIONAL in want
         types = want[0] if optional else want
         if key not in value or (optional and value[key] is None):
             if not optional:
-                fail(f"{where}: missing key {key!r}")
+                raise TaseError(f"{where}: missing key {key!r}")
             continue
         v = value[key]
         if isinstance(types, dict):
             check_section(f"{where}: {key}", v, types)
         elif not isinstance(v, types) or (isinstance(v, bool) and types is int):
-            fail(f"{where}: {key} must be {'an integer' if types is int else f'a {types.__name__}'}, got {v!r}")
+            raise TaseError(f"{where}: {key} must be {'an integer' if types is int else f'a {types.__name__}'}, got {v!r}")
 
 
 def load_config(path: str) -> dict[str, Any]:
@@ -87,14 +88,14 @@ def load_config(path: str) -> dict[str, Any]:
     check_section(f"--config {path}", cfg, SCHEMA)
     files = cfg["files"]
     if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
-        fail(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got {files!r}")
+        raise TaseError(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got {files!r}")
     arms = cfg["grpo"]["arms"]
     if not arms or len(set(arms)) != len(arms) or not set(arms) <= set(ARMS):
-        fail(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {arms!r}")
+        raise TaseError(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {arms!r}")
     if cfg["eval"]["backend"] not in ("vllm", "hf"):
-        fail(f"--config {path}: eval backend must be vllm or hf, got {cfg['eval']['backend']!r}")
+        raise TaseError(f"--config {path}: eval backend must be vllm or hf, got {cfg['eval']['backend']!r}")
     if cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
-        fail(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got {cfg['eval']['dtype']!r}")
+        raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got {cfg['eval']['dtype']!r}")
     for part in ("sft", "grpo", "control"):
         if part not in cfg:
             continue
@@ -103,12 +104,12 @@ def load_config(path: str) -> dict[str, Any]:
                             "control": ("model_name_or_path", "max_train_seconds"), "sft": ()}[part]
         for key in cfg[part]["options"]:
             if key in taken:
-                fail(f"--config {path}: {part} option {key!r} is set by proof.py")
+                raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py")
             if part == "control" and key in DATA_KEYS:
-                fail(f"--config {path}: control option {key!r} is set by proof.py (the control trains on the GRPO "
+                raise TaseError(f"--config {path}: control option {key!r} is set by proof.py (the control trains on the GRPO "
                      "arms' data: the grpo config's and grpo options')")
     if "control" in cfg and "fine" not in arms:
-        fail(f"--config {path}: the control trains for the fine arm's train_runtime: grpo arms must include fine")
+        raise TaseError(f"--config {path}: the control trains for the fine arm's train_runtime: grpo arms must include fine")
     return cfg
 
 
@@ -153,11 +154,11 @@ def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, fold
     if data["train_data"] != "synth":
         return [], [Path(data["train_data"])]
     if data["streaming"]:
-        fail(f"{name}: streaming training data has no end; the held-out set cannot be guarded against it")
+        raise TaseError(f"{name}: streaming training data has no end; the held-out set cannot be guarded against it")
     try:
         streams = data_streams(data["tasks"], data["langs"], data["subtasks"])
     except ValueError as e:
-        fail(f"{name}: {e}")
+        raise TaseError(f"{name}: {e}")
     cmds, files = [], []
     for task, lang, sub in streams:
         f = folder / (f"{name}_{task}_{lang}.jsonl" if sub is None else f"{name}_{task}_{lang}_{sub}.jsonl")
@@ -180,12 +181,12 @@ def train_runtime(run: Path) -> float:
     try:
         history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
     except (OSError, ValueError, AttributeError) as e:
-        fail(f"{shown(state)}: cannot read the fine arm's train_runtime ({getattr(e, 'strerror', None) or e}); "
+        raise TaseError(f"{shown(state)}: cannot read the fine arm's train_runtime ({getattr(e, 'strerror', None) or e}); "
              "the control trains for as long as the fine arm did")
     times = [h["train_runtime"] for h in history
              if isinstance(h, dict) and isinstance(h.get("train_runtime"), (int, float))]
     if not times or not times[-1] > 0:
-        fail(f"{shown(state)}: no train_runtime in its log_history (did the fine arm finish?); the control "
+        raise TaseError(f"{shown(state)}: no train_runtime in its log_history (did the fine arm finish?); the control "
              "trains for as long as the fine arm did")
     return float(times[-1])
 
@@ -197,13 +198,13 @@ def link_subset(official: Path, files: list[str], dest: Path, dry_run: bool) -> 
     wanted.update({dest / "data" / c.name: c for c in sorted((official / "data").glob("final_token_*.json"))})
     extra = [p for p in sorted((dest / "tasks").glob("*/*/*.csv")) if p not in wanted]
     if extra:
-        fail(f"{shown(dest)} holds {shown(extra[0])}, not in the config's files: it would be evaluated too; "
+        raise TaseError(f"{shown(dest)} holds {shown(extra[0])}, not in the config's files: it would be evaluated too; "
              "remove it or choose another --out")
     todo = []
     for link, target in wanted.items():
         if link.is_symlink() or link.exists():
             if link.resolve() != target.resolve():
-                fail(f"{shown(link)} points to {link.resolve()}, not {target}; remove it or choose another --out")
+                raise TaseError(f"{shown(link)} points to {link.resolve()}, not {target}; remove it or choose another --out")
             continue
         todo.append((link, target))
     cmds = []
@@ -225,7 +226,7 @@ def completion_files(samples: Path, files: list[str], folder: Path, dry_run: boo
         return [p.with_suffix(".jsonl") for p in out.values()]
     res = json.loads((samples.parent / "results.json").read_text(encoding="utf-8"))
     if not res.get("complete"):
-        fail(f"{shown(samples.parent)}: the evaluation is not complete ({res.get('n')} of {res.get('n_expected')} rows)")
+        raise TaseError(f"{shown(samples.parent)}: the evaluation is not complete ({res.get('n')} of {res.get('n_expected')} rows)")
     rows: dict[str, list[tuple[int, str]]] = {f: [] for f in files}
     with samples.open(encoding="utf-8") as fh:
         for line in fh:
@@ -339,22 +340,22 @@ def setup(args: argparse.Namespace) -> Proof:
     cfg = load_config(args.config)
     official = Path(args.official).resolve()
     if not official.is_dir():
-        fail(f"--official {args.official}: no such folder")
+        raise TaseError(f"--official {args.official}: no such folder")
     for f in cfg["files"]:
         if not (official / "tasks" / f).is_file():
-            fail(f"--official {args.official}: no tasks/{f} (the config's files must be in the release)")
+            raise TaseError(f"--official {args.official}: no tasks/{f} (the config's files must be in the release)")
     out = Path(args.out).resolve() if args.out else ROOT / cfg["out"]
     sft_config, grpo_config = ROOT / cfg["sft"]["config"], ROOT / cfg["grpo"]["config"]
     for c in (sft_config, grpo_config):
         if not c.is_file():
-            fail(f"--config {args.config}: no such recipe config {shown(c)}")
+            raise TaseError(f"--config {args.config}: no such recipe config {shown(c)}")
     for part, c in (("sft", sft_config), ("grpo", grpo_config)):  # bad tasks/langs/subtasks: now, not in stage 4/5
         d = data_args(c, cfg[part]["options"])
         if d["train_data"] == "synth":
             try:
                 data_streams(d["tasks"], d["langs"], d["subtasks"])
             except ValueError as e:
-                fail(f"{part}: {e}")
+                raise TaseError(f"{part}: {e}")
     check_recipe_options(cfg, sft_config, grpo_config)
     from eval.backends import default_backend
 
@@ -373,7 +374,8 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     config.TRAINER_RANGES'; the recipes check the rest (model, data, output folder) when they start."""
     from trl import GRPOConfig, ModelConfig, SFTConfig
 
-    from recipes.config import TaseArgs, check_config_types, check_trainer_ranges
+    from recipes.config import TaseArgs, check_trainer_ranges
+    from recipes.parser import ConfigFile, RecipeParser
     from recipes.sft_warmup import BudgetArgs
 
     sft = (DataArgs, SFTConfig, ModelConfig, BudgetArgs)
@@ -384,22 +386,15 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     if "control" in cfg:
         opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
         parts.append(("control", sft, sft_config, {**opts, **cfg["control"]["options"]}, ["--max_train_seconds", "1"]))
-    from trl import TrlParser
-
     for part, types, recipe_config, options, fixed in parts:
         where = f"{part} options (for {shown(recipe_config)})"
-        parser = TrlParser(types)
-        known = {a.dest for a in parser._actions}
-        for key in options:  # exactly: argparse would take a misspelling that is a prefix (learning_rat)
+        parser = RecipeParser(types, where=f"{where}: ")
+        known = parser.options()
+        for key in options:  # named exactly as the recipe's parser names them
             if key not in known:
-                fail(f"{where}: unknown option {key!r}")
+                raise TaseError(f"{where}: unknown option {key!r}")
         argv = ["--config", str(recipe_config), *flags(options), *fixed, *common]
-        parser.error = lambda message, where=where: fail(f"{where}: {message}")  # type: ignore[method-assign]
-        check_config_types(parser, argv)
-        try:
-            parsed = parser.parse_args_and_config(args=argv)
-        except (ValueError, TypeError) as e:
-            fail(f"{where}: {str(e).strip().splitlines()[0]}")
+        parsed = parser.parse(ConfigFile(argv))  # a TaseError: main's one line
         check_trainer_ranges(*parsed, where=f"{where}: ")
 
 
@@ -533,6 +528,7 @@ def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, 
     return models, data
 
 
+@one_line_exit
 def main(argv: list[str] | None = None) -> int:
     """The stages in order (eight, nine with a control; docs/results.md, "make proof"); 1 when a re-scored file
     disagrees."""

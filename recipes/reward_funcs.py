@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from recipes.errors import fail
+from recipes.errors import TaseError
 
 
 def split_path(spec: str) -> tuple[str, str] | None:
@@ -55,20 +55,20 @@ def load_one(spec: str) -> Any:
         return REWARD_FUNCS[spec]
     path = split_path(spec)
     if path is None:
-        fail(f"reward_funcs {spec}: unknown reward function; choose from {', '.join(REWARD_FUNCS)}, or give an "
+        raise TaseError(f"reward_funcs {spec}: unknown reward function; choose from {', '.join(REWARD_FUNCS)}, or give an "
              "import path (module:function or package.module.function)")
     module, attr = path
     try:
         mod = import_module(module)
     except ModuleNotFoundError as e:
-        fail(f"reward_funcs {spec}: cannot import {module} (no module named {e.name!r})")
+        raise TaseError(f"reward_funcs {spec}: cannot import {module} (no module named {e.name!r})")
     except Exception as e:  # noqa: BLE001 - the user's module failed while importing: name it, in one line
-        fail(f"reward_funcs {spec}: importing {module} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        raise TaseError(f"reward_funcs {spec}: importing {module} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     func = getattr(mod, attr, None)
     if func is None:
-        fail(f"reward_funcs {spec}: module {module} has no {attr!r}")
+        raise TaseError(f"reward_funcs {spec}: module {module} has no {attr!r}")
     if not callable(func):
-        fail(f"reward_funcs {spec}: {module}.{attr} is a {type(func).__name__}, not a function")
+        raise TaseError(f"reward_funcs {spec}: {module}.{attr} is a {type(func).__name__}, not a function")
     return func
 
 
@@ -78,5 +78,5 @@ def load_reward_funcs(names: Sequence[str]) -> list[Any]:
     from rewards import REWARD_FUNCS
 
     if not names:
-        fail(f"no reward functions given; choose from: {', '.join(REWARD_FUNCS)}, or an import path")
+        raise TaseError(f"no reward functions given; choose from: {', '.join(REWARD_FUNCS)}, or an import path")
     return [load_one(str(n)) for n in names]

@@ -9,20 +9,20 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from recipes.errors import fail
+from recipes.errors import TaseError
 
 
 def check_output_dir(output_dir: str) -> Path:
     """output_dir must be a folder or creatable as one."""
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
-        fail(f"output_dir {out} is a file, not a folder")
+        raise TaseError(f"output_dir {out} is a file, not a folder")
     from common.paths import write_blocker
 
     blocked = write_blocker(out)
     if blocked:
         d, why = blocked
-        fail(f"output_dir {out}: {d} is " + ("a file, not a folder" if why == "file" else "not writable"))
+        raise TaseError(f"output_dir {out}: {d} is " + ("a file, not a folder" if why == "file" else "not writable"))
     return out
 
 
@@ -109,7 +109,7 @@ def resolve_resume(output_dir: str, resume: Any) -> str | None:
     if not (resume is True or (isinstance(resume, str) and resume.lower() in ("true", "latest"))):
         why = checkpoint_problem(Path(resume)) if Path(resume).is_dir() else "no such folder"
         if why:
-            fail(f"resume_from_checkpoint {resume}: cannot resume from it ({why})")
+            raise TaseError(f"resume_from_checkpoint {resume}: cannot resume from it ({why})")
         return str(resume)
     main = int(os.environ.get("RANK", "0")) == 0  # under accelerate every process chooses; one moves and prints
     cands = sorted((p for p in out.glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()),
@@ -166,7 +166,7 @@ def hold_output_dir(output_dir: str) -> None:
     try:
         lock.__enter__()
     except OutputBusy as e:
-        fail(str(e))
+        raise TaseError(str(e))
     atexit.register(lock.__exit__, None, None, None)
 
 
@@ -179,7 +179,7 @@ def prepare_output_dir(output_dir: str, resume: Any) -> str | None:
     want = not (resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false")))
     marks = holds_run(out) if out.is_dir() else []
     if marks and not want:
-        fail(f"output_dir {out} already holds a training run ({', '.join(marks)}); pass --resume_from_checkpoint "
+        raise TaseError(f"output_dir {out} already holds a training run ({', '.join(marks)}); pass --resume_from_checkpoint "
              "true to continue it, or choose another --output_dir")
     ckpt = resolve_resume(output_dir, resume) if want else None
     if want and int(os.environ.get("RANK", "0")) == 0:
@@ -206,7 +206,7 @@ def already_finished(output_dir: str, ckpt: str | None, max_steps: int) -> bool:
             print(f"{output_dir}: already trained (step {step} of {planned}) and saved; nothing to do")
             return True
         if not ckpt:
-            fail(f"output_dir {output_dir} holds a finished run (step {step} of {planned}) and no checkpoint to "
+            raise TaseError(f"output_dir {output_dir} holds a finished run (step {step} of {planned}) and no checkpoint to "
                  f"train on from to max_steps {max_steps}; choose another --output_dir")
     if not ckpt or max_steps <= 0:
         return False

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from common.process import apply as process_settings
 from recipes import adapters, config, data, model, run_dir, tracking
 from recipes.config import DataArgs
-from recipes.errors import fail
+from recipes.errors import TaseError, one_line_exit
+from recipes.parser import parse_config
 
 
 @dataclass
@@ -74,29 +75,31 @@ def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = N
             rows.append({"prompt": data.messages(r, args.system_prompt),
                          "completion": [{"role": "assistant", "content": resp}], "task": r["task"], "lang": r["lang"]})
     except DataError as e:
-        fail(str(e))
+        raise TaseError(str(e)) from None
     if too_long and not rows:
-        fail(f"max_length {max_length}: all {too_long} SFT examples have prompts of {max_length} tokens or more "
+        raise TaseError(f"max_length {max_length}: all {too_long} SFT examples have prompts of {max_length} tokens or more "
              f"(longest {longest}), so truncation leaves no answer to learn; raise --max_length or shorten the "
              "prompts (--max_len)")
     if too_long:
         print(f"dropped {too_long} of {too_long + len(rows)} SFT examples whose prompt fills max_length {max_length} "
               f"tokens (longest {longest}): truncation would leave them no answer", file=sys.stderr)
     if not rows:
-        fail("no SFT examples with a gold answer (check --tasks/--langs)")
+        raise TaseError("no SFT examples with a gold answer (check --tasks/--langs)")
     return Dataset.from_list(rows)
 
 
+@one_line_exit
 def main(argv: list[str] | None = None) -> int:
+    """Parse (recipes/parser.py), check, build the SFTTrainer and train."""
     process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
     from trl import ModelConfig, SFTConfig, SFTTrainer, get_peft_config
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    data_args, cfg, model_args, budget = config.parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
+    data_args, cfg, model_args, budget = parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
     config.check_trainer_ranges(cfg, budget)  # max_steps -5, learning_rate nan, max_train_seconds 0: one line
     why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, "sync", cfg.use_cpu)
     if why:
-        fail(why)
+        raise TaseError(why)
     for k, v in tracking.tracker_env(cfg).items():  # W&B's files under the run folder
         os.environ.setdefault(k, v)
     from transformers import AutoTokenizer

@@ -1,0 +1,164 @@
+"""The recipes' command line, read once: TRL's TrlParser over a recipe's dataclasses (its options, a TRL config,
+ModelConfig), with the --config YAML read once and checked against the parser's own options, and every error one
+line (a TaseError), never argparse's usage text. Shared by GRPO, the SFT warm-up and proof.py's stage checks.
+
+Abbreviated options are refused (`--learning_rat` was read as `--learning_rate`): a misspelling is an error."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from recipes.errors import TaseError
+
+
+def read_yaml(path: str | Path, what: str = "--config ") -> Any:
+    """A YAML file's content (yaml.safe_load); an unreadable file or invalid YAML is one line naming it."""
+    import yaml
+
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise TaseError(f"{what}{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    except yaml.YAMLError as e:
+        raise TaseError(f"{what}{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    except RecursionError:
+        raise TaseError(f"{what}{path}: nested too deeply to read") from None
+
+
+class ConfigFile:
+    """The --config YAML of a command line, read once: `path`, `values` (a mapping), and `argv` without it."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv, self.path, self.values = list(argv), None, {}
+        if "--config" not in self.argv:
+            return
+        i = self.argv.index("--config")
+        if i + 1 >= len(self.argv):
+            raise TaseError("--config needs a file")
+        self.path = self.argv[i + 1]
+        del self.argv[i:i + 2]
+        data = read_yaml(self.path)
+        if not isinstance(data, dict):  # an empty file too
+            raise TaseError(f"--config {self.path}: must be a YAML mapping of option: value")
+        self.values = data
+
+    def given(self) -> set[str]:
+        """Option names set on the command line or in the YAML."""
+        keys = {a[2:].split("=")[0].replace("-", "_") for a in self.argv if a.startswith("--")}
+        return keys | {str(k) for k in self.values}
+
+
+class RecipeParser:
+    """TrlParser over `types`, reading a ConfigFile: YAML values become the options' defaults (TRL's
+    set_defaults_with_config), the command line overrides them; one TaseError line for any bad value."""
+
+    def __init__(self, types: tuple, where: str = "") -> None:
+        from trl import TrlParser
+
+        class _Parser(TrlParser):
+            def error(self, message: str):  # argparse's usage text + exit 2 -> one line
+                raise TaseError(f"{where}{message}")
+
+        self.where = where
+        self.parser = _Parser(types, allow_abbrev=False)
+
+    def options(self) -> set[str]:
+        """Every option name the parser knows (dest)."""
+        return {a.dest for a in self._actions()}
+
+    def parse(self, config: ConfigFile) -> tuple:
+        """The dataclasses, as TrlParser.parse_args_and_config builds them (YAML `env:` set first, unknown YAML
+        keys refused after the command line is read), from the YAML read once."""
+        values = dict(config.values)
+        if values:
+            self.check_types(config.path, values)
+        try:
+            if "env" in values:
+                env = values.pop("env", {})
+                if not isinstance(env, dict):
+                    raise ValueError("`env` field should be a dict in the YAML file.")
+                for key, value in env.items():
+                    os.environ[key] = str(value)
+            unknown = self.parser.set_defaults_with_config(**values)
+            out = self.parser.parse_args_into_dataclasses(args=config.argv)
+            if unknown:
+                raise ValueError(f"Unknown arguments from config file: {unknown}. Please remove them, add them to the "
+                                 "dataclass, or set `fail_with_unknown_args=False`.")
+            return out
+        except (ValueError, TypeError, FileNotFoundError) as e:
+            raise TaseError(self.where + str(e).strip().splitlines()[0]) from None
+
+    def _actions(self) -> list[argparse.Action]:
+        return [a for a in self.parser._actions if not isinstance(a, argparse._HelpAction)]
+
+    def check_types(self, path: str | None, values: dict) -> None:
+        """The YAML against the options, before argparse sees it as defaults: a value of the wrong type is one
+        line naming the key, the expected type and the value (argparse would print its usage text, or let a
+        list through to crash later). Unknown keys are left to parse's own line."""
+        actions: dict[str, Any] = {}
+        for a in self._actions():  # the option taking a value (bools also have a --no_X flag taking none)
+            if a.nargs != 0:
+                actions.setdefault(a.dest, a)
+        for key, value in values.items():
+            a = actions.get(key)
+            if a is None or value is None:
+                continue
+            many = a.nargs in ("+", "*") or (isinstance(a.nargs, int) and a.nargs > 1)
+            if many and not isinstance(value, list):
+                raise TaseError(f"--config {path}: {key} expects a list, got {value!r}")
+            for v in value if many else [value]:
+                if not _fits(a, v):
+                    want = "one of " + ", ".join(map(str, a.choices)) if a.choices else _type_name(a)
+                    raise TaseError(f"--config {path}: {key} expects {want}, got {v!r}")
+
+
+def parse_config(dataclass_types: tuple, argv: list[str]) -> tuple:
+    """The dataclasses of `argv` (--config YAML and command line) in one read: RecipeParser over ConfigFile."""
+    return RecipeParser(dataclass_types).parse(ConfigFile(argv))
+
+
+def one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """A plain argparse parser's errors (a bad value on the command line) as one TaseError line, not usage text."""
+
+    def error(message: str):
+        raise TaseError(message)
+
+    parser.error = error  # type: ignore[method-assign]
+
+
+def _type_name(action: Any) -> str:
+    t = action.type
+    if t is None:
+        return "a string"
+    name = getattr(t, "__name__", str(t))
+    return {"string_to_bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}.get(name, name)
+
+
+def _fits(action: Any, v: Any) -> bool:
+    """Would argparse accept this YAML value for the option (YAML already typed it)?"""
+    if isinstance(v, (list, dict)):
+        return False
+    t = action.type
+    name = getattr(t, "__name__", "")
+    if name == "string_to_bool":
+        return isinstance(v, bool) or (isinstance(v, str) and v.lower() in ("yes", "true", "t", "y", "1", "no",
+                                                                            "false", "f", "n", "0"))
+    if t is int:
+        return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and _parses(int, v))
+    if t is float:
+        return (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, str) and _parses(float, v))
+    if action.choices:
+        return any(v == c or str(v) == str(c) or getattr(c, "value", None) == v for c in action.choices)
+    if t is not None and isinstance(v, str):
+        return _parses(t, v)
+    return True
+
+
+def _parses(t: Any, v: str) -> bool:
+    try:
+        t(v)
+    except (ValueError, TypeError):
+        return False
+    return True
