@@ -112,10 +112,13 @@ def _convert_gguf(gguf: Path, out: Path) -> Path:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf.parent), gguf.name
+    # local_files_only: a local file needs no hub, and the tokenizer writes this flag into tokenizer_config.json;
+    # left to the environment (HF_HUB_OFFLINE) it made make install's copy differ from a test session's conversion
+    local = {"gguf_file": name, "local_files_only": True}
     try:
-        cfg = AutoConfig.from_pretrained(folder, gguf_file=name)
-        tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        quant = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.bfloat16)
+        cfg = AutoConfig.from_pretrained(folder, **local)
+        tok = AutoTokenizer.from_pretrained(folder, **local)
+        quant = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16, **local)
     except Exception as e:  # noqa: BLE001 - report any loader failure as one line
         raise ModelError(f"{gguf}: cannot load GGUF ({type(e).__name__}: {str(e).splitlines()[0]})") from None
     cfg = type(cfg).from_dict({k: v for k, v in cfg.to_dict().items() if k != "quantization_config"})
