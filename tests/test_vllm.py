@@ -38,6 +38,8 @@ def test_vllm_and_hf_backends_agree_greedy(vllm_llm, fixture_root, tmp_path):
     from eval.backends import GenConfig
     from eval.runner import run
 
+    # pinned, so the plugin's switch (TASE_VLLM_CPU_FP32) and the CPU's bf16 flags change nothing here
+    assert str(vllm_llm.llm_engine.model_config.dtype) == "torch.float32"
     data = str(fixture_rows_file(fixture_root, tmp_path / "rows.jsonl"))
     gen = GenConfig(max_new_tokens=NEW_TOKENS, batch_size=N_ROWS)
     rv = run("default", data, tmp_path / "v", "vllm", gen=gen, progress=False,
@@ -135,7 +137,8 @@ def test_vllm_sampling_on_cpu_is_seeded_per_row_and_survives_long_batches(vllm_e
 
 def test_vllm_cpu_float32_plugin_is_registered_and_switchable(monkeypatch):
     """The platform plugin (eval/vllm_cpu.py) is registered under vLLM's entry-point group, names our CPU platform
-    only on a vLLM CPU build without native bf16, and stays out when TASE_VLLM_CPU_FP32=0."""
+    on this machine exactly when the switch says so (unset: only without native bf16), and stays out when
+    TASE_VLLM_CPU_FP32=0."""
     from importlib.metadata import entry_points
 
     from eval import vllm_cpu
@@ -152,12 +155,61 @@ def test_vllm_cpu_float32_plugin_is_registered_and_switchable(monkeypatch):
         assert vllm_cpu.platform() is None
         return
     cpu_build = cpu_platform_plugin() == "vllm.platforms.cpu.CpuPlatform"
-    want = "eval.vllm_cpu.Float32FirstCpuPlatform" if cpu_build and not cpu_has_native_bf16() else None
-    assert vllm_cpu.platform() == want
-    if want:
+    for value, on in ((None, not cpu_has_native_bf16()), ("force", True)):
+        if value:
+            monkeypatch.setenv(vllm_cpu.ENV, value)
+        want = "eval.vllm_cpu.Float32FirstCpuPlatform" if cpu_build and on else None
+        assert vllm_cpu.platform() == want, value
+    if cpu_build:
         import torch
 
         assert vllm_cpu.Float32FirstCpuPlatform().supported_dtypes == [torch.float32]
+
+
+@pytest.mark.parametrize("native_bf16", [False, True])
+@pytest.mark.parametrize("value, on_without, on_with", [
+    (None, True, False), ("1", True, False), ("", True, False),  # the default: float32 only where bf16 is emulated
+    ("0", False, False),  # off: vLLM's own "auto" (bf16 on every x86 CPU)
+    ("force", True, True), (" Force ", True, True),  # on even with native bf16: the AVX2 path on an AVX512-BF16 CPU
+])
+def test_vllm_cpu_float32_plugin_decision(monkeypatch, capsys, native_bf16, value, on_without, on_with):
+    """platform()'s decision for each value of TASE_VLLM_CPU_FP32 on a CPU with and without native bf16, and on a
+    vLLM build whose CPU platform is not vLLM's plain one (a GPU build, Zen with zentorch: always out). No vLLM
+    import: the CPU flags and vLLM's CPU-platform probe are stand-ins; a subprocess environment passed as `env`
+    decides the same way."""
+    import types
+
+    from eval import backends, vllm_cpu
+
+    monkeypatch.setattr(backends, "cpu_has_native_bf16", lambda: native_bf16)
+    probe = types.SimpleNamespace(cpu_platform_plugin=lambda: "vllm.platforms.cpu.CpuPlatform")
+    monkeypatch.setitem(sys.modules, "vllm.platforms", probe)
+    if value is None:
+        monkeypatch.delenv(vllm_cpu.ENV, raising=False)
+    else:
+        monkeypatch.setenv(vllm_cpu.ENV, value)
+    on = on_with if native_bf16 else on_without
+    assert vllm_cpu.active() is on
+    assert vllm_cpu.platform() == ("eval.vllm_cpu.Float32FirstCpuPlatform" if on else None)
+    env = {} if value is None else {vllm_cpu.ENV: value}
+    monkeypatch.setenv(vllm_cpu.ENV, "0" if on else "force")  # the process's own value is not the one asked about
+    assert (vllm_cpu.platform(env) is not None) is on
+    probe.cpu_platform_plugin = lambda: None
+    assert vllm_cpu.platform(env) is None
+    assert capsys.readouterr().err == ""
+
+
+def test_vllm_cpu_float32_switch_bad_value_is_one_warning_line(monkeypatch, capsys):
+    """vLLM swallows a platform plugin's exceptions, so a bad value cannot stop the run: it is named in one line
+    (once per process) and read as the default."""
+    from eval import vllm_cpu
+
+    monkeypatch.setattr(vllm_cpu, "_warned", [])
+    monkeypatch.setenv(vllm_cpu.ENV, "yes")
+    for native in (False, True, False):
+        assert vllm_cpu.active(native_bf16=native) is (not native)
+    assert capsys.readouterr().err == f"warning: {vllm_cpu.ENV}='yes' is not one of 0, 1, force; using 1\n"
+    assert vllm_cpu.mode({vllm_cpu.ENV: "off"}) == "1" and "'off'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -165,13 +217,12 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
     """One GRPO step (TRL, vLLM colocate on CPU, reload-API sync) at lr 1e-3: vLLM's greedy tokens stay put until
     the sync and change with it, follow the trained transformers policy's greedy tokens, and vLLM's log-probs of
     its tokens sit close to the trained policy's (reloading unchanged weights leaves vLLM's output bit-identical,
-    so the change is the new weights). TRL builds the engine with dtype="auto": on a CPU without native bf16 our
-    platform plugin (eval/vllm_cpu.py) makes that float32, the policy's dtype, and the test asserts it and compares
-    tightly; with native bf16 vLLM runs bf16 and the comparison allows bf16 noise (~0.02 mean before training). The
-    tolerance follows the dtype vLLM reports, so the test also holds with the plugin switched off
-    (TASE_VLLM_CPU_FP32=0: bf16, emulated on a CPU without native bf16, as vLLM runs on one with it)."""
+    so the change is the new weights). TRL builds the engine with dtype="auto": where our platform plugin
+    (eval/vllm_cpu.py) is active (a CPU without native bf16, or TASE_VLLM_CPU_FP32=force) that is float32, the
+    policy's dtype, and the test asserts it and compares tightly; where it is not (native bf16, or
+    TASE_VLLM_CPU_FP32=0) vLLM runs bf16, the test asserts that, and the comparison allows bf16 noise (~0.02 mean
+    before training). So both paths run on any CPU, whatever its flags."""
     from eval import vllm_cpu
-    from eval.backends import cpu_has_native_bf16
 
     out = tmp_path / "sync.json"
     res = subprocess.run([sys.executable, str(ROOT / "tests" / "vllm_sync_check.py"), str(out)], cwd=ROOT,
@@ -186,9 +237,9 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
     assert r["stale"] == r["before"], "vLLM changed before the sync"
     assert r["after"] != r["before"], "vLLM's greedy output did not change: the step never reached vLLM"
     fp32 = r["vllm_dtype"] == "torch.float32"
-    plugin_off = vllm_env.get(vllm_cpu.ENV) == "0"
-    assert fp32 or cpu_has_native_bf16() or plugin_off, f"vLLM ran {r['vllm_dtype']} without native bf16: plugin inactive"
-    assert fp32 or r["vllm_dtype"] == "torch.bfloat16", r["vllm_dtype"]  # the two dtypes the tolerances below know
+    plugin = vllm_cpu.platform(vllm_env) is not None  # what the subprocess's environment asked for
+    # the plugin makes "auto" float32; without it vLLM's CPU platform downcasts the float32 checkpoint to bf16
+    assert r["vllm_dtype"] == ("torch.float32" if plugin else "torch.bfloat16"), (r["vllm_dtype"], plugin)
     # float32 measured: 3.4e-6 before (the same weights, other kernels) and 2.5e-6 after the lr-1e-3 step; it was
     # 0.026 after while vLLM kept a stale packed copy of the tied LM head (recipes/vllm_sync.refresh_tied_head);
     # bf16 measured: 0.02 before, 0.065 after (with the stale head)

@@ -5,9 +5,9 @@
 Run by tests/test_vllm.py in its own process (vLLM colocate sets RANK/WORLD_SIZE and starts torch.distributed in
 the calling process; the `__main__` guard is required because vLLM may spawn). The model is the default
 SmolLM2-135M-Instruct saved as float32 (the policy trains in float32). TRL builds the engine with
-`dtype="auto"`: float32 on a CPU without native bf16 (our vLLM platform plugin, eval/vllm_cpu.py; 3.4e-6 mean
-absolute log-prob difference against the policy before training), bfloat16 where the CPU has it (~0.02). A
-large learning rate
+`dtype="auto"`: float32 where our vLLM platform plugin is active (eval/vllm_cpu.py: a CPU without native bf16, or
+TASE_VLLM_CPU_FP32=force; 3.4e-6 mean absolute log-prob difference against the policy before training), else
+bfloat16 (~0.02). A large learning rate
 (1e-3, Adam) and a reward with variance inside every group (completion length) make one step move every weight.
 Writes, per prompt: vLLM greedy tokens before the step, after it but before the next sync (stale), and after
 the sync, transformers' greedy tokens from the trained
