@@ -519,10 +519,13 @@ def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
 
 
 def test_vllm_logs_at_warning_unless_verbose(monkeypatch):
-    from eval import process
+    from common import process
 
-    for var in ("VLLM_LOGGING_LEVEL", "TASE_VERBOSE"):
-        monkeypatch.delenv(var, raising=False)
+    # setenv first so that monkeypatch restores each variable afterwards (a delenv of an absent variable records
+    # nothing): apply() sets them in this process, and a later test must not inherit INFO or TASE_VERBOSE from here
+    for var in ("VLLM_LOGGING_LEVEL", "TASE_VERBOSE", "OMP_WAIT_POLICY", "VLLM_CPU_NUM_OF_RESERVED_CPU"):
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
     process.apply()
     assert os.environ["VLLM_LOGGING_LEVEL"] == "WARNING"
     process.apply(verbose=True)

@@ -67,7 +67,8 @@ def greedy_logprobs(model_dir: Path, prompt: list[int], tokens: list[int]) -> li
 def test_sbatch_cpu_plan_zero3_trainers_and_vllm_server_synced_each_step(cluster, tiny64, tmp_path):
     out = tmp_path / "run"
     env = {**cluster.env, "PYTHON": sys.executable, "SBATCH_WAIT": "1", "TASE_VLLM_SYNC_PROBE": ",".join(map(str, PROBE)),
-           "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_CI_ENV": "1", "OMP_NUM_THREADS": "1"}
+           "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_CI_ENV": "1", "OMP_NUM_THREADS": "1",
+           "VLLM_LOGGING_LEVEL": "INFO"}  # INFO: the server's engine config line, whose dtype is asserted below
     res = subprocess.run(["bash", "launch/slurm/grpo.sbatch", "--cpu", "--model", str(tiny64), "--",
                           "--model_name_or_path", str(tiny64), "--output_dir", str(out), *ARGS],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
