@@ -2,7 +2,7 @@
 
     python bench/gpu_smoke.py assets DIR [--rows 64]             # CPU: tiny random Llama + training file
     python bench/gpu_smoke.py wheels --list L --folder W [--lock requirements.lock] [--names]
-    python bench/gpu_smoke.py step --record FILE [--modules FILE] -- (SCRIPT.py | -m MODULE) [ARGS...]
+    python bench/gpu_smoke.py step [--record FILE] [--modules FILE] -- (SCRIPT.py | -m MODULE) [ARGS...]
     python bench/gpu_smoke.py env --out FILE [--list L]         # GPU name, torch/CUDA and package versions
     python bench/gpu_smoke.py check-load RUN_DIR --like MODEL  # saved weights load whole (ZeRO-3 gather)
     python bench/gpu_smoke.py summary --steps TSV --env FILE --out FILE
@@ -223,6 +223,8 @@ def cmd_step(a: argparse.Namespace, rest: list[str]) -> int:
 
     if not rest:
         fail("step: nothing to run (expected -- SCRIPT.py ARGS or -- -m MODULE ARGS)")
+    if not a.record:
+        fail("step: no --record FILE and GPU_SMOKE_RECORD is unset (gpu_smoke.sh's step sets it)")
     if os.environ.get("GPU_SMOKE_IMAGE_SIM"):
         hide_unlisted(Path(os.environ["GPU_SMOKE_IMAGE_SIM"]))
     status = 1
@@ -454,7 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--lock", type=Path)
     s.add_argument("--names", action="store_true")
     s = sub.add_parser("step")
-    s.add_argument("--record", required=True)
+    s.add_argument("--record", default=os.environ.get("GPU_SMOKE_RECORD"),
+                   help="where to write the exit status and peak GPU memory (default: $GPU_SMOKE_RECORD, set by "
+                        "gpu_smoke.sh's step for each command)")
     s.add_argument("--modules")
     s = sub.add_parser("env")
     s.add_argument("--out", required=True)

@@ -169,7 +169,8 @@ step() {
   echo "[$name] (limit ${limit}s) $cmd"
   local t1 t2 rc
   t1=$(date +%s.%N)
-  timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
+  # the wrapper (bench/gpu_smoke.py step) writes its exit status and peak GPU memory where the summary reads them
+  GPU_SMOKE_RECORD=$record timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
   rc=$?
   t2=$(date +%s.%N)
   local wall; wall=$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }')
@@ -232,34 +233,34 @@ run() {
               --min_gpus 0 --max_steps 3 --save_steps 3 --max_completion_length 32 --entropy_coef 0.01
               --report_to none)
   [ "$CPU" = 0 ] || grpo+=("${prec[@]}" "${gpu_only[@]}")
-  local wrap=("$PY" "$HELPER" step --record) launched=("$HELPER" step --record)  # accelerate starts the script itself
+  local wrap=("$PY" "$HELPER" step) launched=("$HELPER" step)  # accelerate starts the script itself
   local ok_install=0 ok_grpo=0 ok_export=0
 
   step install 90 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "${wheels[@]}" \
     && ok_install=1
   if [ "$ok_install" = 1 ] || [ "$DRY" = 1 ]; then
     step env 60 "$PY" "$HELPER" env --out "$WORK/env.json" --list "$LIST" "${envopt[@]}"
-    step sft_warmup 120 "${wrap[@]}" "$WORK/records/sft.json" -- recipes/sft_warmup.py --model_name_or_path "$model" \
+    step sft_warmup 120 "${wrap[@]}" -- recipes/sft_warmup.py --model_name_or_path "$model" \
       --train_data "$data/sft.jsonl" --num_train_examples 64 --output_dir "$WORK/sft" "${prec[@]}" \
       --max_steps 4 --per_device_train_batch_size 8 --gradient_checkpointing true --logging_steps 1 \
       --save_strategy no --report_to none
-    step grpo 150 "${wrap[@]}" "$WORK/records/grpo.json" -- "${grpo[@]}" --output_dir "$WORK/grpo" && ok_grpo=1
+    step grpo 150 "${wrap[@]}" -- "${grpo[@]}" --output_dir "$WORK/grpo" && ok_grpo=1
     if step grpo_zero3 180 "$PY" -m accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml \
-        --num_processes 1 --main_process_port 29517 "${launch_prec[@]}" "${launched[@]}" "$WORK/records/grpo_zero3.json" -- "${grpo[@]}" \
+        --num_processes 1 --main_process_port 29517 "${launch_prec[@]}" "${launched[@]}" -- "${grpo[@]}" \
         --output_dir "$WORK/grpo_zero3"; then
       step zero3_load 60 "$PY" "$HELPER" check-load "$WORK/grpo_zero3" --like "$model"
     else
       skip zero3_load "grpo_zero3 failed"
     fi
     if [ "$ok_grpo" = 1 ] || [ "$DRY" = 1 ]; then
-      step export 60 "${wrap[@]}" "$WORK/records/export.json" -- recipes/export.py "$WORK/grpo" --out "$WORK/export" \
+      step export 60 "${wrap[@]}" -- recipes/export.py "$WORK/grpo" --out "$WORK/export" \
         && ok_export=1
     else
       skip export "grpo failed"
     fi
     local evalm=$WORK/export
     [ "$ok_export" = 1 ] || [ "$DRY" = 1 ] || evalm=$model  # still try eval on CUDA, on the untrained model
-    step eval 120 "${wrap[@]}" "$WORK/records/eval.json" -- -m eval run --backend hf --device "$device" --model "$evalm" \
+    step eval 120 "${wrap[@]}" -- -m eval run --backend hf --device "$device" --model "$evalm" \
       --data "$data/eval.jsonl" --out "$WORK/eval" --max-new-tokens 32 --no-progress
   else
     for s in env sft_warmup grpo grpo_zero3 zero3_load export eval; do skip "$s" "install failed"; done

@@ -175,6 +175,25 @@ def test_step_wrapper_records_exit_status(tmp_path, monkeypatch):
     assert json.loads(rec.read_text()) == {"status": 3, "peak_gpu_mem_bytes": None, "peak_gpu_reserved_bytes": None}
 
 
+def test_step_wrapper_writes_where_the_script_reads(tmp_path, monkeypatch):
+    """The shell's step() names the record file (GPU_SMOKE_RECORD) that its summary reads; on the first H100 run
+    the commands named other files, and every step's peak GPU memory came back null."""
+    script = tmp_path / "s.py"
+    script.write_text("raise SystemExit(0)\n")
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    rec = tmp_path / "03-sft_warmup.json"
+    monkeypatch.setenv("GPU_SMOKE_RECORD", str(rec))
+    assert gpu_smoke.main(["step", "--", str(script)]) == 0
+    assert json.loads(rec.read_text())["status"] == 0
+    monkeypatch.delenv("GPU_SMOKE_RECORD")
+    with pytest.raises(SystemExit) as e:
+        gpu_smoke.main(["step", "--", str(script)])
+    assert e.value.code == 2
+    sh = SCRIPT.read_text()
+    assert "--record" not in sh and "GPU_SMOKE_RECORD=$record timeout" in sh
+
+
 def test_assets_are_a_tiny_llama_and_record_files(tmp_path, default_model):
     """The prepared model and data, on one task and language (--prepare writes all tasks x en/zh/ko)."""
     from transformers import AutoConfig, AutoTokenizer
