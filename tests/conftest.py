@@ -2,6 +2,7 @@
 temporary folder for the session, so no test depends on what an earlier run left on the machine."""
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -13,9 +14,46 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tase_official_sample"
 VERDICTS = ROOT / "tests" / "fixtures" / "official_verdicts.jsonl"
 
+CACHE_PREFIX = "tase-test-cache-"
+OWNER = "owner.pid"
+
+
+def sweep_stale_caches(tmp: Path) -> list[Path]:
+    """Remove the session caches (~260 MB each) of test runs whose process is gone: a run killed by a signal
+    never reaches pytest_unconfigure, and 122 such folders once filled the disk. A folder whose owner still
+    runs, or that names no owner (made by an older conftest, or being set up), is kept."""
+    removed = []
+    for d in tmp.glob(CACHE_PREFIX + "*"):
+        try:
+            pid = int((d / OWNER).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # still running (or the pid was reused: keeping a folder is the safe mistake)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
+def _term_to_interrupt(signum, frame):
+    """SIGTERM (`timeout`, a CI cancel) ends the run as Ctrl-C does, so pytest still unconfigures and the session
+    cache is removed."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+sweep_stale_caches(Path(tempfile.gettempdir()))
+if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+    signal.signal(signal.SIGTERM, _term_to_interrupt)
+
 # Set before any test module imports transformers, datasets or vLLM (they read these at import), and
 # inherited by every CLI the tests start in a subprocess.
-_SESSION_CACHE = Path(tempfile.mkdtemp(prefix="tase-test-cache-"))
+_SESSION_CACHE = Path(tempfile.mkdtemp(prefix=CACHE_PREFIX))
+(_SESSION_CACHE / OWNER).write_text(str(os.getpid()), encoding="utf-8")
 for var, sub in {
     "TASE_CACHE": "tase",  # converted default model and other project caches
     "HF_HOME": "hf",  # hub, datasets and tokenizers caches
