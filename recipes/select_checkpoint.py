@@ -1,0 +1,127 @@
+"""Pick a run's checkpoint on held-out rows only: greedy `eval run` of every `checkpoint-N` (and the final model)
+on a held-out file, then the one with the highest held-out accuracy (ties: the earlier step). The official file
+is never looked at, so the choice does not peek at the test set (issue 41's longer en_combine run).
+
+    python recipes/select_checkpoint.py runs/x/fine --heldout runs/x/heldout.jsonl --out runs/x/select_fine
+
+Writes OUT/<step>/ (each evaluation; a rerun resumes them), OUT/selection.json (every candidate's held-out
+accuracy, the rule and the choice), OUT/selection.md and OUT/heldout_curve.png. Prints the chosen folder last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+
+from recipes.errors import TaseError, one_line_exit
+from recipes.pipeline import Steps
+
+RULE = "highest held-out accuracy (overall, official verdict); ties go to the earlier step"
+
+
+def candidates(run: Path, include_final: bool = True) -> list[tuple[int, Path]]:
+    """(global step, folder) of every saved model in a training run, by step: `checkpoint-N`, and the run folder
+    itself (its trainer_state.json's global_step) when it holds a final model not equal to a checkpoint's step."""
+    if not run.is_dir():
+        raise TaseError(f"{run}: no such run folder")
+    found = {}
+    for d in run.iterdir():
+        m = re.fullmatch(r"checkpoint-(\d+)", d.name)
+        if m and d.is_dir() and (d / "model.safetensors").is_file():
+            found[int(m.group(1))] = d
+    state = run / "trainer_state.json"
+    if include_final and (run / "model.safetensors").is_file() and state.is_file():
+        step = int(json.loads(state.read_text(encoding="utf-8")).get("global_step", -1))
+        found.setdefault(step, run)
+    if not found:
+        raise TaseError(f"{run}: no checkpoint-N folder with model.safetensors and no final model")
+    return sorted(found.items())
+
+
+def choose(scores: list[dict[str, Any]]) -> dict[str, Any]:
+    """The candidate with the highest held-out accuracy; among equals the earliest step (less training, same
+    evidence)."""
+    if not scores:
+        raise TaseError("no candidate was evaluated")
+    return max(scores, key=lambda c: (c["heldout"], -c["step"]))
+
+
+def plot(scores: list[dict[str, Any]], chosen: dict[str, Any], path: Path, title: str) -> bool:
+    """Held-out accuracy per step, the choice marked; False where matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot([c["step"] for c in scores], [c["heldout"] for c in scores], marker="o")
+    ax.scatter([chosen["step"]], [chosen["heldout"]], s=120, facecolors="none", edgecolors="red", label="chosen")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("held-out accuracy (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python recipes/select_checkpoint.py", allow_abbrev=False,
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("run", help="a training run's output_dir (holds checkpoint-N folders)")
+    p.add_argument("--heldout", required=True, help="held-out records (JSONL), disjoint from training and the release")
+    p.add_argument("--out", help="output folder (default: RUN/select)")
+    p.add_argument("--backend", default="vllm", choices=["vllm", "hf"])
+    p.add_argument("--dtype", default="float32", help="eval dtype (pinned: numbers must not depend on the CPU)")
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--no-final", action="store_true", help="checkpoints only, not the run's final model")
+    p.add_argument("--dry-run", action="store_true", help="print the evaluations, run nothing")
+    return p.parse_args(argv)
+
+
+@one_line_exit
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    run, heldout = Path(a.run), Path(a.heldout)
+    if not heldout.is_file():
+        raise TaseError(f"--heldout {heldout}: no such file")
+    out = Path(a.out) if a.out else run / "select"
+    cands = candidates(run, include_final=not a.no_final)
+    steps = Steps("select", len(cands) + 1, Path.cwd(), dry_run=a.dry_run)
+    scores = []
+    for k, (step, folder) in enumerate(cands, 1):
+        dest = out / f"step-{step}"
+        cmd = [sys.executable, "-m", "eval", "run", "--model", str(folder), "--data", str(heldout), "--out",
+               str(dest), "--backend", a.backend, "--max-new-tokens", str(a.max_new_tokens), "--dtype", a.dtype,
+               "--no-progress"]
+        steps(k, f"step {step}: {folder} on {heldout.name}", cmd, stage="evaluate on held-out")
+        if not a.dry_run:
+            res = json.loads((dest / "results.json").read_text(encoding="utf-8"))
+            scores.append({"step": step, "path": str(folder), "heldout": res["overall"], "n": res.get("n")})
+    if a.dry_run:
+        return 0
+    chosen = choose(scores)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "selection.json").write_text(json.dumps({"run": str(run), "heldout": str(heldout), "rule": RULE,
+                                                    "candidates": scores, "chosen": chosen}, indent=2) + "\n",
+                                        encoding="utf-8")
+    lines = [f"# Checkpoint selection: {run}", "", f"Held-out file: `{heldout}`. Rule: {RULE}.", "",
+             "| step | held-out accuracy | |", "|---:|---:|---|"]
+    lines += [f"| {c['step']} | {c['heldout']:.2f} | {'chosen' if c is chosen else ''} |" for c in scores]
+    (out / "selection.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    plot(scores, chosen, out / "heldout_curve.png", f"{run.name}: held-out accuracy by step")
+    print("\n".join(lines[4:]))
+    print(f"chosen: step {chosen['step']} ({chosen['heldout']:.2f} held-out): {chosen['path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""recipes/select_checkpoint.py: every saved model of a run evaluated on held-out rows, the choice by held-out
+accuracy only (issue 41's longer run), with real `eval run` subprocesses on a tiny model."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, call_main, run_module
+from recipes.errors import TaseError
+from recipes.select_checkpoint import candidates, choose
+
+
+def test_choose_takes_the_best_and_the_earlier_of_equals():
+    scores = [{"step": 50, "heldout": 30.0}, {"step": 100, "heldout": 41.5}, {"step": 150, "heldout": 41.5},
+              {"step": 300, "heldout": 12.0}]
+    assert choose(scores)["step"] == 100
+    assert choose(list(reversed(scores)))["step"] == 100
+    with pytest.raises(TaseError):
+        choose([])
+
+
+def _run(tmp: Path, model: Path, steps: list[int], final: int | None) -> Path:
+    run = tmp / "run"
+    for s in steps:
+        shutil.copytree(model, run / f"checkpoint-{s}")
+    (run / "checkpoint-7").mkdir()  # half-written (no weights): not a candidate
+    if final is not None:
+        for f in model.iterdir():
+            shutil.copy(f, run / f.name)
+        (run / "trainer_state.json").write_text(json.dumps({"global_step": final}))
+    return run
+
+
+def test_candidates_by_step_final_included_once(tmp_path, tiny_model):
+    run = _run(tmp_path, tiny_model, [10, 2], final=10)
+    assert [(s, p.name) for s, p in candidates(run)] == [(2, "checkpoint-2"), (10, "checkpoint-10")]
+    (run / "trainer_state.json").write_text(json.dumps({"global_step": 12}))
+    assert [s for s, _ in candidates(run)] == [2, 10, 12] and candidates(run)[-1][1] == run
+    assert [s for s, _ in candidates(run, include_final=False)] == [2, 10]
+
+
+def test_bad_input_is_one_line(tmp_path):
+    held = tmp_path / "h.jsonl"
+    held.write_text("{}\n")
+    (tmp_path / "empty").mkdir()
+    code, err = call_main(["recipes/select_checkpoint.py", str(tmp_path / "empty"), "--heldout", str(held)])
+    assert code == 2 and err.strip().splitlines() == [f"error: {tmp_path / 'empty'}: no checkpoint-N folder with "
+                                                      "model.safetensors and no final model"]
+    code, err = call_main(["recipes/select_checkpoint.py", str(tmp_path), "--heldout", str(tmp_path / "nope.jsonl")])
+    assert code == 2 and err.strip() == f"error: --heldout {tmp_path / 'nope.jsonl'}: no such file"
+
+
+@pytest.mark.slow
+def test_evaluates_every_checkpoint_and_records_the_choice(tmp_path, tiny_model):
+    held = tmp_path / "heldout.jsonl"
+    r = run_module(["synth", "--task", "component_split", "--lang", "en", "-n", "3", "--seed", "5", "--subtask",
+                    "combine", "--no-progress", "--out", str(held)], timeout=300)
+    assert r.returncode == 0, r.stderr
+    run = _run(tmp_path, tiny_model, [2], final=4)
+    out = tmp_path / "sel"
+    p = subprocess.run([sys.executable, "recipes/select_checkpoint.py", str(run), "--heldout", str(held), "--out",
+                        str(out), "--backend", "hf", "--max-new-tokens", "4"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    sel = json.loads((out / "selection.json").read_text())
+    assert [c["step"] for c in sel["candidates"]] == [2, 4] and sel["candidates"][1]["path"] == str(run)
+    for c in sel["candidates"]:
+        res = json.loads((out / f"step-{c['step']}" / "results.json").read_text())
+        assert res["n"] == 3 and c["heldout"] == res["overall"] and res["data"] == str(held)
+    best = max(c["heldout"] for c in sel["candidates"])
+    assert sel["chosen"]["step"] == min(c["step"] for c in sel["candidates"] if c["heldout"] == best)
+    assert p.stdout.strip().splitlines()[-1].startswith(f"chosen: step {sel['chosen']['step']} ")
+    assert (out / "selection.md").read_text().count("| chosen |") == 1
