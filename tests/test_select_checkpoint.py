@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, call_main, run_module
+from conftest import ROOT, call_main
 from recipes.errors import TaseError
 from recipes.select_checkpoint import candidates, choose
 
@@ -57,10 +57,10 @@ def test_bad_input_is_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_evaluates_every_checkpoint_and_records_the_choice(tmp_path, tiny_model):
+    from synth.core import generate
+
     held = tmp_path / "heldout.jsonl"
-    r = run_module(["synth", "--task", "component_split", "--lang", "en", "-n", "3", "--seed", "5", "--subtask",
-                    "combine", "--no-progress", "--out", str(held)], timeout=300)
-    assert r.returncode == 0, r.stderr
+    held.write_text("".join(json.dumps(r) + "\n" for r in generate("component_split", "en", 3, 5, "combine")))
     run = _run(tmp_path, tiny_model, [2], final=4)
     out = tmp_path / "sel"
     p = subprocess.run([sys.executable, "recipes/select_checkpoint.py", str(run), "--heldout", str(held), "--out",
