@@ -84,7 +84,9 @@ def child(args: argparse.Namespace) -> int:
         argv += [f"--{k}", v]
     if args.child == "vllm":
         argv += ["--use_vllm", "true", "--vllm_mode", "colocate"]
-    grpo.main(argv, callbacks=[Clock()])
+    code = grpo.main(argv, callbacks=[Clock()])  # a refusal: its one line printed, exit 2 (no result file)
+    if code:
+        return code
     Path(args.result).write_text(json.dumps({"steps": steps, "timings": timings, **meta}))
     return 0
 
@@ -104,7 +106,9 @@ def child_trainer(args: argparse.Namespace, clock: Any, steps: list, meta: dict)
     argv += (["--use_vllm", "true", "--vllm_mode", "colocate"] if kind == "sync"
              else ["--trainer", "async", "--async_trace", str(trace)])
     t0 = time.time()
-    grpo.main(argv, callbacks=[clock])
+    code = grpo.main(argv, callbacks=[clock])  # a refusal: its one line printed, exit 2 (no result file)
+    if code:
+        return code
     out = {"steps": steps, "wall_s": time.time() - t0, **meta}
     if trace.exists():
         ev = [json.loads(x) for x in trace.read_text().splitlines()]

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     process.apply(verbose or None)  # before anything imports torch or vLLM (common/process.py)
     process.spawned_children_die_with_me()  # vLLM's engine processes end with this one, even after kill -9
     args = build_parser().parse_args(argv)
-    from common.errors import EXIT_CODE, TaseError
+    from common.errors import TaseError, one_line
     from common.paths import hold_output, os_error_line
 
     try:
@@ -66,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                 return args.execute(args)
         return args.execute(args)
     except TaseError as e:  # every library refusal (DataError, RunError, OutputBusy, ...): one line, exit 2
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_CODE
+        return one_line(e)
     except MemoryError:
         print("error: out of memory (a smaller --limit, --batch-size or --n-boot needs less)", file=sys.stderr)
         return 2

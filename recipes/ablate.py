@@ -17,19 +17,22 @@ import sys
 from pathlib import Path
 
 from common.process import die_with_parent
+from recipes.errors import StepFailed, one_line_exit
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
 def sh(cmd: list[str]) -> None:
+    """Print and run a step; a failed one (it printed its own error) raises StepFailed: `main` prints its line and
+    returns the step's exit code."""
     print("+ " + " ".join(cmd), flush=True)
     res = subprocess.run(cmd, cwd=ROOT, preexec_fn=die_with_parent())  # a step dies with the ablation
     if res.returncode != 0:
-        print(f"error: step failed with exit code {res.returncode}: {' '.join(cmd[:4])} ...", file=sys.stderr)
-        raise SystemExit(res.returncode)
+        raise StepFailed(f"step failed with exit code {res.returncode}: {' '.join(cmd[:4])} ...", res.returncode)
 
 
+@one_line_exit
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []

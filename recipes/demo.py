@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from common.paths import foreign_entry
+from recipes.errors import one_line_exit
 from recipes.pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent
@@ -128,6 +129,7 @@ def quiet_steps(verbose: bool) -> None:
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 
 
+@one_line_exit
 def main(argv: list[str] | None = None) -> int:
     """The demo's steps in order: data, SFT warm-up, GRPO, export, evaluations, comparison (docs/results.md)."""
     args = parse_args(argv)

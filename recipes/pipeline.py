@@ -13,12 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common.errors import StepFailed
 from common.process import die_with_parent
 
 
 class Steps:
-    """Runs numbered steps (`== k/n title`, then `+ command`), stops the pipeline at the first failing one
-    (`error: <name> step '<title>' failed (exit N)`), and adds up the wall time of each stage. A step dies with
+    """Runs numbered steps (`== k/n title`, then `+ command`), stops the pipeline at the first failing one (raises
+    StepFailed: `error: <name> step '<title>' failed (exit N)` and exit N from the recipe's `main`), and adds up the wall time of each stage. A step dies with
     the pipeline (common.process.die_with_parent): kill -9 of `make proof` leaves no step running."""
 
     def __init__(self, name: str, n_steps: int, cwd: Path, dry_run: bool = False, quote: bool = False,
@@ -62,10 +63,9 @@ class Steps:
             if show:
                 out.seek(0)
                 print(show(out.read().decode("utf-8", "replace")), flush=True)
-        if code != 0:
+        if code != 0:  # the step printed its own error; the entry point prints this line and exits with `code`
             where = f"; library logs in {log}" if log else ""
-            print(f"error: {self.name} step '{title}' failed (exit {code}){where}", file=sys.stderr)
-            raise SystemExit(code)
+            raise StepFailed(f"{self.name} step '{title}' failed (exit {code}){where}", code)
         dt = time.time() - t
         print(f"   ({dt:.0f} s)", flush=True)
         self.add(stage or title, dt)

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from common.errors import EXIT_CODE, TaseError
+from common.errors import TaseError, one_line
 from common.paths import file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
 from common.record import LANGS, TASKS
 
@@ -178,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"synth: wrote {written[0]} of the {args.n} examples asked for: the generator has no more "
                   "distinct prompts" + (" that pass the guard" if guard else ""), file=sys.stderr)
     except TaseError as e:  # SynthError, OutputBusy, DataError, ...: one line, exit 2
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_CODE
+        return one_line(e)
     except OSError as e:
         print(f"error: cannot write {args.out}: {os_error_line(e)}", file=sys.stderr)
         return 2

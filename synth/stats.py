@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.errors import one_line
 from common.record import TASKS
 
 from .core import TEXT_SOURCES, Generator, SynthError, available, generate, spec
@@ -130,8 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             for lang in FILES:
                 rows.append({**cell_stats(root, task, sub, lang, args.n, args.seed, args.text_source), "code": code})
     except SynthError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return one_line(e)
     print(f"# generated ({args.text_source} text, seed {args.seed}, {args.n} per cell) vs official; "
           "length = tokens per text (SORT: each of its 3 sentences)")
     print(f"{'cell':<9} {'lang':<4} {'n off':>6} {'n gen':>6} {'mean off':>9} {'mean gen':>9} {'KS':>6}  {'bigram/100w off':>15} {'gen':>6}")

