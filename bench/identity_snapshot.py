@@ -33,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 FIXTURE = "tests/fixtures/tase_official_sample"
 SEED = 7
+MAIN_GUARD = re.compile(r'^if __name__ == "__main__":', re.M)  # at column 0, not in a docstring
 TIMESTAMPED = re.compile(r"^\[\d{4}-\d\d-\d\d [^\]]*\] ")
 
 
@@ -162,7 +163,8 @@ class Snapshot:
         for sub, res in zip(subs, self.in_one_process("eval.__main__", [[sub, "--help"] for sub in subs])):
             self.record(f"help/eval/{sub}", res["stdout"], res["rc"], res["stderr"])
         for script in sorted((self.root / "recipes").glob("*.py")):
-            if "__main__" in script.read_text(encoding="utf-8") and script.stem != "grpo_qwen14b":
+            # a script: it has a main guard (a module that only mentions __main__, like recipes/errors.py, is not)
+            if MAIN_GUARD.search(script.read_text(encoding="utf-8")) and script.stem != "grpo_qwen14b":
                 self.command(f"help/recipes/{script.stem}", ["PY", f"recipes/{script.name}", "--help"])
         for launcher in ("launch/cpu.sh", "launch/local.sh", "launch/slurm/grpo.sbatch"):
             self.command(f"help/{launcher}", ["bash", launcher, "--help"])
