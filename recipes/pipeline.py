@@ -19,8 +19,9 @@ from common.process import die_with_parent
 
 class Steps:
     """Runs numbered steps (`== k/n title`, then `+ command`), stops the pipeline at the first failing one (raises
-    StepFailed: `error: <name> step '<title>' failed (exit N)` and exit N from the recipe's `main`), and adds up the wall time of each stage. A step dies with
-    the pipeline (common.process.die_with_parent): kill -9 of `make proof` leaves no step running."""
+    StepFailed: `error: <name> step '<title>' failed (exit N)` and exit N from the recipe's `main`), and adds up
+    the wall time of each stage. A step dies with the pipeline (common.process.die_with_parent): kill -9 of
+    `make proof` leaves no step running."""
 
     def __init__(self, name: str, n_steps: int, cwd: Path, dry_run: bool = False, quote: bool = False,
                  log_dir: Path | None = None) -> None:

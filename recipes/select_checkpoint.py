@@ -50,15 +50,13 @@ def choose(scores: list[dict[str, Any]]) -> dict[str, Any]:
     return max(scores, key=lambda c: (c["heldout"], -c["step"]))
 
 
-def plot(scores: list[dict[str, Any]], chosen: dict[str, Any], path: Path, title: str) -> bool:
-    """Held-out accuracy per step, the choice marked; False where matplotlib is missing."""
-    try:
-        import matplotlib
+def plot(scores: list[dict[str, Any]], chosen: dict[str, Any], path: Path, title: str) -> None:
+    """Held-out accuracy per step, the choice marked."""
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot([c["step"] for c in scores], [c["heldout"] for c in scores], marker="o")
     ax.scatter([chosen["step"]], [chosen["heldout"]], s=120, facecolors="none", edgecolors="red", label="chosen")
@@ -70,7 +68,6 @@ def plot(scores: list[dict[str, Any]], chosen: dict[str, Any], path: Path, title
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return True
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -95,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         raise TaseError(f"--heldout {heldout}: no such file")
     out = Path(a.out) if a.out else run / "select"
     cands = candidates(run, include_final=not a.no_final)
-    steps = Steps("select", len(cands) + 1, Path.cwd(), dry_run=a.dry_run)
+    steps = Steps("select", len(cands), Path.cwd(), dry_run=a.dry_run)
     scores = []
     for k, (step, folder) in enumerate(cands, 1):
         dest = out / f"step-{step}"

@@ -76,3 +76,5 @@ def test_evaluates_every_checkpoint_and_records_the_choice(tmp_path, tiny_model)
     assert sel["chosen"]["step"] == min(c["step"] for c in sel["candidates"] if c["heldout"] == best)
     assert p.stdout.strip().splitlines()[-1].startswith(f"chosen: step {sel['chosen']['step']} ")
     assert (out / "selection.md").read_text().count("| chosen |") == 1
+    assert [l.split()[1] for l in p.stdout.splitlines() if l.startswith("== ")] == ["1/2", "2/2"]
+    assert (out / "heldout_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
