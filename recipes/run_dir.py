@@ -14,15 +14,15 @@ from recipes.errors import TaseError
 
 def check_output_dir(output_dir: str) -> Path:
     """output_dir must be a folder or creatable as one."""
-    out = Path(output_dir)
-    if out.exists() and not out.is_dir():
-        raise TaseError(f"output_dir {out} is a file, not a folder")
-    from common.paths import write_blocker
+    from common.paths import BLOCKS, write_blocker
 
+    out = Path(output_dir)
     blocked = write_blocker(out)
     if blocked:
         d, why = blocked
-        raise TaseError(f"output_dir {out}: {d} is " + ("a file, not a folder" if why == "file" else "not writable"))
+        raise TaseError(f"output_dir {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    if out.exists() and not out.is_dir():
+        raise TaseError(f"output_dir {out} is a file, not a folder")
     return out
 
 
@@ -45,19 +45,9 @@ def checkpoint_problem(ckpt: Path) -> str | None:
         return "no trainer_state.json"
     except (OSError, ValueError, AttributeError):
         return "unreadable trainer_state.json"
-    index = ckpt / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, ValueError, KeyError, TypeError):
-            return "unreadable model.safetensors.index.json"
-    else:
-        shards = [n for n in ("model.safetensors", "adapter_model.safetensors") if (ckpt / n).is_file()][:1]
-        if not shards:
-            return "no safetensors weights"
-    for name in shards:
-        if not _whole_safetensors(ckpt / name):
-            return f"{name} incomplete"
+    why = weights_problem(ckpt, adapter_ok=True)
+    if why:
+        return why
     if any(ckpt.glob("global_step*")):  # DeepSpeed keeps optimizer state in its own folder
         if not (ckpt / "latest").is_file():
             return "DeepSpeed state without 'latest'"
@@ -68,6 +58,28 @@ def checkpoint_problem(ckpt: Path) -> str | None:
     for rng in ckpt.glob("rng_state*.pth"):
         if not _whole_zip(rng):
             return f"{rng.name} incomplete"
+    return None
+
+
+def weights_problem(folder: Path, adapter_ok: bool = False) -> str | None:
+    """Why `folder` holds no whole safetensors model (None when it does): a sharded model's index readable and
+    every shard it names whole, else model.safetensors whole (or, for a resume, a PEFT adapter's weights). The
+    weights half of checkpoint_problem, shared with select_checkpoint, which evaluates checkpoints saved with
+    --save_only_model (no optimizer state) and must skip a torn one rather than load it."""
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return "unreadable model.safetensors.index.json"
+    else:
+        names = ("model.safetensors", "adapter_model.safetensors") if adapter_ok else ("model.safetensors",)
+        shards = [n for n in names if (folder / n).is_file()][:1]
+        if not shards:
+            return "no safetensors weights"
+    for name in shards:
+        if not _whole_safetensors(folder / name):
+            return f"{name} incomplete"
     return None
 
 

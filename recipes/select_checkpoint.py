@@ -16,29 +16,40 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 from recipes.errors import TaseError, one_line_exit
 from recipes.pipeline import Steps
+from recipes.run_dir import weights_problem
 
 RULE = "highest held-out accuracy (overall, official verdict); ties go to the earlier step"
 
 
 def candidates(run: Path, include_final: bool = True) -> list[tuple[int, Path]]:
     """(global step, folder) of every saved model in a training run, by step: `checkpoint-N`, and the run folder
-    itself (its trainer_state.json's global_step) when it holds a final model not equal to a checkpoint's step."""
+    itself (its trainer_state.json's global_step) when it holds a final model not equal to a checkpoint's step.
+    A folder whose weights are missing or torn (a save cut short: run_dir.weights_problem) is no candidate, and
+    one with a torn file is named on stderr, so a crash mid-save costs a candidate, not the selection."""
     if not run.is_dir():
         raise TaseError(f"{run}: no such run folder")
     found = {}
     for d in run.iterdir():
         m = re.fullmatch(r"checkpoint-(\d+)", d.name)
-        if m and d.is_dir() and (d / "model.safetensors").is_file():
-            found[int(m.group(1))] = d
+        if m and d.is_dir():
+            why = weights_problem(d)
+            if why is None:
+                found[int(m.group(1))] = d
+            elif why != "no safetensors weights":
+                print(f"note: {d.name} skipped: {why}", file=sys.stderr)
     state = run / "trainer_state.json"
-    if include_final and (run / "model.safetensors").is_file() and state.is_file():
-        step = int(json.loads(state.read_text(encoding="utf-8")).get("global_step", -1))
+    if include_final and state.is_file() and weights_problem(run) is None:
+        try:
+            step = json.loads(state.read_text(encoding="utf-8")).get("global_step")
+        except (OSError, ValueError, AttributeError):
+            step = None
+        if not isinstance(step, int):
+            raise TaseError(f"{state}: unreadable or without global_step")
         found.setdefault(step, run)
     if not found:
-        raise TaseError(f"{run}: no checkpoint-N folder with model.safetensors and no final model")
+        raise TaseError(f"{run}: no checkpoint-N folder with whole safetensors weights and no final model")
     return sorted(found.items())
 
 

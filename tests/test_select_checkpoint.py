@@ -29,6 +29,10 @@ def _run(tmp: Path, model: Path, steps: list[int], final: int | None) -> Path:
     for s in steps:
         shutil.copytree(model, run / f"checkpoint-{s}")
     (run / "checkpoint-7").mkdir()  # half-written (no weights): not a candidate
+    torn = run / "checkpoint-9"  # a save cut short: the weights file shorter than its header says
+    shutil.copytree(model, torn)
+    with (torn / "model.safetensors").open("r+b") as f:
+        f.truncate((torn / "model.safetensors").stat().st_size - 16)
     if final is not None:
         for f in model.iterdir():
             shutil.copy(f, run / f.name)
@@ -36,9 +40,10 @@ def _run(tmp: Path, model: Path, steps: list[int], final: int | None) -> Path:
     return run
 
 
-def test_candidates_by_step_final_included_once(tmp_path, tiny_model):
+def test_candidates_by_step_final_included_once(tmp_path, tiny_model, capsys):
     run = _run(tmp_path, tiny_model, [10, 2], final=10)
     assert [(s, p.name) for s, p in candidates(run)] == [(2, "checkpoint-2"), (10, "checkpoint-10")]
+    assert capsys.readouterr().err == "note: checkpoint-9 skipped: model.safetensors incomplete\n"
     (run / "trainer_state.json").write_text(json.dumps({"global_step": 12}))
     assert [s for s, _ in candidates(run)] == [2, 10, 12] and candidates(run)[-1][1] == run
     assert [s for s, _ in candidates(run, include_final=False)] == [2, 10]
@@ -50,7 +55,12 @@ def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
     code, err = call_main(["recipes/select_checkpoint.py", str(tmp_path / "empty"), "--heldout", str(held)])
     assert code == 2 and err.strip().splitlines() == [f"error: {tmp_path / 'empty'}: no checkpoint-N folder with "
-                                                      "model.safetensors and no final model"]
+                                                      "whole safetensors weights and no final model"]
+    (tmp_path / "empty" / "model.safetensors").write_bytes(b"\2" + b"\0" * 7 + b"{}")  # whole (empty); state torn
+    (tmp_path / "empty" / "trainer_state.json").write_text("{")
+    code, err = call_main(["recipes/select_checkpoint.py", str(tmp_path / "empty"), "--heldout", str(held)])
+    assert code == 2 and err.strip() == f"error: {tmp_path / 'empty' / 'trainer_state.json'}: unreadable or without " \
+                                        "global_step"
     code, err = call_main(["recipes/select_checkpoint.py", str(tmp_path), "--heldout", str(tmp_path / "nope.jsonl")])
     assert code == 2 and err.strip() == f"error: --heldout {tmp_path / 'nope.jsonl'}: no such file"
 
