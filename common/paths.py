@@ -11,11 +11,22 @@ from pathlib import Path
 from common.errors import TaseError
 
 
+BLOCKS = {"file": "a file, not a folder", "unwritable": "not writable",
+          "too long": "a name longer than the file system allows"}  # how callers word write_blocker's reasons
+
+
 def write_blocker(out: Path, include_self: bool = False) -> tuple[Path, str] | None:
     """The nearest existing folder on the way to `out` (from `out` itself with `include_self`, else from
     its parent) when it stops `out` being written: `(path, "file")` when that path is a file,
-    `(path, "unwritable")` when the folder lacks write or search permission; None when `out` can be
-    created there. Each caller words its own one-line error."""
+    `(path, "unwritable")` when the folder lacks write or search permission, `(path, "too long")` for the
+    first name on the way that the file system refuses (ENAMETOOLONG, which os.stat raises instead of
+    answering "no"); None when `out` can be created there. Each caller words its own one-line error
+    (BLOCKS has the words)."""
+    for d in reversed((out, *out.parents)):
+        try:
+            d.exists()
+        except OSError:  # ENAMETOOLONG: a path component (or the whole path) past the file system's limit
+            return d, "too long"
     for d in ((out,) if include_self else ()) + tuple(out.parents):
         if d.exists():
             if not d.is_dir():
@@ -63,9 +74,9 @@ def hold_output(out: str | Path) -> Iterator[Path]:
     live process that holds it. Two commands writing one output interleave their lines or remove each
     other's temp folders; this makes the second one stop before it does any work."""
     lock = lock_path(Path(out))
-    if lock in _HELD or write_blocker(lock.parent, include_self=True):
+    if lock in _HELD or write_blocker(lock.parent, include_self=True) or write_blocker(lock):
         # held already by this process (the CLI and the library function it calls both take it), or an
-        # output the command refuses itself, in its own words
+        # output the command refuses itself, in its own words (the last: a name too long for a lock beside it)
         yield lock
         return
     made = [d for d in (lock.parent, *lock.parent.parents) if not d.exists()]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from common.paths import is_own, output_kind, output_refusal, write_blocker, write_marker
+from common.paths import BLOCKS, is_own, output_kind, output_refusal, write_blocker, write_marker
 from common.prompts import SYSTEM_PROMPT, build_messages
 from common.readers import DataError, open_text, text_lines
 from rewards import score
@@ -422,7 +422,7 @@ def check_out_dir(out: Path) -> None:
         d = blocked[0]
         raise RunError(f"{out}: {'is' if d == out else f'is under {d}, which is'} a file, not a folder")
     if blocked:
-        raise RunError(f"{blocked[0]}: not writable")
+        raise RunError(f"{blocked[0]}: {BLOCKS[blocked[1]]}")
 
 
 def score_predictions(data: str, predictions: str | Path, out: str | Path, force: bool = False) -> dict[str, Any]:

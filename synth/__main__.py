@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from common.errors import TaseError, one_line
-from common.paths import file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
+from common.paths import BLOCKS, file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
 from common.record import LANGS, TASKS
 
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
@@ -68,12 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
 def check_out(out: Path) -> None:
     """Refuse, before generating anything, an --out that cannot be written: a folder, a path under a
     file, or a place without write permission."""
-    if out.is_dir():
-        raise SynthError(f"--out {out} is a folder")
     blocked = write_blocker(out)
     if blocked:
         d, why = blocked
-        raise SynthError(f"--out {out}: {d} is " + ("a file, not a folder" if why == "file" else "not writable"))
+        raise SynthError(f"--out {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    if out.is_dir():
+        raise SynthError(f"--out {out} is a folder")
 
 
 def write_atomic(out: Path, stream: Iterable[dict]) -> None:

@@ -127,6 +127,15 @@ CASES = [
     # root writes through permission bits, so "unwritable" is a name the file system refuses (too long)
     Case("export --out unwritable", lambda d: ["recipes/export.py", str(d / "ck"), "--out", str(d / ("x" * 300))],
          lambda d: fake_checkpoint(d / "ck"), "cannot write there"),
+    # a name longer than the file system allows (ENAMETOOLONG): tracebacks before, from os.stat
+    Case("grpo output_dir with a name too long", lambda d: [*GRPO, "--output_dir", str(d / ("x" * 300) / "run"),
+                                                           "--max_steps", "1"], lambda d: None,
+         "x" * 300 + " is a name longer than the file system allows"),
+    Case("synth --out with a name too long", lambda d: ["-m", "synth", "-n", "2", "--out", str(d / ("x" * 300) / "a.jsonl")],
+         lambda d: None, "is a name longer than the file system allows"),
+    Case("eval run --out with a name too long", lambda d: [*EVAL_RUN, "--data", str(d / "d.jsonl"), "--out",
+                                                          str(d / ("x" * 300))], w("d.jsonl", jl(GOOD)),
+         "x" * 300 + ": a name longer than the file system allows"),
     # silent before
     Case("eval run on a record with an unknown type",
          lambda d: [*EVAL_RUN, "--data", str(d / "d.jsonl"), "--out", str(d / "o")],
