@@ -183,13 +183,17 @@ def report_to(cfg: Any) -> list[str]:
 
 
 def check_trackers(cfg: Any) -> str | None:
-    """Why the run's report_to cannot work (a tracker that is not installed), in one line, or None, after
+    """Why the run's report_to cannot work (an unknown name, a tracker that is not installed), in one line, or None, after
     splitting a comma-separated report_to into cfg.report_to. Checked before training: transformers would raise
     only when it builds the trainer's callbacks."""
     import importlib.util
 
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
     cfg.report_to = report_to(cfg)  # what the trainer's callbacks are built from
     for name in report_to(cfg):
+        if name not in INTEGRATION_TO_CALLBACK and name != "all":  # transformers raises only when building the trainer
+            return f"report_to {name}: unknown tracker; one of none, all, {', '.join(INTEGRATION_TO_CALLBACK)}"
         mod = TRACKERS.get(name)
         if mod and importlib.util.find_spec(mod) is None:
             how = ("make install (it is in requirements.lock)" if name == "tensorboard" else

@@ -185,6 +185,17 @@ def test_qlora_without_gpu_and_missing_trackers_are_one_line(tiny_model, tmp_pat
                                              "--load_in_4bit", "true"], script="recipes/sft_warmup.py")
     if importlib.util.find_spec("trackio") is None:
         assert "the trackio package is not installed" in grpo_error([*base, "--report_to", "trackio"])
+    # a name transformers does not know: one line before training (it raised a ValueError traceback when the
+    # trainer built its callbacks); the SFT warm-up too
+    unknown = "error: report_to nosuchtracker: unknown tracker; one of none, all, azure_ml"
+    assert grpo_error([*base, "--report_to", "tensorboard,nosuchtracker"]).startswith(unknown)
+    assert grpo_error(["--config", "recipes/configs/sft_smollm2_cpu.yaml", "--model_name_or_path", str(tiny_model),
+                       "--output_dir", str(tmp_path / "o"), "--report_to", "nosuchtracker"],
+                      script="recipes/sft_warmup.py").startswith(unknown)
+    long = tmp_path / ("x" * 300)  # ENAMETOOLONG: a traceback from os.stat before
+    assert grpo_error(["--config", "recipes/configs/sft_smollm2_cpu.yaml", "--model_name_or_path", str(tiny_model),
+                       "--output_dir", str(long)], script="recipes/sft_warmup.py") == \
+        f"error: output_dir {long}: it is a name longer than the file system allows"
     assert not (tmp_path / "o").exists()
 
 
