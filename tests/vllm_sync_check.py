@@ -51,6 +51,17 @@ def policy_logprobs(model, prompt_ids: list[list[int]], completions: list[list[i
 
 
 def main(out: str) -> int:
+    """Run the check in a scratch folder (a float32 copy of the model and the run, ~530 MB), removed afterwards."""
+    import shutil
+
+    tmp = Path(tempfile.mkdtemp(prefix="vllm_sync_"))
+    try:
+        return check(out, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check(out: str, tmp: Path) -> int:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     os.environ.setdefault("VLLM_CPU_CI_ENV", "1")  # vLLM's own CPU CI switch: dynamo + eager, no inductor compile
     sys.path[:0] = [str(ROOT), str(ROOT / "recipes")]
@@ -62,7 +73,6 @@ def main(out: str) -> int:
     from common.models import resolve_model
     from vllm_sync import use_reload_sync
 
-    tmp = Path(tempfile.mkdtemp(prefix="vllm_sync_"))
     base = tmp / "base32"
     src = resolve_model("default")
     AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32).save_pretrained(base)
