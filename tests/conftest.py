@@ -68,6 +68,18 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # no model hub here: a test that reaches for
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+# `make test` runs two pytest-xdist workers with --dist loadgroup: each test file is one unit on one worker (its
+# module fixtures start once), and the files that start a vLLM engine or server are one unit together, so two
+# engines never run at once (with them spread over both workers the machine's memory peaked at 18 GB of 24).
+ONE_WORKER = {"test_vllm.py", "test_eval_api.py", "test_slurm.py", "test_async_grpo.py", "test_vllm_orphans.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("vllm" if name in ONE_WORKER else name))
+
+
 def pytest_unconfigure(config):
     shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
