@@ -63,17 +63,17 @@ lock:
 	  .venv-lock/bin/pip freeze --all --exclude-editable | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/'; } > requirements.lock
 	rm -rf .venv-lock
 
-# Two pytest workers (pytest-xdist), each test file whole on one worker (--dist loadgroup with the groups of
-# tests/conftest.py: a module's shared fixture, such as test_eval_api's one `vllm serve`, starts once, and the
-# files that start vLLM share one worker). Most of the suite's time is single-threaded (interpreter start-up and
+# Two pytest workers (pytest-xdist), each test file whole on one worker (--dist loadfile: a module's shared
+# fixture, such as test_eval_api's one `vllm serve`, starts once; tests/conftest.py puts the files that start
+# vLLM on one worker together). Most of the suite's time is single-threaded (interpreter start-up and
 # imports of the CLIs it runs), so two workers on 2 cores took 582 s where one took 875 s (docs/benchmarks.md).
 # TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 demo: install
 	$(PY) recipes/demo.py

@@ -68,16 +68,25 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # no model hub here: a test that reaches for
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-# `make test` runs two pytest-xdist workers with --dist loadgroup: each test file is one unit on one worker (its
+# `make test` runs two pytest-xdist workers with --dist loadfile: each test file is one unit on one worker (its
 # module fixtures start once), and the files that start a vLLM engine or server are one unit together, so two
-# engines never run at once (with them spread over both workers the machine's memory peaked at 18 GB of 24).
+# engines never run at once (spread over both workers they took the machine's memory to 18 GB of 24). xdist's own
+# `loadgroup` cannot say this here: it renames items' `_nodeid`, which pytest 9 no longer reads.
 ONE_WORKER = {"test_vllm.py", "test_eval_api.py", "test_slurm.py", "test_async_grpo.py", "test_vllm_orphans.py"}
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group("vllm" if name in ONE_WORKER else name))
+def pytest_xdist_make_scheduler(config, log):
+    """loadfile's scheduler with the vLLM files as one scope (the hook is pytest-xdist's, called on the controller)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class VllmFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return "vLLM files" if Path(file).name in ONE_WORKER else file
+
+    return VllmFilesTogether(config, log)
 
 
 def pytest_unconfigure(config):
