@@ -309,17 +309,14 @@ def plot_tasks(names: list[str], results: list[dict[str, Any]], cols: list[str],
                path: Path, levels: list[dict[str, Any]] | None = None) -> Path:
     """Grouped bars: tasks + Avg (left), languages + Avg (right); each bar labelled with its value and,
     where `levels` (bootstrap_level of each run) are given, whiskers for its 95% interval."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no backend to choose, no global figure state
 
     panels = [("by task", cols, "by_task", "overall")]
     if lang_cols:
         panels.append(("by language", lang_cols, "by_lang", None))
     widths = [max(len(c) + 1, 3) for _, c, _, _ in panels]
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(8, 0.9 * sum(widths) * max(1, len(names) / 3) + 2), 4.6),
-                             gridspec_kw={"width_ratios": widths}, squeeze=False)
+    fig = Figure(figsize=(max(8, 0.9 * sum(widths) * max(1, len(names) / 3) + 2), 4.6))
+    axes = fig.subplots(1, len(panels), gridspec_kw={"width_ratios": widths}, squeeze=False)
     w = 0.8 / len(names)
     top = 0.0
     for ax, (title, cs, key, avg_key) in zip(axes[0], panels):
@@ -349,5 +346,4 @@ def plot_tasks(names: list[str], results: list[dict[str, Any]], cols: list[str],
     fig.suptitle("TASE accuracy (%), coarse verdict" + (", 95% bootstrap intervals" if levels else ""), fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path

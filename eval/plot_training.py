@@ -87,15 +87,18 @@ def run_names(runs: list[str | Path]) -> list[str]:
 
 
 def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | None = None) -> Path:
-    """Draw the four panels for every run into `out` (PNG, written whole or not at all); returns its path. The
-    caller (the CLI entry point) has chosen matplotlib's backend."""
-    import matplotlib.pyplot as plt
+    """Draw the four panels for every run into `out` (PNG, written whole or not at all); returns its path. A bare
+    Figure renders itself, so no caller has to choose matplotlib's backend."""
+    from matplotlib.figure import Figure  # no pyplot: no backend to choose, no global figure state
 
     logs = [read_run(r) for r in runs]
     names = names or run_names(runs)
     out = Path(out)
-    fig, axes = plt.subplots(2, 2, figsize=(12, 7.5), sharex=True)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    from matplotlib import rcParams
+
+    fig = Figure(figsize=(12, 7.5))
+    axes = fig.subplots(2, 2, sharex=True)
+    colors = rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (title, curves) in zip(axes.flat, PANELS):
         drawn = 0
         for k, (name, rows) in enumerate(zip(names, logs)):
@@ -133,7 +136,6 @@ def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | No
         fig.savefig(tmp, dpi=110, format="png")
         os.replace(tmp, out)
     finally:
-        plt.close(fig)
         if tmp.exists():
             tmp.unlink()
     return out

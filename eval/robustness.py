@@ -165,16 +165,14 @@ def markdown(rep: dict[str, Any]) -> str:
 
 def plot(rep: dict[str, Any], path: Path) -> Path | None:
     """Horizontal bars: relative drop per kind and model, with 95% intervals."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no backend to choose, no global figure state
 
     kinds = list(rep["kinds"])
     names = rep["models"]
     if not kinds:
         return None
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(kinds) * max(1, len(names)) + 1.5))
+    fig = Figure(figsize=(7, 0.45 * len(kinds) * max(1, len(names)) + 1.5))
+    ax = fig.subplots()
     h = 0.8 / len(names)
     for j, name in enumerate(names):
         ys, xs, err = [], [], [[], []]
@@ -196,7 +194,6 @@ def plot(rep: dict[str, Any], path: Path) -> Path | None:
     ax.set_title("Robustness to answer-preserving perturbations")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 

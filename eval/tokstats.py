@@ -150,12 +150,10 @@ def accuracy_by_fragmentation(tok: Any, samples: Iterable[dict[str, Any]],
 
 def plot_fragmentation(curves: dict[str, dict[str, dict[str, float]]], path: Path) -> Path:
     """Accuracy vs tokens-per-unit, one line per model/tokenizer."""
-    import matplotlib
+    from matplotlib.figure import Figure  # no pyplot: no backend to choose, no global figure state
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
     order = ["1", "2", "3", "4", "5", "6+"]
     for name, b in curves.items():
         xs = [k for k in order if k in b]
@@ -169,7 +167,6 @@ def plot_fragmentation(curves: dict[str, dict[str, dict[str, float]]], path: Pat
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 

@@ -63,12 +63,10 @@ def choose(scores: list[dict[str, Any]]) -> dict[str, Any]:
 
 def plot(scores: list[dict[str, Any]], chosen: dict[str, Any], path: Path, title: str) -> None:
     """Held-out accuracy per step, the choice marked."""
-    import matplotlib
+    from matplotlib.figure import Figure  # no pyplot: no backend to choose, no global figure state
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
     ax.plot([c["step"] for c in scores], [c["heldout"] for c in scores], marker="o")
     ax.scatter([chosen["step"]], [chosen["heldout"]], s=120, facecolors="none", edgecolors="red", label="chosen")
     ax.set_xlabel("training step")
@@ -78,7 +76,6 @@ def plot(scores: list[dict[str, Any]], chosen: dict[str, Any], path: Path, title
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -18,9 +18,6 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, never a window: the entry point chooses the backend
     from ..plot_training import PlotError, plot_training
 
     if args.name and len(args.name) != len(args.runs):
