@@ -2,6 +2,7 @@
 write lock every writing command takes on its output, and what `--force` may never remove."""
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from collections.abc import Callable, Iterator
@@ -20,13 +21,13 @@ def write_blocker(out: Path, include_self: bool = False) -> tuple[Path, str] | N
     its parent) when it stops `out` being written: `(path, "file")` when that path is a file,
     `(path, "unwritable")` when the folder lacks write or search permission, `(path, "too long")` for the
     first name on the way that the file system refuses (ENAMETOOLONG, which os.stat raises instead of
-    answering "no"); None when `out` can be created there. Each caller words its own one-line error
-    (BLOCKS has the words)."""
+    answering "no"; another error there, such as EACCES, counts as its folder unwritable); None when `out`
+    can be created there. Each caller words its own one-line error (BLOCKS has the words)."""
     for d in reversed((out, *out.parents)):
         try:
             d.exists()
-        except OSError:  # ENAMETOOLONG: a path component (or the whole path) past the file system's limit
-            return d, "too long"
+        except OSError as e:  # os.stat raises where it cannot answer: a name past the limit, a folder not searchable
+            return (d, "too long") if e.errno == errno.ENAMETOOLONG else (d.parent, "unwritable")
     for d in ((out,) if include_self else ()) + tuple(out.parents):
         if d.exists():
             if not d.is_dir():

@@ -405,3 +405,28 @@ def test_export_on_a_full_disk_is_one_line_and_keeps_the_old_export(tmp_path, de
     assert "Traceback" not in res.stderr and f"{out} is unchanged" in res.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export", "run"]  # no temp folder left
+
+
+def test_write_blocker_names_what_os_stat_cannot_answer(tmp_path, monkeypatch):
+    """os.stat raises instead of answering "no" for a name past the file system's limit (ENAMETOOLONG: the first
+    such name is blamed) and under a folder that cannot be searched (EACCES: that folder is unwritable). Root
+    passes every permission check, so EACCES comes from a stand-in for os.stat on one path."""
+    import errno
+    import os
+
+    from common.paths import write_blocker
+
+    long = tmp_path / ("x" * 300)
+    assert write_blocker(long / "a" / "b") == (long, "too long")
+    assert write_blocker(long, include_self=True) == (long, "too long")
+    locked = tmp_path / "locked"
+    real_stat = os.stat
+
+    def stat(path, *a, **kw):
+        if str(path).startswith(str(locked) + os.sep):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_stat(path, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", stat)
+    assert write_blocker(locked / "run" / "x") == (locked, "unwritable")
+    assert write_blocker(tmp_path / "fine" / "x") is None
