@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,9 +54,17 @@ class OutputBusy(TaseError):
     """Another live process is writing the same output (one line, naming that process)."""
 
 
+NAME_MAX = 255  # bytes in one file name on the common Linux file systems (ext4, xfs, btrfs, tmpfs)
+
+
 def lock_path(out: Path) -> Path:
+    """`.NAME.lock` beside `out`; where that name would pass NAME_MAX (an output name within 6 bytes of the limit),
+    a shortened name with a digest of the whole one, so every output that can exist has a lock."""
     out = Path(os.path.abspath(out))
-    return out.parent / f".{out.name}.lock"
+    name = f".{out.name}.lock"
+    if len(os.fsencode(name)) > NAME_MAX:
+        name = f".{out.name[:50]}-{hashlib.sha256(os.fsencode(out.name)).hexdigest()[:16]}.lock"
+    return out.parent / name
 
 
 def _describe(pid: int | None) -> str:
@@ -75,9 +84,9 @@ def hold_output(out: str | Path) -> Iterator[Path]:
     live process that holds it. Two commands writing one output interleave their lines or remove each
     other's temp folders; this makes the second one stop before it does any work."""
     lock = lock_path(Path(out))
-    if lock in _HELD or write_blocker(lock.parent, include_self=True) or write_blocker(lock):
+    if lock in _HELD or write_blocker(lock.parent, include_self=True):
         # held already by this process (the CLI and the library function it calls both take it), or an
-        # output the command refuses itself, in its own words (the last: a name too long for a lock beside it)
+        # output the command refuses itself, in its own words
         yield lock
         return
     made = [d for d in (lock.parent, *lock.parent.parents) if not d.exists()]

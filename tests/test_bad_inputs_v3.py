@@ -430,3 +430,21 @@ def test_write_blocker_names_what_os_stat_cannot_answer(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "stat", stat)
     assert write_blocker(locked / "run" / "x") == (locked, "unwritable")
     assert write_blocker(tmp_path / "fine" / "x") is None
+
+
+def test_an_output_name_near_the_limit_still_gets_its_lock(tmp_path):
+    """`.NAME.lock` is 6 bytes longer than NAME: for an output name of 250-255 bytes the lock beside it gets a
+    shortened name with a digest of the whole one, so the write lock is taken (before: os.open raised
+    ENAMETOOLONG, or the lock was skipped)."""
+    import os
+
+    from common.paths import hold_output, lock_path
+
+    a, b = tmp_path / ("y" * 252), tmp_path / ("y" * 251 + "z")
+    assert lock_path(a) != lock_path(b) and lock_path(a).parent == tmp_path
+    assert all(len(os.fsencode(lock_path(p).name)) <= 255 for p in (a, b))
+    assert lock_path(tmp_path / "run") == tmp_path / ".run.lock"  # short names keep the plain lock name
+    with hold_output(a) as lock:
+        assert lock == lock_path(a) and lock.read_text() == f"{os.getpid()}\n"
+        a.write_text("written under its lock\n")
+    assert not lock.exists() and a.read_text() == "written under its lock\n"
