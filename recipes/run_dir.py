@@ -141,7 +141,7 @@ def resolve_resume(output_dir: str, resume: Any) -> str | None:
         if main:
             os.replace(c, aside)
         skipped.append(f"{c.name} ({why}; moved to {aside.name})")
-    if main and not (_saved(out) and _final_state(out)):  # a finished run: already_finished says what happens
+    if main and not (_saved(out) and final_state(out)):  # a finished run: already_finished says what happens
         print(f"no complete checkpoint in {out}" + (f" (skipped {', '.join(skipped)})" if skipped else "")
               + "; starting from step 0", file=sys.stderr)
     return None
@@ -211,7 +211,7 @@ def already_finished(output_dir: str, ckpt: str | None, max_steps: int) -> bool:
     request to train on: from a checkpoint, or refused in one line when there is none."""
     out = Path(output_dir)
     saved = _saved(out)
-    final = _final_state(out) if saved else None
+    final = final_state(out) if saved else None
     if final is not None:
         step, planned = final.get("global_step"), final.get("max_steps")
         if max_steps <= 0 or not isinstance(planned, int) or max_steps <= planned:
@@ -235,7 +235,7 @@ def _saved(out: Path) -> bool:
         out.glob("model-*.safetensors"))
 
 
-def _final_state(out: Path) -> dict[str, Any] | None:
+def final_state(out: Path) -> dict[str, Any] | None:
     """The trainer_state.json the recipes write at the top of output_dir after the final model (None when absent
     or unreadable: then the run did not finish)."""
     try:

@@ -18,7 +18,7 @@ from typing import Any
 
 from recipes.errors import TaseError, one_line_exit
 from recipes.pipeline import Steps
-from recipes.run_dir import weights_problem
+from recipes.run_dir import final_state, weights_problem
 
 RULE = "highest held-out accuracy (overall, official verdict); ties go to the earlier step"
 
@@ -41,13 +41,10 @@ def candidates(run: Path, include_final: bool = True) -> list[tuple[int, Path]]:
                 print(f"note: {d.name} skipped: {why}", file=sys.stderr)
     state = run / "trainer_state.json"
     if include_final and state.is_file() and weights_problem(run) is None:
-        try:
-            step = json.loads(state.read_text(encoding="utf-8")).get("global_step")
-        except (OSError, ValueError, AttributeError):
-            step = None
-        if not isinstance(step, int):
+        final = final_state(run)
+        if final is None:
             raise TaseError(f"{state}: unreadable or without global_step")
-        found.setdefault(step, run)
+        found.setdefault(final["global_step"], run)
     if not found:
         raise TaseError(f"{run}: no checkpoint-N folder with whole safetensors weights and no final model")
     return sorted(found.items())
