@@ -11,8 +11,8 @@ import hashlib
 import random
 import sys
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass, is_dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, ClassVar
 
 from common.errors import TaseError
@@ -51,6 +51,11 @@ class Generator:
     # `python -m synth stats` compares official and generated text lengths of the cells that define
     # `stats_texts`, generating this subtask
     stats_subtask: ClassVar[str | None] = None
+    # difficulty levels for a curriculum (recipes/curriculum.py), easiest first, the last one the official files'
+    # own range: each level is the Config fields it sets (`at_level`). Empty: the task has no levels and a
+    # curriculum leaves it static. `level_knob` says in words what the levels move (docs/training.md's table).
+    levels: ClassVar[tuple[dict[str, Any], ...]] = ()
+    level_knob: ClassVar[str] = ""
 
     @dataclass
     class Config:
@@ -102,6 +107,18 @@ class Generator:
     def make(self, rng: random.Random, lang: str, subtask: str) -> dict[str, Any] | None:
         raise NotImplementedError
 
+    @classmethod
+    def at_level(cls, config: Any, level: int) -> Any:
+        """`config` with the fields of difficulty level `level` set (a level's `max_len` never lifts a smaller cap
+        the caller already set: `generate(max_len=...)` keeps bounding prompt length). A task without levels, or
+        a level out of range, is a SynthError line."""
+        if not 0 <= level < len(cls.levels):
+            raise SynthError(f"task {cls.task!r} has {len(cls.levels)} difficulty levels; no level {level}")
+        knobs = dict(cls.levels[level])
+        if "max_len" in knobs and config.max_len is not None:
+            knobs["max_len"] = config.max_len if knobs["max_len"] is None else min(config.max_len, knobs["max_len"])
+        return replace(config, **knobs)
+
     def n_range(self, lo: int, hi: int) -> tuple[int, int]:
         """The task's length range [lo, hi], capped by `config.max_len` (never below lo)."""
         cap = self.config.max_len
@@ -128,8 +145,8 @@ class RegistryError(TaseError, ValueError):
 
 def register(cls: type[Generator]) -> type[Generator]:
     """Class decorator: add a task's generator to the registry. Refuses, in one line, a task name that is
-    already registered (a silent overwrite would swap the generator behind a name) and a `Config` that is
-    not a dataclass."""
+    already registered (a silent overwrite would swap the generator behind a name), a `Config` that is
+    not a dataclass and difficulty `levels` naming a field its Config lacks."""
     task = getattr(cls, "task", None)
     if not isinstance(task, str) or not task:
         raise RegistryError(f"{cls.__qualname__}: a generator must name its task (class attribute `task`)")
@@ -139,6 +156,11 @@ def register(cls: type[Generator]) -> type[Generator]:
                             f"refusing {cls.__module__}.{cls.__qualname__}")
     if not is_dataclass(getattr(cls, "Config", None)):
         raise RegistryError(f"{cls.__module__}.{cls.__qualname__}: Config must be a dataclass")
+    names = {f.name for f in fields(cls.Config)}
+    for i, knobs in enumerate(cls.levels):
+        if not isinstance(knobs, dict) or set(knobs) - names:
+            raise RegistryError(f"{cls.__module__}.{cls.__qualname__}: levels[{i}] must be a dict of Config fields, "
+                                f"got {knobs!r}")
     GENERATORS[task] = cls
     return cls
 
@@ -155,6 +177,12 @@ def available() -> dict[str, type[Generator]]:
 def spec(task: str) -> type[Generator] | None:
     """The registry entry (generator class, with the task's declarations) of `task`, or None."""
     return available().get(task)
+
+
+def level_count(task: str) -> int:
+    """How many difficulty levels `task` declares (0: none, a curriculum leaves it static)."""
+    g = spec(task)
+    return len(g.levels) if g is not None else 0
 
 
 class SynthError(TaseError, ValueError):
@@ -208,6 +236,7 @@ def generate(
     max_len: int | None = None,
     text_source: str = "real",
     stats: dict[str, int] | None = None,
+    level: Callable[[str], int | None] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Stream `n` records for `task`/`lang` (either may be "all"), deterministic for `seed`.
 
@@ -226,7 +255,12 @@ def generate(
     distinct prompts it gave), the other cells go on, and the stream ends early, with fewer than `n`
     records, once every cell has stopped. `stats` (optional) receives "repeats" (prompts skipped) and
     "exhausted" (cells stopped).
-    """
+
+    `level` (a curriculum, recipes/curriculum.py) maps a task to its difficulty level, or None for the task's
+    plain config; it is read at every draw, so a level changed while the stream is being read reaches the next
+    record drawn. A task without `levels` ignores it. Each record drawn at a level carries it in `meta["level"]`.
+    A cell whose level has no new prompts left starts that level's prompts again instead of stopping (a curriculum
+    stream must not end while a model is stuck at an easy level)."""
     if n < 0:
         raise SynthError(f"n must be >= 0, got {n}")
     if text_source not in TEXT_SOURCES:
@@ -236,6 +270,7 @@ def generate(
         t: GENERATORS[t](GENERATORS[t].Config(paraphrase=paraphrase, max_len=max_len, text_source=text_source))
         for t in {c[0] for c in cells}
     }
+    at_level: dict[tuple[str, int], Generator] = {}  # one generator per (task, level) drawn at
     salts = [_salt(*c) for c in cells]
     counters = [0] * len(cells)
     pick = _picker(cells, weights, seed)
@@ -256,6 +291,11 @@ def generate(
             continue
         t, l, s = cells[ci]
         gen = gens[t]
+        lv = level(t) if level is not None and gen.levels else None
+        if lv is not None:
+            if (t, lv) not in at_level:
+                at_level[t, lv] = GENERATORS[t](gen.at_level(gen.config, lv))
+            gen = at_level[t, lv]
         for _ in range(MAX_REPEATS):
             j = counters[ci]
             counters[ci] += 1
@@ -272,15 +312,22 @@ def generate(
                 break
             stats["repeats"] += 1
         else:
-            stopped[ci] = True
             stats["exhausted"] += 1
             name = "/".join(x for x in (t, l, s) if x)
+            if lv is not None:  # a curriculum level used up: its prompts come again rather than end the stream
+                print(f"synth: {name} (seed {seed}) level {lv}: {len(seen[ci])} distinct prompts, then {MAX_REPEATS} "
+                      "repeats in a row: the level's prompts start again", file=sys.stderr)
+                seen[ci].clear()
+                continue
+            stopped[ci] = True
             print(f"synth: {name} (seed {seed}): {len(seen[ci])} distinct prompts, then {MAX_REPEATS} repeats "
                   "in a row: no new prompts left, this cell stops here", file=sys.stderr)
             if all(stopped):
                 return
             continue
         rec["id"] = f"synth/{t}/{l}/{s}/{seed}/{j}" if s else f"synth/{t}/{l}/{seed}/{j}"
+        if lv is not None:
+            rec["meta"] = {**(rec.get("meta") or {}), "level": lv}
         produced += 1
         yield rec
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import lru_cache
 
 from common.record import LANG_OF_STEM, make_record
@@ -23,6 +24,16 @@ from common.record import LANG_OF_STEM, make_record
 from ..core import Generator, register
 from ..resources import word_list
 from ..structural import combine_index, common_hanzi, compose, jamo_of, split_options, syllable_pools
+
+# The official files' range (the last level): en words of 6-21 letters in 2-4 pieces (en_split/en_combine), Korean
+# syllables of 2 or 3 jamo (kor_*: 88 of 1000 rows without a final consonant), Chinese decompositions of 2-4 parts
+# (zh_*: 2 parts in 89.9% of zh_combine rows, 4 in 1.5%) of the 3,500 most frequent characters.
+LEVELS = (
+    {"max_word_len": 7, "max_parts": 2, "hanzi": 500, "ko_final": False},
+    {"max_word_len": 9, "max_parts": 3, "hanzi": 1000, "ko_final": True},
+    {"max_word_len": 12, "max_parts": 4, "hanzi": 2000, "ko_final": True},
+    {"max_word_len": None, "max_parts": 4, "hanzi": 3500, "ko_final": True},
+)
 
 T_SPLIT = {
     "en": ("Split {w} into {spec}.",
@@ -49,8 +60,15 @@ T_COMBINE = {
 
 
 @lru_cache(maxsize=None)
-def en_words() -> tuple[str, ...]:
-    return tuple(w for w in word_list("en").words if len(w) > 5)
+def en_words(max_len: int | None = None) -> tuple[str, ...]:
+    """Vocabulary words of more than 5 letters (the official minimum), at most `max_len` letters when given."""
+    return tuple(w for w in word_list("en").words if 5 < len(w) <= (max_len or len(w)))
+
+
+@lru_cache(maxsize=None)
+def ko_pool(pool: str, final: bool) -> tuple[str, ...]:
+    """A syllable pool, or with `final` False only its syllables without a final consonant (2 jamo)."""
+    return syllable_pools()[pool] if final else tuple(s for s in syllable_pools()[pool] if len(jamo_of(s)) == 2)
 
 
 @lru_cache(maxsize=None)
@@ -58,9 +76,9 @@ def en_vocab() -> frozenset[str]:
     return frozenset(word_list("en").words)
 
 
-def cut(rng: random.Random, w: str) -> list[str]:
-    """2-4 parts of >= 2 letters, lengths drawn uniformly among such compositions' shapes."""
-    k = rng.randint(2, min(4, len(w) // 2))
+def cut(rng: random.Random, w: str, max_parts: int = 4) -> list[str]:
+    """2-`max_parts` (at most 4) parts of >= 2 letters, lengths drawn uniformly among such compositions' shapes."""
+    k = rng.randint(2, min(max_parts, 4, len(w) // 2))
     extra = len(w) - 2 * k
     bars = sorted(rng.randint(0, extra) for _ in range(k - 1))
     lengths = [2 + b - a for a, b in zip([0, *bars], [*bars, extra])]
@@ -99,6 +117,16 @@ class ComponentSplit(Generator):
         r"(?P<i>请将)(?P<k>“[^”]*”)(?P<i2>拆分为可重新组合的基本部件).",
     )
     unit_in_prompt = True  # tokstats: the asked-about unit is quoted in the prompt
+    levels = LEVELS
+    level_knob = ("en: longest word (letters) and most pieces; zh: most parts per decomposition and the most "
+                  "frequent characters drawn from; ko: 2-jamo syllables only, then 2-3")
+
+    @dataclass
+    class Config(Generator.Config):
+        max_word_len: int | None = None  # en: longest word drawn (None: the official 6-21 letters)
+        max_parts: int = 4  # en: pieces per word (2..max_parts); zh: parts per decomposition
+        hanzi: int = 3500  # zh: characters drawn from this many most frequent ones
+        ko_final: bool = True  # ko: syllables with a final consonant (3 jamo) too; False: 2 jamo only
 
     @classmethod
     def official_file(cls, stem: str) -> tuple[str, str] | None:
@@ -112,17 +140,19 @@ class ComponentSplit(Generator):
         if lang == "en":
             return self._en(rng, subtask, t)
         if lang == "ko":
-            s = rng.choice(syllable_pools()[rng.choice(("all", "common"))])
+            s = rng.choice(ko_pool(rng.choice(("all", "common")), self.config.ko_final))
             js = jamo_of(s)
             if compose(js) != s:  # pragma: no cover - the table keeps round-tripping syllables only
                 return None
             if subtask == "split":
                 return self._rec(lang, subtask, t.format(w=s), ", ".join(js), {"char": s, "jamo": list(js)})
             return self._rec(lang, subtask, t.format(parts=", ".join(js)), s, {"char": s, "jamo": list(js)})
-        ch = rng.choice(common_hanzi(3500))
+        ch = rng.choice(common_hanzi(self.config.hanzi))
         opts = split_options(ch)
         if not opts or any(ch not in combine_index()[tuple(sorted(d))] for d in opts):
             return None
+        if max(len(d) for d in opts) > self.config.max_parts:
+            return None  # an easier level: every decomposition within max_parts
         if subtask == "split":
             ans = ";".join(",".join(d) for d in opts)
             return self._rec(lang, subtask, t.format(w=ch), ans, {"char": ch, "decompositions": [list(d) for d in opts]})
@@ -132,8 +162,8 @@ class ComponentSplit(Generator):
         return self._rec(lang, subtask, t.format(parts=" ".join(dec)), ch, {"char": ch, "parts": list(dec)})
 
     def _en(self, rng: random.Random, subtask: str, t: str):
-        w = rng.choice(en_words())
-        parts = cut(rng, w)
+        w = rng.choice(en_words(self.config.max_word_len))
+        parts = cut(rng, w, self.config.max_parts)
         if "".join(parts) != w:  # pragma: no cover - cut() partitions the word
             return None
         if subtask == "split":

@@ -23,6 +23,9 @@ from ..resources import corpus, real_text
 from ._common import random_span, text_after
 
 MIN_N, MAX_N = 5, 254
+# difficulty levels (a curriculum): n capped at 10, 25, 60, 120 tokens, then the official 5-254 (every file of the
+# release, count and generate, spans exactly 5-254, median 130)
+LEVELS = tuple({"max_len": n} for n in (10, 25, 60, 120, None))
 
 COUNT_TEMPLATES = {
     "en": (
@@ -78,6 +81,8 @@ class SentenceLength(Generator):
         r"(?P<i>[^\d]*)(?P<k>\d+)(?P<i2>[^\d]*)",  # generate: the number is kept, the topic is instruction
     )
     perturb_kinds = UNIT_SAFE
+    levels = LEVELS
+    level_knob = "n, the tokens to count or write (max_len)"
 
     @classmethod
     def official_file(cls, stem: str) -> tuple[str, str] | None:

@@ -21,6 +21,9 @@ from ..resources import corpus, real_text
 from ._common import random_span
 
 MIN_N, MAX_N = 5, 254
+# difficulty levels (a curriculum): the base length n capped at 10, 25, 60, 120 tokens, then the official 5-254 (the
+# release's longest span, n + d2 + 1, reaches 281 words in english.csv)
+LEVELS = tuple({"max_len": n} for n in (10, 25, 60, 120, None))
 
 TEMPLATES = {
     "en": (
@@ -48,6 +51,8 @@ class SortLengths(Generator):
     perturb_layouts = (r"(?s)(?P<i>[^\n]*)(?P<k>\n.*?\n)(?P<k2>A: )(?P<p>[^\n]*)\n(?P<k3>B: )(?P<p2>[^\n]*)\n"
         r"(?P<k4>C: )(?P<p3>[^\n]*)",)
     perturb_kinds = UNIT_SAFE
+    levels = LEVELS
+    level_knob = "n, the base length of the three spans (max_len)"
 
     @classmethod
     def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
