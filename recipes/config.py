@@ -151,6 +151,14 @@ class TaseArgs(DataArgs):
     async_trace: str | None = field(default=None, metadata={
         "help": "async cpu_engine: append one JSON line per generation batch and weight sync to this file "
                 "(times, policy versions; the async test and bench read it)"})
+    curriculum: bool = field(default=False, metadata={
+        "help": "adaptive curriculum (recipes/curriculum.py; needs --streaming true): each task with difficulty levels "
+                "moves up/down by the strict accuracy of its last curriculum_window GRPO groups"})
+    curriculum_start_level: int = field(default=0, metadata={"help": "curriculum: every task's first level (0: the "
+                                        "easiest; capped at a task's top level, the official range)"})
+    curriculum_window: int = field(default=20, metadata={"help": "curriculum: groups per task a move is judged on"})
+    curriculum_up: float = field(default=0.70, metadata={"help": "curriculum: one level up at this mean strict accuracy"})
+    curriculum_down: float = field(default=0.10, metadata={"help": "curriculum: one level down at or below this"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -161,6 +169,9 @@ class TaseArgs(DataArgs):
         if isinstance(self.format_weight, bool) or not isinstance(self.format_weight, (int, float)) \
                 or not math.isfinite(self.format_weight):  # nan trained with weights [1.0, nan] (issue 36)
             raise ValueError(f"format_weight must be a finite number, got {self.format_weight!r}")
+        from recipes.curriculum import check_options
+
+        check_options(self)
 
 
 def _inf() -> float:

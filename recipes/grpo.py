@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from common.process import apply as process_settings
-from recipes import adapters, distributed, tracking, vllm_server_cpu
+from recipes import adapters, curriculum, distributed, tracking, vllm_server_cpu
 from recipes.config import TaseArgs, reward_names, reward_weights
 from recipes.data import build_dataset
 from recipes.errors import TaseError, one_line_exit
@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     from trl import GRPOTrainer, get_peft_config
 
     funcs = tracking.watch(funcs, names)  # the tase/ metrics, through TRL's log_metric hook
+    cur = curriculum.start(tase, cfg, resume)  # None unless --curriculum (recipes/curriculum.py)
+    funcs = curriculum.watch(funcs, cur)
     cfg.reward_weights = reward_weights(tase, names, cfg.reward_weights)
     init = dict(cfg.model_init_kwargs or {})
     if model_args.dtype:
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         init.setdefault("attn_implementation", model_args.attn_implementation)
     cfg.model_init_kwargs = init
     tok = tokenizer(path)
-    dataset = build_dataset(tase, tok)
+    dataset = build_dataset(tase, tok, level=cur and cur.level)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
     cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
         peft_config=get_peft_config(model_args), quantization_config=adapters.quantization_config(model_args),
         callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
-                   distributed.ZeroPartitionReport()],
+                   distributed.ZeroPartitionReport(), *curriculum.callbacks(cur)],
     )
     report_rollouts(trainer, tase, cfg, cpu_server)
     train(trainer, resume)
