@@ -1,0 +1,190 @@
+"""The adaptive curriculum (issue 47): levels declared by the task modules, the move rule on scripted accuracies, the
+reward wrapper on a real batch, the contamination guard at every level, and a CPU GRPO run that logs the levels,
+is killed after a checkpoint and resumes at the saved levels."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PY = sys.executable
+
+
+def _cur(counts, **kw):
+    from recipes.curriculum import Curriculum
+
+    return Curriculum(counts, **kw)
+
+
+def test_levels_move_by_window_thresholds_and_bounds():
+    cur = _cur({"a": 3, "b": 2, "static": 0}, start=0, window=2, up=0.5, down=0.25)
+    assert cur.level("static") is None and cur.levels == {"a": 0, "b": 0}
+    assert cur.record("a", 0, 1.0) is None and cur.level("a") == 0  # fewer groups than the window: no move
+    assert cur.record("a", 0, 0.0) == 1  # mean 0.5 >= up (inclusive): up one, the window empties
+    assert list(cur.scores["a"]) == []
+    assert cur.record("a", 0, 1.0) is None and not cur.scores["a"]  # a group drawn at the old level does not count
+    assert [cur.record("a", 1, x) for x in (0.25, 0.5, 0.5)] == [None, None, 2]  # 0.375 stays; then last 2: 0.5
+    assert [cur.record("a", 2, x) for x in (1.0, 1.0, 1.0)] == [None, None, None]  # top level: stays
+    assert len(cur.scores["a"]) == 2  # the window keeps rolling (the last 2 groups)
+    assert [cur.record("a", 2, x) for x in (0.0, 0.5)] == [None, 1]  # 0.5 (no move at the top), then 0.25 <= down
+    assert [cur.record("b", 0, 0.0) for _ in range(3)] == [None, None, None]  # bottom level: stays
+    assert cur.record("static", 0, 1.0) is None and cur.record("nope", 0, 1.0) is None
+    saved = json.loads(json.dumps(cur.state()))
+    again = _cur({"a": 3, "b": 2}, start=0, window=2)
+    again.load(saved)
+    assert again.levels == {"a": 1, "b": 0} and list(again.scores["b"]) == [0.0, 0.0] and again.moves == 3
+    capped = _cur({"a": 2}, start=5)  # a start past a task's top is its top (the official range)
+    assert capped.level("a") == 1
+    capped.load({"levels": {"a": 9, "gone": 1}})
+    assert capped.levels == {"a": 1}
+
+
+def test_curriculum_options_are_one_line():
+    from recipes.config import TaseArgs
+
+    base = dict(tasks=["sentence_length"], langs=["en"], streaming=True, curriculum=True)
+    TaseArgs(**base)  # fine
+    for extra, want in (({"streaming": False}, "--streaming true"), ({"curriculum_up": 0.1}, "0 <= down < up <= 1"),
+                        ({"curriculum_window": 0}, "curriculum_window must be an integer >= 1"),
+                        ({"trainer": "async"}, "trainer: sync only"),
+                        ({"tasks": ["freq_count"]}, "has difficulty levels; these do: component_split")):
+        with pytest.raises(ValueError, match=want.replace("(", r"\(")):
+            TaseArgs(**{**base, **extra})
+
+
+def test_task_levels_declared_in_their_modules():
+    """The last level of every task draws exactly what the task draws without a curriculum (the official range); the
+    easiest levels are easier on the knobs they name; a task without levels ignores `level`."""
+    import synth
+    from synth.core import SynthError, available, level_count, spec
+
+    with_levels = sorted(t for t, g in available().items() if g.levels)
+    assert {"component_split", "sentence_length", "sort_lengths"} <= set(with_levels)
+    for task in with_levels:
+        top = level_count(task) - 1
+        plain = [r["prompt"] for r in synth.generate(task, "all", 12, 3)]
+        assert plain == [r["prompt"] for r in synth.generate(task, "all", 12, 3, level=lambda t: top)], task
+    easy = list(synth.generate("component_split", "all", 60, 3, level=lambda t: 0))
+    assert {r["meta"]["level"] for r in easy} == {0}
+    for r in easy:
+        if r["lang"] == "en":
+            assert len(r["meta"]["word"]) <= 7 and len(r["meta"]["parts"]) == 2
+        elif r["lang"] == "ko":
+            assert len(r["meta"]["jamo"]) == 2
+        elif r["subtask"] == "combine":
+            assert len(r["meta"]["parts"]) == 2
+        else:
+            assert all(len(d) == 2 for d in r["meta"]["decompositions"])
+    counts = [int(r["answer"]) for r in synth.generate("sentence_length", "all", 30, 3, "count", level=lambda t: 0)]
+    assert max(counts) <= 10 and min(counts) >= 5
+    static = list(synth.generate("freq_count", "en", 4, 3, level=lambda t: 0))
+    assert static == list(synth.generate("freq_count", "en", 4, 3)) and "level" not in static[0]["meta"]
+    with pytest.raises(SynthError, match="no level 9"):
+        spec("sentence_length").at_level(spec("sentence_length").Config(), 9)
+
+
+def test_reward_wrapper_moves_levels_from_group_verdicts():
+    """CurriculumReward on a real batch (rows drawn at a level, two GRPO groups of 2): returns the wrapped reward
+    unchanged, moves the task by each group's strict accuracy, logs tase/curriculum/<task>/level."""
+    from recipes import data
+    from recipes.config import TaseArgs
+    from recipes.curriculum import CurriculumReward
+    from rewards.trl import accuracy_strict
+
+    args = TaseArgs(tasks=["sentence_length"], langs=["en"], subtasks=["count"], streaming=True, curriculum=True)
+    cur = _cur({"sentence_length": 5}, start=2, window=1, up=0.7, down=0.1)
+    rows = [r for r in data.rows(args, limit=2, level=cur.level) for _ in range(2)]  # 2 groups of 2 completions
+    assert [r[data.LEVEL_COLUMN] for r in rows] == [2, 2, 2, 2]
+    completions = [f"<answer>{rows[0]['answer']}</answer>"] * 2 + ["<answer>0</answer>"] * 2
+    cols = {k: [r[k] for r in rows] for k in rows[0] if k != "prompt"}
+    logged = {}
+    f = CurriculumReward(accuracy_strict, cur)
+    out = f(prompts=[r["prompt"] for r in rows], completions=completions, log_metric=logged.__setitem__, **cols)
+    assert out == accuracy_strict([r["prompt"] for r in rows], completions, **cols) == [1.0, 1.0, 0.0, 0.0]
+    assert f.__name__ == "accuracy_strict"
+    # group 1 (all right) moved 2 -> 3; group 2 was drawn at 2, a stale level now: not counted
+    assert cur.level("sentence_length") == 3
+    assert logged == {"tase/curriculum/sentence_length/level": 3.0, "tase/curriculum/sentence_length/drawn_level": 2.0}
+
+
+def test_guard_applies_at_every_level(tmp_path, fixture_root):
+    """Held-out and official rows never reach training at any level: a held-out file of the very rows the stream draws
+    first at that level, and the official sample, are both excluded from what the curriculum stream yields."""
+    from common.guard import normalize_prompt
+    from recipes import data
+    from recipes.config import TaseArgs
+    from recipes.curriculum import counts_for
+    from recipes.config import data_streams
+    from synth.guard import guard_from_specs
+
+    official = guard_from_specs([f"official:{fixture_root}"])
+    base = dict(tasks=["component_split", "sentence_length", "sort_lengths"], langs=["all"], streaming=True,
+                curriculum=True, paraphrase=False, max_len=None)
+    counts = counts_for(data_streams(base["tasks"], base["langs"], None))
+    for lv in range(max(counts.values())):
+        cur = _cur(counts, start=lv)
+        plain = list(data.iter_records(TaseArgs(**base), limit=30, level=cur.level))
+        assert {r["meta"]["level"] for r in plain} == {min(lv, counts[t] - 1) for t in counts}
+        held = tmp_path / f"heldout{lv}.jsonl"
+        held.write_text("".join(json.dumps(r) + "\n" for r in plain[:10]), encoding="utf-8")
+        args = TaseArgs(**base, exclude=[f"official:{fixture_root}", str(held)])
+        kept = list(data.iter_records(args, limit=30, level=cur.level))
+        held_prompts = {normalize_prompt(r["prompt"]) for r in plain[:10]}
+        assert len(kept) == 30 and not held_prompts & {normalize_prompt(r["prompt"]) for r in kept}, lv
+        guard = guard_from_specs(args.exclude)  # the run's own guard: what it drops, it drops at every level
+        assert all(guard.reason(r["prompt"]) is None and guard.answer_reason(r) is None for r in kept), lv
+        assert not {normalize_prompt(r["prompt"]) for r in kept} & official.prompts, lv
+        assert {r["meta"]["level"] for r in kept} == {r["meta"]["level"] for r in plain}
+
+
+def _metrics(out: Path) -> list[dict]:
+    return [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_curriculum_run_logs_levels_and_resumes_at_saved_levels(tiny_model, tmp_path):
+    """A CPU curriculum run (every group moves a level down: window 1, down 0.5, a random model scores 0) logs a level
+    per task with levels (none for a static task); killed with SIGKILL after a checkpoint, it resumes at the levels
+    that checkpoint saved, and its stream draws them."""
+    from recipes.curriculum import saved_state
+
+    out = tmp_path / "cur"
+    cmd = [PY, "recipes/grpo.py", "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "4",
+           "--save_steps", "1", "--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--tasks",
+           "sentence_length", "component_split", "freq_count", "--langs", "en", "--max_len", "6",
+           "--num_generations", "2", "--per_device_train_batch_size", "6", "--max_completion_length", "8",
+           "--logging_steps", "1", "--report_to", "none", "--learning_rate", "1e-3", "--seed", "0",
+           "--gradient_checkpointing", "false", "--streaming", "true", "--curriculum", "true", "--curriculum_window",
+           "1", "--curriculum_up", "1.0", "--curriculum_down", "0.5", "--curriculum_start_level", "4"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while not (out / "checkpoint-1" / "trainer_state.json").exists():
+        assert time.time() < deadline and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() else "timeout"
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = [m for m in _metrics(out) if "reward" in m]
+    assert first and first[0]["tase/curriculum/sentence_length/level"] == 3.0  # 4 -> 3 (top: 4 of 0..4)
+    assert first[0]["tase/curriculum/component_split/level"] == 2.0  # start 4 capped at its top 3, then 3 -> 2
+    assert not any(k.startswith("tase/curriculum/freq_count") for k in first[0])  # static: no levels
+    ckpt = max((p for p in out.glob("checkpoint-*") if not p.name.endswith("incomplete")),
+               key=lambda p: int(p.name.split("-")[1]))
+    saved = saved_state(ckpt)["levels"]
+    assert saved["sentence_length"] < 4 and saved["component_split"] < 3
+    res = subprocess.run(cmd + ["--resume_from_checkpoint", "true"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"curriculum (restored from {ckpt})" in res.stderr
+    step = int(ckpt.name.split("-")[1])
+    after = [m for m in _metrics(out) if "reward" in m and m["step"] == step + 1][0]
+    for task, lv in saved.items():  # the first batch after the resume was drawn at the saved level
+        assert after[f"tase/curriculum/{task}/drawn_level"] == float(lv), (task, after)
+    last = [m for m in _metrics(out) if "reward" in m][-1]
+    assert last["step"] == 4 and json.loads((out / "curriculum.json").read_text())["levels"] == {
+        t: int(last[f"tase/curriculum/{t}/level"]) for t in saved}  # the final model's folder holds the last state
