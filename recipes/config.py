@@ -118,6 +118,14 @@ def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None)
     return streams
 
 
+def level_counts(streams: list[tuple[str, str, str | None]]) -> dict[str, int]:
+    """Task -> number of difficulty levels (0: none) of every task the synth streams cover (`all` expanded), from the
+    registry (each task module declares its `levels`): what a curriculum moves (recipes/curriculum.py)."""
+    from synth.core import combos, level_count
+
+    return {t: level_count(t) for task, lang, sub in streams for t, _, _ in combos(task, lang, sub)}
+
+
 @dataclass
 class TaseArgs(DataArgs):
     """GRPO options on top of the data options."""
@@ -169,9 +177,32 @@ class TaseArgs(DataArgs):
         if isinstance(self.format_weight, bool) or not isinstance(self.format_weight, (int, float)) \
                 or not math.isfinite(self.format_weight):  # nan trained with weights [1.0, nan] (issue 36)
             raise ValueError(f"format_weight must be a finite number, got {self.format_weight!r}")
-        from recipes.curriculum import check_options
+        self.check_curriculum()
 
-        check_options(self)
+    def check_curriculum(self) -> None:
+        """The curriculum options (recipes/curriculum.py), one ValueError line each."""
+        window, start = self.curriculum_window, self.curriculum_start_level
+        for key, v, low in (("curriculum_window", window, 1), ("curriculum_start_level", start, 0)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ValueError(f"{key} must be an integer >= {low}, got {v!r}")
+        up, down = self.curriculum_up, self.curriculum_down
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (up, down)) \
+                or not 0.0 <= down < up <= 1.0:
+            raise ValueError(f"curriculum_down and curriculum_up must be numbers with 0 <= down < up <= 1, got down "
+                             f"{down!r}, up {up!r}")
+        if not self.curriculum:
+            return
+        if self.train_data != "synth" or not self.streaming:
+            raise ValueError("curriculum needs synth data drawn as the run reads it: --train_data synth --streaming true")
+        if self.trainer != "sync":
+            raise ValueError("curriculum runs with trainer: sync only (the async rollout worker draws its own data)")
+        counts = level_counts(data_streams(self.tasks, self.langs, self.subtasks))
+        if not any(counts.values()):
+            from synth.core import available
+
+            have = ", ".join(t for t, g in available().items() if g.levels)
+            raise ValueError(f"curriculum: none of the run's tasks ({', '.join(counts)}) has difficulty levels; these "
+                             f"do: {have}")
 
 
 def _inf() -> float:

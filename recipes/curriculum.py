@@ -2,7 +2,7 @@
 `--curriculum true` (sync GRPO, `streaming: true`).
 
 Each task module declares its levels (`levels` in synth/tasks/<task>.py, easiest first, the last one the official
-files' range; read here through the registry, `synth.core.level_count`); a task without levels stays static. Every
+files' range; read through the registry, `recipes.config.level_counts`); a task without levels stays static. Every
 task of the run starts at `curriculum_start_level` (capped at its top level) and moves as reasoning-gym moves its
 datasets: over the last `curriculum_window` GRPO groups of the task drawn at its current level, a mean strict
 accuracy >= `curriculum_up` moves it one level up, <= `curriculum_down` one level down; a move empties the window.
@@ -22,7 +22,7 @@ import json
 import os
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,41 +86,6 @@ class Curriculum:
         self.moves = int(state.get("moves") or 0)
 
 
-def counts_for(streams: Iterable[tuple[str, str, str | None]]) -> dict[str, int]:
-    """Task -> number of levels for the tasks the run's synth streams cover (`all` expanded by the registry)."""
-    from synth.core import combos, level_count
-
-    return {t: level_count(t) for task, lang, sub in streams for t, _, _ in combos(task, lang, sub)}
-
-
-def check_options(args: Any) -> None:
-    """TaseArgs' curriculum options, one ValueError line each (called by TaseArgs.__post_init__)."""
-    window, start = args.curriculum_window, args.curriculum_start_level
-    for key, v, low in (("curriculum_window", window, 1), ("curriculum_start_level", start, 0)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < low:
-            raise ValueError(f"{key} must be an integer >= {low}, got {v!r}")
-    up, down = args.curriculum_up, args.curriculum_down
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (up, down)) \
-            or not 0.0 <= down < up <= 1.0:
-        raise ValueError(f"curriculum_down and curriculum_up must be numbers with 0 <= down < up <= 1, got down {down!r}, "
-                         f"up {up!r}")
-    if not args.curriculum:
-        return
-    if args.train_data != "synth" or not args.streaming:
-        raise ValueError("curriculum needs synth data drawn as the run reads it: --train_data synth --streaming true")
-    if args.trainer != "sync":
-        raise ValueError("curriculum runs with trainer: sync only (the async rollout worker draws its own data)")
-    from recipes.config import data_streams
-
-    counts = counts_for(data_streams(args.tasks, args.langs, args.subtasks))
-    if not any(counts.values()):
-        from synth.core import available
-
-        have = ", ".join(t for t, g in available().items() if g.levels)
-        raise ValueError(f"curriculum: none of the run's tasks ({', '.join(counts)}) has difficulty levels; these do: "
-                         f"{have}")
-
-
 def describe(cur: Curriculum) -> str:
     """One line: the tasks and their levels (and the tasks left static are named by the caller)."""
     return ", ".join(f"{t} {lv}/{cur.counts[t] - 1}" for t, lv in sorted(cur.levels.items()))
@@ -150,11 +115,11 @@ def start(tase: Any, cfg: Any, resume: str | None) -> Curriculum | None:
     is turned off: synth draws in random order already."""
     if not tase.curriculum:
         return None
-    from recipes.config import data_streams
+    from recipes.config import data_streams, level_counts
 
     if getattr(cfg, "restore_callback_states_from_checkpoint", False):
         raise TaseError("curriculum restores its own state on resume; set restore_callback_states_from_checkpoint false")
-    counts = counts_for(data_streams(tase.tasks, tase.langs, tase.subtasks))
+    counts = level_counts(data_streams(tase.tasks, tase.langs, tase.subtasks))
     cur = Curriculum(counts, tase.curriculum_start_level, tase.curriculum_window, tase.curriculum_up,
                      tase.curriculum_down)
     note = "start"

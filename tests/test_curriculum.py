@@ -119,14 +119,13 @@ def test_guard_applies_at_every_level(tmp_path, fixture_root):
     from common.guard import normalize_prompt
     from recipes import data
     from recipes.config import TaseArgs
-    from recipes.curriculum import counts_for
-    from recipes.config import data_streams
+    from recipes.config import data_streams, level_counts
     from synth.guard import guard_from_specs
 
     official = guard_from_specs([f"official:{fixture_root}"])
     base = dict(tasks=["component_split", "sentence_length", "sort_lengths"], langs=["all"], streaming=True,
                 curriculum=True, paraphrase=False, max_len=None)
-    counts = counts_for(data_streams(base["tasks"], base["langs"], None))
+    counts = level_counts(data_streams(base["tasks"], base["langs"], None))
     for lv in range(max(counts.values())):
         cur = _cur(counts, start=lv)
         plain = list(data.iter_records(TaseArgs(**base), limit=30, level=cur.level))
