@@ -150,7 +150,7 @@ class CurriculumReward:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = self.func(*args, **kwargs)
-        metrics = self.update(kwargs)
+        metrics = self.update({**dict(zip(("prompts", "completions"), args)), **kwargs})  # TRL passes keywords
         log = kwargs.get("log_metric")
         if callable(log):
             for k, v in metrics.items():
