@@ -87,6 +87,20 @@ def test_task_levels_declared_in_their_modules():
     assert static == list(synth.generate("freq_count", "en", 4, 3)) and "level" not in static[0]["meta"]
     with pytest.raises(SynthError, match="no level 9"):
         spec("sentence_length").at_level(spec("sentence_length").Config(), 9)
+    capped = spec("sentence_length").at_level(spec("sentence_length").Config(max_len=6), 2)  # the run's cap wins
+    assert capped.max_len == 6 and spec("sentence_length").at_level(spec("sentence_length").Config(), 2).max_len == 60
+
+
+def test_registry_refuses_levels_of_unknown_knobs():
+    from synth.core import GENERATORS, Generator, RegistryError, register
+
+    class Bad(Generator):
+        task = "toy_bad_levels"
+        levels = ({"max_len": 5}, {"word_len": 9})
+
+    with pytest.raises(RegistryError, match=r"levels\[1\] must be a dict of Config fields"):
+        register(Bad)
+    assert "toy_bad_levels" not in GENERATORS
 
 
 def test_reward_wrapper_moves_levels_from_group_verdicts():
