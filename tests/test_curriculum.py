@@ -201,3 +201,39 @@ def test_curriculum_run_logs_levels_and_resumes_at_saved_levels(tiny_model, tmp_
     last = [m for m in _metrics(out) if "reward" in m][-1]
     assert last["step"] == 4 and json.loads((out / "curriculum.json").read_text())["levels"] == {
         t: int(last[f"tase/curriculum/{t}/level"]) for t in saved}  # the final model's folder holds the last state
+
+
+def test_start_restores_from_curriculum_json_or_trainer_state(tmp_path, capsys):
+    """A resumed run takes the checkpoint's curriculum.json, or the copy the Trainer wrote into trainer_state.json when a
+    kill came before curriculum.json; a checkpoint without either starts at the start level. The buffered shuffle is
+    turned off (it would read 1,000 rows ahead of every level change)."""
+    from types import SimpleNamespace
+
+    from recipes.config import TaseArgs
+    from recipes.curriculum import STATE_FILE, start
+    from recipes.errors import TaseError
+
+    tase = TaseArgs(tasks=["sentence_length", "component_split", "freq_count"], langs=["en"], streaming=True,
+                    curriculum=True, curriculum_start_level=1)
+    cfg = SimpleNamespace(shuffle_dataset=True)
+    state = {"levels": {"sentence_length": 3, "component_split": 0}, "scores": {"sentence_length": [0.5]}, "moves": 4}
+    ckpt = tmp_path / "checkpoint-2"
+    ckpt.mkdir()
+    (ckpt / "trainer_state.json").write_text(json.dumps(
+        {"global_step": 2, "stateful_callbacks": {"CurriculumCallback": {"args": {}, "attributes": {"saved": state}}}}))
+    cur = start(tase, cfg, str(ckpt))
+    assert cur.levels == {"sentence_length": 3, "component_split": 0} and list(cur.scores["sentence_length"]) == [0.5]
+    assert cfg.shuffle_dataset is False
+    err = capsys.readouterr().err
+    assert f"curriculum (restored from {ckpt}): component_split 0/3, sentence_length 3/4; static: freq_count" in err
+    (ckpt / STATE_FILE).write_text(json.dumps({**state, "levels": {"sentence_length": 2}}))
+    assert start(tase, cfg, str(ckpt)).levels == {"sentence_length": 2, "component_split": 1}  # the file wins
+    (ckpt / STATE_FILE).write_text("{not json")
+    with pytest.raises(TaseError, match="unreadable curriculum state"):
+        start(tase, cfg, str(ckpt))
+    bare = tmp_path / "checkpoint-1"
+    bare.mkdir()
+    (bare / "trainer_state.json").write_text(json.dumps({"global_step": 1}))
+    assert start(tase, cfg, str(bare)).levels == {"sentence_length": 1, "component_split": 1}
+    assert "holds no curriculum state" in capsys.readouterr().err
+    assert start(TaseArgs(tasks=["sentence_length"], langs=["en"]), cfg, None) is None  # off: nothing
