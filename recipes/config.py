@@ -151,6 +151,16 @@ class TaseArgs(DataArgs):
     async_trace: str | None = field(default=None, metadata={
         "help": "async cpu_engine: append one JSON line per generation batch and weight sync to this file "
                 "(times, policy versions; the async test and bench read it)"})
+    dynamic_sampling: bool = field(default=False, metadata={
+        "help": "sync only: DAPO's dynamic sampling (recipes/dynamic_sampling.py): train only on groups whose "
+                "accuracy verdicts differ, re-drawing fresh prompts from the data stream to fill the batch"})
+    dynamic_sampling_max_rounds: int = field(default=4, metadata={
+        "help": "dynamic sampling: most re-draw rounds per generation batch; past it the batch is filled with "
+                "uniform groups that carry no loss (0: drop uniform groups from the loss, never re-draw)"})
+    dynamic_sampling_verdict: str = field(default="auto", metadata={
+        "help": "dynamic sampling: the verdict a group must mix: auto (strict for fine and strict runs, coarse for "
+                "coarse runs), strict, coarse or fine (partial credit: groups that differ only in it count as mixed)",
+        "choices": ["auto", "strict", "coarse", "fine"]})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -161,6 +171,9 @@ class TaseArgs(DataArgs):
         if isinstance(self.format_weight, bool) or not isinstance(self.format_weight, (int, float)) \
                 or not math.isfinite(self.format_weight):  # nan trained with weights [1.0, nan] (issue 36)
             raise ValueError(f"format_weight must be a finite number, got {self.format_weight!r}")
+        from recipes.dynamic_sampling import check_options
+
+        check_options(self)
 
 
 def _inf() -> float:
