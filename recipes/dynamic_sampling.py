@@ -127,8 +127,8 @@ def merge(parts: Sequence[dict[str, Any]], sel: Selection, size: int, pad_id: in
         raise TaseError(f"dynamic_sampling: the generation batch has {', '.join(sorted(unknown))}; only text batches "
                         "are supported (no images or multimodal inputs)")
     order = [*sel.kept, *sel.padded]
-    widths = {k: max(p[k].size(1) for p in parts if p.get(k) is not None)
-              for k in keys if k in PROMPT_KEYS or (k in COMPLETION_KEYS and k not in sequence_level)}
+    widths = {k: max(p[k].size(1) for p in parts) for k in keys if parts[0].get(k) is not None
+              and (k in PROMPT_KEYS or (k in COMPLETION_KEYS and k not in sequence_level))}
     out: dict[str, Any] = {}
     for key in sorted(keys - {"num_items_in_batch"}):
         if parts[0].get(key) is None:
