@@ -66,14 +66,13 @@ def check_run(tase: Any, cfg: Any, processes: int) -> None:
                         "each process keeps or drops whole groups")
 
 
-def verdict_level(tase: Any) -> str:
+def verdict_level(tase: Any, names: Sequence[str]) -> str:
     """The verdict a group must mix: dynamic_sampling_verdict, or with auto the strict verdict for a fine or strict run
-    and the coarse one for a coarse run (the first accuracy reward among the run's rewards; strict without one)."""
+    and the coarse one for a coarse run (the first accuracy reward among the run's reward `names`; strict without
+    one)."""
     if tase.dynamic_sampling_verdict != "auto":
         return tase.dynamic_sampling_verdict
-    from recipes.config import reward_names
-
-    return next((AUTO_VERDICT[n] for n in reward_names(tase) if n in AUTO_VERDICT), "strict")
+    return next((AUTO_VERDICT[n] for n in names if n in AUTO_VERDICT), "strict")
 
 
 def mixed_groups(verdicts: Sequence[float], size: int) -> list[bool]:
@@ -152,9 +151,9 @@ def merge(parts: Sequence[dict[str, Any]], sel: Selection, size: int, pad_id: in
     return out
 
 
-def trainer_args(tase: Any) -> dict[str, Any]:
-    """The keyword arguments DynamicGRPOTrainer takes beside GRPOTrainer's."""
-    return {"dynamic_rounds": tase.dynamic_sampling_max_rounds, "dynamic_level": verdict_level(tase)}
+def trainer_args(tase: Any, names: Sequence[str]) -> dict[str, Any]:
+    """The keyword arguments DynamicGRPOTrainer takes beside GRPOTrainer's (`names`: the run's reward names)."""
+    return {"dynamic_rounds": tase.dynamic_sampling_max_rounds, "dynamic_level": verdict_level(tase, names)}
 
 
 @functools.cache

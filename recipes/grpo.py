@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
     cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
-    trainer_cls, dynamic = (dynamic_sampling.trainer_class(), dynamic_sampling.trainer_args(tase)) \
+    trainer_cls, dynamic = (dynamic_sampling.trainer_class(), dynamic_sampling.trainer_args(tase, names)) \
         if tase.dynamic_sampling else (GRPOTrainer, {})  # recipes/dynamic_sampling.py
     trainer = trainer_cls(
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,

@@ -34,7 +34,7 @@ def test_format_term_alone_never_makes_a_group_mixed():
     """A group whose completions are all wrong but differ in format has a spread of total reward (what TRL's float
     std sees, and what OpenRLHF#1270 / NeMo-RL#4158 filtered on), yet its strict verdicts agree: uniform. One right
     answer among wrong ones is mixed."""
-    from recipes.config import reward_weights, TaseArgs
+    from recipes.config import TaseArgs, reward_names, reward_weights
     from recipes.dynamic_sampling import mixed_groups, verdict_level
     from rewards.trl import accuracy_fine, format_reward, reward_columns
 
@@ -42,7 +42,7 @@ def test_format_term_alone_never_makes_a_group_mixed():
     wrong = ["<answer>7</answer>", "the answer is **9**", "7", "<answer>9"]  # format 1, ..., 0: all wrong
     mixed = ["<answer>2</answer>", "<answer>7</answer>", "<answer>9</answer>", "<answer>7</answer>"]
     args = TaseArgs(tasks=["freq_count"], langs=["en"])
-    level = verdict_level(args)
+    level = verdict_level(args, reward_names(args))
     assert level == "strict"
     w = reward_weights(args, ["accuracy_fine", "format"], None)
     cols = {k: [v] * 4 for k, v in reward_columns(row).items()}
@@ -52,8 +52,10 @@ def test_format_term_alone_never_makes_a_group_mixed():
     assert verdicts[:4] == [0.0] * 4 and verdicts[4:] == [1.0, 0.0, 0.0, 0.0]
     assert mixed_groups(verdicts, 4) == [False, True]
     # a coarse run decides on the official verdict, where a loophole pass can differ from strict
-    assert verdict_level(TaseArgs(tasks=["freq_count"], langs=["en"], reward_granularity="coarse")) == "coarse"
-    assert verdict_level(TaseArgs(tasks=["freq_count"], langs=["en"], dynamic_sampling_verdict="fine")) == "fine"
+    coarse = TaseArgs(tasks=["freq_count"], langs=["en"], reward_granularity="coarse")
+    assert verdict_level(coarse, reward_names(coarse)) == "coarse"
+    assert verdict_level(args, ["format", "my_rewards:brevity"]) == "strict"  # none of ours: strict
+    assert verdict_level(TaseArgs(tasks=["freq_count"], langs=["en"], dynamic_sampling_verdict="fine"), []) == "fine"
     with pytest.raises(ValueError, match="groups of 4"):
         mixed_groups(verdicts[:6], 4)
 
