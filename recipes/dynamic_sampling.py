@@ -227,10 +227,16 @@ def trainer_class() -> type:
                 print(f"dynamic sampling: {self._dyn.short_epochs} epoch(s) ran out of prompts before this "
                       "checkpoint, so transformers' data position on resume is approximate (use streaming: true or "
                       "more num_train_examples)", file=sys.stderr)
-            if self.args.ignore_data_skip:
+            if self.args.ignore_data_skip:  # transformers starts the epoch over: so does the count
+                self._dyn.pos = self._dyn.extra = 0
                 return
-            for _ in range(self._dyn.extra):  # the re-draws' batches, past what transformers skipped
-                next(it)
+            try:
+                for _ in range(self._dyn.extra):  # the re-draws' batches, past what transformers skipped
+                    next(it)
+            except StopIteration:
+                self._dyn.exhausted = True
+                print("dynamic sampling: the resumed epoch has no prompts left after the batches re-draws took",
+                      file=sys.stderr)
 
         def _dyn_next_chunk(self) -> list | None:
             """The first copy of the next chunk no one has generated on: RepeatSampler (or TRL's iterable wrap) repeats
