@@ -325,5 +325,4 @@ def trainer_class() -> type:
             m[PREFIX + "rounds"].append(float(rounds))
             m[PREFIX + "capped"].append(float(bool(sel.padded)))
 
-    DynamicGRPOTrainer.State = DynamicSamplingState
     return DynamicGRPOTrainer
