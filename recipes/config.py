@@ -167,6 +167,16 @@ class TaseArgs(DataArgs):
     curriculum_window: int = field(default=20, metadata={"help": "curriculum: groups per task a move is judged on"})
     curriculum_up: float = field(default=0.70, metadata={"help": "curriculum: one level up at this mean strict accuracy"})
     curriculum_down: float = field(default=0.10, metadata={"help": "curriculum: one level down at or below this"})
+    dynamic_sampling: bool = field(default=False, metadata={
+        "help": "sync only: DAPO's dynamic sampling (recipes/dynamic_sampling.py): train only on groups whose "
+                "accuracy verdicts differ, re-drawing fresh prompts from the data stream to fill the batch"})
+    dynamic_sampling_max_rounds: int = field(default=4, metadata={
+        "help": "dynamic sampling: most re-draw rounds per generation batch; past it the batch is filled with "
+                "uniform groups that carry no loss (0: drop uniform groups from the loss, never re-draw)"})
+    dynamic_sampling_verdict: str = field(default="auto", metadata={
+        "help": "dynamic sampling: the verdict a group must mix: auto (strict for fine and strict runs, coarse for "
+                "coarse runs), strict, coarse or fine (partial credit: groups that differ only in it count as mixed)",
+        "choices": ["auto", "strict", "coarse", "fine"]})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -178,6 +188,10 @@ class TaseArgs(DataArgs):
                 or not math.isfinite(self.format_weight):  # nan trained with weights [1.0, nan] (issue 36)
             raise ValueError(f"format_weight must be a finite number, got {self.format_weight!r}")
         self.check_curriculum()
+
+        from recipes.dynamic_sampling import check_options
+
+        check_options(self)
 
     def check_curriculum(self) -> None:
         """The curriculum options (recipes/curriculum.py), one ValueError line each."""

@@ -182,6 +182,10 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
         if not all(math.isfinite(w) for w in given):
             raise TaseError(f"reward_weights must be finite numbers, got {given}")
     check_trainer_ranges(tase, cfg)
+    from recipes import dynamic_sampling
+    from recipes.grpo_plan import world_size
+
+    dynamic_sampling.check_run(tase, cfg, world_size())
     if tase.train_data != "synth":
         check_train_data(tase)
     why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, tase.trainer, cfg.use_cpu,
