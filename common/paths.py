@@ -6,6 +6,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -444,6 +445,22 @@ def replace_folder(new: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+_TEMP_TAIL = re.compile(r"[a-z0-9_]+")  # the random part tempfile.mkstemp/mkdtemp add (8 of these), or a pid
+
+
+def leftovers(out: Path, tag: str) -> list[Path]:
+    """The `.NAME.<tag>-XXXXXXXX` siblings of `out` (tag "tmp" or "old") that mkstemp/mkdtemp made for `out`
+    itself, in name order. Matched on the exact prefix and a tail of tempfile's characters, never as a glob: an
+    output named `data[1].jsonl` or `dir/*` must not take another output's temp or backup for its own
+    (`glob(".data[1].jsonl.tmp-*")` matched `.data1.jsonl.tmp-*`), nor `x` take `x.tmp-y`'s."""
+    prefix = f".{out.name}.{tag}-"
+    try:
+        names = os.listdir(out.parent)
+    except OSError:
+        return []
+    return [out.parent / n for n in sorted(names) if n.startswith(prefix) and _TEMP_TAIL.fullmatch(n[len(prefix):])]
+
+
 def recover_replace(out: Path) -> None:
     """Undo a `replace_folder` killed between its renames (the old folder comes back), and drop the
     `.NAME.tmp-*` folders of killed writers: the caller holds `out`'s lock, so no live writer owns one."""
@@ -451,9 +468,9 @@ def recover_replace(out: Path) -> None:
 
     if not out.parent.is_dir():
         return
-    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
+    for old in leftovers(out, "old"):
         if (old / out.name).is_dir() and not out.exists():
             os.replace(old / out.name, out)
         shutil.rmtree(old, ignore_errors=True)
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):
+    for stale in leftovers(out, "tmp"):
         shutil.rmtree(stale, ignore_errors=True)

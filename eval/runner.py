@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from common.paths import BLOCKS, is_own, output_kind, output_refusal, write_blocker, write_marker
+from common.paths import BLOCKS, is_own, leftovers, output_kind, output_refusal, write_blocker, write_marker
 from common.prompts import SYSTEM_PROMPT, build_messages
 from common.readers import DataError, open_text, text_lines
 from rewards import score
@@ -446,7 +446,7 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
              else sample_line(records[pid], comp if isinstance(comp, str) else completion_text(comp))
              for pid, comp in preds]
     out.parent.mkdir(parents=True, exist_ok=True)
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):  # left by a killed `score`: never holds user files
+    for stale in leftovers(out, "tmp"):  # left by a killed `score`: never holds user files
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
@@ -491,7 +491,7 @@ def swap_in(new: Path, out: Path) -> None:
 def recover_swap(out: Path) -> None:
     """Finish or undo a `swap_in` that was killed: with `out` gone the old folder comes back; with `out`
     in place the old folder's extra files move in."""
-    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
+    for old in leftovers(out, "old"):
         prev = old / out.name
         if prev.is_dir():
             if not out.exists():
