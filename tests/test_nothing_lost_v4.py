@@ -83,3 +83,48 @@ def test_score_into_a_glob_name_keeps_another_scores_temp_and_backup(tmp_path, c
     assert main(["score", "--data", str(data), "--predictions", str(preds), "--out", str(tmp_path / "res[1]")]) == 0
     assert (tmp_path / "res[1]" / "results.json").is_file()
     assert all((d / "res1" / "samples.jsonl").read_text() == "live\n" for d in live)
+
+
+# --- 5. the guard always ends -------------------------------------------------------------------------------
+
+
+def test_a_one_row_exclude_file_finishes_in_seconds_and_says_so(tmp_path):
+    """One excluded row of a task/language is all wording and all content: indexing its 13-grams dropped every
+    generated example and `synth` never finished. Now its rows are matched by exact prompt and answer only, and
+    one stderr line says so."""
+    import subprocess
+    import sys
+
+    from synth.__main__ import main
+
+    one = tmp_path / "one.jsonl"
+    assert main(["--task", "sort_lengths", "--lang", "en", "-n", "1", "--no-progress", "--out", str(one)]) == 0
+    out = tmp_path / "two.jsonl"
+    r = subprocess.run([sys.executable, "-m", "synth", "--task", "sort_lengths", "--lang", "en", "-n", "2",
+                        "--exclude", str(one), "--no-progress", "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "fewer than 2 prompts" in r.stderr and "sort_lengths/en" in r.stderr
+    got = rows(out)
+    assert len(got) == 2 and rows(one)[0]["prompt"] not in {g["prompt"] for g in got}
+
+
+def test_guard_that_drops_everything_ends_in_one_line():
+    """A bounded number of drops in a row, then GuardError (one line, exit 2 through every entry point), never a
+    loop over an endless generator."""
+    import itertools
+
+    from common.errors import TaseError
+    from common.guard import Guard, GuardError
+
+    bench = [{"task": "freq_count", "lang": "en", "type": "NUMBER", "prompt": f"How many a in {'a ' * k}?",
+              "answer": str(k)} for k in range(1, 4)]
+    g = Guard.from_records(bench)
+    g.max_drops_in_a_row = 50
+    endless = itertools.cycle([dict(bench[0], id="x")])
+    with pytest.raises(GuardError, match="dropped 50 generated examples in a row") as e:
+        list(g.filter(endless))
+    assert isinstance(e.value, TaseError) and "\n" not in str(e.value) and g.dropped_exact == 50
+    fresh = dict(bench[0], prompt="How many b in b?")
+    kept = list(itertools.islice(g.filter(itertools.cycle([dict(bench[0]), fresh])), 5))
+    assert len(kept) == 5  # drops between kept rows never add up to the bound
