@@ -194,7 +194,7 @@ def safetensors_problem(path: Path) -> str | None:
                 return f"truncated ({size} bytes, header claims {n})"
             header = json.loads(f.read(n))
         end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-    except (ValueError, KeyError, TypeError, AttributeError, struct.error):
+    except (ValueError, KeyError, TypeError, AttributeError, struct.error, RecursionError):
         return "unreadable header"
     if size != 8 + n + end:
         return f"truncated ({size} of {8 + n + end} bytes)"
@@ -218,7 +218,7 @@ def check_model_files(folder: Path, advice: str = "re-export or re-download it")
     if index.is_file():
         try:
             shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
             raise ModelError(f"{index}: torn or unreadable; {advice}") from None
         files = [folder / s for s in shards]
         missing = [f for f in files if not f.is_file()]

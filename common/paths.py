@@ -190,7 +190,7 @@ def read_marker(folder: Path) -> dict | None:
 
     try:
         m = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply, no ValueError
         return None
     ok = isinstance(m, dict) and isinstance(m.get("command"), str) and isinstance(m.get("files"), list)
     return m if ok else None
@@ -411,7 +411,7 @@ def jsonl_with_keys(path: Path, keys: tuple[str, ...]) -> bool:
         with path.open("rb") as f:
             line = f.readline(10_000_000)
         obj = json.loads(line)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and all(k in obj for k in keys)
 

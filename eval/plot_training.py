@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
+from common.readers import JSON_ERRORS, json_problem
 
 METRICS = "metrics.jsonl"
 # panel title -> curves: (label, keys tried in order, line style)
@@ -51,11 +52,14 @@ def read_run(run: str | Path) -> list[dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError:
+        except JSON_ERRORS as e:
             if i == len(lines) - 1:
                 continue
-            raise PlotError(f"{path}: line {i + 1} is not JSON") from None
+            raise PlotError(f"{path}: line {i + 1}: {json_problem(e)}") from None
         if isinstance(row, dict) and isinstance(row.get("step"), int) and "reward" in row:
+            if not 0 <= row["step"] < 2**53:  # no float holds it: matplotlib raised OverflowError
+                shown = str(row["step"]) if abs(row["step"]) < 10**20 else f"{str(row['step'])[:20]}..."
+                raise PlotError(f"{path}: line {i + 1}: step {shown} is not a training step")
             rows.append(row)
     if not rows:
         raise PlotError(f"{path}: no logged training step with a reward (a GRPO run's log is expected)")
@@ -67,12 +71,23 @@ def read_run(run: str | Path) -> list[dict[str, Any]]:
 NEEDS = {"tase/loophole_share": "tase/official_acc"}
 
 
+def finite(v: Any) -> float | None:
+    """`v` as a finite float, or None: not a number, NaN, infinite, or an integer too large for a float (a
+    401-digit reward raised OverflowError)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
 def curve(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> tuple[str | None, list[int], list[float]]:
     """(the key used, steps, values) of the first key the log has with finite numbers; (None, [], []) if none."""
     for key in keys:
-        pts = [(r["step"], float(r[key])) for r in rows
-               if isinstance(r.get(key), (int, float)) and math.isfinite(float(r[key]))
-               and (key not in NEEDS or r.get(NEEDS[key], 1) != 0)]
+        pts = [(r["step"], finite(r.get(key))) for r in rows
+               if finite(r.get(key)) is not None and (key not in NEEDS or r.get(NEEDS[key], 1) != 0)]
         if pts:
             return key, [s for s, _ in pts], [v for _, v in pts]
     return None, [], []

@@ -49,7 +49,7 @@ def read_json(path: Path, advice: str) -> dict:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise TaseError(f"{path}: cannot read ({e.strerror})")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise TaseError(f"{path}: torn or truncated (not valid JSON); {advice}")
     if not isinstance(obj, dict):
         raise TaseError(f"{path}: not a JSON object; {advice}")

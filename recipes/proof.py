@@ -180,7 +180,7 @@ def train_runtime(run: Path) -> float:
     state = run / "trainer_state.json"
     try:
         history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
-    except (OSError, ValueError, AttributeError) as e:
+    except (OSError, ValueError, AttributeError, RecursionError) as e:
         raise TaseError(f"{shown(state)}: cannot read the fine arm's train_runtime ({getattr(e, 'strerror', None) or e}); "
              "the control trains for as long as the fine arm did")
     times = [h["train_runtime"] for h in history

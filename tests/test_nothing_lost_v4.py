@@ -128,3 +128,113 @@ def test_guard_that_drops_everything_ends_in_one_line():
     fresh = dict(bench[0], prompt="How many b in b?")
     kept = list(itertools.islice(g.filter(itertools.cycle([dict(bench[0]), fresh])), 5))
     assert len(kept) == 5  # drops between kept rows never add up to the bound
+
+
+# --- 6. JSON errors: one wording for every reader, never a traceback ---------------------------------------
+
+HUGE = "1" * 5000  # past Python's 4,300-digit limit: int() raises a ValueError without `.msg`
+GOOD = {"id": "r0", "task": "freq_count", "lang": "en", "type": "NUMBER", "prompt": "How many a in a a?",
+        "answer": "2"}
+
+
+def eval_main(argv: list[str], capsys) -> tuple[int, str]:
+    from eval.__main__ import main
+
+    return main(argv), capsys.readouterr().err
+
+
+def scored(tmp_path: Path, name: str, capsys) -> Path:
+    """An `eval score` folder of two rows."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps(GOOD) + "\n" + json.dumps({**GOOD, "id": "r1", "answer": "3"}) + "\n")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"id": "r0", "completion": "<answer>2</answer>"}\n{"id": "r1", "completion": "2"}\n')
+    assert eval_main(["score", "--data", str(data), "--predictions", str(preds), "--out", str(tmp_path / name)],
+                     capsys)[0] == 0
+    return tmp_path / name
+
+
+def test_a_huge_integer_is_one_line_in_the_same_words_in_every_reader(tmp_path, capsys):
+    """`e.msg` of the int() ValueError crashed every reader with an AttributeError."""
+    from synth.__main__ import main as synth_main
+
+    want = "line 1: not JSON (an integer of more than 4300 digits)"
+    data = tmp_path / "big.jsonl"
+    data.write_text(json.dumps(GOOD).replace('"2"}', HUGE + "}") + "\n")
+    code, err = eval_main(["gold", "--data", str(data), "--out", str(tmp_path / "g.jsonl")], capsys)
+    assert code == 2
+    one_line(err, want)
+    assert synth_main(["-n", "1", "--task", "freq_count", "--exclude", str(data), "--out", str(tmp_path / "s.jsonl")]) == 2
+    one_line(capsys.readouterr().err, want)
+    good = tmp_path / "d.jsonl"
+    good.write_text(json.dumps(GOOD) + "\n")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"id": "r0", "completion": ' + HUGE + "}\n")
+    code, err = eval_main(["score", "--data", str(good), "--predictions", str(preds), "--out", str(tmp_path / "s")],
+                          capsys)
+    assert code == 2
+    one_line(err, want)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text(f'{{"step": 1, "reward": {HUGE}}}\n{{"step": 2, "reward": 0.5}}\n')
+    code, err = eval_main(["plot-training", str(run), "--out", str(tmp_path / "t.png")], capsys)
+    assert code == 2
+    one_line(err, want)
+    a = scored(tmp_path, "a", capsys)
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "results.json").write_bytes((a / "results.json").read_bytes())
+    (b / "samples.jsonl").write_text('{"id": ' + HUGE + "}\n" + (a / "samples.jsonl").read_text())
+    code, err = eval_main(["compare", str(a), str(b), "--out", str(tmp_path / "c")], capsys)
+    assert code == 2
+    one_line(err, want)
+    assert not (tmp_path / "c").exists() and not (tmp_path / "s").exists() and not (tmp_path / "t.png").exists()
+
+
+def test_plot_training_on_huge_numbers(tmp_path, capsys):
+    """A 401-digit reward (no float holds it) is left out like NaN, the plot still drawn; a 401-digit step
+    is one line."""
+    run = tmp_path / "run"
+    run.mkdir()
+    big = "9" * 401
+    (run / "metrics.jsonl").write_text("".join(f'{{"step": {s}, "reward": {big if s == 2 else 0.5}}}\n'
+                                               for s in (1, 2, 3)))
+    code, err = eval_main(["plot-training", str(run), "--out", str(tmp_path / "t.png")], capsys)
+    assert code == 0, err
+    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from eval.plot_training import curve, read_run
+
+    assert curve(read_run(run), ("reward",))[1:] == ([1, 3], [0.5, 0.5])
+    (run / "metrics.jsonl").write_text(f'{{"step": {big}, "reward": 0.5}}\n{{"step": 2, "reward": 0.5}}\n')
+    code, err = eval_main(["plot-training", str(run), "--out", str(tmp_path / "u.png")], capsys)
+    assert code == 2
+    one_line(err, "line 1: step 99999999999999999999... is not a training step")
+
+
+@pytest.mark.parametrize("verdict,shown", [("NaN", "coarse nan"), ('"1"', "coarse 1"), ("1.5", "coarse 1.5"),
+                                           ("true", "coarse True")])
+def test_compare_on_a_sample_whose_verdict_is_no_number(tmp_path, capsys, verdict, shown):
+    """`coarse: NaN` gave a TypeError in compare's table; every reader of samples (compare, robustness, a
+    resumed run) now refuses a verdict that is not a number from 0 to 1."""
+    a = scored(tmp_path, "a", capsys)
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "results.json").write_bytes((a / "results.json").read_bytes())
+    lines = (a / "samples.jsonl").read_text().splitlines(keepends=True)
+    (b / "samples.jsonl").write_text(lines[0] + json.dumps(json.loads(lines[1])).replace(
+        '"coarse": 0.0', f'"coarse": {verdict}') + "\n")
+    code, err = eval_main(["compare", str(a), str(b), "--out", str(tmp_path / "c")], capsys)
+    assert code == 2
+    one_line(err, f"line 2: {shown} is not a verdict")
+    assert not (tmp_path / "c").exists()
+
+
+def test_markers_and_headers_nested_too_deeply_are_no_traceback(tmp_path):
+    """RecursionError is no ValueError: the readers of markers and earlier outputs caught only the latter."""
+    from common.paths import MARKER, jsonl_with_keys, output_kind, read_marker
+
+    deep = "[" * 100_000
+    (tmp_path / MARKER).write_text(deep)
+    assert read_marker(tmp_path) is None and output_kind(tmp_path) is None
+    (tmp_path / "x.jsonl").write_text(deep + "\n")
+    assert jsonl_with_keys(tmp_path / "x.jsonl", ("id",)) is False
