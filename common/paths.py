@@ -155,10 +155,10 @@ def _take(lock: Path, out: str | Path) -> int:
 MARKER = ".tase-output.json"
 LABELS = {"export": "export", "export-lm-eval": "export-lm-eval", "score": "eval score", "compare": "eval compare",
           "synth": "synth", "gold": "eval gold", "demo": "demo", "tokstats": "eval tokstats",
-          "robustness": "eval robustness"}
+          "robustness": "eval robustness", "plot-training": "eval plot-training", "select": "select_checkpoint"}
 # subfolders that are part of a command's own output though they are another command's output themselves:
 # `eval robustness run` keeps its `eval run` in OUT/run
-_OWN_PARTS = {"robustness": ("run",)}
+_OWN_PARTS = {"robustness": ("run",), "select": ("step-*",)}  # select_checkpoint: an `eval run` per checkpoint
 _WALK_LIMIT = 100_000  # entries: a folder this big is not an earlier output; treat it as precious
 # files an export from before markers may hold (what save_pretrained and the tokenizer write, and the card)
 _OLD_EXPORT_FILES = ("config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",
@@ -232,6 +232,8 @@ def output_kind(folder: Path) -> tuple[str, str] | None:
             return "model", "a model (config.json)"
     if "comparison.json" in names:
         return "compare", "an `eval compare` output (comparison.json)"
+    if "selection.json" in names and "selection.md" in names:  # select_checkpoint from before its marker
+        return "select", "a `select_checkpoint` output (selection.json)"
     if "manifest.json" in names and "robustness_data.jsonl" in names:
         return "robustness", "an `eval robustness` output (manifest.json)"
     return None
@@ -256,7 +258,7 @@ def holds_output(folder: Path, skip_root: bool = False, own_parts: tuple[str, ..
     seen = 0
     for root, dirs, files in _walk(folder):
         if root == folder and own_parts:
-            dirs[:] = [d for d in dirs if d not in own_parts]  # prunes the walk below them
+            dirs[:] = [d for d in dirs if not matches(d, own_parts)]  # prunes the walk below them
         rel = root.relative_to(folder)
         kind = None if skip_root and root == folder else output_kind(root)
         if kind:
@@ -386,14 +388,15 @@ def foreign_entry(folder: Path, patterns: tuple[str, ...]) -> str | None:
     return None
 
 
-def file_refusal(target: Path, command: str, own: Callable[[Path], bool] | None = None) -> str | None:
+def file_refusal(target: Path, command: str, own: Callable[[Path], bool] | None = None,
+                 inside: tuple[str, ...] = ()) -> str | None:
     """Why `command` must not write the file `target` (None when it may): its folder is another command's
-    output (a run's samples.jsonl or results.json is that run's, not a file to replace), or `target`
-    exists, is not empty and `own` says that command did not write it (a notes file). The reason starts
-    with `target`."""
+    output (a run's samples.jsonl or results.json is that run's, not a file to replace) other than the kinds
+    `inside` names (plot-training's PNG belongs in its training run), or `target` exists, is not empty and
+    `own` says that command did not write it (a notes file). The reason starts with `target`."""
     try:
         kind = output_kind(target.parent) if target.parent.is_dir() else None
-        if kind:
+        if kind and kind[0] not in inside:
             return f"{target} is inside {target.parent}, {kind[1]}"
         if own is not None and target.is_file() and target.stat().st_size and not own(target):
             return f"{target} holds something {LABELS.get(command, command)} did not write"

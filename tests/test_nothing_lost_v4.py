@@ -238,3 +238,86 @@ def test_markers_and_headers_nested_too_deeply_are_no_traceback(tmp_path):
     assert read_marker(tmp_path) is None and output_kind(tmp_path) is None
     (tmp_path / "x.jsonl").write_text(deep + "\n")
     assert jsonl_with_keys(tmp_path / "x.jsonl", ("id",)) is False
+
+
+# --- 3. plot-training and select_checkpoint follow the one output rule -------------------------------------
+
+
+def metrics_run(d: Path) -> Path:
+    d.mkdir(parents=True)
+    (d / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "reward": 0.5}) + "\n" for s in (1, 2)))
+    return d
+
+
+def test_plot_training_replaces_only_its_own_png(tmp_path, capsys):
+    """It replaced a user's photo.png and a file inside an `eval compare` output; now only a PNG it wrote (its
+    tEXt tag) is replaced, and a training run (where the default --out lies) is the one output it writes into."""
+    from eval.plot_training import PNG_TAG, is_plot
+
+    run = metrics_run(tmp_path / "run")
+    photo = tmp_path / "photo.png"
+    photo.write_bytes(b"\x89PNG\r\n\x1a\nmy holiday")
+    code, err = eval_main(["plot-training", str(run), "--out", str(photo)], capsys)
+    assert code == 2
+    one_line(err, f"--out {photo} holds something eval plot-training did not write")
+    assert photo.read_bytes() == b"\x89PNG\r\n\x1a\nmy holiday"
+    a = scored(tmp_path, "a", capsys)
+    code, err = eval_main(["plot-training", str(run), "--out", str(a / "results.png")], capsys)
+    assert code == 2
+    one_line(err, "an `eval score` output")
+    assert not (a / "results.png").exists()
+    code, err = eval_main(["plot-training", str(run), "--out", str(tmp_path / "a")], capsys)
+    assert code == 2
+    one_line(err, "a .png file is expected")
+    for _ in range(2):  # its own PNG, in the run folder (the default --out): written, then replaced
+        assert eval_main(["plot-training", str(run)], capsys)[0] == 0
+        assert is_plot(run / "training.png") and PNG_TAG.encode() in (run / "training.png").read_bytes()
+    assert sorted(p.name for p in run.iterdir()) == ["metrics.jsonl", "training.png"]  # no lock or temp left
+
+
+def _select_run(tmp: Path) -> Path:
+    """A run with one checkpoint whose (empty) safetensors file is whole: a candidate for --dry-run."""
+    ck = tmp / "run" / "checkpoint-2"
+    ck.mkdir(parents=True)
+    (ck / "model.safetensors").write_bytes(b"\2" + b"\0" * 7 + b"{}")
+    return tmp / "run"
+
+
+def test_select_checkpoint_follows_the_one_output_rule(tmp_path, capsys):
+    """It overwrote a user's selection.md and wrote its runs into an `eval score` folder; now --out is refused for
+    those, and its own folder (marker, `eval run` outputs in step-N) is accepted for a rerun."""
+    from conftest import call_main
+    from recipes.select_checkpoint import OWN_FILES, mark
+
+    run = _select_run(tmp_path)
+    held = tmp_path / "h.jsonl"
+    held.write_text(json.dumps(GOOD) + "\n")
+    sel = ["recipes/select_checkpoint.py", str(run), "--heldout", str(held), "--dry-run", "--out"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "selection.md").write_text("my notes\n")
+    code, err = call_main([*sel, str(mine)])
+    assert code == 2
+    one_line(err, f"{mine / 'selection.md'} holds something select_checkpoint did not write")
+    a = scored(tmp_path, "a", capsys)
+    code, err = call_main([*sel, str(a)])
+    assert code == 2
+    one_line(err, f"--out {a} is an `eval score` output")
+    code, err = call_main([*sel, str(held)])
+    assert code == 2
+    one_line(err, "is a file, not a folder")
+    code, err = call_main([*sel, str(tmp_path / "new")])
+    assert code == 0, err
+    assert not (tmp_path / "new").exists()  # a dry run writes nothing
+    own = tmp_path / "own"
+    (own / "step-2").mkdir(parents=True)
+    (own / "step-2" / "run_config.json").write_text("{}")  # its `eval run` of checkpoint-2
+    for f in OWN_FILES:
+        (own / f).write_text("earlier\n")
+    (own / "notes.txt").write_text("kept\n")
+    mark(own, [*OWN_FILES, "step-2"])
+    assert call_main([*sel, str(own)])[0] == 0
+    mark(own, [])  # a later run's marker keeps what the earlier ones wrote, and never takes the user's notes
+    from common.paths import read_marker
+
+    assert read_marker(own)["files"] == sorted([*OWN_FILES, "step-2"])
