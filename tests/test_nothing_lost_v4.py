@@ -321,3 +321,39 @@ def test_select_checkpoint_follows_the_one_output_rule(tmp_path, capsys):
     from common.paths import read_marker
 
     assert read_marker(own)["files"] == sorted([*OWN_FILES, "step-2"])
+
+
+# --- 2. nothing written outside --out unless named for the run ----------------------------------------------
+
+
+def test_proof_writes_nothing_outside_out(tmp_path, fixture_root, capsys):
+    """The shipped configs sent the completion files into docs/results/ whatever --out said (a 2-step proof replaced
+    4 committed files). Every path the plan writes is now under --out, --completions names another place for one
+    run, a config cannot, and the repository's `git status` is unchanged."""
+    import subprocess
+
+    from recipes.proof import main
+
+    def status() -> str:
+        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout
+
+    before = status()
+    out = tmp_path / "proof"
+    assert main(["--dry-run", "--official", str(fixture_root), "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    writes = [line.split("# writes ", 1)[1].split()[0].rstrip(":") for line in lines if line.startswith("# writes ")]
+    outs = [c.split(" --out ", 1)[1].split()[0] for c in lines if c.startswith("+ ") and " --out " in c]
+    outs += [c.split(" --output_dir ", 1)[1].split()[0] for c in lines if " --output_dir " in c]
+    assert writes and outs and all(Path(p).is_relative_to(out) for p in writes + outs), [
+        p for p in writes + outs if not Path(p).is_relative_to(out)]
+    assert f"{out / 'completions' / 'fine'}/<task>/<file>.jsonl" in writes
+    assert status() == before and not out.exists()
+    named = tmp_path / "elsewhere"
+    assert main(["--dry-run", "--official", str(fixture_root), "--out", str(out), "--completions", str(named)]) == 0
+    assert f"# writes {named / 'fine'}/<task>/<file>.jsonl" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "recipes/configs/proof_cpu.yaml").read_text() + "completions: ../docs/results/proof_cpu\n")
+    assert main(["--dry-run", "--official", str(fixture_root), "--config", str(bad)]) == 2
+    one_line(capsys.readouterr().err, "completions must be a folder inside out (relative, without ..), got "
+             "'../docs/results/proof_cpu'")
