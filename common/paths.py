@@ -58,10 +58,19 @@ class OutputBusy(TaseError):
 NAME_MAX = 255  # bytes in one file name on the common Linux file systems (ext4, xfs, btrfs, tmpfs)
 
 
+def followed(out: str | Path) -> Path:
+    """The path an output is written at: a symlinked --out is followed to its target, by every command (the link
+    stays and the target is replaced; `eval score --force` once replaced the link with a folder and left the old
+    scores at the target). Any other path is returned as given."""
+    out = Path(out)
+    return Path(os.path.realpath(out)) if out.is_symlink() else out
+
+
 def lock_path(out: Path) -> Path:
-    """`.NAME.lock` beside `out`; where that name would pass NAME_MAX (an output name within 6 bytes of the limit),
-    a shortened name with a digest of the whole one, so every output that can exist has a lock."""
-    out = Path(os.path.abspath(out))
+    """`.NAME.lock` beside `out` (beside its target when `out` is a symlink: one lock however it is named); where
+    that name would pass NAME_MAX (an output name within 6 bytes of the limit), a shortened name with a digest of
+    the whole one, so every output that can exist has a lock."""
+    out = Path(os.path.abspath(followed(out)))
     name = f".{out.name}.lock"
     if len(os.fsencode(name)) > NAME_MAX:
         name = f".{out.name[:50]}-{hashlib.sha256(os.fsencode(out.name)).hexdigest()[:16]}.lock"

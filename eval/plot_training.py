@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from common.paths import BLOCKS, OutputBusy, file_refusal, hold_output, write_blocker
+from common.paths import BLOCKS, OutputBusy, file_refusal, followed, hold_output, write_blocker
 from common.readers import JSON_ERRORS, json_problem
 
 METRICS = "metrics.jsonl"
@@ -137,7 +137,7 @@ def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | No
     choose matplotlib's backend."""
     from matplotlib.figure import Figure  # no pyplot: no backend to choose, no global figure state
 
-    out = Path(out)
+    out = followed(out)  # a symlinked --out: its target is replaced, the link stays
     check_out(out)
     logs = [read_run(r) for r in runs]
     names = names or run_names(runs)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from common.paths import BLOCKS, is_own, leftovers, output_kind, output_refusal, write_blocker, write_marker
+from common.paths import BLOCKS, followed, is_own, leftovers, output_kind, output_refusal, write_blocker, write_marker
 from common.prompts import SYSTEM_PROMPT, build_messages
 from common.readers import JSON_ERRORS, DataError, json_problem, open_text, text_lines
 from rewards import score
@@ -457,7 +457,7 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
     killed command leaves the previous scores as they were."""
     from rewards import completion_text
 
-    out = Path(out)
+    out = followed(out)  # a symlinked --out: the scores replace its target's, the link stays
     check_out_dir(out)
     records = {r["id"]: r for r in select(load_data(data), None)}  # duplicate ids: one line, as `run` does
     preds = read_predictions(predictions, records, data)

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from common.errors import TaseError, one_line
-from common.paths import BLOCKS, file_refusal, hold_output, jsonl_with_keys, leftovers, os_error_line, write_blocker
+from common.paths import (BLOCKS, file_refusal, followed, hold_output, jsonl_with_keys, leftovers, os_error_line,
+                          write_blocker)
 from common.record import LANGS, TASKS
 
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                 from tqdm import tqdm
 
                 stream = tqdm(stream, total=args.n, unit="ex", desc="synth", file=sys.stderr)
-            write_atomic(Path(args.out), stream)
+            write_atomic(followed(args.out), stream)  # a symlinked --out: its target is replaced, the link stays
         if guard:
             print(guard.report(), file=sys.stderr)
         if stats["repeats"]:

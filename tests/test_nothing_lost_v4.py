@@ -53,7 +53,7 @@ def test_leftovers_are_the_outputs_own_and_nobody_elses(tmp_path):
     output whose name starts with NAME."""
     from common.paths import leftovers, recover_replace
 
-    mine = [Path(tempfile.mkdtemp(prefix=".*.tmp-", dir=tmp_path)), Path(tempfile.mkdtemp(prefix=".*.old-", dir=tmp_path))]
+    mine = [Path(tempfile.mkdtemp(prefix=f".*.{tag}-", dir=tmp_path)) for tag in ("tmp", "old")]
     others = [tmp_path / ".x.tmp-abcdefgh", tmp_path / ".x.old-abcdefgh", tmp_path / ".x.tmp-y.tmp-abcdefgh",
               tmp_path / ".data1.tmp-abcdefgh"]
     for d in others:
@@ -164,7 +164,8 @@ def test_a_huge_integer_is_one_line_in_the_same_words_in_every_reader(tmp_path, 
     code, err = eval_main(["gold", "--data", str(data), "--out", str(tmp_path / "g.jsonl")], capsys)
     assert code == 2
     one_line(err, want)
-    assert synth_main(["-n", "1", "--task", "freq_count", "--exclude", str(data), "--out", str(tmp_path / "s.jsonl")]) == 2
+    assert synth_main(["-n", "1", "--task", "freq_count", "--exclude", str(data),
+                       "--out", str(tmp_path / "s.jsonl")]) == 2
     one_line(capsys.readouterr().err, want)
     good = tmp_path / "d.jsonl"
     good.write_text(json.dumps(GOOD) + "\n")
@@ -357,3 +358,43 @@ def test_proof_writes_nothing_outside_out(tmp_path, fixture_root, capsys):
     assert main(["--dry-run", "--official", str(fixture_root), "--config", str(bad)]) == 2
     one_line(capsys.readouterr().err, "completions must be a folder inside out (relative, without ..), got "
              "'../docs/results/proof_cpu'")
+
+
+# --- 4. a symlinked --out is followed, by every writer ----------------------------------------------------
+
+
+def test_score_force_onto_a_symlinked_out_replaces_the_target_and_keeps_the_link(tmp_path, capsys):
+    """`eval score --force` onto a symlink replaced the link with a folder and left the old scores at the target.
+    The rule (docs/evaluation.md): a symlinked --out is followed; the target is replaced, the link stays. synth's
+    file and plot-training's PNG the same way."""
+    import os
+
+    target = scored(tmp_path, "target", capsys)
+    (target / "notes.txt").write_text("mine\n")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    preds = tmp_path / "p2.jsonl"
+    preds.write_text("".join(json.dumps({"id": i, "completion": f"<answer>{a}</answer>"}) + "\n"
+                             for i, a in (("r0", 2), ("r1", 3))))
+    code, err = eval_main(["score", "--data", str(tmp_path / "d.jsonl"), "--predictions", str(preds), "--out",
+                           str(link), "--force"], capsys)
+    assert code == 0, err
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert json.loads((target / "results.json").read_text())["overall"] == 100.0  # was 50: the target holds the new
+    assert (target / "notes.txt").read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temp, backup or lock left
+    from synth.__main__ import main as synth_main
+
+    data = tmp_path / "data.jsonl"
+    assert synth_main(["-n", "1", "--task", "freq_count", "--lang", "en", "--no-progress", "--out", str(data)]) == 0
+    dlink = tmp_path / "dlink.jsonl"
+    dlink.symlink_to(data)
+    assert synth_main(["-n", "3", "--task", "freq_count", "--lang", "en", "--no-progress", "--out", str(dlink)]) == 0
+    assert dlink.is_symlink() and len(rows(data)) == 3
+    run = metrics_run(tmp_path / "run")
+    png = tmp_path / "plots" / "t.png"
+    assert eval_main(["plot-training", str(run), "--out", str(png)], capsys)[0] == 0
+    plink = tmp_path / "t.png"
+    plink.symlink_to(png)
+    assert eval_main(["plot-training", str(run), str(run), "--out", str(plink)], capsys)[0] == 0
+    assert plink.is_symlink() and png.stat().st_size > 0
