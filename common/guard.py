@@ -19,8 +19,8 @@ Two reasons, counted separately:
   guard let a model train on them. Labels are left out: an answer given by at least 2 rows and 1% of its
   file (dot_matrix's classes) names a class, not a row; numbers (NUMBER, LENGTH) never count.
 N-grams are kept as 64-bit polynomial hashes in a sorted numpy array (a few MB for the whole release).
-`filter` ends: MAX_DROPS_IN_A_ROW drops without a kept example raise GuardError (one line) rather than
-drawing from an endless generator for ever.
+`filter` ends: MAX_DROPS_IN_A_ROW n-gram or answer drops without a kept example raise GuardError (one line)
+rather than drawing from an endless generator for ever.
 
 Part of the floor (`common/`); building the guard from `--exclude` specs, which reads the official layout,
 is `synth.guard.guard_from_specs`.
@@ -173,8 +173,10 @@ class Guard:
         return "answer" if (*answer_key(record), normalize_prompt(str(record["answer"]))) in self.answers else None
 
     def filter(self, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        """The records that pass; GuardError after `max_drops_in_a_row` drops without a kept one (the
-        generators are endless: a guard that drops everything would otherwise never return)."""
+        """The records that pass; GuardError after `max_drops_in_a_row` n-gram or answer drops without a kept one
+        (the generators are endless: a guard that drops everything would otherwise never return). Exact drops do
+        not count: a stream's prompts are distinct, so they end with the excluded set (a held-out file drawn after
+        a training file of the same seed skips all of it)."""
         run = 0
         for r in records:
             self.seen += 1
@@ -189,7 +191,7 @@ class Guard:
                 run = 0
                 yield r
                 continue
-            run += 1
+            run += why != "exact"  # exact drops are bounded: the stream's prompts are distinct, the set is finite
             if run >= self.max_drops_in_a_row:
                 raise GuardError(f"contamination guard: dropped {run} generated examples in a row ({r.get('task')}/"
                                  f"{r.get('lang')}, last by {why}): the excluded data covers what this generator "
