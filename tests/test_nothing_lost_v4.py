@@ -392,6 +392,11 @@ def test_score_force_onto_a_symlinked_out_replaces_the_target_and_keeps_the_link
     dlink.symlink_to(data)
     assert synth_main(["-n", "3", "--task", "freq_count", "--lang", "en", "--no-progress", "--out", str(dlink)]) == 0
     assert dlink.is_symlink() and len(rows(data)) == 3
+    gold, glink = tmp_path / "gold.jsonl", tmp_path / "glink.jsonl"
+    gold.write_text(json.dumps({"id": "r0", "completion": "old"}) + "\n")
+    glink.symlink_to(gold)
+    assert eval_main(["gold", "--data", str(data), "--out", str(glink)], capsys)[0] == 0
+    assert glink.is_symlink() and len(rows(gold)) == 3
     run = metrics_run(tmp_path / "run")
     png = tmp_path / "plots" / "t.png"
     assert eval_main(["plot-training", str(run), "--out", str(png)], capsys)[0] == 0
