@@ -1,6 +1,7 @@
 """`make proof TASE=DIR`: the proof that GRPO teaches token awareness, on whole official files, on CPU.
 
     python recipes/proof.py --config recipes/configs/proof_cpu.yaml --official /path/to/Tase [--out DIR] [--dry-run]
+        [--completions DIR]
 
 1 subset: the config's official files linked into OUT/official (evaluated whole, with the release's ids);
 2 SFT warm-up; 3 one GRPO arm per accuracy reward (coarse, fine) from the warm-up, nothing else differing;
@@ -13,7 +14,8 @@
   CIs, wall times.
 Without a `control:` section stage 4 does not exist and the later ones are numbered 4-8. Each step is printed
 as the command it runs and timed; a stage whose output exists is skipped, so rerunning the same command
-resumes. Relative paths in the config are relative to the repository root.
+resumes. Relative paths in the config are relative to the repository root. Nothing is written outside OUT unless
+named for the run (--completions DIR).
 """
 from __future__ import annotations
 
