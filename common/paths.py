@@ -164,7 +164,8 @@ def _take(lock: Path, out: str | Path) -> int:
 MARKER = ".tase-output.json"
 LABELS = {"export": "export", "export-lm-eval": "export-lm-eval", "score": "eval score", "compare": "eval compare",
           "synth": "synth", "gold": "eval gold", "demo": "demo", "tokstats": "eval tokstats",
-          "robustness": "eval robustness", "plot-training": "eval plot-training", "select": "select_checkpoint"}
+          "robustness": "eval robustness", "plot-training": "eval plot-training", "select": "select_checkpoint",
+          "stats": "synth stats"}
 # subfolders that are part of a command's own output though they are another command's output themselves:
 # `eval robustness run` keeps its `eval run` in OUT/run
 _OWN_PARTS = {"robustness": ("run",), "select": ("step-*",)}  # select_checkpoint: an `eval run` per checkpoint

@@ -404,3 +404,20 @@ def test_score_force_onto_a_symlinked_out_replaces_the_target_and_keeps_the_link
     plink.symlink_to(png)
     assert eval_main(["plot-training", str(run), str(run), "--out", str(plink)], capsys)[0] == 0
     assert plink.is_symlink() and png.stat().st_size > 0
+
+
+def test_synth_stats_json_replaces_only_its_own_file(tmp_path, capsys):
+    """A writer the issue did not list: `synth stats --json FILE` wrote over any file. Now the one output rule:
+    a user's file is refused before the statistics run; its own earlier file is replaced."""
+    from synth.stats import is_stats_json, main
+
+    notes = tmp_path / "notes.json"
+    notes.write_text("my notes\n")
+    assert main(["--official", str(FIXTURES), "-n", "1", "--json", str(notes)]) == 2
+    one_line(capsys.readouterr().err, f"--json {notes} holds something synth stats did not write")
+    assert notes.read_text() == "my notes\n"
+    mine = tmp_path / "stats.json"
+    for _ in range(2):
+        assert main(["--official", str(FIXTURES), "-n", "1", "--json", str(mine)]) == 0
+        assert is_stats_json(mine)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.json", "stats.json"]
