@@ -8,7 +8,10 @@ Two reasons, counted separately:
   within each benchmark file (task, language, subtask), a token covered by a 4-gram that occurs in at
   least half of the file's prompts is instruction wording, and benchmark n-grams touching such a token
   are not indexed (otherwise every example written in the official wording would be dropped, and so
-  would any that merely shares a FREQ target word wrapped in the template).
+  would any that merely shares a FREQ target word wrapped in the template). A file of fewer than
+  MIN_TEMPLATE_ROWS prompts cannot tell wording from content (one prompt is all wording and all content):
+  its n-grams are not indexed, so its rows are guarded by exact prompt and answer only (`thin`, reported in
+  one line); indexing them dropped every generated example and the generator looped forever.
 * `answer`: the example's answer equals (normalised as prompts are) a benchmark answer of the same task,
   language and subtask, for the answer types that name content (MATCH_ANSWER words and strings, SPLIT
   pieces). A new prompt around an official answer is still that answer: 47% of the release's en_combine
@@ -16,6 +19,8 @@ Two reasons, counted separately:
   guard let a model train on them. Labels are left out: an answer given by at least 2 rows and 1% of its
   file (dot_matrix's classes) names a class, not a row; numbers (NUMBER, LENGTH) never count.
 N-grams are kept as 64-bit polynomial hashes in a sorted numpy array (a few MB for the whole release).
+`filter` ends: MAX_DROPS_IN_A_ROW n-gram or answer drops without a kept example raise GuardError (one line)
+rather than drawing from an endless generator for ever.
 
 Part of the floor (`common/`); building the guard from `--exclude` specs, which reads the official layout,
 is `synth.guard.guard_from_specs`.
@@ -30,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from common.errors import TaseError
+
 _WS = re.compile(r"\s+")
 TOKEN = re.compile(r"[a-z]+(?:[-'][a-z]+)*|[\u4e00-\u9fff]|[\uac00-\ud7a3]")
 NGRAM = 13
@@ -38,6 +45,12 @@ TEMPLATE_SHARE = 0.5
 ANSWER_TYPES = frozenset({"MATCH_ANSWER", "SPLIT"})  # answers that name content (see `answer` above)
 LABEL_SHARE = 0.01  # an answer of >= 2 rows and this share of its file is a class label, not guarded
 _MULT = np.uint64(0x100000001B3)
+MIN_TEMPLATE_ROWS = 2  # prompts a file needs before its shared 4-grams can be told from content
+MAX_DROPS_IN_A_ROW = 10_000  # dropped generated examples without one kept: the exclude data covers the generator
+
+
+class GuardError(TaseError, ValueError):
+    """The guard drops everything the generator makes (one line, exit 2, instead of a loop without end)."""
 
 
 def normalize_prompt(text: str) -> str:
@@ -90,6 +103,8 @@ class Guard:
     template_ngrams: int = 0
     answers: frozenset[tuple[Any, Any, Any, str]] = frozenset()  # (task, lang, subtask, normalised answer)
     dropped_answer: int = 0
+    thin: tuple[tuple[Any, Any, Any], ...] = ()  # (task, lang, subtask) groups too small for the n-gram rule
+    max_drops_in_a_row: int = MAX_DROPS_IN_A_ROW
 
     @property
     def dropped(self) -> int:
@@ -116,7 +131,10 @@ class Guard:
             answers |= {(*key, a) for a, k in counts.items() if k < 2 or k < LABEL_SHARE * len(values)}
         g = cls(frozenset(prompts), vocab=vocab, answers=frozenset(answers))
         kept = []
-        for rows in groups.values():
+        g.thin = tuple(key for key, rows in groups.items() if len(rows) < MIN_TEMPLATE_ROWS)
+        for key, rows in groups.items():
+            if len(rows) < MIN_TEMPLATE_ROWS:  # exact prompt and answer only (module docstring)
+                continue
             k4 = [np.unique(ngram_hashes(ids, TEMPLATE_K)) for ids in rows]
             uniq, counts = np.unique(np.concatenate(k4), return_counts=True)
             template = uniq[counts >= max(2, TEMPLATE_SHARE * len(rows))]
@@ -155,6 +173,11 @@ class Guard:
         return "answer" if (*answer_key(record), normalize_prompt(str(record["answer"]))) in self.answers else None
 
     def filter(self, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The records that pass; GuardError after `max_drops_in_a_row` n-gram or answer drops without a kept one
+        (the generators are endless: a guard that drops everything would otherwise never return). Exact drops do
+        not count: a stream's prompts are distinct, so they end with the excluded set (a held-out file drawn after
+        a training file of the same seed skips all of it)."""
+        run = 0
         for r in records:
             self.seen += 1
             why = self.reason(r["prompt"]) or self.answer_reason(r)
@@ -165,7 +188,24 @@ class Guard:
             elif why == "answer":
                 self.dropped_answer += 1
             else:
+                run = 0
                 yield r
+                continue
+            run += why != "exact"  # exact drops are bounded: the stream's prompts are distinct, the set is finite
+            if run >= self.max_drops_in_a_row:
+                raise GuardError(f"contamination guard: dropped {run} generated examples in a row ({r.get('task')}/"
+                                 f"{r.get('lang')}, last by {why}): the excluded data covers what this generator "
+                                 "makes; exclude less, or generate other tasks or languages")
+
+    def thin_report(self) -> str | None:
+        """One line for stderr when some excluded groups were too small for the n-gram rule, else None."""
+        if not self.thin:
+            return None
+        names = ", ".join("/".join(str(p) for p in k if p) for k in self.thin[:3])
+        names += ", ..." if len(self.thin) > 3 else ""
+        return (f"contamination guard: {len(self.thin)} excluded group(s) (task/language/subtask: {names}) have fewer "
+                f"than {MIN_TEMPLATE_ROWS} prompts, too few to tell instruction wording from content: their rows are "
+                f"matched by exact prompt and answer only, not by shared {NGRAM}-grams")
 
     def report(self) -> str:
         """One line for stderr: what was dropped, by reason."""

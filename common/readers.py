@@ -77,17 +77,36 @@ def read_csv(path: Path, rel: str) -> Iterator[tuple[int, dict[str, str]]]:
             yield i, dict(zip(header, row))
 
 
+JSON_ERRORS = (ValueError, RecursionError)  # what json.loads raises on any input (RecursionError is no ValueError)
+
+
+def json_problem(e: BaseException) -> str:
+    """Why a text is not JSON, in the words every reader uses: "not JSON (<json's reason>)", "not JSON (an
+    integer of more than N digits)" (a plain ValueError from int(), which has no `.msg`: reading `e.msg` crashed
+    every reader on a 4,301-digit number), or "JSON nested too deeply to read" (RecursionError)."""
+    if isinstance(e, RecursionError):
+        return "JSON nested too deeply to read"
+    if isinstance(e, json.JSONDecodeError):
+        return f"not JSON ({e.msg})"
+    if "integer string conversion" in str(e):
+        return f"not JSON (an integer of more than {sys.get_int_max_str_digits()} digits)"
+    return f"not JSON ({' '.join(str(e).split())[:200] or type(e).__name__})"
+
+
+def loads_json(text: str | bytes, where: str | Path) -> Any:
+    """`json.loads(text)`, or DataError "<where>: <json_problem>" (one line) for any text that is not JSON."""
+    try:
+        return json.loads(text)
+    except JSON_ERRORS as e:
+        raise DataError(f"{where}: {json_problem(e)}") from None
+
+
 def load_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     """Stream records from a JSON-lines file (e.g. written by `python -m synth`)."""
     path = Path(path)
     with open_text(path) as f:
         for ln, line in text_lines(f, path):
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise DataError(f"{path}: line {ln}: not JSON ({e.msg})") from None
-            except RecursionError:
-                raise DataError(f"{path}: line {ln}: JSON nested too deeply to read") from None
+            rec = loads_json(line, f"{path}: line {ln}")
             check_record(rec, f"{path}: line {ln}")
             rec.setdefault("subtask", "")
             rec.setdefault("variation", "")

@@ -241,7 +241,7 @@ def _model_max_len(model_path: Path) -> int | None:
 
     try:
         cfg = json.loads((Path(model_path) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     n = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
     return n if isinstance(n, int) and n > 0 else None

@@ -215,9 +215,9 @@ def export(data: str, out: str | Path, max_tokens: int = 1024, limit: int | None
     import shutil
     import tempfile
 
-    from common.paths import output_refusal, recover_replace, replace_folder, write_marker
+    from common.paths import followed, output_refusal, recover_replace, replace_folder, write_marker
 
-    out = Path(out)
+    out = followed(out)  # a symlinked --out: its target is replaced, the link stays
     if out.name in ("", ".", ".."):
         out = Path(os.path.abspath(out))
     recover_replace(out)

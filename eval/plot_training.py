@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
+from common.paths import BLOCKS, OutputBusy, file_refusal, followed, hold_output, write_blocker
+from common.readers import JSON_ERRORS, json_problem
 
 METRICS = "metrics.jsonl"
 # panel title -> curves: (label, keys tried in order, line style)
@@ -51,11 +53,14 @@ def read_run(run: str | Path) -> list[dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError:
+        except JSON_ERRORS as e:
             if i == len(lines) - 1:
                 continue
-            raise PlotError(f"{path}: line {i + 1} is not JSON") from None
+            raise PlotError(f"{path}: line {i + 1}: {json_problem(e)}") from None
         if isinstance(row, dict) and isinstance(row.get("step"), int) and "reward" in row:
+            if not 0 <= row["step"] < 2**53:  # no float holds it: matplotlib raised OverflowError
+                shown = str(row["step"]) if abs(row["step"]) < 10**20 else f"{str(row['step'])[:20]}..."
+                raise PlotError(f"{path}: line {i + 1}: step {shown} is not a training step")
             rows.append(row)
     if not rows:
         raise PlotError(f"{path}: no logged training step with a reward (a GRPO run's log is expected)")
@@ -67,12 +72,23 @@ def read_run(run: str | Path) -> list[dict[str, Any]]:
 NEEDS = {"tase/loophole_share": "tase/official_acc"}
 
 
+def finite(v: Any) -> float | None:
+    """`v` as a finite float, or None: not a number, NaN, infinite, or an integer too large for a float (a
+    401-digit reward raised OverflowError)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
 def curve(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> tuple[str | None, list[int], list[float]]:
     """(the key used, steps, values) of the first key the log has with finite numbers; (None, [], []) if none."""
     for key in keys:
-        pts = [(r["step"], float(r[key])) for r in rows
-               if isinstance(r.get(key), (int, float)) and math.isfinite(float(r[key]))
-               and (key not in NEEDS or r.get(NEEDS[key], 1) != 0)]
+        pts = [(r["step"], finite(r.get(key))) for r in rows
+               if finite(r.get(key)) is not None and (key not in NEEDS or r.get(NEEDS[key], 1) != 0)]
         if pts:
             return key, [s for s, _ in pts], [v for _, v in pts]
     return None, [], []
@@ -86,14 +102,45 @@ def run_names(runs: list[str | Path]) -> list[str]:
     return [f"{p.parent.name}/{p.name}" if names.count(p.name) > 1 else p.name for p in paths]
 
 
+# the PNG's own marker (a tEXt chunk, before the image data): the one output rule (common/paths.py) lets the
+# command replace only a PNG it wrote itself, never a user's photo.png
+PNG_TAG = "tase-grpo eval plot-training"
+
+
+def is_plot(path: Path) -> bool:
+    """Whether `path` is a PNG this command wrote (its tEXt tag within the first 64 KiB)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(65536)
+    except OSError:
+        return False
+    return head.startswith(b"\x89PNG") and PNG_TAG.encode() in head
+
+
+def check_out(out: Path) -> None:
+    """The one output rule for --out: a writable place, not a folder, not a file inside another command's output
+    (a training run is where the plot belongs), and never a file this command did not write."""
+    blocked = write_blocker(out)
+    if blocked:
+        d, why = blocked
+        raise PlotError(f"--out {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    if out.is_dir():
+        raise PlotError(f"--out {out} is a folder; a .png file is expected")
+    why = file_refusal(out, "plot-training", own=is_plot, inside=("training",))
+    if why:
+        raise PlotError(f"--out {why}; write elsewhere")
+
+
 def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | None = None) -> Path:
-    """Draw the four panels for every run into `out` (PNG, written whole or not at all); returns its path. A bare
-    Figure renders itself, so no caller has to choose matplotlib's backend."""
+    """Draw the four panels for every run into `out` (PNG, written whole or not at all, under its write lock, and
+    only over a PNG of its own: `check_out`); returns its path. A bare Figure renders itself, so no caller has to
+    choose matplotlib's backend."""
     from matplotlib.figure import Figure  # no pyplot: no backend to choose, no global figure state
 
+    out = followed(out)  # a symlinked --out: its target is replaced, the link stays
+    check_out(out)
     logs = [read_run(r) for r in runs]
     names = names or run_names(runs)
-    out = Path(out)
     from matplotlib import rcParams
 
     fig = Figure(figsize=(12, 7.5))
@@ -130,12 +177,17 @@ def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | No
         ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("GRPO training: " + ", ".join(names), fontsize=11)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
-        fig.savefig(tmp, dpi=110, format="png")
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        with hold_output(out):
+            check_out(out)  # again under the lock: another writer may have put its file there meanwhile
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+            try:
+                fig.savefig(tmp, dpi=110, format="png", metadata={"Software": PNG_TAG})
+                os.replace(tmp, out)
+            finally:
+                if tmp.exists():
+                    tmp.unlink()
+    except OutputBusy as e:
+        raise PlotError(str(e)) from None
     return out

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from common.paths import BLOCKS, is_own, output_kind, output_refusal, write_blocker, write_marker
+from common.paths import BLOCKS, followed, is_own, leftovers, output_kind, output_refusal, write_blocker, write_marker
 from common.prompts import SYSTEM_PROMPT, build_messages
-from common.readers import DataError, open_text, text_lines
+from common.readers import JSON_ERRORS, DataError, json_problem, open_text, text_lines
 from rewards import score
 from synth.readers import load_data
 
@@ -109,14 +109,36 @@ def read_samples(path: Path, repair: bool = True) -> dict[str, dict[str, Any]]:
             try:
                 s = json.loads(raw)
                 done[s["id"]] = s
-            except (ValueError, KeyError, TypeError, RecursionError):
+            except JSON_ERRORS as e:
+                raise RunError(f"{path}: line {ln}: {json_problem(e)}; the file is damaged or not an `eval` samples "
+                               "file") from None
+            except (KeyError, TypeError):
                 raise RunError(f"{path}: line {ln} is not a sample (a JSON object with an id); the file is damaged "
                                "or not an `eval` samples file") from None
+            bad = verdict_problem(s)
+            if bad:  # NaN or a string here gave a TypeError in compare, or NaN accuracies
+                raise RunError(f"{path}: line {ln}: {bad}; the file was changed after scoring (rerun the command "
+                               "that wrote it)")
             good += len(raw)
     if repair and good < path.stat().st_size:
         with path.open("r+b") as f:
             f.truncate(good)
     return done
+
+
+def verdict_problem(s: dict[str, Any]) -> str | None:
+    """What makes a scored sample's verdicts (coarse, fine, strict: numbers from 0 to 1) unusable, else None. A
+    row scored invalid carries none that count."""
+    if not s.get("valid", True):
+        return None
+    every = s.get("samples") if isinstance(s.get("samples"), list) else []  # pass@k: each sample's verdicts
+    for where, row, keys in (("", s, ("coarse", "fine", "strict")),
+                             *((f"samples[{i}] ", e, ("coarse", "fine")) for i, e in enumerate(every))):
+        for k in keys:
+            v = row.get(k, 0.0) if isinstance(row, dict) else None
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:  # NaN fails 0 <= v
+                return f"{where}{k} {str(v)[:40]} is not a verdict (a number from 0 to 1)"
+    return None
 
 
 def dumps_line(obj: Any) -> str:
@@ -199,8 +221,10 @@ def _check_config(out: Path, cfg: dict[str, Any], has_samples: bool) -> None:
         raise RunError(f"{out} holds samples.jsonl without {RUN_CONFIG} (an `eval score` folder?); use another --out")
     try:
         old = json.loads(p.read_text(encoding="utf-8"))
-    except ValueError:
-        raise RunError(f"{p}: unreadable; move it away to resume, or use another --out") from None
+    except JSON_ERRORS as e:
+        raise RunError(f"{p}: unreadable ({json_problem(e)}); move it away to resume, or use another --out") from None
+    if not isinstance(old, dict):
+        raise RunError(f"{p}: unreadable (not a JSON object); move it away to resume, or use another --out")
     sampling = float(cfg.get("temperature") or 0) > 0 or float(old.get("temperature") or 0) > 0
     keys = [k for k in BINDING if sampling or k not in ("top_p", "top_k", "seed")]  # greedy ignores them
     old = {**BINDING_DEFAULTS, **old}
@@ -367,10 +391,11 @@ def read_predictions(path: str | Path, known: dict[str, Any], data: str) -> list
         for ln, line in text_lines(fh, p, line_in_error=False):
             try:
                 obj = json.loads(line)
-            except RecursionError:
-                raise DataError(f"{p}: line {ln}: JSON nested too deeply to read") from None
-            except ValueError:
-                obj = None
+            except RecursionError as e:
+                raise DataError(f"{p}: line {ln}: {json_problem(e)}") from None
+            except ValueError as e:
+                raise DataError(f"{p}: line {ln}: {json_problem(e)}; expected a JSON object with id and completion "
+                                "(or completions: a list of strings, for pass@k)") from None
             if not isinstance(obj, dict) or "id" not in obj or not ({"completion", "completions"} & obj.keys()):
                 raise DataError(f"{p}: line {ln}: expected a JSON object with id and completion "
                                 "(or completions: a list of strings, for pass@k)")
@@ -432,7 +457,7 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
     killed command leaves the previous scores as they were."""
     from rewards import completion_text
 
-    out = Path(out)
+    out = followed(out)  # a symlinked --out: the scores replace its target's, the link stays
     check_out_dir(out)
     records = {r["id"]: r for r in select(load_data(data), None)}  # duplicate ids: one line, as `run` does
     preds = read_predictions(predictions, records, data)
@@ -446,7 +471,7 @@ def score_predictions(data: str, predictions: str | Path, out: str | Path, force
              else sample_line(records[pid], comp if isinstance(comp, str) else completion_text(comp))
              for pid, comp in preds]
     out.parent.mkdir(parents=True, exist_ok=True)
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):  # left by a killed `score`: never holds user files
+    for stale in leftovers(out, "tmp"):  # left by a killed `score`: never holds user files
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
@@ -491,7 +516,7 @@ def swap_in(new: Path, out: Path) -> None:
 def recover_swap(out: Path) -> None:
     """Finish or undo a `swap_in` that was killed: with `out` gone the old folder comes back; with `out`
     in place the old folder's extra files move in."""
-    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
+    for old in leftovers(out, "old"):
         prev = old / out.name
         if prev.is_dir():
             if not out.exists():

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from common.paths import (
-    OutputBusy, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
+    OutputBusy, followed, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
 from common.process import apply as process_settings
 from recipes.errors import TaseError, one_line_exit
 from recipes.model import resolve
@@ -49,7 +49,7 @@ def read_json(path: Path, advice: str) -> dict:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise TaseError(f"{path}: cannot read ({e.strerror})")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise TaseError(f"{path}: torn or truncated (not valid JSON); {advice}")
     if not isinstance(obj, dict):
         raise TaseError(f"{path}: not a JSON object; {advice}")
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                    "(default: CHECKPOINT/eval/*/ or its run folder's, when present)")
     p.add_argument("--card-only", action="store_true", help="only rewrite README.md of an existing export at --out")
     args = p.parse_args(argv)
-    ckpt, out = Path(args.checkpoint), Path(args.out)
+    ckpt, out = Path(args.checkpoint), followed(args.out)  # a symlinked --out: its target is replaced, the link stays
     if out.name in ("", ".", ".."):  # name the folder itself: its temp and old-* siblings are named after it
         out = Path(os.path.abspath(out))
     if not ckpt.is_dir():

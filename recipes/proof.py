@@ -1,6 +1,7 @@
 """`make proof TASE=DIR`: the proof that GRPO teaches token awareness, on whole official files, on CPU.
 
     python recipes/proof.py --config recipes/configs/proof_cpu.yaml --official /path/to/Tase [--out DIR] [--dry-run]
+        [--completions DIR]
 
 1 subset: the config's official files linked into OUT/official (evaluated whole, with the release's ids);
 2 SFT warm-up; 3 one GRPO arm per accuracy reward (coarse, fine) from the warm-up, nothing else differing;
@@ -13,7 +14,8 @@
   CIs, wall times.
 Without a `control:` section stage 4 does not exist and the later ones are numbered 4-8. Each step is printed
 as the command it runs and timed; a stage whose output exists is skipped, so rerunning the same command
-resumes. Relative paths in the config are relative to the repository root.
+resumes. Relative paths in the config are relative to the repository root. Nothing is written outside OUT unless
+named for the run (--completions DIR).
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ OPTIONAL = object()
 EVAL_DTYPES = ("float32", "bfloat16", "float16")
 # the config's keys: a type (or tuple of types), a nested mapping, or (type, OPTIONAL)
 SCHEMA: dict[str, Any] = {
-    "out": str, "completions": str, "files": list,
+    "out": str, "completions": (str, OPTIONAL), "files": list,
     "sft": {"config": str, "options": (dict, OPTIONAL)},
     "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
     "control": ({"options": (dict, OPTIONAL)}, OPTIONAL),
@@ -180,7 +182,7 @@ def train_runtime(run: Path) -> float:
     state = run / "trainer_state.json"
     try:
         history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
-    except (OSError, ValueError, AttributeError) as e:
+    except (OSError, ValueError, AttributeError, RecursionError) as e:
         raise TaseError(f"{shown(state)}: cannot read the fine arm's train_runtime ({getattr(e, 'strerror', None) or e}); "
              "the control trains for as long as the fine arm did")
     times = [h["train_runtime"] for h in history
@@ -289,6 +291,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    "recipes/configs/proof_cpu.yaml)")
     p.add_argument("--official", required=True, help="the official TASE release folder (tasks/<group>/<task>/*.csv)")
     p.add_argument("--out", default=None, help="output folder (default: the config's out, runs/proof)")
+    p.add_argument("--completions", default=None, metavar="DIR", help="where the per-row completion files go "
+                   "(default: OUT/completions, or OUT/<the config's completions:>); nothing is written outside OUT "
+                   "unless named here, e.g. --completions docs/results/proof_cpu to refresh the committed files")
     p.add_argument("--dry-run", action="store_true", help="print every stage's commands, run nothing")
     one_line_errors(p)
     return p.parse_args(argv)
@@ -307,6 +312,7 @@ class Proof:
     step: Steps
     dry: bool
     py: str = sys.executable
+    completions: Path | None = None  # the completion files' folder: inside out unless --completions names one
 
     @property
     def guard(self) -> str:
@@ -345,6 +351,7 @@ def setup(args: argparse.Namespace) -> Proof:
         if not (official / "tasks" / f).is_file():
             raise TaseError(f"--official {args.official}: no tasks/{f} (the config's files must be in the release)")
     out = Path(args.out).resolve() if args.out else ROOT / cfg["out"]
+    completions = completions_dir(args, cfg, out)
     sft_config, grpo_config = ROOT / cfg["sft"]["config"], ROOT / cfg["grpo"]["config"]
     for c in (sft_config, grpo_config):
         if not c.is_file():
@@ -364,7 +371,20 @@ def setup(args: argparse.Namespace) -> Proof:
         print(f"note: vllm is not installed; evaluating with {default_backend()} (eval's default)")
         backend = default_backend()
     step = Steps("proof", N_STAGES if "control" in cfg else N_STAGES - 1, ROOT, dry_run=args.dry_run, quote=True)
-    return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run)
+    return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run, completions=completions)
+
+
+def completions_dir(args: argparse.Namespace, cfg: dict[str, Any], out: Path) -> Path:
+    """Where the completion files go: --completions DIR as named for this run, else inside OUT (the config's
+    `completions:`, a relative folder, or `completions`). The shipped configs once pointed into docs/results/, so
+    every proof, whatever its --out, replaced the committed files; a config cannot send them outside OUT."""
+    if args.completions:
+        return Path(args.completions).resolve()
+    rel = cfg.get("completions") or "completions"
+    if Path(rel).is_absolute() or ".." in Path(rel).parts:
+        raise TaseError(f"--config {args.config}: completions must be a folder inside out (relative, without ..), got "
+                        f"{rel!r}; name a place outside it for this run with --completions DIR")
+    return out / rel
 
 
 def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Path) -> None:
@@ -541,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     heldout = stage_sets(pr)
     models, data = stage_evaluate(pr, heldout)
     # completion files, re-scored by `eval score`
-    if completions_stage(pr.step, pr.out, pr.cfg["files"], list(models), ROOT / pr.cfg["completions"],
+    if completions_stage(pr.step, pr.out, pr.cfg["files"], list(models), pr.completions,
                          data["official"], k=pr.k("completions")):
         return 1
     pr.step.header(pr.k("summary"), "summary")

@@ -43,7 +43,7 @@ def checkpoint_problem(ckpt: Path) -> str | None:
             return "trainer_state.json without global_step"
     except FileNotFoundError:
         return "no trainer_state.json"
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return "unreadable trainer_state.json"
     why = weights_problem(ckpt, adapter_ok=True)
     if why:
@@ -70,7 +70,7 @@ def weights_problem(folder: Path, adapter_ok: bool = False) -> str | None:
     if index.is_file():
         try:
             shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return "unreadable model.safetensors.index.json"
     else:
         names = ("model.safetensors", "adapter_model.safetensors") if adapter_ok else ("model.safetensors",)
@@ -96,7 +96,7 @@ def _whole_safetensors(path: Path) -> bool:
             header = json.loads(f.read(n))
         end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
         return size == 8 + n + end
-    except (OSError, ValueError, KeyError, TypeError, struct.error):
+    except (OSError, ValueError, KeyError, TypeError, struct.error, RecursionError):
         return False
 
 
@@ -157,7 +157,7 @@ def trim_metrics(output_dir: str, step: int) -> None:
         try:
             if int(json.loads(line).get("step", 0)) <= step:
                 keep.append(line)
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError, RecursionError):
             continue  # a torn last line from the kill
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(keep), encoding="utf-8")
@@ -240,7 +240,7 @@ def final_state(out: Path) -> dict[str, Any] | None:
     or unreadable: then the run did not finish)."""
     try:
         state = json.loads((out / "trainer_state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return state if isinstance(state, dict) and isinstance(state.get("global_step"), int) else None
 

@@ -6,6 +6,9 @@ is never looked at, so the choice does not peek at the test set (issue 41's long
 
 Writes OUT/<step>/ (each evaluation; a rerun resumes them), OUT/selection.json (every candidate's held-out
 accuracy, the rule and the choice), OUT/selection.md and OUT/heldout_curve.png. Prints the chosen folder last.
+OUT follows the one output rule (common/paths.py): never a file, another command's output or a folder holding
+one; the files above only where this command wrote them (its marker), the user's other files kept; one writer
+at a time.
 """
 from __future__ import annotations
 
@@ -16,11 +19,39 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from common.paths import (BLOCKS, OutputBusy, file_refusal, hold_output, is_own, output_refusal, read_marker,
+                          write_blocker, write_marker)
 from recipes.errors import TaseError, one_line_exit
 from recipes.pipeline import Steps
 from recipes.run_dir import final_state, weights_problem
 
 RULE = "highest held-out accuracy (overall, official verdict); ties go to the earlier step"
+OWN_FILES = ("selection.json", "selection.md", "heldout_curve.png")
+
+
+def check_out(out: Path) -> None:
+    """The one output rule for --out (common/paths.py): a folder that can be written, that is not and does not hold
+    another command's output (a training run, an `eval score` folder, ...), and whose selection files, where they
+    exist, are this command's own (its marker lists them): a user's selection.md is never replaced."""
+    blocked = write_blocker(out, include_self=True)
+    if blocked:
+        d, why = blocked
+        raise TaseError(f"--out {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    why = output_refusal(out, "select", replace=False)
+    if why:
+        raise TaseError(f"--out {why}; write elsewhere")
+    own = is_own(out, "select")  # its marker, or selection.json/.md from before markers (then those files)
+    listed = set((read_marker(out) or {"files": OWN_FILES})["files"]) if own else set()
+    for name in OWN_FILES:
+        why = file_refusal(out / name, "select", own=lambda f: f.name in listed, inside=("select",))
+        if why:
+            raise TaseError(f"--out {why}; write elsewhere")
+
+
+def mark(out: Path, names: list[str]) -> None:
+    """The marker of OUT: what this command wrote there (the earlier runs' too), nothing of the user's."""
+    old = (read_marker(out) or {}).get("files", []) if is_own(out, "select") else []
+    write_marker(out, "select", sorted(set(old) | set(names)))
 
 
 def candidates(run: Path, include_final: bool = True) -> list[tuple[int, Path]]:
@@ -97,6 +128,21 @@ def main(argv: list[str] | None = None) -> int:
         raise TaseError(f"--heldout {heldout}: no such file")
     out = Path(a.out) if a.out else run / "select"
     cands = candidates(run, include_final=not a.no_final)
+    check_out(out)
+    if a.dry_run:
+        return _select(a, run, heldout, out, cands)
+    try:
+        with hold_output(out):  # one writer per --out, before any evaluation
+            check_out(out)
+            out.mkdir(parents=True, exist_ok=True)
+            mark(out, [])  # known as this command's folder from the start: a rerun resumes its evaluations
+            return _select(a, run, heldout, out, cands)
+    except OutputBusy as e:
+        raise TaseError(str(e)) from None
+
+
+def _select(a: argparse.Namespace, run: Path, heldout: Path, out: Path, cands: list[tuple[int, Path]]) -> int:
+    """Evaluate every candidate into OUT/step-N, then write the choice (nothing with --dry-run)."""
     steps = Steps("select", len(cands), Path.cwd(), dry_run=a.dry_run)
     scores = []
     for k, (step, folder) in enumerate(cands, 1):
@@ -120,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"| {c['step']} | {c['heldout']:.2f} | {'chosen' if c is chosen else ''} |" for c in scores]
     (out / "selection.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     plot(scores, chosen, out / "heldout_curve.png", f"{run.name}: held-out accuracy by step")
+    mark(out, [*OWN_FILES, *(f"step-{c['step']}" for c in scores)])
     print("\n".join(lines[4:]))
     print(f"chosen: step {chosen['step']} ({chosen['heldout']:.2f} held-out): {chosen['path']}")
     return 0

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from common.errors import TaseError, one_line
-from common.paths import BLOCKS, file_refusal, hold_output, jsonl_with_keys, os_error_line, write_blocker
+from common.paths import (BLOCKS, file_refusal, followed, hold_output, jsonl_with_keys, leftovers, os_error_line,
+                          write_blocker)
 from common.record import LANGS, TASKS
 
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
@@ -81,7 +82,7 @@ def write_atomic(out: Path, stream: Iterable[dict]) -> None:
     the whole stream is written: a failed or killed run leaves the previous file byte for byte."""
     parent = out.parent
     parent.mkdir(parents=True, exist_ok=True)
-    for stale in parent.glob(f".{out.name}.tmp-*"):  # the caller holds out's lock: only a killed run left these
+    for stale in leftovers(out, "tmp"):  # the caller holds out's lock: only a killed run left these
         stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.tmp-", dir=parent)
     try:
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                 from tqdm import tqdm
 
                 stream = tqdm(stream, total=args.n, unit="ex", desc="synth", file=sys.stderr)
-            write_atomic(Path(args.out), stream)
+            write_atomic(followed(args.out), stream)  # a symlinked --out: its target is replaced, the link stays
         if guard:
             print(guard.report(), file=sys.stderr)
         if stats["repeats"]:

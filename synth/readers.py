@@ -10,13 +10,12 @@ is in the floor, `common.readers`. `eval.data` re-exports both for the documente
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import rewards  # noqa: F401  (fills the registry of scoring types the record checks read)
-from common.readers import DataError, FileInfo, load_jsonl, read_csv
+from common.readers import DataError, FileInfo, load_jsonl, loads_json, read_csv
 from common.record import TASKS, make_record
 from common.types import get_type
 
@@ -50,11 +49,15 @@ def _official_types(root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for cfg in sorted((root / "data").glob("final_token_*.json")):
         try:
-            entries = json.loads(cfg.read_text(encoding="utf-8"))
+            text = cfg.read_text(encoding="utf-8")
+        except (OSError, ValueError) as e:  # ValueError: UnicodeDecodeError
+            raise DataError(f"{cfg}: not a valid TASE task config ({type(e).__name__}: {e})") from None
+        entries = loads_json(text, cfg)  # not JSON: one line in every reader's words
+        try:
             for e in entries:
                 for f in e["files"]:
                     out[f] = EVAL_TO_TYPE[e["evaluation"]]
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError) as e:
             raise DataError(f"{cfg}: not a valid TASE task config ({type(e).__name__}: {e})") from None
     return out
 

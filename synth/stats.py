@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from common.errors import one_line
+from common.errors import TaseError, one_line
+from common.paths import BLOCKS, file_refusal, followed, hold_output, write_blocker
 from common.record import TASKS
 
 from .core import TEXT_SOURCES, Generator, SynthError, available, generate, spec
@@ -126,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(args.official)
         if not root.is_dir():
             raise SynthError(f"--official {root}: not a directory")
+        if args.json:
+            check_json_out(followed(args.json))
         rows = []
         for task, sub, code in cells():
             for lang in FILES:
@@ -147,9 +150,39 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['code']:<6}{r['lang']:<3} off {fmt(r['hist_official'])}")
         print(f"{'':<9} gen {fmt(r['hist_generated'])}")
     if args.json:
+        out = followed(args.json)  # a symlinked --json: its target is replaced, the link stays (every writer)
         try:
-            Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+            with hold_output(out):
+                check_json_out(out)  # again under the lock: the checks before the minutes of statistics may be stale
+                tmp = out.with_name(f".{out.name}.tmp")
+                tmp.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+                tmp.replace(out)
+        except TaseError as e:  # SynthError, OutputBusy: one line
+            return one_line(e)
         except OSError as e:
             print(f"error: cannot write {args.json}: {e.strerror}", file=sys.stderr)
             return 2
     return 0
+
+
+def is_stats_json(path: Path) -> bool:
+    """Whether `path` holds what --json writes (a JSON list of cells with code, lang and ks)."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(rows, list) and all(isinstance(r, dict) and {"code", "lang", "ks"} <= r.keys() for r in rows)
+
+
+def check_json_out(out: Path) -> None:
+    """The one output rule for --json (common/paths.py): a writable place, not a folder, never a file inside another
+    command's output, and never a file of the user's own (only an earlier --json of these statistics)."""
+    blocked = write_blocker(out)
+    if blocked:
+        d, why = blocked
+        raise SynthError(f"--json {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    if out.is_dir():
+        raise SynthError(f"--json {out} is a folder")
+    why = file_refusal(out, "stats", own=is_stats_json)
+    if why:
+        raise SynthError(f"--json {why}; write elsewhere")

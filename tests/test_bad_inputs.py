@@ -144,7 +144,7 @@ CASES = [
          lambda d: ["-m", "eval", "compare", str(d / "a"), str(d / "b"), "--out", str(d / "cmp")],
          both(*(w(f"{x}/results.json", json.dumps({"overall": 0, "by_task": {}, "by_lang": {}, "micro": {}, "n": 1}))
                 for x in "ab"), w("a/samples.jsonl", "garbage\n"), w("b/samples.jsonl", "garbage\n")),
-         "line 1 is not a sample"),
+         "line 1: not JSON (Expecting value); the file is damaged or not an `eval` samples file"),
     Case("grpo output_dir that holds a run, not resuming",
          lambda d: [*GRPO, "--output_dir", str(d / "run"), "--max_steps", "1"], lambda d: run_folder(d / "run"),
          "already holds a training run"),

@@ -128,7 +128,8 @@ def test_score_rejects_bad_predictions_and_keeps_existing_output(fixture_root, r
     cases = {
         "unknown.jsonl": ('{"id": "nope/x/0", "completion": "1"}\n', "line 1: unknown id 'nope/x/0'"),
         "dup.jsonl": (2 * (json.dumps({"id": rows[0]["id"], "completion": "x"}) + "\n"), "line 2: id"),
-        "notjson.jsonl": ("{oops\n", "line 1: expected a JSON object with id and completion"),
+        "notjson.jsonl": ("{oops\n", "line 1: not JSON (Expecting property name enclosed in double quotes); "
+                          "expected a JSON object with id and completion"),
         "empty.jsonl": ("\n", "no predictions"),
     }
     for name, (text, msg) in cases.items():

@@ -102,7 +102,6 @@ def test_subtask_errors_are_one_line_in_both_recipe_clis(tmp_path):
 
 CONTROL_CONFIG = """\
 out: runs/proof_combine
-completions: {completions}
 files:
   - token_structure/component_split/en_combine.csv
 sft:
@@ -137,7 +136,7 @@ compare:
 
 
 def proof_config(tmp_path: Path, control: bool = True) -> Path:
-    text = CONTROL_CONFIG.format(completions=tmp_path / "completions")
+    text = CONTROL_CONFIG.format()
     if not control:
         text = text.replace(text[text.index("control:"):text.index("heldout:")], "")
     path = tmp_path / ("control.yaml" if control else "no_control.yaml")
@@ -180,11 +179,11 @@ def test_proof_dry_run_plans_the_control_and_the_subtask_sets(tmp_path, fixture_
         str(out / "data" / "grpo_component_split_en_combine.jsonl"), str(out / "heldout.jsonl")]
     assert all("--task component_split --lang en" in c and "--subtask combine" in c for c in synth)
     assert "-n 3232 --seed 778 --subtask combine" in synth[1] and synth[2].count("--exclude-exact") == 2
-    # evaluated like the other models, compared, re-scored from <completions>/sft_control
+    # evaluated like the other models, compared, re-scored from OUT/completions/sft_control
     assert sum(f"--model {out / 'control'} " in c for c in cmds if " -m eval run " in c) == 2
     compare = [c for c in cmds if " -m eval compare " in c]
     assert len(compare) == 2 and all(c.split(" --out ")[0].endswith("/sft_control") for c in compare)
-    assert any(f"{tmp_path / 'completions' / 'sft_control' / 'component_split' / 'en_combine.jsonl'}" in c
+    assert any(f"{out / 'completions' / 'sft_control' / 'component_split' / 'en_combine.jsonl'}" in c
                for c in cmds if " -m eval score " in c)
 
 

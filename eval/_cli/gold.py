@@ -27,7 +27,9 @@ def execute(args: argparse.Namespace) -> int:
 
     from ..gold import GoldError
 
-    out = Path(args.out)
+    from common.paths import followed
+
+    out = followed(args.out)  # a symlinked --out: its target is replaced, the link stays (every writer)
     src = Path(args.data.removeprefix("official:"))
     if out.is_dir():
         raise GoldError(f"--out {out} is a folder; gold writes one predictions FILE.jsonl")
