@@ -7,6 +7,7 @@ from typing import Any
 
 from common.prompts import SYSTEM_PROMPT
 from recipes.errors import TaseError
+from recipes.heldout import heldout_problem
 
 
 @dataclass
@@ -34,6 +35,13 @@ class DataArgs:
                                              "kana=6 greek=6 symbol=2); num_train_examples counts rows before"})
     allow_pickle_weights: bool = field(default=False, metadata={"help": "accept a model folder without safetensors "
                                        "weights (pickle files can run code; trusted folders only)"})
+    held_out_rows: int = field(default=0, metadata={"help": "score this many generated held-out rows with the "
+                               "project's evaluator at each evaluation (eval_strategy/eval_steps; 0: off; "
+                               "recipes/heldout.py, docs/training.md)"})
+    held_out_seed: int | None = field(default=None, metadata={"help": "synth seed of the held-out rows (default: "
+                                      "synth_seed + 1; must differ from synth_seed)"})
+    held_out_max_new_tokens: int | None = field(default=None, metadata={"help": "greedy tokens per held-out "
+                                                "answer (default: max_completion_length in GRPO, 128 in SFT)"})
 
     def __post_init__(self) -> None:
         """Bad data options fail at parse time in one line (ValueError), not minutes later in a traceback."""
@@ -54,6 +62,7 @@ class DataArgs:
                                           or not all(isinstance(x, str) for x in self.subtasks)):
             raise ValueError(f"subtasks must be a non-empty list of strings (or unset), got {self.subtasks!r}")
         self.answer_repeats()
+        heldout_problem(self)
         if self.train_data == "synth":
             data_streams(self.tasks, self.langs, self.subtasks)
             if self.mixture is not None:
