@@ -7,7 +7,6 @@ from typing import Any
 
 from common.prompts import SYSTEM_PROMPT
 from recipes.errors import TaseError
-from recipes.heldout import heldout_problem
 
 
 @dataclass
@@ -90,6 +89,19 @@ class DataArgs:
                                  + (" (that answer is already given)" if answer in out else ""))
             out[answer] = int(k)
         return out
+
+
+def heldout_problem(args: Any) -> None:
+    """The held_out_* data options (DataArgs.__post_init__): a bad value is one ValueError line at parse time."""
+    for key, low in (("held_out_rows", 0), ("held_out_seed", None), ("held_out_max_new_tokens", 1)):
+        v = getattr(args, key)
+        if v is None and key != "held_out_rows":
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or (low is not None and v < low):
+            raise ValueError(f"{key} must be an integer" + (f" >= {low}" if low is not None else "") + f", got {v!r}")
+    if args.held_out_rows and args.held_out_seed == args.synth_seed:
+        raise ValueError(f"held_out_seed {args.held_out_seed} equals synth_seed: the held-out rows must come from "
+                         "another seed than the training rows")
 
 
 def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None) -> list[tuple[str, str, str | None]]:

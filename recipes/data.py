@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from common.prompts import build_messages
-from recipes import heldout
+from recipes import heldout_rows
 from recipes.config import DataArgs, data_streams
 from recipes.errors import TaseError
 from rewards.trl import reward_columns
@@ -45,7 +45,7 @@ def _iter_drawn(args: DataArgs, limit: int | None):
 
     if args.train_data != "synth":
         rows = load_data(args.train_data)
-        held = heldout.guard_training(args, None)  # no held-out prompt in the training rows (recipes/heldout.py)
+        held = heldout_rows.guard_training(args, None)  # no held-out prompt in the training rows (recipes/heldout_rows.py)
         yield from itertools.islice(held.filter(rows) if held else rows, limit)
         return
     weights = load_mixture(args.mixture) if args.mixture else None
@@ -54,7 +54,7 @@ def _iter_drawn(args: DataArgs, limit: int | None):
         streams.append(synth.generate(t, lang, sys.maxsize, args.synth_seed, sub, paraphrase=args.paraphrase,
                                       weights=weights if t == "all" else None, max_len=args.max_len))
     stream = (r for group in zip(*streams) for r in group)  # interleave the requested cells
-    guard = heldout.guard_training(args, guard_from_specs(args.exclude))  # + the held-out prompts, exact
+    guard = heldout_rows.guard_training(args, guard_from_specs(args.exclude))  # + the held-out prompts, exact
     if guard:
         stream = guard.filter(stream)
     yield from itertools.islice(stream, limit)

@@ -11,10 +11,8 @@ deletes that checkpoint and `load_best_model_at_end` / `save_strategy: best` wor
 at a step that `save_steps` would not save is saved anyway, so the best evaluated step always has its checkpoint.
 OUTPUT_DIR/best_checkpoint.json names it (step, metric, value, path, every evaluation).
 
-The held-out rows are guarded by construction: drawn from the training streams (same tasks, languages, subtasks,
-mixture, lengths) with another synth seed, through the training data's `exclude` guard (the release), and the
-training stream drops every row whose prompt is a held-out prompt (an exact-prompt guard, as `synth
---exclude-exact` guards a held-out split: the 13-gram rule would drop every row written in a shared template).
+The held-out rows are guarded by construction (recipes/heldout_rows.py): another synth seed, the training data's
+`exclude` guard, and the training stream drops every held-out prompt.
 """
 from __future__ import annotations
 
@@ -22,36 +20,18 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from recipes.errors import TaseError
+from recipes.heldout_rows import heldout_seed, records
 
 PREFIX = "tase/heldout/"
 DEFAULT_METRIC = PREFIX + "strict_acc"
 FOLDER = "heldout"  # OUTPUT_DIR/heldout/: heldout.jsonl (the rows) and step-N/ (samples.jsonl, results.json)
 BEST_FILE = "best_checkpoint.json"
 SFT_MAX_NEW_TOKENS = 128  # the warm-up's answers are a reasoning line and the tagged answer
-DRAW_LIMIT = 50  # draws per wanted row before giving up on finding distinct prompts (a tiny task space)
-
-
-def heldout_problem(args: Any) -> None:
-    """The held_out_* data options (DataArgs.__post_init__): a bad value is one ValueError line at parse time."""
-    for key, low in (("held_out_rows", 0), ("held_out_seed", None), ("held_out_max_new_tokens", 1)):
-        v = getattr(args, key)
-        if v is None and key != "held_out_rows":
-            continue
-        if not isinstance(v, int) or isinstance(v, bool) or (low is not None and v < low):
-            raise ValueError(f"{key} must be an integer" + (f" >= {low}" if low is not None else "") + f", got {v!r}")
-    if args.held_out_rows and args.held_out_seed == args.synth_seed:
-        raise ValueError(f"held_out_seed {args.held_out_seed} equals synth_seed: the held-out rows must come from "
-                         "another seed than the training rows")
-
-
-def heldout_seed(args: Any) -> int:
-    """The held-out rows' synth seed: held_out_seed, else synth_seed + 1 (never the training seed)."""
-    return args.held_out_seed if args.held_out_seed is not None else args.synth_seed + 1
 
 
 def _strategy(cfg: Any, key: str = "eval_strategy") -> str:
@@ -88,50 +68,6 @@ def check(args: Any, cfg: Any, trainer: str = "sync") -> None:
                             f"{PREFIX}task/<task>/strict_acc")
         cfg.metric_for_best_model = name
     cfg.greater_is_better = True
-
-
-_RECORDS: dict[tuple, list[dict[str, Any]]] = {}
-
-
-def records(args: Any) -> list[dict[str, Any]]:
-    """The held-out records (cached per data options, so the training guard and the evaluation see the same
-    rows): held_out_rows distinct prompts from the training streams drawn with the held-out seed, through the
-    `exclude` guard. Always synth, also when train_data is a file (its tasks/langs options pick the cells)."""
-    from common.guard import normalize_prompt
-    from recipes.data import iter_records
-
-    seed = heldout_seed(args)
-    key = (tuple(args.tasks), tuple(args.langs), tuple(args.subtasks or ()), args.mixture, seed, args.held_out_rows,
-           args.max_len, args.paraphrase, tuple(args.exclude))
-    if key not in _RECORDS:
-        draw = replace(args, train_data="synth", synth_seed=seed, held_out_rows=0, held_out_seed=None,
-                       repeat_answers=None)
-        rows, seen = [], set()
-        for r in iter_records(draw, args.held_out_rows * DRAW_LIMIT):
-            p = normalize_prompt(r["prompt"])
-            if p not in seen:
-                seen.add(p)
-                rows.append(r)
-                if len(rows) == args.held_out_rows:
-                    break
-        if not rows:
-            raise TaseError("held_out_rows: no held-out row left after the exclude guard (check --tasks/--langs)")
-        _RECORDS[key] = rows
-    return _RECORDS[key]
-
-
-def guard_training(args: Any, guard: Any) -> Any:
-    """The training stream's guard with the held-out prompts added (exact prompt), or `guard` unchanged when
-    held-out evaluation is off; a new exact-only Guard when there was none."""
-    if not getattr(args, "held_out_rows", 0):
-        return guard
-    from common.guard import Guard, normalize_prompt
-
-    prompts = frozenset(normalize_prompt(r["prompt"]) for r in records(args))
-    if guard is None:
-        return Guard(prompts)
-    guard.prompts = guard.prompts | prompts
-    return guard
 
 
 @dataclass

@@ -31,7 +31,7 @@ def test_heldout_rows_are_kept_out_of_training_and_benchmarks(tmp_path):
     """sentence_length at max_len 4 repeats prompts across seeds (18 of 50 measured), so without the guard the
     training stream holds held-out prompts; with it none, and the held-out rows skip an `exclude` file's prompts."""
     from common.guard import normalize_prompt
-    from recipes import heldout
+    from recipes import heldout_rows as heldout
     from recipes.data import iter_records
 
     args = data_args()
