@@ -185,13 +185,15 @@ def prepare(args: Any, cfg: Any, kind: str) -> HeldoutSet | None:
 def best_record(output_dir: str, args: Any, state: Any) -> dict[str, Any] | None:
     """What best_checkpoint.json holds: every evaluation of the metric (from the log history, so a resumed run
     keeps the earlier ones), the best (highest; ties: the earlier step, as transformers' strict `>` keeps) and
-    its checkpoint folder (None while it has none: save_strategy no)."""
+    its checkpoint folder (None while it has none: save_strategy no). As transformers, step 0 (eval_on_start) is
+    not a candidate."""
     metric = args.metric_for_best_model
     evals = [{"step": h["step"], "value": h[metric]} for h in state.log_history if metric in h]
-    if not evals:
+    trained = [e for e in evals if e["step"] > 0]  # eval_on_start's step 0 is the base model: logged, not a candidate
+    if not trained:
         return None
-    best = evals[0]
-    for e in evals[1:]:
+    best = trained[0]
+    for e in trained[1:]:
         if e["value"] > best["value"]:
             best = e
     from recipes.run_dir import weights_problem

@@ -106,11 +106,11 @@ def test_best_record_takes_the_highest_and_the_earlier_of_equals(tmp_path):
     from recipes.heldout import best_record
 
     m = "tase/heldout/strict_acc"
-    hist = [{"step": 1, "loss": 0.1}, {"step": 2, m: 0.25}, {"step": 4, m: 0.5}, {"step": 6, m: 0.5}, {"step": 8, m: 0.0}]
+    hist = [{"step": 0, m: 0.75}, {"step": 1, "loss": 0.1}, {"step": 2, m: 0.25}, {"step": 4, m: 0.5}, {"step": 6, m: 0.5}, {"step": 8, m: 0.0}]
     state = SimpleNamespace(log_history=hist, best_model_checkpoint=None)
     rec = best_record(str(tmp_path), SimpleNamespace(metric_for_best_model=m, load_best_model_at_end=False), state)
     assert (rec["step"], rec["value"], rec["path"]) == (4, 0.5, None)  # no checkpoint-4 folder: no path
-    assert [e["step"] for e in rec["evaluations"]] == [2, 4, 6, 8]
+    assert [e["step"] for e in rec["evaluations"]] == [0, 2, 4, 6, 8]  # step 0 (eval_on_start) logged, not chosen
     assert best_record(str(tmp_path), SimpleNamespace(metric_for_best_model="x", load_best_model_at_end=False),
                        state) is None
 
