@@ -163,7 +163,8 @@ def prepare(args: Any, cfg: Any, kind: str) -> HeldoutSet | None:
 
     rows = records(args)
     out = Path(cfg.output_dir) / FOLDER
-    if int(os.environ.get("RANK", "0")) == 0:
+    main = int(os.environ.get("RANK", "0")) == 0  # every process draws the same rows; the first one writes and says
+    if main:
         out.mkdir(parents=True, exist_ok=True)
         (out / "heldout.jsonl").write_text("".join(dumps_line(r) for r in rows), encoding="utf-8")
     if kind == "sft":
@@ -175,9 +176,10 @@ def prepare(args: Any, cfg: Any, kind: str) -> HeldoutSet | None:
     else:
         data = [to_row(r, args.system_prompt) for r in rows]
         tokens = args.held_out_max_new_tokens or cfg.max_completion_length
-    print(f"held-out set: {len(rows)} rows (synth seed {heldout_seed(args)}, {FOLDER}/heldout.jsonl), scored "
-          f"greedily with {tokens} new tokens at each evaluation; training rows with these prompts are dropped",
-          file=sys.stderr)
+    if main:
+        print(f"held-out set: {len(rows)} rows (synth seed {heldout_seed(args)}, {FOLDER}/heldout.jsonl), scored "
+              f"greedily with {tokens} new tokens at each evaluation; training rows with these prompts are dropped",
+              file=sys.stderr)
     return HeldoutSet(rows, args.system_prompt, tokens, cfg.per_device_eval_batch_size, out, Dataset.from_list(data),
                       metrics_file=Path(cfg.output_dir) / "metrics.jsonl" if kind == "sft" else None)
 
