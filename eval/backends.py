@@ -72,6 +72,15 @@ class HFBackend:
         if self.tok.chat_template is None:
             raise BackendError(f"{model_path}: tokenizer has no chat template (base model?); use an instruct model")
 
+    @classmethod
+    def live(cls, model: Any, tok: Any, cfg: GenConfig) -> "HFBackend":
+        """A backend on a model already in memory (a trainer's policy: recipes/heldout.py scores it while it
+        trains, with no second copy and no engine to start). The caller puts the model in eval mode and the
+        tokenizer on left padding for the calls, as `load_model_and_tokenizer` does for a loaded one."""
+        self = cls.__new__(cls)
+        self.cfg, self.model, self.tok, self.device = cfg, model, tok, model.device
+        return self
+
     def generate(self, conversations: list[list[dict[str, str]]]) -> list[str]:
         import torch
 

@@ -34,6 +34,13 @@ class DataArgs:
                                              "kana=6 greek=6 symbol=2); num_train_examples counts rows before"})
     allow_pickle_weights: bool = field(default=False, metadata={"help": "accept a model folder without safetensors "
                                        "weights (pickle files can run code; trusted folders only)"})
+    held_out_rows: int = field(default=0, metadata={"help": "score this many generated held-out rows with the "
+                               "project's evaluator at each evaluation (eval_strategy/eval_steps; 0: off; "
+                               "recipes/heldout.py, docs/training.md)"})
+    held_out_seed: int | None = field(default=None, metadata={"help": "synth seed of the held-out rows (default: "
+                                      "synth_seed + 1; must differ from synth_seed)"})
+    held_out_max_new_tokens: int | None = field(default=None, metadata={"help": "greedy tokens per held-out "
+                                                "answer (default: max_completion_length in GRPO, 128 in SFT)"})
 
     def __post_init__(self) -> None:
         """Bad data options fail at parse time in one line (ValueError), not minutes later in a traceback."""
@@ -54,6 +61,7 @@ class DataArgs:
                                           or not all(isinstance(x, str) for x in self.subtasks)):
             raise ValueError(f"subtasks must be a non-empty list of strings (or unset), got {self.subtasks!r}")
         self.answer_repeats()
+        heldout_problem(self)
         if self.train_data == "synth":
             data_streams(self.tasks, self.langs, self.subtasks)
             if self.mixture is not None:
@@ -81,6 +89,19 @@ class DataArgs:
                                  + (" (that answer is already given)" if answer in out else ""))
             out[answer] = int(k)
         return out
+
+
+def heldout_problem(args: Any) -> None:
+    """The held_out_* data options (DataArgs.__post_init__): a bad value is one ValueError line at parse time."""
+    for key, low in (("held_out_rows", 0), ("held_out_seed", None), ("held_out_max_new_tokens", 1)):
+        v = getattr(args, key)
+        if v is None and key != "held_out_rows":
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or (low is not None and v < low):
+            raise ValueError(f"{key} must be an integer" + (f" >= {low}" if low is not None else "") + f", got {v!r}")
+    if args.held_out_rows and args.held_out_seed == args.synth_seed:
+        raise ValueError(f"held_out_seed {args.held_out_seed} equals synth_seed: the held-out rows must come from "
+                         "another seed than the training rows")
 
 
 def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None) -> list[tuple[str, str, str | None]]:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from common.prompts import build_messages
+from recipes import heldout_rows
 from recipes.config import DataArgs, data_streams
 from recipes.errors import TaseError
 from rewards.trl import reward_columns
@@ -49,7 +50,9 @@ def _iter_drawn(args: DataArgs, limit: int | None, level: Level | None = None):
     from synth.readers import load_data
 
     if args.train_data != "synth":
-        yield from itertools.islice(load_data(args.train_data), limit)
+        rows = load_data(args.train_data)
+        held = heldout_rows.guard_training(args, None)  # no held-out prompt in the training rows (recipes/heldout_rows.py)
+        yield from itertools.islice(held.filter(rows) if held else rows, limit)
         return
     weights = load_mixture(args.mixture) if args.mixture else None
     streams = []
@@ -58,7 +61,7 @@ def _iter_drawn(args: DataArgs, limit: int | None, level: Level | None = None):
                                       weights=weights if t == "all" else None, max_len=args.max_len,
                                       level=level))
     stream = (r for group in zip(*streams) for r in group)  # interleave the requested cells
-    guard = guard_from_specs(args.exclude)
+    guard = heldout_rows.guard_training(args, guard_from_specs(args.exclude))  # + the held-out prompts, exact
     if guard:
         stream = guard.filter(stream)
     yield from itertools.islice(stream, limit)

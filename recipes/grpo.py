@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from common.process import apply as process_settings
-from recipes import adapters, curriculum, distributed, dynamic_sampling, tracking, vllm_server_cpu
+from recipes import adapters, curriculum, distributed, dynamic_sampling, heldout, tracking, vllm_server_cpu
 from recipes.config import TaseArgs, reward_names, reward_weights
 from recipes.data import build_dataset
 from recipes.errors import TaseError, one_line_exit
@@ -88,13 +88,14 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         init.setdefault("attn_implementation", model_args.attn_implementation)
     cfg.model_init_kwargs = init
     tok = tokenizer(path)
+    held = heldout.prepare(tase, cfg, "grpo")  # before the training rows: they are guarded against it
     dataset = build_dataset(tase, tok, level=cur and cur.level)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
     cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
     trainer_cls, dynamic = (dynamic_sampling.trainer_class(), dynamic_sampling.trainer_args(tase, names)) \
         if tase.dynamic_sampling else (GRPOTrainer, {})  # recipes/dynamic_sampling.py
-    trainer = trainer_cls(
+    trainer = heldout.trainer_class(trainer_cls, held)(  # with held_out_rows: evaluate() scores the held-out set
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
         peft_config=get_peft_config(model_args), quantization_config=adapters.quantization_config(model_args),
         callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),

@@ -165,7 +165,7 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     reward names, weights and their count, sampling settings transformers rejects with a traceback and values it
     takes without a word (config.TRAINER_RANGES), a train_data file's rows (the ones the run reads: up to
     num_train_examples), installed trackers and QLoRA options that can be honoured."""
-    from recipes import adapters, tracking
+    from recipes import adapters, heldout, tracking
 
     check_model_and_paths(tase, cfg, model_args)
     if tase.streaming and cfg.max_steps <= 0:
@@ -186,6 +186,7 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     from recipes.grpo_plan import world_size
 
     dynamic_sampling.check_run(tase, cfg, world_size())
+    heldout.check(tase, cfg, tase.trainer)  # evaluation options; fills metric_for_best_model (recipes/heldout.py)
     if tase.train_data != "synth":
         check_train_data(tase)
     why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, tase.trainer, cfg.use_cpu,

@@ -9,6 +9,9 @@ accuracy, the rule and the choice), OUT/selection.md and OUT/heldout_curve.png. 
 OUT follows the one output rule (common/paths.py): never a file, another command's output or a folder holding
 one; the files above only where this command wrote them (its marker), the user's other files kept; one writer
 at a time.
+Each candidate also carries the numbers a run with `held_out_rows` logs while it trains (eval.headline: official and
+strict accuracy, loophole share, per task); `--metric strict_acc` chooses by the strict one. For runs made without
+evaluation during training: a run with it names its best checkpoint in best_checkpoint.json (recipes/heldout.py).
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from typing import Any
 
 from common.paths import (BLOCKS, OutputBusy, file_refusal, hold_output, is_own, output_refusal, read_marker,
                           write_blocker, write_marker)
+from eval.headline import headline
+from eval.runner import iter_samples
 from recipes.errors import TaseError, one_line_exit
 from recipes.pipeline import Steps
 from recipes.run_dir import final_state, weights_problem
@@ -52,6 +57,8 @@ def mark(out: Path, names: list[str]) -> None:
     """The marker of OUT: what this command wrote there (the earlier runs' too), nothing of the user's."""
     old = (read_marker(out) or {}).get("files", []) if is_own(out, "select") else []
     write_marker(out, "select", sorted(set(old) | set(names)))
+RULES = {"official_acc": RULE, "strict_acc": "highest held-out strict accuracy (overall, strict verdict: loopholes "
+         "fail); ties go to the earlier step"}
 
 
 def candidates(run: Path, include_final: bool = True) -> list[tuple[int, Path]]:
@@ -116,6 +123,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dtype", default="float32", help="eval dtype (pinned: numbers must not depend on the CPU)")
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--no-final", action="store_true", help="checkpoints only, not the run's final model")
+    p.add_argument("--metric", default="official_acc", choices=sorted(RULES),
+                   help="choose by the official (default) or the strict held-out accuracy (eval.headline)")
     p.add_argument("--dry-run", action="store_true", help="print the evaluations, run nothing")
     return p.parse_args(argv)
 
@@ -153,16 +162,19 @@ def _select(a: argparse.Namespace, run: Path, heldout: Path, out: Path, cands: l
         steps(k, f"step {step}: {folder} on {heldout.name}", cmd, stage="evaluate on held-out")
         if not a.dry_run:
             res = json.loads((dest / "results.json").read_text(encoding="utf-8"))
-            scores.append({"step": step, "path": str(folder), "heldout": res["overall"], "n": res.get("n")})
+            head = headline(iter_samples(dest / "samples.jsonl"))  # the numbers training logs as tase/heldout/
+            value = res["overall"] if a.metric == "official_acc" else res["strict"]["overall"]
+            scores.append({"step": step, "path": str(folder), "heldout": value, "n": res.get("n"), "headline": head})
     if a.dry_run:
         return 0
     chosen = choose(scores)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "selection.json").write_text(json.dumps({"run": str(run), "heldout": str(heldout), "rule": RULE,
+    rule = RULES[a.metric]
+    (out / "selection.json").write_text(json.dumps({"run": str(run), "heldout": str(heldout), "rule": rule,
                                                     "candidates": scores, "chosen": chosen}, indent=2) + "\n",
                                         encoding="utf-8")
-    lines = [f"# Checkpoint selection: {run}", "", f"Held-out file: `{heldout}`. Rule: {RULE}.", "",
-             "| step | held-out accuracy | |", "|---:|---:|---|"]
+    lines = [f"# Checkpoint selection: {run}", "", f"Held-out file: `{heldout}`. Rule: {rule}.", "",
+             f"| step | held-out {'strict ' if a.metric == 'strict_acc' else ''}accuracy | |", "|---:|---:|---|"]
     lines += [f"| {c['step']} | {c['heldout']:.2f} | {'chosen' if c is chosen else ''} |" for c in scores]
     (out / "selection.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     plot(scores, chosen, out / "heldout_curve.png", f"{run.name}: held-out accuracy by step")

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from common.process import apply as process_settings
-from recipes import adapters, config, data, model, run_dir, tracking
+from recipes import adapters, config, data, heldout, model, run_dir, tracking
 from recipes.config import DataArgs
 from recipes.errors import TaseError, one_line_exit
 from recipes.parser import parse_config
@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     data_args, cfg, model_args, budget = parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
     config.check_trainer_ranges(cfg, budget)  # max_steps -5, learning_rate nan, max_train_seconds 0: one line
+    heldout.check(data_args, cfg)  # held_out_rows with eval_strategy; metric_for_best_model (recipes/heldout.py)
     why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, "sync", cfg.use_cpu)
     if why:
         raise TaseError(why)
@@ -115,11 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     if model_args.dtype:
         init.setdefault("dtype", model_args.dtype)
     cfg.model_init_kwargs = init
+    held = heldout.prepare(data_args, cfg, "sft")  # before the training rows: they are guarded against it
     keep_start = getattr(cfg, "truncation_mode", "keep_start") == "keep_start" and not getattr(cfg, "packing", False)
     ds = build_sft_dataset(data_args, tok, cfg.max_length if keep_start else None)
     run_dir.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
-    trainer = SFTTrainer(model=path, args=cfg, train_dataset=ds, processing_class=tok,
+    trainer = heldout.trainer_class(SFTTrainer, held)(model=path, args=cfg, train_dataset=ds, processing_class=tok,
                          peft_config=get_peft_config(model_args),  # use_peft: LoRA (recipes/adapters.py)
                          quantization_config=adapters.quantization_config(model_args))
     if budget.max_train_seconds:

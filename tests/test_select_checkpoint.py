@@ -82,6 +82,8 @@ def test_evaluates_every_checkpoint_and_records_the_choice(tmp_path, tiny_model)
     for c in sel["candidates"]:
         res = json.loads((out / f"step-{c['step']}" / "results.json").read_text())
         assert res["n"] == 3 and c["heldout"] == res["overall"] and res["data"] == str(held)
+        # the numbers evaluation during training logs (eval.headline), from the same samples
+        assert c["headline"]["official_acc"] == res["overall"] / 100 and c["headline"]["n"] == 3
     best = max(c["heldout"] for c in sel["candidates"])
     assert sel["chosen"]["step"] == min(c["step"] for c in sel["candidates"] if c["heldout"] == best)
     assert p.stdout.strip().splitlines()[-1].startswith(f"chosen: step {sel['chosen']['step']} ")

@@ -1,0 +1,77 @@
+"""The held-out rows of evaluation during training (recipes/heldout.py) and the training stream's guard against
+them, apart from the evaluation so that recipes/data.py can guard its stream without importing the trainer side.
+
+The rows are drawn from the training streams (config.data_streams: the same tasks, languages, subtasks, mixture,
+lengths and paraphrasing, interleaved as recipes/data.py interleaves them) with another synth seed, through the
+training data's `exclude` guard (the release), with distinct prompts; the training stream then drops every row whose
+prompt is a held-out prompt (exact prompt, as `synth --exclude-exact` guards a held-out split: the 13-gram rule
+would drop every row written in a shared template).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from recipes.errors import TaseError
+
+DRAW_LIMIT = 50  # draws per wanted row before giving up on finding distinct prompts (a tiny task space)
+
+
+def heldout_seed(args: Any) -> int:
+    """The held-out rows' synth seed: held_out_seed, else synth_seed + 1 (never the training seed)."""
+    return args.held_out_seed if args.held_out_seed is not None else args.synth_seed + 1
+
+
+_RECORDS: dict[tuple, list[dict[str, Any]]] = {}
+
+
+def records(args: Any) -> list[dict[str, Any]]:
+    """The held-out records (cached per data options, so the training guard and the evaluation see the same
+    rows): held_out_rows distinct prompts from the training streams drawn with the held-out seed, through the
+    `exclude` guard. Always synth, also when train_data is a file (its tasks/langs options pick the cells)."""
+    import itertools
+    import sys
+
+    import synth
+    from common.guard import normalize_prompt
+    from recipes.config import data_streams
+    from synth.guard import guard_from_specs
+    from synth.mixture import load_mixture
+
+    seed = heldout_seed(args)
+    key = (tuple(args.tasks), tuple(args.langs), tuple(args.subtasks or ()), args.mixture, seed, args.held_out_rows,
+           args.max_len, args.paraphrase, tuple(args.exclude))
+    if key not in _RECORDS:
+        weights = load_mixture(args.mixture) if args.mixture else None
+        streams = [synth.generate(t, lang, sys.maxsize, seed, sub, paraphrase=args.paraphrase,
+                                  weights=weights if t == "all" else None, max_len=args.max_len)
+                   for t, lang, sub in data_streams(args.tasks, args.langs, args.subtasks)]
+        stream = (r for group in zip(*streams) for r in group)  # as recipes/data.py interleaves the cells
+        guard = guard_from_specs(args.exclude)
+        if guard:
+            stream = guard.filter(stream)
+        rows, seen = [], set()
+        for r in itertools.islice(stream, args.held_out_rows * DRAW_LIMIT):
+            p = normalize_prompt(r["prompt"])
+            if p not in seen:
+                seen.add(p)
+                rows.append(r)
+                if len(rows) == args.held_out_rows:
+                    break
+        if not rows:
+            raise TaseError("held_out_rows: no held-out row left after the exclude guard (check --tasks/--langs)")
+        _RECORDS[key] = rows
+    return _RECORDS[key]
+
+
+def guard_training(args: Any, guard: Any) -> Any:
+    """The training stream's guard with the held-out prompts added (exact prompt), or `guard` unchanged when
+    held-out evaluation is off; a new exact-only Guard when there was none."""
+    if not getattr(args, "held_out_rows", 0):
+        return guard
+    from common.guard import Guard, normalize_prompt
+
+    prompts = frozenset(normalize_prompt(r["prompt"]) for r in records(args))
+    if guard is None:
+        return Guard(prompts)
+    guard.prompts = guard.prompts | prompts
+    return guard
