@@ -14,8 +14,10 @@ def load_mixture(path: str) -> dict[str, float]:
     one SynthError line, so neither synth nor a GRPO run starts on a mixture it would misread."""
     import yaml
 
+    from common.yamlfile import load
+
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = load(Path(path).read_text(encoding="utf-8"))  # a key given twice: refused (common/yamlfile.py)
     except OSError as e:
         raise SynthError(f"cannot read mixture file {path}: {e.strerror}") from None
     except UnicodeDecodeError as e:

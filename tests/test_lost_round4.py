@@ -123,3 +123,95 @@ def test_every_tracker_transformers_knows_has_a_package():
     from recipes.tracking import TRACKERS
 
     assert set(INTEGRATION_TO_CALLBACK) <= set(TRACKERS)
+
+
+# --------------------------------------------------------------------------------------------- YAML configs
+
+BOMB = "".join([
+    "generation_kwargs:\n",
+    '  a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n',
+    *(f"  {n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg")),
+])
+
+
+def grpo_parse(tmp_path: Path, yaml_text: str) -> tuple:
+    from trl import GRPOConfig, ModelConfig
+
+    from recipes.config import TaseArgs
+    from recipes.parser import parse_config
+
+    cfg = tmp_path / "recipe.yaml"
+    cfg.write_text(yaml_text, encoding="utf-8")
+    return parse_config((TaseArgs, GRPOConfig, ModelConfig), ["--config", str(cfg), "--output_dir", str(tmp_path / "o")])
+
+
+def test_recipe_yaml_duplicate_key_alias_bomb_and_mappings(tmp_path):
+    with pytest.raises(TaseError) as e:
+        grpo_parse(tmp_path, "learning_rate: 1.0e-5\nseed: 1\nlearning_rate: 1.0\n")
+    assert str(e.value) == f"--config {tmp_path / 'recipe.yaml'}: not valid YAML (duplicate key 'learning_rate' on line 3)"
+    with pytest.raises(TaseError) as e:  # the message quotes the value bounded, never its expansion
+        grpo_parse(tmp_path, BOMB)
+    assert "generation_kwargs holds over 10,000 values" in str(e.value) and len(str(e.value)) < 400
+    with pytest.raises(TaseError) as e:  # the same bomb where a number goes
+        grpo_parse(tmp_path, BOMB.replace("generation_kwargs", "anchors") + "seed: *g\n")
+    assert str(e.value).startswith(f"--config {tmp_path / 'recipe.yaml'}: seed expects an integer, got [[[")
+    assert len(str(e.value)) < 400, str(e.value)[:500]
+    # a mapping for an option whose field takes a dict is what TRL accepts: taken as it is
+    _, cfg, _ = grpo_parse(tmp_path, "use_cpu: true\ngeneration_kwargs:\n  top_k: 5\n")
+    assert cfg.generation_kwargs == {"top_k": 5}
+    with pytest.raises(TaseError, match=r"seed expects an integer, got \[\[1, 2\]\]$"):
+        grpo_parse(tmp_path, "seed: [[1, 2]]\n")
+
+
+def test_mixture_duplicate_key_is_one_line(tmp_path):
+    from synth.core import SynthError
+    from synth.mixture import load_mixture
+
+    (tmp_path / "m.yaml").write_text("weights:\n  freq_count: 1\n  freq_count: 2\n", encoding="utf-8")
+    with pytest.raises(SynthError) as e:
+        load_mixture(str(tmp_path / "m.yaml"))
+    assert str(e.value) == f"mixture file {tmp_path / 'm.yaml'} is not valid YAML: duplicate key 'freq_count' on line 3"
+    (tmp_path / "m.yaml").write_text("base: &b {freq_count: 1}\nweights:\n  <<: *b\n  freq_count: 2\n", encoding="utf-8")
+    assert load_mixture(str(tmp_path / "m.yaml")) == {"freq_count": 2.0}  # a merge key may be overridden
+
+
+PROOF = """\
+out: runs/proof
+completions: docs/results/proof_cpu
+files: [token_structure/component_count/english.csv]
+sft:
+  config: recipes/configs/sft_smollm2_cpu.yaml
+  options: {tasks: TASKS}
+grpo: {config: recipes/configs/grpo_proof_cpu.yaml, arms: [coarse, fine], reward_funcs: [format], options: {}}
+heldout: {task: component_count, lang: all, n: 30, seed: 4242}
+eval: {backend: hf, max_new_tokens: 16}
+compare: {n_boot: 10}
+"""
+
+
+@pytest.mark.parametrize("tasks, expect", [
+    ("5", "error: sft: tasks/langs: unknown task '5'; choose from: all, "),
+    ("[[component_count]]", "sft option 'tasks' must be a value or a list of values, got [['component_count']]"),
+    ("{a: 1}", "sft option 'tasks' must be a value or a list of values, got {'a': 1}"),
+])
+def test_proof_dry_run_with_a_bad_option_type_is_one_line(tmp_path, capsys, tasks, expect):
+    from recipes import proof
+
+    cfg = tmp_path / "proof.yaml"
+    cfg.write_text(PROOF.replace("TASKS", tasks), encoding="utf-8")
+    code = proof.main(["--config", str(cfg), "--official", str(ROOT / "tests/fixtures/tase_official_sample"),
+                       "--out", str(tmp_path / "out"), "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and expect in err and len(err.splitlines()) == 1, err
+
+
+def test_proof_duplicate_key_and_bad_arms_are_one_line(tmp_path):
+    from recipes.proof import load_config
+
+    cfg = tmp_path / "proof.yaml"
+    cfg.write_text(PROOF.replace("TASKS", "[component_count]") + "compare: {n_boot: 5}\n", encoding="utf-8")
+    with pytest.raises(TaseError, match=r"not valid YAML \(duplicate key 'compare' on line 11\)$"):
+        load_config(str(cfg))
+    cfg.write_text(PROOF.replace("TASKS", "[x]").replace("arms: [coarse, fine]", "arms: [[coarse]]"), encoding="utf-8")
+    with pytest.raises(TaseError, match=r"grpo arms must be some of coarse, fine, each once; got \[\['coarse'\]\]$"):
+        load_config(str(cfg))
