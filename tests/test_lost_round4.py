@@ -215,3 +215,54 @@ def test_proof_duplicate_key_and_bad_arms_are_one_line(tmp_path):
     cfg.write_text(PROOF.replace("TASKS", "[x]").replace("arms: [coarse, fine]", "arms: [[coarse]]"), encoding="utf-8")
     with pytest.raises(TaseError, match=r"grpo arms must be some of coarse, fine, each once; got \[\['coarse'\]\]$"):
         load_config(str(cfg))
+
+
+# --------------------------------------------------------------------------------------------- LoRA export
+
+
+@pytest.fixture(scope="module")
+def lora_adapter(tmp_path_factory, tiny_model) -> Path:
+    """A real LoRA adapter (PEFT, r 4 on q_proj/v_proj) of the tiny model, saved as a training run saves one."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    out = tmp_path_factory.mktemp("lora") / "adapter"
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"])).save_pretrained(out)
+    return out
+
+
+def test_lora_export_checks_the_adapter_against_its_base(lora_adapter, tiny_model, default_model, tmp_path, capsys):
+    import json
+    import shutil
+
+    from recipes.export import main
+    from recipes.lora_check import check_adapter
+
+    assert check_adapter(lora_adapter, None, False) == (str(tiny_model), str(tiny_model))  # the adapter's own base fits
+    null = tmp_path / "null"
+    shutil.copytree(lora_adapter, null)
+    cfg = json.loads((null / "adapter_config.json").read_text())
+    (null / "adapter_config.json").write_text(json.dumps({**cfg, "base_model_name_or_path": None}))
+    assert main([str(null), "--out", str(tmp_path / "e1")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: {null / 'adapter_config.json'}: base_model_name_or_path is null, so the adapter does not say "
+                   "which model it was trained on; pass --base MODEL (that model's folder)"), err
+    # SmolLM2-135M (hidden 576) is not the tiny model (hidden 64): named before either is loaded
+    assert main([str(lora_adapter), "--out", str(tmp_path / "e2"), "--base", str(default_model)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not fit the base model" in err, err
+    assert "model.layers.0.self_attn.q_proj has input size 64, the base model's model.layers.0.self_attn.q_proj.weight " \
+           "has shape [576, 576]" in err, err
+    assert not (tmp_path / "e1").exists() and not (tmp_path / "e2").exists()
+
+
+def test_select_checkpoint_says_it_cannot_select_lora_checkpoints(lora_adapter, tmp_path):
+    import shutil
+
+    from recipes.select_checkpoint import candidates
+
+    shutil.copytree(lora_adapter, tmp_path / "run" / "checkpoint-2")
+    with pytest.raises(TaseError, match=r"no final model; it holds LoRA adapters, which select_checkpoint does not "
+                                        r"merge: export each checkpoint"):
+        candidates(tmp_path / "run")
