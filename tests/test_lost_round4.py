@@ -266,3 +266,47 @@ def test_select_checkpoint_says_it_cannot_select_lora_checkpoints(lora_adapter, 
     with pytest.raises(TaseError, match=r"no final model; it holds LoRA adapters, which select_checkpoint does not "
                                         r"merge: export each checkpoint"):
         candidates(tmp_path / "run")
+
+
+# --------------------------------------------------------------------------------------------- eval score
+
+
+def test_eval_score_refuses_a_content_list_of_numbers(tmp_path):
+    import json
+
+    from conftest import call_main
+
+    data = tmp_path / "d.jsonl"
+    rec = {"id": "a", "task": "freq_count", "lang": "en", "type": "NUMBER", "prompt": "How many?", "answer": "3"}
+    data.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"id": "a", "completion": [{"role": "assistant", "content": [3]}]}) + "\n")
+    code, err = call_main(["-m", "eval", "score", "--data", str(data), "--predictions", str(preds),
+                           "--out", str(tmp_path / "s")])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "line 1: completion is a list but item 0's content is a list holding a int ([3])" in err, err
+    assert not (tmp_path / "s").exists()
+    # content parts as chat APIs write them are read, not refused
+    preds.write_text(json.dumps({"id": "a", "completion": [{"role": "assistant", "content": [
+        {"type": "text", "text": "<answer>3</answer>"}]}]}) + "\n")
+    code, err = call_main(["-m", "eval", "score", "--data", str(data), "--predictions", str(preds),
+                           "--out", str(tmp_path / "s")])
+    assert code == 0, err
+    assert json.loads((tmp_path / "s" / "results.json").read_text())["overall"] == 100.0
+
+
+def test_a_header_only_official_file_is_named_on_stderr(tmp_path, capsys):
+    import shutil
+
+    from synth import readers
+
+    root = tmp_path / "Tase"
+    shutil.copytree(ROOT / "tests/fixtures/tase_official_sample", root)
+    f = root / "tasks/token_awareness/freq_count/korean.csv"
+    f.write_text(f.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    readers._NOTED.discard("token_awareness/freq_count/korean.csv")
+    recs = list(readers.load_official(root))
+    assert recs and not any(r["meta"]["file"].endswith("freq_count/korean.csv") for r in recs)
+    list(readers.load_official(root))  # read twice in one command: named once
+    err = capsys.readouterr().err
+    assert err == "note: token_awareness/freq_count/korean.csv: header only, no rows; left out of its task's mean\n"
