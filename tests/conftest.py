@@ -65,6 +65,27 @@ for var, sub in {
 }.items():
     os.environ[var] = str(_SESSION_CACHE / sub)
 os.environ["HF_HUB_OFFLINE"] = "1"  # no model hub here: a test that reaches for it fails fast
+
+
+def stub_hub_snapshot(hub: Path, repo_id: str, config: dict) -> Path:
+    """A model's entry in a Hugging Face hub cache as `hf download` leaves it (refs/main -> snapshots/<rev>/), holding
+    config.json only: what a dry run reads of a hub id (common/models.hub_snapshot; no weights, which only a real
+    start loads)."""
+    import json
+
+    repo = hub / ("models--" + repo_id.replace("/", "--"))
+    rev = "0" * 40
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(rev, encoding="utf-8")
+    (repo / "snapshots" / rev).mkdir(parents=True, exist_ok=True)
+    (repo / "snapshots" / rev / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return repo / "snapshots" / rev
+
+
+# the paper's recipes (recipes/configs/grpo_qwen14b*.yaml) name Qwen/Qwen2.5-14B-Instruct by hub id; their dry runs
+# (tests/test_recipes.py, the launchers' tests) read it from the session's hub cache, as on a machine that downloaded it
+stub_hub_snapshot(_SESSION_CACHE / "hf" / "hub", "Qwen/Qwen2.5-14B-Instruct",
+                  {"model_type": "qwen2", "hidden_size": 5120, "num_hidden_layers": 48, "vocab_size": 152064})
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 

@@ -310,3 +310,35 @@ def test_a_header_only_official_file_is_named_on_stderr(tmp_path, capsys):
     list(readers.load_official(root))  # read twice in one command: named once
     err = capsys.readouterr().err
     assert err == "note: token_awareness/freq_count/korean.csv: header only, no rows; left out of its task's mean\n"
+
+
+# --------------------------------------------------------------------------------------------- hub ids
+
+
+def test_a_hub_id_is_refused_alike_by_a_dry_run_and_a_real_start(tmp_path, tiny_model):
+    """A hub id resolves from the local hub cache only (what `hf download` fills), in a dry run and a real start
+    alike: not there, the same one line from both; there, the snapshot folder is the model."""
+    import shutil
+
+    from huggingface_hub import constants
+
+    from conftest import call_main, stub_hub_snapshot
+    from recipes.model import resolve
+
+    repo = "HuggingFaceTB/SmolLM2-135M-Instruct"
+    line = (f"{repo}: no such model folder or GGUF file, nor a hub model of that id in the local Hugging Face cache "
+            f"($HF_HOME/hub); runs read local files only: download a hub model first (`hf download {repo}`)")
+    with pytest.raises(TaseError) as e:
+        resolve(repo)
+    assert str(e.value) == line
+    base = ["recipes/grpo.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--output_dir", str(tmp_path / "o"),
+            "--model_name_or_path"]
+    code, err = call_main([*base, repo, "--dry_run", "true"])
+    assert code == 2 and err.strip() == f"error: model_name_or_path {line}", err
+    # in the cache (a test repo id of the session's cache): the dry run takes it, a real start resolves it to the snapshot
+    snap = stub_hub_snapshot(Path(constants.HF_HUB_CACHE), "tase-test/tiny", {})
+    for f in tiny_model.iterdir():
+        shutil.copy(f, snap / f.name)
+    assert resolve("tase-test/tiny") == str(snap)
+    code, err = call_main([*base, "tase-test/tiny", "--dry_run", "true"])
+    assert code == 0, err
