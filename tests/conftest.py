@@ -136,6 +136,14 @@ def run_module(args: list[str], **kw):
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, **kw)
 
 
+SHELLCHECK = ROOT / ".cache" / "shellcheck" / "usr" / "bin" / "shellcheck"  # make install unpacks Debian's here
+
+
+def find_shellcheck() -> str | None:
+    """The ShellCheck the launcher and gpu_smoke tests run: make install's (.cache/shellcheck), else one on PATH."""
+    return str(SHELLCHECK) if os.access(SHELLCHECK, os.X_OK) else shutil.which("shellcheck")
+
+
 from vllm_fixtures import vllm_env, vllm_llm  # noqa: E402,F401  (h14: one shared vLLM engine per session)
 
 

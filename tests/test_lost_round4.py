@@ -342,3 +342,40 @@ def test_a_hub_id_is_refused_alike_by_a_dry_run_and_a_real_start(tmp_path, tiny_
     assert resolve("tase-test/tiny") == str(snap)
     code, err = call_main([*base, "tase-test/tiny", "--dry_run", "true"])
     assert code == 0, err
+
+
+# --------------------------------------------------------------------------------------------- CI skips
+
+
+def test_ci_prints_every_skip_and_fails_on_one_the_install_prevents(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("ci_skips", ROOT / ".ci" / "skips.py")
+    skips = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(skips)
+    case = '<testcase classname="tests.{0}" name="{1}"><skipped type="pytest.skip" message="{2}"/></testcase>'
+    optional = [case.format("test_tracking", "test_wandb", "wandb is not installed (pip install -e .[track])"),
+                case.format("test_rewards_official", "test_diff", "TASE_OFFICIAL_SRC is not set (path of ...)")]
+    report = tmp_path / "junit.xml"
+    report.write_text(f'<testsuites><testsuite>{"".join(optional)}<testcase classname="a" name="ok"/></testsuite>'
+                      f'</testsuites>', encoding="utf-8")
+    assert skips.main([str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped tests.test_tracking::test_wandb: wandb is not installed" in out and "2 skipped, 0 not allowed" in out
+    missing = case.format("test_gpu_smoke", "test_shellcheck_clean", "shellcheck is not installed (make install ...)")
+    report.write_text(f'<testsuites><testsuite>{"".join(optional)}{missing}</testsuite></testsuites>', encoding="utf-8")
+    assert skips.main([str(report)]) == 1
+    out = capsys.readouterr().out
+    assert ("skipped tests.test_gpu_smoke::test_shellcheck_clean: shellcheck is not installed (make install ...) "
+            "[NOT ALLOWED: the install provides it]") in out and "3 skipped, 1 not allowed" in out
+    assert skips.main([str(tmp_path / "none.xml")]) == 2
+
+
+def test_the_install_provides_shellcheck_for_the_lint_tests():
+    """make install unpacks Debian's ShellCheck into .cache/shellcheck as it does Unifont: the recipe is in the
+    Makefile, and the tests look there first (tests/conftest.find_shellcheck)."""
+    from conftest import SHELLCHECK, find_shellcheck
+
+    make = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "apt-get download -q shellcheck" in make and "SHELLCHECK := .cache/shellcheck/usr/bin/shellcheck" in make
+    assert str(SHELLCHECK).endswith(".cache/shellcheck/usr/bin/shellcheck")
+    if SHELLCHECK.is_file():
+        assert find_shellcheck() == str(SHELLCHECK)
