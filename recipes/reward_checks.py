@@ -29,8 +29,8 @@ def short(value: Any, limit: int = MAX_REPR) -> str:
 
 
 def check_rewards(name: str, out: Any, n: int) -> list[float | None]:
-    """`out` as TRL needs it: one int/float (finite) or None per completion, `n` in all; RewardInputError naming
-    the function otherwise. A numpy array or tensor is read through its `tolist`."""
+    """`out` as TRL needs it: one int/float/bool (finite, within float32) or None per completion, `n` in all;
+    RewardInputError naming the function otherwise. A numpy array or tensor is read through its `tolist`."""
     if hasattr(out, "tolist") and not isinstance(out, (str, bytes)):
         out = out.tolist()
     if not isinstance(out, (list, tuple)):
@@ -42,7 +42,7 @@ def check_rewards(name: str, out: Any, n: int) -> list[float | None]:
     for i, r in enumerate(out):
         if r is None:
             continue
-        if isinstance(r, bool) or not isinstance(r, (int, float)):
+        if not isinstance(r, (int, float)):  # a bool is an int: TRL's tensor reads True as 1.0
             raise RewardInputError(f"reward function {name}: value {i} is a {type(r).__name__} ({short(r)}); "
                                    f"rewards are numbers, or None to skip a completion")
         try:

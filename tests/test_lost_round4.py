@@ -45,6 +45,7 @@ def user_module(tmp_path, monkeypatch):
         "def mine(completions, **kw): return [0.5] * len(completions)\n"
         "def accuracy_fine(completions, **kw): return [1.0] * len(completions)\n"
         "def skips(completions, **kw): return [None] + [1] * (len(completions) - 1)\n"
+        "def flags(completions, **kw): return [True, False] * (len(completions) // 2)\n"
         "def nan(completions, **kw): return [math.nan] * len(completions)\n"
         "def inf(completions, **kw): return [math.inf] * len(completions)\n"
         "def short(completions, **kw): return [1.0]\n"
@@ -68,6 +69,7 @@ def test_user_rewards_from_the_current_directory_come_first_and_log_apart(user_m
     assert funcs[1](**batch) == [0.5] * 4 and funcs[2](**batch) == [1.0] * 4
     assert funcs[0](**batch) != [1.0] * 4  # ours still scores: the cwd's module did not replace our package
     assert load_reward_funcs(["rewards:skips"])[0](**batch) == [None, 1, 1, 1]  # None: allowed, as TRL allows it
+    assert load_reward_funcs(["rewards:flags"])[0](**batch) == [True, False] * 2  # bools: TRL's tensor takes them
 
 
 @pytest.mark.parametrize("name, expect", [
