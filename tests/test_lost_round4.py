@@ -112,11 +112,12 @@ def test_a_bad_reward_stops_training_in_one_line(user_module, batch):
 def test_known_tracker_not_installed_is_refused_naming_the_package(tracker, package):
     from recipes.tracking import check_trackers
 
-    if importlib.util.find_spec(package) is not None:
-        pytest.skip(f"{package} is installed here")
     why = check_trackers(SimpleNamespace(report_to=["tensorboard", tracker]))
-    assert why == (f"report_to {tracker}: the {package} package is not installed (pip install {package}), or set "
-                   "--report_to none")
+    if importlib.util.find_spec(package) is not None:  # not in the lock; where someone installed it, it is taken
+        assert why is None
+    else:
+        assert why == (f"report_to {tracker}: the {package} package is not installed (pip install {package}), or set "
+                       "--report_to none")
 
 
 def test_every_tracker_transformers_knows_has_a_package():
@@ -381,3 +382,15 @@ def test_the_install_provides_shellcheck_for_the_lint_tests():
     assert str(SHELLCHECK).endswith(".cache/shellcheck/usr/bin/shellcheck")
     if SHELLCHECK.is_file():
         assert find_shellcheck() == str(SHELLCHECK)
+
+
+def test_a_dry_run_refuses_a_tracker_that_is_not_installed(tmp_path, tiny_model):
+    from conftest import call_main
+
+    if importlib.util.find_spec("mlflow") is not None:
+        return  # installed here (the lock has it not): nothing to refuse
+    code, err = call_main(["recipes/grpo.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--model_name_or_path",
+                           str(tiny_model), "--output_dir", str(tmp_path / "o"), "--report_to", "mlflow",
+                           "--dry_run", "true"])
+    assert code == 2 and err.strip() == ("error: report_to mlflow: the mlflow package is not installed (pip install "
+                                         "mlflow), or set --report_to none"), err
