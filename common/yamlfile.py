@@ -1,5 +1,5 @@
 """The one YAML reader of configs (recipe `--config`, proof configs, mixture files): `yaml.safe_load` that refuses
-a duplicate key, and `bounded` to quote a value in an error line.
+a duplicate key (`bounded`, common/errors.py, quotes a value in an error line).
 
 Why: PyYAML keeps the last of two equal keys without a word (`learning_rate` twice: the second wins, whichever the
 user meant), and an alias bomb (`&a [...]`, `[*a, *a, ...]` nested) is cheap to load, shared references, but its
@@ -9,12 +9,11 @@ file) whose first line names the key and its line.
 """
 from __future__ import annotations
 
-import reprlib
 from typing import Any
 
 import yaml
 
-MAX_QUOTE = 120  # characters of a value quoted in an error line
+from common.errors import bounded
 
 
 class UniqueKeyLoader(yaml.SafeLoader):
@@ -60,16 +59,4 @@ def too_large(value: Any, limit: int = 10_000) -> bool:
     return False
 
 
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple, _REPR.maxset = 3, 4, 4, 4, 4
-_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
-
-
-def bounded(value: Any, limit: int = MAX_QUOTE) -> str:
-    """repr(value) for an error line, at most `limit` characters however large or deep the value (reprlib stops at
-    depth 3 and 4 items a level, so an alias bomb is never expanded; an int past repr's digit limit is named)."""
-    try:
-        text = _REPR.repr(value)
-    except (ValueError, RecursionError):  # int over sys.get_int_max_str_digits, or too deep for reprlib
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+__all__ = ["UniqueKeyLoader", "bounded", "load", "too_large"]

@@ -104,7 +104,8 @@ class RecipeParser:
         for a in self._actions():  # the option taking a value (bools also have a --no_X flag taking none)
             if a.nargs != 0:
                 actions.setdefault(a.dest, a)
-        from common.yamlfile import bounded, too_large
+        from common.errors import bounded
+        from common.yamlfile import too_large
 
         mappings = self.mapping_options()
         for key, value in values.items():

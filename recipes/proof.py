@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common.yamlfile import bounded
+from common.errors import bounded
 from recipes.config import DataArgs, data_streams
 from recipes.errors import TaseError, one_line_exit
 from recipes.parser import one_line_errors, read_yaml

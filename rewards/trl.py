@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from common.errors import TaseError
+from common.errors import TaseError, bounded
 
 from .base import Score
 from .extract import completion_text
@@ -95,7 +95,7 @@ def _check_types(n: int, columns: dict[str, Any]) -> None:
         raise RewardInputError(f"accuracy reward: the `type` column has {_kind(types)} for {n} completions")
     for i, t in enumerate(types):
         if t not in SCORERS:
-            raise RewardInputError(f"accuracy reward: row {i} of the batch has unknown type {t!r}; expected one "
+            raise RewardInputError(f"accuracy reward: row {i} of the batch has unknown type {bounded(t)}; expected one "
                                    f"of {', '.join(SCORERS)}")
 
 
@@ -145,7 +145,7 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
                                    f"its scorer reads the question")
         row["prompt"] = q
         if row["type"] in _NEEDS_ANSWER and not _is_answer(row.get("answer")):
-            raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has answer {row.get('answer')!r}; its "
+            raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has answer {bounded(row.get('answer'))}; its "
                                    f"scorer compares with the gold answer, a string (a missing or NaN answer "
                                    f"would score every completion 0)")
         rows.append(row)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from common.errors import bounded
 from common.record import TASKS
 
 from .core import SynthError
@@ -32,7 +33,7 @@ def load_mixture(path: str) -> dict[str, float]:
     out = {str(k): float(v) for k, v in weights.items()}
     for k, v in out.items():  # inf/nan break the sampler, a negative weight would be read as 0 without a word
         if not math.isfinite(v) or v < 0:
-            raise SynthError(f"mixture file {path}: weight of {k!r} must be a finite number >= 0, got {v}")
+            raise SynthError(f"mixture file {path}: weight of {bounded(k)} must be a finite number >= 0, got {v}")
     unknown = sorted(set(out) - set(TASKS))
     if unknown:
         raise SynthError(f"mixture file {path}: unknown task(s) in weights: {', '.join(unknown)} (choose from: "
