@@ -78,6 +78,12 @@ def _check_completions(name: str, completions: Any) -> int:
         if isinstance(c, (str, dict)):
             continue
         if isinstance(c, (list, tuple)) and all(isinstance(m, dict) for m in c):
+            parts = [p for m in c if isinstance(m.get("content"), (list, tuple)) for p in m["content"]]
+            bad = next((p for p in parts if not isinstance(p, dict)), None)
+            if bad is not None:  # content parts are {"type": "text", "text": ...}; a bare value would read as ""
+                raise RewardInputError(f"{name} reward: completion {i} has a message whose content holds a "
+                                       f"{type(bad).__name__} ({bounded(bad)}); content is a string or a list of "
+                                       f"content parts")
             continue
         what = (f"a list holding a {type(next(m for m in c if not isinstance(m, dict))).__name__} (one list too "
                 f"deep?)" if isinstance(c, (list, tuple)) else f"a {type(c).__name__}")

@@ -394,3 +394,14 @@ def test_a_dry_run_refuses_a_tracker_that_is_not_installed(tmp_path, tiny_model)
                            "--dry_run", "true"])
     assert code == 2 and err.strip() == ("error: report_to mlflow: the mlflow package is not installed (pip install "
                                          "mlflow), or set --report_to none"), err
+
+
+def test_the_training_rewards_refuse_content_that_is_not_text_parts():
+    from rewards.trl import accuracy_fine
+
+    cols = {"type": ["NUMBER"], "answer": ["3"], "question": ["How many?"]}
+    with pytest.raises(RewardInputError, match=r"^accuracy_fine reward: completion 0 has a message whose content holds "
+                                               r"a int \(3\)"):
+        accuracy_fine(None, [[{"role": "assistant", "content": [3]}]], **cols)
+    assert accuracy_fine(None, [[{"role": "assistant", "content": [{"type": "text", "text": "<answer>3</answer>"}]}]],
+                         **cols) == [1.0]
