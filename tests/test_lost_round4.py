@@ -4,9 +4,6 @@ CSVs. Each case is one line (a TaseError, exit 2 where a command runs) or a corr
 from __future__ import annotations
 
 import importlib.util
-import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +14,6 @@ from common.errors import TaseError
 from rewards.trl import RewardInputError
 
 ROOT = Path(__file__).resolve().parents[1]
-PY = sys.executable
 
 
 # --------------------------------------------------------------------------------------------- user rewards
