@@ -203,6 +203,10 @@ def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
             raise TaseError(f"model_name_or_path {model}: no such model folder or GGUF file")
         if p.is_dir() and not (p / "config.json").is_file():
             raise TaseError(f"model_name_or_path {model}: not a Hugging Face model folder (no config.json)")
+        if p.is_dir():  # the real start's checks of a folder (recipes/model.py): safetensors weights, whole files
+            from recipes.model import resolve
+
+            resolve(str(p), tase.allow_pickle_weights)
     if tase.train_data != "synth" and not Path(tase.train_data).is_file():
         raise TaseError(f"train_data {tase.train_data}: no such file (use 'synth' or a .jsonl of records)")
     for spec in tase.exclude:

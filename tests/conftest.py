@@ -69,8 +69,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # no model hub here: a test that reaches for
 
 def stub_hub_snapshot(hub: Path, repo_id: str, config: dict) -> Path:
     """A model's entry in a Hugging Face hub cache as `hf download` leaves it (refs/main -> snapshots/<rev>/), holding
-    config.json only: what a dry run reads of a hub id (common/models.hub_snapshot; no weights, which only a real
-    start loads)."""
+    config.json and a whole safetensors file of no tensors: what a dry run reads of a hub id (common/models.
+    hub_snapshot, then the folder checks a real start makes; no weights to load)."""
     import json
 
     repo = hub / ("models--" + repo_id.replace("/", "--"))
@@ -79,6 +79,7 @@ def stub_hub_snapshot(hub: Path, repo_id: str, config: dict) -> Path:
     (repo / "refs" / "main").write_text(rev, encoding="utf-8")
     (repo / "snapshots" / rev).mkdir(parents=True, exist_ok=True)
     (repo / "snapshots" / rev / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (repo / "snapshots" / rev / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")
     return repo / "snapshots" / rev
 
 

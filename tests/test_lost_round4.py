@@ -401,3 +401,21 @@ def test_the_training_rewards_refuse_content_that_is_not_text_parts():
         accuracy_fine(None, [[{"role": "assistant", "content": [3]}]], **cols)
     assert accuracy_fine(None, [[{"role": "assistant", "content": [{"type": "text", "text": "<answer>3</answer>"}]}]],
                          **cols) == [1.0]
+
+
+def test_a_dry_run_checks_a_model_folder_as_a_real_start_does(tmp_path, tiny_model):
+    """A folder with pickle weights only, or torn safetensors, passed --dry_run and was refused by the real start."""
+    import shutil
+
+    from conftest import call_main
+
+    for name, make, expect in (
+            ("pickle", lambda d: (d / "model.safetensors").rename(d / "pytorch_model.bin"), "safetensors"),
+            ("torn", lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:100]),
+             "truncated")):
+        d = tmp_path / name
+        shutil.copytree(tiny_model, d)
+        make(d)
+        code, err = call_main(["recipes/grpo.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml",
+                               "--model_name_or_path", str(d), "--output_dir", str(tmp_path / "o"), "--dry_run", "true"])
+        assert code == 2 and len(err.strip().splitlines()) == 1 and expect in err, (name, err)
