@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.tase-installed
 PIP_VERSION := 26.3
 UNIFONT := .cache/unifont/usr/share/unifont/unifont.hex
+SHELLCHECK := .cache/shellcheck/usr/bin/shellcheck
 
 .PHONY: install lock test test-fast demo proof bench clean
 
@@ -47,6 +48,14 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	    (apt-get update -q >/dev/null 2>&1 && apt-get download -q unifont >/dev/null 2>&1)) && \
 	   dpkg-deb -x unifont_*.deb . && rm -f unifont_*.deb) || \
 	  echo "note: could not fetch GNU Unifont (apt-get download unifont); dot_matrix generation needs it"
+	@# ShellCheck, which the tests of the launchers and bench/gpu_smoke.sh run: unpacked from Debian's package into
+	@# .cache/shellcheck as Unifont is (no root; GPL-3), where tests/conftest.py finds it first; else the system's.
+	test -x $(SHELLCHECK) || \
+	  (mkdir -p .cache/shellcheck && cd .cache/shellcheck && \
+	   (apt-get download -q shellcheck >/dev/null 2>&1 || \
+	    (apt-get update -q >/dev/null 2>&1 && apt-get download -q shellcheck >/dev/null 2>&1)) && \
+	   dpkg-deb -x shellcheck_*.deb . && rm -f shellcheck_*.deb && ./usr/bin/shellcheck --version >/dev/null) || \
+	  echo "note: could not fetch ShellCheck (apt-get download shellcheck); .ci/run fails on the tests it skips"
 	touch $(STAMP)
 
 # Refresh requirements.lock: resolve pyproject's ranges afresh in a scratch venv, drop what breaks vLLM
@@ -68,9 +77,11 @@ lock:
 # vLLM on one worker together). Most of the suite's time is single-threaded (interpreter start-up and
 # imports of the CLIs it runs), so two workers on 2 cores took 582 s where one took 875 s (docs/benchmarks.md).
 # TEST_WORKERS=0 runs everything in one process.
+# PYTEST_ARGS: more pytest options (.ci/run adds its skip report: -rs --junitxml=...).
 TEST_WORKERS ?= 2
+PYTEST_ARGS ?=
 test: install
-	$(PY) -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile

@@ -1,5 +1,6 @@
 """Python side of bench/gpu_smoke.sh (the GPU smoke test of the recipes' CUDA path; docs/training.md).
 
+    python bench/gpu_smoke.py preflight                          # CPU: can this Python write the assets?
     python bench/gpu_smoke.py assets DIR [--rows 64]             # CPU: tiny random Llama + training file
     python bench/gpu_smoke.py wheels --list L --folder W [--lock requirements.lock] [--names]
     python bench/gpu_smoke.py step [--record FILE] [--modules FILE] -- (SCRIPT.py | -m MODULE) [ARGS...]
@@ -70,6 +71,27 @@ def make_assets(out: Path, rows: int = 64, tasks: tuple[str, ...] = ("all",), la
             "tasks": sorted({r["task"] for r in records}), "langs": sorted({r["lang"] for r in records})}
 
 
+def assets_problem() -> str | None:
+    """Why this Python cannot write the prepared model and data, in one line, or None: `assets` needs torch and
+    transformers (the project's environment: make install's .venv) and GNU Unifont (dot_matrix rows). Checked
+    before --prepare downloads anything, so a missing piece is one line at once, not a traceback minutes later."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "transformers", "yaml") if importlib.util.find_spec(m) is None]
+    if missing:
+        return (f"{sys.executable} has no {', '.join(missing)}: --prepare writes the model and data with the project's "
+                "environment (make install creates .venv), or set PYTHON to a Python that has them")
+    from common.errors import TaseError
+
+    try:
+        from synth.structural.glyphs import unifont_path
+
+        unifont_path()
+    except TaseError as e:
+        return str(e)
+    return None
+
+
 # ---------------------------------------------------------------------------------------------------- wheels
 def norm(name: str) -> str:
     """PEP 503 normalized project name (wheel files spell it with underscores)."""
@@ -115,6 +137,19 @@ def wheel_index(folder: Path) -> dict[str, list[tuple[str, Path]]]:
     return found
 
 
+def wheel_problem(path: Path) -> str | None:
+    """Why a wheel file is not whole, or None: a wheel is a zip whose central directory is at its end (a download
+    cut short has none) and whose members carry CRCs (testzip reads them all: about a second for the carried set)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+        return f"{path.name} is not a whole wheel ({path.stat().st_size if path.exists() else 0} bytes: {e})"
+    return f"{path.name}: {bad} fails its CRC check (a corrupt download)" if bad else None
+
+
 def resolve_wheels(entries: list[tuple[str, str, str]], folder: Path | None,
                    lock: dict[str, str] | None) -> tuple[list[Path], list[str]]:
     """The wheel files to install for the `carry` entries, and a problem line for each one that does not
@@ -132,6 +167,9 @@ def resolve_wheels(entries: list[tuple[str, str, str]], folder: Path | None,
             continue
         match = [f for v, f in have.get(norm(name), []) if v == want]
         if len(match) == 1:
+            why = wheel_problem(match[0])
+            if why:
+                problems.append(f"{name}=={want}: {why}")
             files.append(match[0])
         elif match:  # pip installs one; two (say cp311 and cp312 builds) stop the whole install
             problems.append(f"{name}=={want}: {len(match)} wheels in {folder} ({', '.join(f.name for f in match)}; "
@@ -447,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/gpu_smoke.py", description=__doc__.split("\n\n")[0])
     p.error = lambda message: fail(message)  # type: ignore[method-assign]
     sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("preflight", help="can this Python write the assets (torch, transformers, GNU Unifont)?")
     s = sub.add_parser("assets")
     s.add_argument("dir", type=Path)
     s.add_argument("--rows", type=int, default=64)
@@ -481,10 +520,23 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_step(a, rest)
     if rest:
         fail(f"{a.cmd}: unexpected arguments after --")
+    if a.cmd == "preflight":
+        why = assets_problem()
+        if why:
+            fail(why)
+        return 0
     if a.cmd == "assets":
         if a.rows < 32:
             fail(f"--rows must be >= 32 (eval runs on 32 rows), got {a.rows}")
-        info = make_assets(a.dir, a.rows)
+        why = assets_problem()
+        if why:
+            fail(why)
+        from common.errors import TaseError
+
+        try:
+            info = make_assets(a.dir, a.rows)
+        except TaseError as e:  # a synth resource missing: one line, not a traceback
+            fail(str(e))
         print(json.dumps(info))
         return 0
     return {"wheels": cmd_wheels, "env": cmd_env, "check-load": cmd_check_load, "summary": cmd_summary}[a.cmd](a)

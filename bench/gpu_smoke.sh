@@ -86,6 +86,9 @@ bytes_of() { if [ -e "$1" ]; then du -sb "$1" | cut -f1; else echo 0; fi; }
 prepare() {
   local py=${PYTHON:-}
   if [ -z "$py" ]; then if [ -x .venv/bin/python ]; then py=.venv/bin/python; else py=python3; fi; fi
+  command -v "$py" >/dev/null 2>&1 || die "no Python at $py (make install creates .venv, or set PYTHON)"
+  # torch, transformers and GNU Unifont, before any download: one line where one is missing, not a traceback later
+  PYTHONPATH=$ROOT "$py" "$HELPER" preflight || exit 2
   mkdir -p "$PREP" || die "cannot create $PREP"
   if [ "$ASSETS_ONLY" = 0 ]; then
     local names=() ds="" n listed

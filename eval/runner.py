@@ -435,6 +435,13 @@ def chat_problem(messages: list[Any]) -> str | None:
                 not isinstance(m.get("content"), (str, list, type(None))):
             return (f"is a list but item {i} is not a chat message ({{\"role\": ..., \"content\": ...}}; "
                     f"got {json.dumps(m)[:60]}); a plain answer is a string")
+    for i, m in enumerate(messages):  # content parts are {"type": ..., "text": ...} dicts; anything else reads as ""
+        parts = m["content"] if isinstance(m["content"], list) else []
+        bad = next((p for p in parts if not isinstance(p, dict)), None)
+        if bad is not None or any(isinstance(p, dict) and "text" in p and not isinstance(p["text"], str) for p in parts):
+            what = f"a {type(bad).__name__}" if bad is not None else "a part whose text is not a string"
+            return (f"is a list but item {i}'s content is a list holding {what} ({json.dumps(parts, default=str)[:60]}); "
+                    f"content parts are {{\"type\": \"text\", \"text\": ...}} (a plain answer is a string)")
     if not any(m["role"] == "assistant" for m in messages):
         return "is a message list without an assistant message: there is no answer to score"
     return None

@@ -60,9 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     base_args = ["--model_name_or_path", args.base] if args.base else []
     models = {"base": args.base or "default"}
     if not args.base:
-        import yaml
+        from recipes.parser import read_yaml
 
-        models["base"] = str((yaml.safe_load(Path(args.config).read_text()) or {}).get("model_name_or_path", "default"))
+        cfg = read_yaml(args.config)  # one line for invalid YAML or a key given twice, not a traceback
+        models["base"] = str((cfg if isinstance(cfg, dict) else {}).get("model_name_or_path") or "default")
     for g in args.granularity:
         arm = out / g
         if not (arm / "model.safetensors").exists() and not (arm / "adapter_model.safetensors").exists():

@@ -23,7 +23,6 @@ from common.paths import (
     OutputBusy, followed, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
 from common.process import apply as process_settings
 from recipes.errors import TaseError, one_line_exit
-from recipes.model import resolve
 from recipes.run_dir import checkpoint_problem
 
 
@@ -280,8 +279,9 @@ def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results:
     if (ckpt / "adapter_config.json").is_file():
         from peft import PeftModel
 
-        base = args.base or json.loads((ckpt / "adapter_config.json").read_text()).get("base_model_name_or_path")
-        base_path = resolve(base, args.allow_pickle_weights)
+        from recipes.lora_check import check_adapter
+
+        base, base_path = check_adapter(ckpt, args.base, args.allow_pickle_weights)  # named, same shapes: or one line
         model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.bfloat16,
                                                      use_safetensors=None if args.allow_pickle_weights else True)
         model = PeftModel.from_pretrained(model, str(ckpt)).merge_and_unload()

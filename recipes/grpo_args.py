@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -156,9 +155,6 @@ def check_gpus(config: ConfigFile) -> None:
                         "--dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
 
 
-HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-
-
 def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     """What a run needs from its inputs, checked before any work and by a dry run alike (issue 36): a model that
     exists, the training data and benchmarks to exclude, a writable output folder, streaming with max_steps,
@@ -200,11 +196,22 @@ def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     a writable output folder."""
     model = model_args.model_name_or_path
     if model and str(model) not in ("default", "smollm2", "SmolLM2-135M-Instruct"):
+        from common.models import hub_refusal, hub_snapshot, is_hub_id
+
         p = Path(model).expanduser()
-        if not p.exists() and not (HUB_ID.match(str(model)) and not str(model).startswith((".", "/"))):
+        if not p.exists() and is_hub_id(str(model)):  # as a real start resolves it (common/models.py): the local cache
+            snap = hub_snapshot(str(model))
+            if snap is None:
+                raise TaseError(f"model_name_or_path {hub_refusal(str(model))}")
+            p = snap
+        if not p.exists():
             raise TaseError(f"model_name_or_path {model}: no such model folder or GGUF file")
         if p.is_dir() and not (p / "config.json").is_file():
             raise TaseError(f"model_name_or_path {model}: not a Hugging Face model folder (no config.json)")
+        if p.is_dir():  # the real start's checks of a folder (recipes/model.py): safetensors weights, whole files
+            from recipes.model import resolve
+
+            resolve(str(p), tase.allow_pickle_weights)
     if tase.train_data != "synth" and not Path(tase.train_data).is_file():
         raise TaseError(f"train_data {tase.train_data}: no such file (use 'synth' or a .jsonl of records)")
     for spec in tase.exclude:

@@ -14,11 +14,14 @@ from recipes.errors import TaseError
 
 
 def read_yaml(path: str | Path, what: str = "--config ") -> Any:
-    """A YAML file's content (yaml.safe_load); an unreadable file or invalid YAML is one line naming it."""
+    """A YAML file's content (yaml.safe_load, a key given twice refused: common/yamlfile.py); an unreadable file or
+    invalid YAML is one line naming it."""
     import yaml
 
+    from common.yamlfile import load
+
     try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
         raise TaseError(f"{what}{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
     except yaml.YAMLError as e:
@@ -101,17 +104,35 @@ class RecipeParser:
         for a in self._actions():  # the option taking a value (bools also have a --no_X flag taking none)
             if a.nargs != 0:
                 actions.setdefault(a.dest, a)
+        from common.errors import bounded
+        from common.yamlfile import too_large
+
+        mappings = self.mapping_options()
         for key, value in values.items():
             a = actions.get(key)
             if a is None or value is None:
                 continue
+            if isinstance(value, dict) and key in mappings:  # generation_kwargs, model_init_kwargs: TRL takes a dict
+                if too_large(value):
+                    raise TaseError(f"--config {path}: {key} holds over 10,000 values through its aliases (an alias "
+                                    f"bomb?): {bounded(value)}")
+                continue
             many = a.nargs in ("+", "*") or (isinstance(a.nargs, int) and a.nargs > 1)
             if many and not isinstance(value, list):
-                raise TaseError(f"--config {path}: {key} expects a list, got {value!r}")
+                raise TaseError(f"--config {path}: {key} expects a list, got {bounded(value)}")
             for v in value if many else [value]:
                 if not _fits(a, v):
                     want = "one of " + ", ".join(map(str, a.choices)) if a.choices else _type_name(a)
-                    raise TaseError(f"--config {path}: {key} expects {want}, got {v!r}")
+                    raise TaseError(f"--config {path}: {key} expects {want}, got {bounded(v)}")
+
+    def mapping_options(self) -> set[str]:
+        """Options whose dataclass field takes a dict (`dict | str | None`: TRL's generation_kwargs, model_init_kwargs),
+        which a YAML mapping sets as it is (the command line takes them as JSON text)."""
+        out: set[str] = set()  # the classes' annotations: HfArgumentParser rewrites a field's type (dict | str -> str)
+        for t in getattr(self.parser, "dataclass_types", ()):
+            for klass in t.__mro__:
+                out |= {k for k, v in vars(klass).get("__annotations__", {}).items() if "dict" in str(v)}
+        return out
 
 
 def parse_config(dataclass_types: tuple, argv: list[str]) -> tuple:

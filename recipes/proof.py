@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.errors import bounded
 from recipes.config import DataArgs, data_streams
 from recipes.errors import TaseError, one_line_exit
 from recipes.parser import one_line_errors, read_yaml
@@ -77,7 +78,8 @@ def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
         if isinstance(types, dict):
             check_section(f"{where}: {key}", v, types)
         elif not isinstance(v, types) or (isinstance(v, bool) and types is int):
-            raise TaseError(f"{where}: {key} must be {'an integer' if types is int else f'a {types.__name__}'}, got {v!r}")
+            raise TaseError(f"{where}: {key} must be {'an integer' if types is int else f'a {types.__name__}'}, got "
+                            f"{bounded(v)}")
 
 
 def load_config(path: str) -> dict[str, Any]:
@@ -90,21 +92,29 @@ def load_config(path: str) -> dict[str, Any]:
     check_section(f"--config {path}", cfg, SCHEMA)
     files = cfg["files"]
     if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
-        raise TaseError(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got {files!r}")
+        raise TaseError(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got "
+                        f"{bounded(files)}")
     arms = cfg["grpo"]["arms"]
-    if not arms or len(set(arms)) != len(arms) or not set(arms) <= set(ARMS):
-        raise TaseError(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {arms!r}")
+    if not arms or not all(isinstance(a, str) for a in arms) or len(set(arms)) != len(arms) or not set(arms) <= set(ARMS):
+        raise TaseError(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {bounded(arms)}")
+    if not all(isinstance(f, str) for f in cfg["grpo"]["reward_funcs"]):
+        raise TaseError(f"--config {path}: grpo reward_funcs must list reward names or import paths, got "
+                        f"{bounded(cfg['grpo']['reward_funcs'])}")
     if cfg["eval"]["backend"] not in ("vllm", "hf"):
-        raise TaseError(f"--config {path}: eval backend must be vllm or hf, got {cfg['eval']['backend']!r}")
-    if cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
-        raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got {cfg['eval']['dtype']!r}")
+        raise TaseError(f"--config {path}: eval backend must be vllm or hf, got {bounded(cfg['eval']['backend'])}")
+    if not isinstance(cfg["eval"].get("dtype"), (str, type(None))) or cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
+        raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got "
+                        f"{bounded(cfg['eval']['dtype'])}")
     for part in ("sft", "grpo", "control"):
         if part not in cfg:
             continue
         cfg[part]["options"] = cfg[part].get("options") or {}
         taken = SET_HERE + {"grpo": ("model_name_or_path", "reward_funcs"),
                             "control": ("model_name_or_path", "max_train_seconds"), "sft": ()}[part]
-        for key in cfg[part]["options"]:
+        for key, v in cfg[part]["options"].items():
+            if not option_value(v):  # flags() passes a value or a list of values; anything else is misread
+                raise TaseError(f"--config {path}: {part} option {key!r} must be a value or a list of values, got "
+                                f"{bounded(v)}")
             if key in taken:
                 raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py")
             if part == "control" and key in DATA_KEYS:
@@ -113,6 +123,13 @@ def load_config(path: str) -> dict[str, Any]:
     if "control" in cfg and "fine" not in arms:
         raise TaseError(f"--config {path}: the control trains for the fine arm's train_runtime: grpo arms must include fine")
     return cfg
+
+
+def option_value(v: Any) -> bool:
+    """A recipe option as a proof config may give it: a scalar (str, number, bool, null) or a flat list of them (the
+    values `flags` turns into command-line words; a mapping or nested list would reach the recipe as its repr)."""
+    scalar = (str, int, float, bool, type(None))
+    return isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) and x is not None for x in v))
 
 
 def flags(options: dict[str, Any]) -> list[str]:
@@ -138,8 +155,13 @@ def data_args(recipe_config: Path, options: dict[str, Any]) -> dict[str, Any]:
     d = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
          for f in dataclasses.fields(DataArgs) if f.name in DATA_KEYS}
     yml = read_yaml(recipe_config, "") or {}
-    for src in (yml, options):
-        d.update({k: v for k, v in src.items() if k in DATA_KEYS})
+    if not isinstance(yml, dict):
+        raise TaseError(f"{shown(recipe_config)}: must be a YAML mapping of option: value")
+    listed = {f.name for f in dataclasses.fields(DataArgs) if "list" in str(f.type)}
+    d.update({k: v for k, v in yml.items() if k in DATA_KEYS})
+    for k, v in options.items():  # as the recipe will read them from flags(): a scalar for a list option is one word
+        if k in DATA_KEYS:
+            d[k] = flags({k: v})[1:] if k in listed and v is not None else v
     return d
 
 

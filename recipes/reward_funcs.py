@@ -1,7 +1,8 @@
 """`--reward_funcs`: ours by name (rewards.REWARD_FUNCS) or any function by import path, `module:function` or
 dotted `package.module.function` (the form TRL's own `trl grpo` script takes: the part after the last dot is
-the function, modules in the current directory come first). A name that resolves to nothing is one line, also under
---dry_run, before any model or data is loaded."""
+the function, modules in the current directory come first, even over a module of ours of the same name). A name
+that resolves to nothing is one line, also under --dry_run, before any model or data is loaded; a user's function is
+wrapped in reward_checks.CheckedReward (its output checked on every batch, its logged name apart from ours)."""
 from __future__ import annotations
 
 import importlib
@@ -33,8 +34,10 @@ def import_module(name: str) -> Any:
     import importlib.util
 
     top = name.split(".")[0]
+    spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()])
+    if spec is not None and spec.origin and top in sys.modules and not same_origin(sys.modules[top], spec):
+        return import_shadowed(name, spec)
     if top not in sys.modules:
-        spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()])
         if spec is not None:
             mod = importlib.util.module_from_spec(spec)
             sys.modules[top] = mod
@@ -45,6 +48,33 @@ def import_module(name: str) -> Any:
                 del sys.modules[top]
                 raise
     return importlib.import_module(name)
+
+
+def same_origin(mod: Any, spec: Any) -> bool:
+    """Whether the module already imported as `mod` is the one `spec` finds in the current directory."""
+    here = getattr(mod, "__file__", None)
+    return bool(here and spec.origin) and os.path.realpath(here) == os.path.realpath(spec.origin)
+
+
+def import_shadowed(name: str, spec: Any) -> Any:
+    """`name` from the current directory where its top-level name is already taken by another module (ours: a
+    `rewards.py` beside the command, while this package's `rewards` is loaded). The current directory comes first,
+    as documented, without replacing the module already loaded: the file is loaded under `tase_user_<top>` (its
+    submodules import through that package's __path__)."""
+    import importlib.util
+
+    top, _, rest = name.partition(".")
+    alias = f"tase_user_{top}"
+    if alias not in sys.modules:
+        mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+            alias, spec.origin, submodule_search_locations=spec.submodule_search_locations))
+        sys.modules[alias] = mod
+        try:
+            mod.__spec__.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[alias]
+            raise
+    return importlib.import_module(f"{alias}.{rest}" if rest else alias)
 
 
 def load_one(spec: str) -> Any:
@@ -77,6 +107,15 @@ def load_reward_funcs(names: Sequence[str]) -> list[Any]:
     nothing)."""
     from rewards import REWARD_FUNCS
 
+    from recipes.reward_checks import checked
+
     if not names:
         raise TaseError(f"no reward functions given; choose from: {', '.join(REWARD_FUNCS)}, or an import path")
-    return [load_one(str(n)) for n in names]
+    taken, out = set(REWARD_FUNCS), []
+    for n in names:
+        func = load_one(str(n))
+        if str(n) not in REWARD_FUNCS:  # a user's function: its output checked on every batch, its name kept apart
+            func = checked(func, str(n), taken)
+        taken.add(func.__name__)
+        out.append(func)
+    return out

@@ -84,7 +84,9 @@ def candidates(run: Path, include_final: bool = True) -> list[tuple[int, Path]]:
             raise TaseError(f"{state}: unreadable or without global_step")
         found.setdefault(final["global_step"], run)
     if not found:
-        raise TaseError(f"{run}: no checkpoint-N folder with whole safetensors weights and no final model")
+        lora = "; it holds LoRA adapters, which select_checkpoint does not merge: export each checkpoint (recipes/" \
+            "export.py) and compare the exports with eval run" if any(run.glob("**/adapter_config.json")) else ""
+        raise TaseError(f"{run}: no checkpoint-N folder with whole safetensors weights and no final model{lora}")
     return sorted(found.items())
 
 

@@ -171,7 +171,12 @@ def watch(funcs: list[Any], names: Sequence[str]) -> list[Any]:
     return out
 
 
-TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}  # report_to -> import name
+# report_to -> the package it imports (transformers' is_<x>_available checks these; a tracker it knows but that is not
+# installed passed its INTEGRATION_TO_CALLBACK lookup and failed with a traceback when the trainer built its callbacks)
+TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio", "comet_ml": "comet_ml",
+            "mlflow": "mlflow", "azure_ml": "azureml", "neptune": "neptune", "codecarbon": "codecarbon",
+            "clearml": "clearml", "dagshub": "dagshub", "flyte": "flytekit", "dvclive": "dvclive",
+            "swanlab": "swanlab", "kubeflow": "kubeflow"}
 
 
 def report_to(cfg: Any) -> list[str]:
@@ -197,8 +202,8 @@ def check_trackers(cfg: Any) -> str | None:
         mod = TRACKERS.get(name)
         if mod and importlib.util.find_spec(mod) is None:
             how = ("make install (it is in requirements.lock)" if name == "tensorboard" else
-                   'pip install -e ".[track]"' if name == "wandb" else f"pip install {name}")
-            return f"report_to {name}: the {name} package is not installed ({how}), or set --report_to none"
+                   'pip install -e ".[track]"' if name == "wandb" else f"pip install {mod}")
+            return f"report_to {name}: the {mod} package is not installed ({how}), or set --report_to none"
     return None
 
 

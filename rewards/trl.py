@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from common.errors import TaseError
+from common.errors import TaseError, bounded
 
 from .base import Score
 from .extract import completion_text
@@ -78,6 +78,12 @@ def _check_completions(name: str, completions: Any) -> int:
         if isinstance(c, (str, dict)):
             continue
         if isinstance(c, (list, tuple)) and all(isinstance(m, dict) for m in c):
+            parts = [p for m in c if isinstance(m.get("content"), (list, tuple)) for p in m["content"]]
+            bad = next((p for p in parts if not isinstance(p, dict)), None)
+            if bad is not None:  # content parts are {"type": "text", "text": ...}; a bare value would read as ""
+                raise RewardInputError(f"{name} reward: completion {i} has a message whose content holds a "
+                                       f"{type(bad).__name__} ({bounded(bad)}); content is a string or a list of "
+                                       f"content parts")
             continue
         what = (f"a list holding a {type(next(m for m in c if not isinstance(m, dict))).__name__} (one list too "
                 f"deep?)" if isinstance(c, (list, tuple)) else f"a {type(c).__name__}")
@@ -95,7 +101,7 @@ def _check_types(n: int, columns: dict[str, Any]) -> None:
         raise RewardInputError(f"accuracy reward: the `type` column has {_kind(types)} for {n} completions")
     for i, t in enumerate(types):
         if t not in SCORERS:
-            raise RewardInputError(f"accuracy reward: row {i} of the batch has unknown type {t!r}; expected one "
+            raise RewardInputError(f"accuracy reward: row {i} of the batch has unknown type {bounded(t)}; expected one "
                                    f"of {', '.join(SCORERS)}")
 
 
@@ -145,7 +151,7 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
                                    f"its scorer reads the question")
         row["prompt"] = q
         if row["type"] in _NEEDS_ANSWER and not _is_answer(row.get("answer")):
-            raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has answer {row.get('answer')!r}; its "
+            raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has answer {bounded(row.get('answer'))}; its "
                                    f"scorer compares with the gold answer, a string (a missing or NaN answer "
                                    f"would score every completion 0)")
         rows.append(row)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from common.errors import bounded
 from common.record import TASKS
 
 from .core import SynthError
@@ -14,8 +15,10 @@ def load_mixture(path: str) -> dict[str, float]:
     one SynthError line, so neither synth nor a GRPO run starts on a mixture it would misread."""
     import yaml
 
+    from common.yamlfile import load
+
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = load(Path(path).read_text(encoding="utf-8"))  # a key given twice: refused (common/yamlfile.py)
     except OSError as e:
         raise SynthError(f"cannot read mixture file {path}: {e.strerror}") from None
     except UnicodeDecodeError as e:
@@ -30,7 +33,7 @@ def load_mixture(path: str) -> dict[str, float]:
     out = {str(k): float(v) for k, v in weights.items()}
     for k, v in out.items():  # inf/nan break the sampler, a negative weight would be read as 0 without a word
         if not math.isfinite(v) or v < 0:
-            raise SynthError(f"mixture file {path}: weight of {k!r} must be a finite number >= 0, got {v}")
+            raise SynthError(f"mixture file {path}: weight of {bounded(k)} must be a finite number >= 0, got {v}")
     unknown = sorted(set(out) - set(TASKS))
     if unknown:
         raise SynthError(f"mixture file {path}: unknown task(s) in weights: {', '.join(unknown)} (choose from: "

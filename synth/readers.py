@@ -10,6 +10,8 @@ is in the floor, `common.readers`. `eval.data` re-exports both for the documente
 """
 from __future__ import annotations
 
+import itertools
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,6 +88,17 @@ def official_files(root: str | Path) -> list[tuple[Path, FileInfo]]:
     return files
 
 
+_NOTED: set[str] = set()  # header-only files already named in this process (a command may read the release twice)
+
+
+def header_only(rel: str) -> None:
+    """Say once per process, on stderr, that an official file has a header and no rows: it gives no record, so it is
+    left out of its task's mean (a file mean of nothing is no number), which a table would otherwise not show."""
+    if rel not in _NOTED:
+        _NOTED.add(rel)
+        print(f"note: {rel}: header only, no rows; left out of its task's mean", file=sys.stderr)
+
+
 def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
     """Stream every row of an official TASE release (or a sample with the same layout) as records."""
     root = Path(root)
@@ -93,7 +106,11 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
         rel = path.relative_to(root / "tasks").as_posix()
         rows = read_csv(path, rel)
         first = True
-        for i, row in rows:
+        for i, row in itertools.chain(rows, [(None, None)]):
+            if i is None:  # the end of the file
+                if first:
+                    header_only(rel)
+                break
             if first:
                 need = ["input"] + (["answer"] if info.has_answer else [])
                 if info.type == "DIFF":

@@ -65,6 +65,28 @@ for var, sub in {
 }.items():
     os.environ[var] = str(_SESSION_CACHE / sub)
 os.environ["HF_HUB_OFFLINE"] = "1"  # no model hub here: a test that reaches for it fails fast
+
+
+def stub_hub_snapshot(hub: Path, repo_id: str, config: dict) -> Path:
+    """A model's entry in a Hugging Face hub cache as `hf download` leaves it (refs/main -> snapshots/<rev>/), holding
+    config.json and a whole safetensors file of no tensors: what a dry run reads of a hub id (common/models.
+    hub_snapshot, then the folder checks a real start makes; no weights to load)."""
+    import json
+
+    repo = hub / ("models--" + repo_id.replace("/", "--"))
+    rev = "0" * 40
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(rev, encoding="utf-8")
+    (repo / "snapshots" / rev).mkdir(parents=True, exist_ok=True)
+    (repo / "snapshots" / rev / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (repo / "snapshots" / rev / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")
+    return repo / "snapshots" / rev
+
+
+# the paper's recipes (recipes/configs/grpo_qwen14b*.yaml) name Qwen/Qwen2.5-14B-Instruct by hub id; their dry runs
+# (tests/test_recipes.py, the launchers' tests) read it from the session's hub cache, as on a machine that downloaded it
+stub_hub_snapshot(_SESSION_CACHE / "hf" / "hub", "Qwen/Qwen2.5-14B-Instruct",
+                  {"model_type": "qwen2", "hidden_size": 5120, "num_hidden_layers": 48, "vocab_size": 152064})
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -113,6 +135,14 @@ def run_module(args: list[str], **kw):
     import subprocess
 
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, **kw)
+
+
+SHELLCHECK = ROOT / ".cache" / "shellcheck" / "usr" / "bin" / "shellcheck"  # make install unpacks Debian's here
+
+
+def find_shellcheck() -> str | None:
+    """The ShellCheck the launcher and gpu_smoke tests run: make install's (.cache/shellcheck), else one on PATH."""
+    return str(SHELLCHECK) if os.access(SHELLCHECK, os.X_OK) else shutil.which("shellcheck")
 
 
 from vllm_fixtures import vllm_env, vllm_llm  # noqa: E402,F401  (h14: one shared vLLM engine per session)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, find_shellcheck
 
 _spec = importlib.util.spec_from_file_location("gpu_smoke", ROOT / "bench" / "gpu_smoke.py")
 gpu_smoke = importlib.util.module_from_spec(_spec)  # bench/ is no package: loaded from its file, sys.path untouched
@@ -34,9 +34,18 @@ def sh(*args: str, env: dict | None = None, timeout: int = 60) -> subprocess.Com
                           env={**os.environ, "PYTHON": sys.executable, **(env or {})})
 
 
+def tiny_wheel(path: Path) -> None:
+    """A whole (tiny) wheel file: a zip with one member; --run reads its name and checks the zip is whole."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{path.name.split('-')[0]}/__init__.py", "")
+
+
 def fake_prepared(tmp: Path, leave_out: str | None = None) -> Path:
-    """A prepared folder's layout: the model/data files the script checks for, and a wheel file (empty: only
-    its name is read before the GPU machine installs it) for each carried package, one left out on request."""
+    """A prepared folder's layout: the model/data files the script checks for, and a wheel file (tiny: its name
+    is read and its zip checked before the GPU machine installs it) for each carried package, one left out on
+    request."""
     prep = tmp / "prep"
     (prep / "model").mkdir(parents=True)
     (prep / "model" / "config.json").write_text("{}")
@@ -46,14 +55,15 @@ def fake_prepared(tmp: Path, leave_out: str | None = None) -> Path:
     (prep / "wheels").mkdir()
     for kind, name, spec in gpu_smoke.read_list(LIST):
         if kind == "carry" and name != leave_out:
-            (prep / "wheels" / f"{name.replace('-', '_')}-{spec[2:]}-py3-none-any.whl").write_bytes(b"")
+            tiny_wheel(prep / "wheels" / f"{name.replace('-', '_')}-{spec[2:]}-py3-none-any.whl")
     return prep
 
 
 def test_shellcheck_clean():
-    if shutil.which("shellcheck") is None:
-        pytest.skip("shellcheck is not installed (apt-get install shellcheck)")
-    res = subprocess.run(["shellcheck", str(SCRIPT)], capture_output=True, text=True)
+    shellcheck = find_shellcheck()
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed (make install fetches it into .cache/shellcheck)")
+    res = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout
 
 
@@ -109,6 +119,35 @@ def test_dry_run_names_a_missing_wheel_in_one_line(tmp_path):
     assert res.returncode == 2 and res.stderr == "error: --dry-run goes with --run\n"
     res = sh("--run", "--budget", "soon")
     assert res.returncode == 2 and res.stderr == "error: --budget needs a whole number of seconds\n"
+
+
+def test_dry_run_refuses_a_truncated_wheel_in_one_line(tmp_path):
+    prep = fake_prepared(tmp_path)
+    wheel = next((prep / "wheels").glob("trl-*.whl"))
+    data = wheel.read_bytes()
+    wheel.write_bytes(data[: len(data) // 2])  # a download cut short: no central directory
+    res = sh("--run", str(prep), "--dry-run")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "trl==" in res.stderr and f"{wheel.name} is not a whole wheel" in res.stderr, res.stderr
+    import zipfile
+
+    with zipfile.ZipFile(wheel, "w") as z:  # whole length, a corrupt body: its CRC names the member
+        z.writestr("trl/__init__.py", "hello world")
+    wheel.write_bytes(wheel.read_bytes().replace(b"hello world", b"hellO world"))
+    assert gpu_smoke.wheel_problem(wheel) == f"{wheel.name}: trl/__init__.py fails its CRC check (a corrupt download)"
+
+
+def test_prepare_without_torch_or_unifont_is_one_line(tmp_path):
+    """--prepare checks the Python and GNU Unifont before downloading anything: one line, no traceback."""
+    bare = tmp_path / "python"  # this interpreter without its site-packages: no torch, no transformers
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    bare.chmod(0o755)
+    res = sh("--prepare", str(tmp_path / "prep"), env={"PYTHON": str(bare)})
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("error: ") and "has no torch, transformers" in res.stderr, res.stderr
+    res = sh("--prepare", str(tmp_path / "prep"), "--assets-only", env={"TASE_UNIFONT": str(tmp_path / "none.hex")})
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert res.stderr.startswith("error: GNU Unifont not found") and not (tmp_path / "prep").exists()
 
 
 def test_wheel_list_covers_the_project_and_follows_the_lock(tmp_path):
