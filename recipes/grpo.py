@@ -51,7 +51,7 @@ def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list
         return None
     path = resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
     names = reward_names(tase)
-    return resume, path, names, load_reward_funcs(names)
+    return resume, path, names, load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
 
 
 @one_line_exit

@@ -13,6 +13,7 @@ from typing import Any
 
 from recipes.config import TaseArgs, check_trainer_ranges, reward_names
 from recipes.errors import TaseError
+from recipes import presets
 from recipes.parser import ConfigFile, RecipeParser
 from recipes.run_dir import check_output_dir
 
@@ -30,6 +31,7 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if dry:  # validation of bf16/GPU settings would stop a dry run on a CPU machine
         argv += ["--use_cpu", "true"]
     config = ConfigFile(argv)
+    presets.apply(config, _route(config, "preset"))  # the preset's options over the YAML's, under the command line
     if not dry:
         import torch
 
@@ -173,7 +175,7 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     from recipes.reward_funcs import load_reward_funcs
 
     names = reward_names(tase)
-    load_reward_funcs(names)  # ours by name or any import path; an unknown one: one line
+    load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)  # ours by name or any import path; an unknown one: one line
     given = getattr(cfg, "reward_weights", None)
     if given:
         if len(given) != len(names):
