@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
 
     funcs = tracking.watch(funcs, names)  # the tase/ metrics, through TRL's log_metric hook
     cfg.reward_weights = reward_weights(tase, names, cfg.reward_weights)
+    from recipes.reward_log import log_weighted
+
+    funcs = log_weighted(funcs, cfg.reward_weights)  # tase/reward/<name>/mean and /weighted, beside TRL's raw mean
     init = dict(cfg.model_init_kwargs or {})
     if model_args.dtype:
         init.setdefault("dtype", model_args.dtype)

@@ -64,6 +64,10 @@ def test_preset_runs_one_cpu_step(preset, preset_runs):
     step = next(m for m in logs if "reward" in m)
     assert "rewards/accuracy_fine/mean" in step and "rewards/format/mean" in step
     names = saved["rewards"]["names"]
+    for name, weight in zip(names, saved["rewards"]["weights"]):  # per-reward logging (recipes/reward_log.py)
+        assert step[f"tase/reward/{name}/mean"] == pytest.approx(step[f"rewards/{name}/mean"], abs=1e-6)
+        assert step[f"tase/reward/{name}/weighted"] == pytest.approx(weight * step[f"rewards/{name}/mean"], abs=1e-6)
+    assert sum(step[f"tase/reward/{n}/weighted"] for n in names) == pytest.approx(step["reward"], abs=1e-5)
     if preset == "dapo":  # the overlong reward rides along with weight 1, logged under its own name
         assert names[-1] == "soft_overlong" and saved["rewards"]["weights"][-1] == 1.0
         assert -1.0 <= step["rewards/soft_overlong/mean"] <= 0.0
@@ -95,3 +99,23 @@ def test_soft_overlong_is_dapo_eq13():
     code, err = call_main(["recipes/grpo.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--dry-run",
                            "--soft_overlong", "true", "--soft_overlong_cache", "100", "--max_completion_length", "48"])
     assert code == 2 and "soft_overlong_cache must be an integer in [1, max_completion_length 48], got 100" in err
+
+
+def test_weighted_log_returns_what_it_wraps_and_logs_the_contribution():
+    from recipes.reward_log import WeightedLog, contribution, log_weighted
+
+    def format(completions, **kw):  # noqa: A001 - a reward function named as ours is
+        return [1.0, 0.5, None, 0.0]
+
+    logged = {}
+    w = WeightedLog(format, 0.2)
+    assert w.__name__ == "format"
+    assert w(completions=[None] * 4, log_metric=logged.__setitem__) == [1.0, 0.5, None, 0.0]
+    assert logged == {"tase/reward/format/mean": 0.5, "tase/reward/format/weighted": pytest.approx(0.1)}
+    assert contribution([None, None], 3.0) is None and w(completions=[], log_metric=logged.__setitem__) is not None
+
+    async def judge(completions, **kw):
+        return [0.0]
+
+    wrapped = log_weighted([format, judge], [1.0, 0.5])
+    assert isinstance(wrapped[0], WeightedLog) and wrapped[1] is judge  # TRL must still see the coroutine function
