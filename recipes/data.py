@@ -59,12 +59,11 @@ def _iter_drawn(args: DataArgs, limit: int | None):
 
 def to_row(record: dict[str, Any], system_prompt: str) -> dict[str, Any]:
     """A trainer row: TRL's `prompt` (the chat messages), the record's identity, and the columns the reward
-    functions read (`rewards.trl.reward_columns`: the record's `prompt` text is the `question` column)."""
-    return {
-        "prompt": messages(record, system_prompt),
-        "id": record["id"], "task": record["task"], "subtask": record.get("subtask", ""), "lang": record["lang"],
-        **reward_columns(record),
-    }
+    functions read (`rewards.trl.reward_columns`: the record's `prompt` text is the `question` column). The same row
+    `python -m synth --format conversational` writes (synth.rows.conversational_row)."""
+    from synth.rows import conversational_row
+
+    return conversational_row(record, system_prompt)
 
 
 class PromptLength:
