@@ -184,7 +184,7 @@ class TraceSteps:
 def cpu_engine_parts(path: str, cfg: Any, tase: Any, dataset: Any, funcs: list, tok: Any) -> tuple[dict, Any]:
     """`rollout_worker=` and `weight_transfer=` for AsyncGRPOTrainer on CPU; `finish_cpu_setup` completes them
     from the built trainer (parameter manifest, eos ids, in-flight limit)."""
-    transfer = GlooWeightTransfer(manifest={})
+    transfer = GlooWeightTransfer(manifest={}, timeout_s=cfg.weight_sync_timeout)  # a stalled sync: one line
     worker = EngineRolloutWorker(
         transfer=transfer, queue_maxsize=cfg.queue_maxsize,
         engine_kwargs={"model": path, "dtype": cfg.dtype, "enforce_eager": True, "seed": cfg.seed,

@@ -43,6 +43,9 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if trainer not in ("sync", "async"):
         raise TaseError(f"trainer must be sync or async, got {trainer!r}")
     if trainer == "async":
+        from recipes.async_guard import check_trl_version
+
+        check_trl_version()  # outside the tested TRL range: one line (older refused, newer warned)
         check_async_options(config.given())
     return RecipeParser(config_types(trainer)).parse(config)
 

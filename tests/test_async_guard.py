@@ -1,0 +1,65 @@
+"""trainer: async cannot hang silently (issue 50): a weight sync whose peer stops answering ends in one line within
+weight_sync_timeout (the real gloo transport of recipes/gloo_transfer.py, a peer that joins and never takes the
+weights), the installed TRL is checked against the tested range, and the shipped async configs set the timeout."""
+import threading
+import time
+
+import pytest
+import torch
+
+from conftest import ROOT
+from recipes.errors import TaseError
+
+
+def test_stalled_weight_sync_fails_in_one_line_within_its_timeout():
+    from recipes.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
+
+    weights = {"w": torch.ones(4096)}
+    manifest = {"names": ["w"], "dtypes": ["float32"], "shapes": [[4096]]}
+    joined = []
+    transfer = GlooWeightTransfer(manifest=manifest, timeout_s=3)
+    # the peer joins the group (as the rollout child does) and then never takes a sync: a stalled engine
+    transfer.start_peer = lambda: threading.Thread(
+        target=lambda: joined.append(GlooWeightReceiver(transfer.peer_info())), daemon=True).start()
+    transfer.init_weight_transfer()
+    t0 = time.monotonic()
+    with pytest.raises(TaseError) as e:
+        transfer.send_weights(iter(weights.items()))
+    took = time.monotonic() - t0
+    line = str(e.value)
+    assert joined and "\n" not in line and took < 3 + 10, (took, line)
+    assert line.startswith("weight sync stalled: weight sync 1 did not complete within weight_sync_timeout 3 s")
+
+
+def test_absent_peer_fails_in_one_line():
+    from recipes.gloo_transfer import GlooWeightTransfer
+
+    transfer = GlooWeightTransfer(manifest={"names": [], "dtypes": [], "shapes": []}, timeout_s=2)
+    t0 = time.monotonic()
+    with pytest.raises(TaseError, match=r"^weight sync stalled: joining the rollout engine's weight group"):
+        transfer.init_weight_transfer()
+    assert time.monotonic() - t0 < 2 + 10
+
+
+def test_trl_version_range():
+    import trl
+
+    from recipes.async_guard import TESTED_TRL, trl_version_problem
+
+    assert trl_version_problem(trl.__version__) is None  # the venv's TRL is the tested one
+    kind, line = trl_version_problem("1.15.2")
+    assert kind == "refuse" and "needs TRL >= 1.16.0 (installed 1.15.2)" in line and "\n" not in line
+    kind, line = trl_version_problem("1.17.0")
+    assert kind == "warn" and line.startswith("warning: trainer: async was tested with TRL >= 1.16.0, < 1.17.0")
+    assert TESTED_TRL == ("1.16.0", "1.17.0")
+
+
+def test_shipped_async_configs_set_weight_sync_timeout():
+    import yaml
+
+    configs = [p for p in (ROOT / "recipes" / "configs").glob("*.yaml")
+               if (yaml.safe_load(p.read_text()) or {}).get("trainer") == "async"]
+    assert configs
+    for p in configs:
+        t = yaml.safe_load(p.read_text()).get("weight_sync_timeout")
+        assert isinstance(t, int) and 0 < t < 1800, p  # set, and tighter than TRL's 30-minute default
