@@ -63,3 +63,20 @@ def test_shipped_async_configs_set_weight_sync_timeout():
     for p in configs:
         t = yaml.safe_load(p.read_text()).get("weight_sync_timeout")
         assert isinstance(t, int) and 0 < t < 1800, p  # set, and tighter than TRL's 30-minute default
+
+
+def test_async_sample_metrics_average_to_the_sync_batch_metrics():
+    """Averaged key by key over the samples that carry each key (what TRL's async collator does), the per-sample
+    tase/ shares give tracking.batch_metrics of the same completions (equal-size groups, as GRPO's are)."""
+    from recipes.async_metrics import sample_metrics
+    from recipes.tracking import Verdict, batch_metrics, groups
+
+    vs = [Verdict("a", "sort_lengths", "en", 1.0, 1.0, 1.0, "ABC"), Verdict("a", "sort_lengths", "en", 1.0, 0.0, 0.5, "AB"),
+          Verdict("a", "sort_lengths", "en", 0.0, 0.0, 0.0, "ABC"), Verdict("b", "freq_count", "zh", 0.0, 0.0, 0.2, "3"),
+          Verdict("b", "freq_count", "zh", 0.0, 0.0, 0.0, "3"), Verdict("b", "freq_count", "zh", 0.0, 0.0, 0.0, "3")]
+    rows = [m for g in groups(vs) for m in sample_metrics(g, "strict")]
+    keys = {k for m in rows for k in m}
+    averaged = {k: sum(m[k] for m in rows if k in m) / sum(k in m for m in rows) for k in keys}
+    want = batch_metrics(vs, "strict")
+    assert averaged == pytest.approx(want) and set(averaged) == set(want)
+    assert want["tase/loophole_share"] == 0.5 and want["tase/zero_var_groups"] == 0.5
