@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 from common.prompts import SYSTEM_PROMPT
-from conftest import ROOT
+from conftest import ROOT, call_main
 
 TRL = str(Path(sys.executable).parent / "trl")
 
 
 def synth_rows(out: Path, fmt: str) -> list[dict]:
-    res = subprocess.run([sys.executable, "-m", "synth", "--task", "sort_lengths", "--lang", "en", "-n", "4",
-                          "--max-len", "5", "--seed", "3", "--format", fmt, "--out", str(out), "--no-progress"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
+    """`python -m synth` (its main, in this process) writing 4 sort_lengths rows in format `fmt` to `out`."""
+    code, err = call_main(["-m", "synth", "--task", "sort_lengths", "--lang", "en", "-n", "4", "--max-len", "5",
+                           "--seed", "3", "--format", fmt, "--out", str(out), "--no-progress"])
+    assert code == 0, err
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
