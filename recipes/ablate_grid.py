@@ -11,7 +11,6 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from recipes.errors import TaseError
 

@@ -8,7 +8,6 @@ from typing import Any
 from common.prompts import build_messages
 from recipes.config import DataArgs, data_streams
 from recipes.errors import TaseError
-from rewards.trl import reward_columns
 
 
 def messages(record: dict[str, Any], system_prompt: str) -> list[dict[str, str]]:

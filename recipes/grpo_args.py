@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from recipes import presets
 from recipes.config import TaseArgs, check_trainer_ranges, reward_names
 from recipes.errors import TaseError
-from recipes import presets
 from recipes.parser import ConfigFile, RecipeParser
 from recipes.run_dir import check_output_dir
 
@@ -178,7 +178,8 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     from recipes.reward_funcs import load_reward_funcs
 
     names = reward_names(tase)
-    load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)  # ours by name or any import path; an unknown one: one line
+    # ours by name or any import path; an unknown one: one line
+    load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
     given = getattr(cfg, "reward_weights", None)
     if given:
         if len(given) != len(names):

@@ -59,7 +59,8 @@ def load_one(spec: str, max_completion_length: int = 256, overlong_cache: int | 
         return REWARD_FUNCS[spec]
     path = split_path(spec)
     if path is None:
-        raise TaseError(f"reward_funcs {spec}: unknown reward function; choose from {', '.join([*REWARD_FUNCS, SOFT_OVERLONG])}, or give an "
+        names = ", ".join([*REWARD_FUNCS, SOFT_OVERLONG])
+        raise TaseError(f"reward_funcs {spec}: unknown reward function; choose from {names}, or give an "
              "import path (module:function or package.module.function)")
     module, attr = path
     try:
