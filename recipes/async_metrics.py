@@ -12,6 +12,7 @@ tracking.batch_metrics computes for sync runs, written so that those per-key ave
 The averages are per micro-batch, then per logging step (TRL's), so per-task values weigh micro-batches equally."""
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -67,3 +68,40 @@ class TaseMetricsLoop:
         rows = [m for m, seqs in zip(per, group.completions_sequences) for _ in seqs]  # a conversation: 1+ rows
         for sample, m in zip(samples, rows):
             sample.metrics.update(m)
+
+
+@functools.cache
+def _server_loop_class() -> type:
+    """TRL's own rollout loop (HTTP to `vllm serve`, the GPU path) with the tase/ sample metrics."""
+    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
+
+    class ServerRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
+        def __init__(self, *, tase_level: str = "fine", **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.tase_level = tase_level
+
+    ServerRolloutLoop.__module__, ServerRolloutLoop.__qualname__ = __name__, "ServerRolloutLoop"
+    return ServerRolloutLoop
+
+
+def __getattr__(name: str) -> Any:
+    """ServerRolloutLoop, built on first use (importing TRL's async worker loads vLLM's client side); named at module
+    level so that the spawned rollout child unpickles it by reference."""
+    if name == "ServerRolloutLoop":
+        cls = _server_loop_class()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(name)
+
+
+def carry_tase_metrics(worker: Any, level: str) -> bool:
+    """Make the AsyncRolloutWorker that AsyncGRPOTrainer built for the server path spawn ServerRolloutLoop (its
+    child is started at train begin, after this); False where the worker runs another loop (the CPU engine's carries
+    the metrics already) or there is none (ranks other than 0)."""
+    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
+
+    if worker is None or getattr(worker, "_loop_cls", None) is not _AsyncRolloutLoop:
+        return False
+    worker._loop_cls = _server_loop_class()
+    worker._loop_kwargs["tase_level"] = level
+    return True

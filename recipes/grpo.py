@@ -252,6 +252,10 @@ def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None
     trainer_ref.append(trainer)
     if generation == "cpu_engine":
         async_cpu.finish_cpu_setup(trainer, transfer)
+    else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_metrics.py)
+        from recipes.async_metrics import carry_tase_metrics
+
+        carry_tase_metrics(getattr(trainer, "rollout_worker", None), async_cpu.tase_level(tase))
     trainer.accelerator.print(
         f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
         f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")
