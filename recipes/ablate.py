@@ -1,12 +1,18 @@
-"""Reward-granularity ablation: train one GRPO arm per granularity (same seed, same data), evaluate the
-base model and every arm with `eval run`, and write the comparison (`eval compare`).
+"""Ablation over any recipes/grpo.py option: one GRPO arm per point of a grid, evaluated and compared.
 
-    python recipes/ablate.py --config recipes/configs/grpo_smollm2_cpu.yaml --granularity coarse fine \\
-        --out runs/ablate --eval-data official:/path/to/Tase --eval-limit 100 [-- extra grpo.py options]
+Every arm trains from the same config (hence the same data and seed) and the same warm-up `--base`; evaluate the base model and every arm on whole files with `eval
+run`, and write one comparison table (paired intervals against the base model, each arm's wall time) beside `eval
+compare`'s tables.
 
-Both arms share the config, hence the seed and the training data; only reward_granularity differs.
-Each step is skipped when its output already exists (a killed arm resumes from its last checkpoint,
-evaluations continue where they stopped), so rerunning the same command finishes a killed ablation.
+    python recipes/ablate.py --config recipes/configs/grpo_combine_cpu.yaml --out runs/ablate \
+        --vary loss_type=dapo,dr_grpo --vary importance_sampling_level=token,sequence \
+        --base runs/warmup --eval-data official:/path/to/Tase [-- extra grpo.py options]
+    python recipes/ablate.py --config C --granularity coarse fine --out DIR --eval-data SPEC   # one axis
+
+`--vary KEY=V1,V2` is repeatable (the arms are the cartesian product; `--granularity A B` is the axis
+reward_granularity=A,B); every arm's options are parsed before the first one trains. Each step is skipped when its
+output already exists (a killed arm resumes from its last checkpoint, evaluations continue where they stopped), so
+rerunning the same command finishes a killed ablation.
 """
 from __future__ import annotations
 
@@ -14,10 +20,11 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from common.process import die_with_parent
-from recipes.errors import StepFailed, one_line_exit
+from recipes.errors import StepFailed, TaseError, one_line_exit
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -41,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         argv, extra = argv[:i], argv[i + 1 :]
     p = argparse.ArgumentParser(prog="python recipes/ablate.py", description=__doc__.splitlines()[0])
     p.add_argument("--config", required=True, help="GRPO YAML config (recipes/configs/...)")
-    p.add_argument("--granularity", nargs="+", default=["coarse", "fine"], choices=["coarse", "strict", "fine"])
+    p.add_argument("--granularity", nargs="+", default=None, choices=["coarse", "strict", "fine"],
+                   help="the axis reward_granularity (default coarse fine when no --vary is given)")
+    p.add_argument("--vary", action="append", default=[], metavar="OPTION=V1,V2",
+                   help="an axis of the grid over any grpo.py option (repeatable: every combination is an arm)")
     p.add_argument("--out", required=True)
     p.add_argument("--base", default=None, help="model every arm starts from (default: the config's model)")
     p.add_argument("--eval-data", action="append", required=True, help="official:DIR or FILE.jsonl (repeatable)")
@@ -54,8 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.config).is_file():
         print(f"error: no such config file: {args.config}", file=sys.stderr)
         return 2
+    from recipes.ablate_grid import check_arms, comparison_table, expand, load_times, parse_vary
+
+    axes = parse_vary(args.vary)
+    if args.granularity or not axes:  # granularity stays one axis among others
+        if "reward_granularity" in (k for k, _ in axes):
+            raise TaseError("--granularity and --vary reward_granularity=... name the same axis; give one")
+        axes.insert(0, ("reward_granularity", args.granularity or ["coarse", "fine"]))
+    arms = expand(axes)
+    check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    times_file = out / "times.json"
+    times = load_times(times_file)
     py = sys.executable
     base_args = ["--model_name_or_path", args.base] if args.base else []
     models = {"base": args.base or "default"}
@@ -64,17 +85,24 @@ def main(argv: list[str] | None = None) -> int:
 
         cfg = read_yaml(args.config)  # one line for invalid YAML or a key given twice, not a traceback
         models["base"] = str((cfg if isinstance(cfg, dict) else {}).get("model_name_or_path") or "default")
-    for g in args.granularity:
-        arm = out / g
+    for a in arms:
+        arm = out / a.name
+        t0 = time.time()
+        ran = False
         if not (arm / "model.safetensors").exists() and not (arm / "adapter_model.safetensors").exists():
             resume = ["--resume_from_checkpoint", "true"]  # a killed run continues; a fresh folder starts at step 0
-            sh([py, str(HERE / "grpo.py"), "--config", args.config, "--reward_granularity", g,
+            sh([py, str(HERE / "grpo.py"), "--config", args.config, *a.argv(),
                 "--output_dir", str(arm), *base_args, *extra, *resume])
-        exported = out / "export" / g  # plain bf16 folder (LoRA merged) that eval loads as is
+            ran = True
+        exported = out / "export" / a.name  # plain bf16 folder (LoRA merged) that eval loads as is
         if not (exported / "config.json").exists():
             sh([py, str(HERE / "export.py"), str(arm), "--out", str(exported), "--force"])
-        models[g] = str(exported)
-    summary = {}
+            ran = True
+        if ran:  # a rerun that skips finished steps keeps the time they took
+            times.setdefault(a.name, {})["train_s"] = time.time() - t0
+        models[a.name] = str(exported)
+        times_file.write_text(json.dumps(times, indent=2))
+    summary, tables = {}, {}
     for k, spec in enumerate(args.eval_data):
         runs = []
         for name, model in models.items():
@@ -85,14 +113,24 @@ def main(argv: list[str] | None = None) -> int:
                 cmd += ["--limit", str(args.eval_limit)]
             if args.eval_backend:
                 cmd += ["--backend", args.eval_backend]
-            sh(cmd)
+            t0 = time.time()
+            sh(cmd)  # eval run resumes: a finished evaluation returns at once
+            entry = times.setdefault(name, {})
+            entry[f"eval_s_data{k}"] = max(entry.get(f"eval_s_data{k}", 0.0), time.time() - t0)
+            entry["eval_s"] = sum(v for key, v in entry.items() if key.startswith("eval_s_data"))
+            times_file.write_text(json.dumps(times, indent=2))
             runs.append(str(d))
         cmp_dir = out / "comparison" / f"data{k}"
         sh([py, "-m", "eval", "compare", *runs, "--out", str(cmp_dir)])
         summary[spec] = json.loads((cmp_dir / "comparison.json").read_text())["markdown"]
-    (out / "ablation.json").write_text(json.dumps({"models": models, "comparisons": summary}, indent=2))
-    for spec, md in summary.items():
-        print(f"\n# {spec}\n{md}")
+        tables[spec] = comparison_table(out / "eval" / f"data{k}", arms, times)
+    (out / "ablation.json").write_text(json.dumps(
+        {"models": models, "arms": {a.name: a.options for a in arms}, "times": times, "tables": tables,
+         "comparisons": summary}, indent=2))
+    md = "".join(f"# Ablation on {spec}\n\n{table}\n" for spec, table in tables.items())
+    (out / "ablation.md").write_text(md)
+    for spec, table in tables.items():
+        print(f"\n# {spec}\n{table}")
     return 0
 
 

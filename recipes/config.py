@@ -158,6 +158,12 @@ class TaseArgs(DataArgs):
                                            "accuracy_<granularity> (+ format)"})
     format_reward: bool = field(default=True, metadata={"help": "add the answer-tag format reward (cold start)"})
     format_weight: float = field(default=0.2, metadata={"help": "weight of the format reward"})
+    preset: str | None = field(default=None, metadata={"help": "a loss preset laid over --config (the command line "
+                               "still overrides it): gspo, dr_grpo, dapo, grpo (recipes/configs/presets/)"})
+    soft_overlong: bool = field(default=False, metadata={"help": "add DAPO's soft overlong punishment reward "
+                                "(`soft_overlong`, weight 1; preset dapo sets it)"})
+    soft_overlong_cache: int | None = field(default=None, metadata={"help": "soft_overlong: tokens before "
+                                            "max_completion_length where the penalty starts (default a fifth)"})
     dry_run: bool = field(default=False, metadata={"help": "print the resolved configuration and exit"})
     min_gpus: int = field(default=0, metadata={"help": "refuse to start with fewer CUDA devices than this"})
     vllm_reload_sync: str = field(default="auto", metadata={
@@ -280,6 +286,8 @@ def reward_names(args: TaseArgs) -> list[str]:
     names = [f"accuracy_{args.reward_granularity}"]
     if args.format_reward:
         names.append("format")
+    if args.soft_overlong:
+        names.append("soft_overlong")
     return names
 
 

@@ -10,7 +10,6 @@ from common.prompts import build_messages
 from recipes import heldout_rows
 from recipes.config import DataArgs, data_streams
 from recipes.errors import TaseError
-from rewards.trl import reward_columns
 
 # with a curriculum (recipes/curriculum.py), the difficulty level a row was drawn at (-1: its task has no levels)
 LEVEL_COLUMN = "curriculum_level"
@@ -69,12 +68,11 @@ def _iter_drawn(args: DataArgs, limit: int | None, level: Level | None = None):
 
 def to_row(record: dict[str, Any], system_prompt: str) -> dict[str, Any]:
     """A trainer row: TRL's `prompt` (the chat messages), the record's identity, and the columns the reward
-    functions read (`rewards.trl.reward_columns`: the record's `prompt` text is the `question` column)."""
-    return {
-        "prompt": messages(record, system_prompt),
-        "id": record["id"], "task": record["task"], "subtask": record.get("subtask", ""), "lang": record["lang"],
-        **reward_columns(record),
-    }
+    functions read (`rewards.trl.reward_columns`: the record's `prompt` text is the `question` column). The same row
+    `python -m synth --format conversational` writes (synth.rows.conversational_row)."""
+    from synth.rows import conversational_row
+
+    return conversational_row(record, system_prompt)
 
 
 class PromptLength:

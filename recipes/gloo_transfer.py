@@ -10,6 +10,9 @@ from typing import Any
 
 import torch
 
+from recipes.async_guard import stalled_sync_line
+from recipes.errors import TaseError
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -48,7 +51,10 @@ class GlooWeightTransfer:
                               wait_for_workers=False)
         if self.start_peer is not None:
             self.start_peer()
-        self.pg = _gloo(self.store, 0, self.timeout_s)
+        try:
+            self.pg = _gloo(self.store, 0, self.timeout_s)
+        except RuntimeError as e:  # the rollout child never joined the group
+            raise TaseError(stalled_sync_line("joining the rollout engine's weight group", self.timeout_s, e)) from None
 
     def pause(self) -> None:  # the receiver applies weights between two generation batches: no pause needed
         pass
@@ -57,6 +63,16 @@ class GlooWeightTransfer:
         pass
 
     def send_weights(self, iterator: Any) -> None:
+        """Every parameter to the engine and its acknowledgement, or one TaseError line once timeout_s (the run's
+        weight_sync_timeout) passes without the engine taking them: a stalled peer ends the run, never hangs it."""
+        try:
+            self._send(iterator)
+        except RuntimeError as e:  # gloo's and the store's timeouts (DistStoreError is a RuntimeError)
+            if "weight stream" in str(e):
+                raise
+            raise TaseError(stalled_sync_line(f"weight sync {self.version}", self.timeout_s, e)) from None
+
+    def _send(self, iterator: Any) -> None:
         t0 = time.time()
         self.version += 1
         self.store.set("sync_request", str(self.version))

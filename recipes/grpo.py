@@ -51,7 +51,7 @@ def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list
         return None
     path = resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
     names = reward_names(tase)
-    return resume, path, names, load_reward_funcs(names)
+    return resume, path, names, load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
 
 
 @one_line_exit
@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     cur = curriculum.start(tase, cfg, resume)  # None unless --curriculum (recipes/curriculum.py)
     funcs = curriculum.watch(funcs, cur)
     cfg.reward_weights = reward_weights(tase, names, cfg.reward_weights)
+    from recipes.reward_log import log_weighted
+
+    funcs = log_weighted(funcs, cfg.reward_weights)  # tase/reward/<name>/mean and /weighted, beside TRL's raw mean
     init = dict(cfg.model_init_kwargs or {})
     if model_args.dtype:
         init.setdefault("dtype", model_args.dtype)
@@ -254,6 +257,10 @@ def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None
     trainer_ref.append(trainer)
     if generation == "cpu_engine":
         async_cpu.finish_cpu_setup(trainer, transfer)
+    else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_metrics.py)
+        from recipes.async_metrics import carry_tase_metrics
+
+        carry_tase_metrics(getattr(trainer, "rollout_worker", None), async_cpu.tase_level(tase))
     trainer.accelerator.print(
         f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
         f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")

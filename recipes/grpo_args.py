@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from recipes import presets
 from recipes.config import TaseArgs, check_trainer_ranges, reward_names
 from recipes.errors import TaseError
 from recipes.parser import ConfigFile, RecipeParser
@@ -29,6 +30,7 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if dry:  # validation of bf16/GPU settings would stop a dry run on a CPU machine
         argv += ["--use_cpu", "true"]
     config = ConfigFile(argv)
+    presets.apply(config, _route(config, "preset"))  # the preset's options over the YAML's, under the command line
     if not dry:
         import torch
 
@@ -40,6 +42,9 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if trainer not in ("sync", "async"):
         raise TaseError(f"trainer must be sync or async, got {trainer!r}")
     if trainer == "async":
+        from recipes.async_guard import check_trl_version
+
+        check_trl_version()  # outside the tested TRL range: one line (older refused, newer warned)
         check_async_options(config.given())
     return RecipeParser(config_types(trainer)).parse(config)
 
@@ -169,7 +174,8 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     from recipes.reward_funcs import load_reward_funcs
 
     names = reward_names(tase)
-    load_reward_funcs(names)  # ours by name or any import path; an unknown one: one line
+    # ours by name or any import path; an unknown one: one line
+    load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
     given = getattr(cfg, "reward_weights", None)
     if given:
         if len(given) != len(names):

@@ -84,7 +84,8 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
             "gradient_checkpointing", "save_steps", "logging_steps", "num_generations", "max_completion_length",
             "use_vllm", "vllm_mode", "vllm_max_model_length", "beta", "loss_type", "reward_weights", "temperature",
             "dtype", "vllm_server_base_url", "max_staleness", "weight_sync_steps", "max_inflight_tasks",
-            "token_budget", "report_to") if hasattr(cfg, k)},
+            "token_budget", "report_to", "scale_rewards", "importance_sampling_level", "epsilon", "epsilon_high",
+            "mask_truncated_completions", "weight_sync_timeout") if hasattr(cfg, k)},
         "rewards": reward_names(tase),
     }
     def plain(v: Any) -> Any:  # enums (SchedulerType, ...) -> their values

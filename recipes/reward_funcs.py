@@ -77,15 +77,20 @@ def import_shadowed(name: str, spec: Any) -> Any:
     return importlib.import_module(f"{alias}.{rest}" if rest else alias)
 
 
-def load_one(spec: str) -> Any:
-    """The reward function `spec` names; one line and exit 2 where it names none."""
+def load_one(spec: str, max_completion_length: int = 256, overlong_cache: int | None = None) -> Any:
+    """The reward function `spec` names; one line and exit 2 where it names none. `soft_overlong` (DAPO's soft
+    overlong punishment, recipes/presets.py) is built for the run's max_completion_length."""
+    from recipes.presets import SOFT_OVERLONG, soft_overlong
     from rewards import REWARD_FUNCS
 
+    if spec == SOFT_OVERLONG:
+        return soft_overlong(max_completion_length, overlong_cache)
     if spec in REWARD_FUNCS:
         return REWARD_FUNCS[spec]
     path = split_path(spec)
     if path is None:
-        raise TaseError(f"reward_funcs {spec}: unknown reward function; choose from {', '.join(REWARD_FUNCS)}, or give an "
+        names = ", ".join([*REWARD_FUNCS, SOFT_OVERLONG])
+        raise TaseError(f"reward_funcs {spec}: unknown reward function; choose from {names}, or give an "
              "import path (module:function or package.module.function)")
     module, attr = path
     try:
@@ -102,19 +107,21 @@ def load_one(spec: str) -> Any:
     return func
 
 
-def load_reward_funcs(names: Sequence[str]) -> list[Any]:
+def load_reward_funcs(names: Sequence[str], max_completion_length: int = 256, overlong_cache: int | None = None
+                      ) -> list[Any]:
     """Every reward function of a run, in order; none at all is one line (a trainer without a reward learns
-    nothing)."""
+    nothing). The lengths build `soft_overlong` (TRL's default max_completion_length is 256)."""
     from rewards import REWARD_FUNCS
 
+    from recipes.presets import SOFT_OVERLONG
     from recipes.reward_checks import checked
 
     if not names:
         raise TaseError(f"no reward functions given; choose from: {', '.join(REWARD_FUNCS)}, or an import path")
     taken, out = set(REWARD_FUNCS), []
     for n in names:
-        func = load_one(str(n))
-        if str(n) not in REWARD_FUNCS:  # a user's function: its output checked on every batch, its name kept apart
+        func = load_one(str(n), max_completion_length, overlong_cache)
+        if str(n) not in (*REWARD_FUNCS, SOFT_OVERLONG):  # a user's function: its output checked on every batch, its name kept apart
             func = checked(func, str(n), taken)
         taken.add(func.__name__)
         out.append(func)

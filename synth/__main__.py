@@ -19,6 +19,7 @@ from common.record import LANGS, TASKS
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
 from .guard import guard_from_specs
 from .mixture import load_mixture  # noqa: F401  (also importable from here, as before)
+from .rows import FORMATS, conversational_row
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="drop examples whose normalised prompt matches one of these prompts (exact only, no n-gram rule: "
         "a held-out split against generated training sets; repeatable)",
     )
+    p.add_argument("--format", default="records", choices=FORMATS,
+                   help="records (default: the record layout every command reads) or conversational: one GRPO "
+                   "training row per line, `prompt` the chat the recipes train on (system prompt + user turn) beside "
+                   "the columns the rewards read, for TRL's own `trl grpo --dataset_name DIR` (docs/training.md)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -159,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             stream = itertools.islice(guard.filter(stream), args.n)
         written = [0]
         stream = _counted(stream, written)
+        if args.format == "conversational":
+            stream = map(conversational_row, stream)
         first = list(itertools.islice(stream, 1))  # bad options (mixture names, ...) fail here, before any output
         stream = itertools.chain(first, stream)
         if args.out == "-":

@@ -96,4 +96,11 @@ def test_async_grpo_steps_on_cpu(vllm_env, default_model, tmp_path):
     for r in per_step:
         assert r["sample/staleness_max"] <= staleness
         assert "rewards/accuracy_fine" in r and "rewards/format*0.2" in r and "reward" in r
+        # the tase/ view of the batch rides on each sample (recipes/async_metrics.py): verdict shares and per task
+        for key in ("official_acc", "strict_acc", "fine_credit", "zero_var_groups", "distinct_answers"):
+            assert 0.0 <= r[f"tase/{key}"] <= 1.0, (key, r)
+        assert r["tase/fine_credit"] >= r["tase/strict_acc"] - 1e-6 and r["tase/distinct_answers"] >= 1 / 4 - 1e-6
+        assert any(k.startswith("tase/task/") and k.endswith("/official_acc") for k in r), sorted(r)
+        assert all(k.split("/")[2] in ("sort_lengths", "freq_count", "sentence_length") for k in r
+                   if k.startswith("tase/task/"))
     assert (out / "model.safetensors").is_file()

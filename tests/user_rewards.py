@@ -12,3 +12,15 @@ def brevity(completions: list[Any], **kwargs: Any) -> list[float]:
 
 
 NOT_A_FUNCTION = 3
+
+
+def record_prompts(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float]:
+    """Appends every prompt the trainer hands the reward functions, one JSON line each, to $TASE_PROMPT_LOG and
+    scores 0: tests/test_trl_cli.py checks what TRL's own `trl grpo` trained on."""
+    import json
+    import os
+
+    with open(os.environ["TASE_PROMPT_LOG"], "a", encoding="utf-8") as f:
+        for p in prompts:
+            f.write(json.dumps(p, ensure_ascii=False) + "\n")
+    return [0.0] * len(completions)

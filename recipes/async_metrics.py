@@ -1,0 +1,107 @@
+"""The `tase/*` metrics under `trainer: async` (issue 50). TRL's AsyncGRPOTrainer scores rewards in its rollout
+worker and passes reward functions no `log_metric`, so recipes/tracking.WatchedReward logs nothing there. What it
+does carry is one metrics dict per training sample (`rewards/<name>`, `reward`), which its collator averages key by
+key over the samples that have the key and the trainer logs. So each sample gets its share of the batch view that
+tracking.batch_metrics computes for sync runs, written so that those per-key averages give the same quantities:
+
+    tase/official_acc, strict_acc, fine_credit   the sample's own verdicts
+    tase/loophole_share                          only on official passes: 1 when the strict verdict fails
+    tase/zero_var_groups, tase/distinct_answers  the sample's group's value (every group has num_generations samples)
+    tase/task/<task>/..., tase/lang/<lang>/...   only on samples of that task / language
+
+The averages are per micro-batch, then per logging step (TRL's), so per-task values weigh micro-batches equally."""
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from recipes.tracking import PREFIX, Verdict, verdicts
+
+
+def sample_metrics(group: Sequence[Verdict], level: str = "fine") -> list[dict[str, float]]:
+    """The per-sample share of tracking.batch_metrics for the completions of one GRPO group."""
+    if not group:
+        return []
+    zero_var = 1.0 if len({getattr(v, level) for v in group}) == 1 else 0.0
+    distinct = len({v.answer for v in group}) / len(group)
+    out = []
+    for v in group:
+        m = {"official_acc": v.coarse, "strict_acc": v.strict, "fine_credit": v.fine, "zero_var_groups": zero_var,
+             "distinct_answers": distinct}
+        if v.coarse == 1.0:
+            m["loophole_share"] = 1.0 if v.strict != 1.0 else 0.0
+        for kind, key in (("task", v.task), ("lang", v.lang)):
+            if key:
+                m[f"{kind}/{key}/official_acc"] = v.coarse
+                m[f"{kind}/{key}/strict_acc"] = v.strict
+        out.append({PREFIX + k: float(x) for k, x in m.items()})
+    return out
+
+
+class TaseMetricsLoop:
+    """Mixin for TRL's `_AsyncRolloutLoop` (in the rollout child): after TRL scores a group, each of its training
+    samples carries its `tase/*` share. A group that cannot be scored as TASE rows (no `type` column) turns the
+    metrics off with one line, as in sync runs."""
+
+    tase_level: str = "fine"
+    tase_off: str | None = None
+
+    async def _score_group(self, group: Any) -> list:
+        samples = await super()._score_group(group)  # type: ignore[misc]
+        if self.tase_off is None:
+            self._add_tase_metrics(group, samples)
+        return samples
+
+    def _add_tase_metrics(self, group: Any, samples: list) -> None:
+        from rewards.trl import RewardInputError
+
+        columns = {k: v for k, v in group.reward_kwargs.items() if k not in ("prompts", "completions")}
+        try:
+            got = verdicts(group.prompts, group.completions, columns)
+        except RewardInputError as e:
+            self.tase_off = str(e)
+            print(f"tase/ metrics off for this run: {e}", file=sys.stderr)
+            return
+        per = sample_metrics(got, self.tase_level)
+        rows = [m for m, seqs in zip(per, group.completions_sequences) for _ in seqs]  # a conversation: 1+ rows
+        for sample, m in zip(samples, rows):
+            sample.metrics.update(m)
+
+
+@functools.cache
+def _server_loop_class() -> type:
+    """TRL's own rollout loop (HTTP to `vllm serve`, the GPU path) with the tase/ sample metrics."""
+    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
+
+    class ServerRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
+        def __init__(self, *, tase_level: str = "fine", **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.tase_level = tase_level
+
+    ServerRolloutLoop.__module__, ServerRolloutLoop.__qualname__ = __name__, "ServerRolloutLoop"
+    return ServerRolloutLoop
+
+
+def __getattr__(name: str) -> Any:
+    """ServerRolloutLoop, built on first use (importing TRL's async worker loads vLLM's client side); named at module
+    level so that the spawned rollout child unpickles it by reference."""
+    if name == "ServerRolloutLoop":
+        cls = _server_loop_class()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(name)
+
+
+def carry_tase_metrics(worker: Any, level: str) -> bool:
+    """Make the AsyncRolloutWorker that AsyncGRPOTrainer built for the server path spawn ServerRolloutLoop (its
+    child is started at train begin, after this); False where the worker runs another loop (the CPU engine's carries
+    the metrics already) or there is none (ranks other than 0)."""
+    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
+
+    if worker is None or getattr(worker, "_loop_cls", None) is not _AsyncRolloutLoop:
+        return False
+    worker._loop_cls = _server_loop_class()
+    worker._loop_kwargs["tase_level"] = level
+    return True
