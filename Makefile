@@ -81,9 +81,11 @@ lock:
 TEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 test: install
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-fast: install
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 demo: install

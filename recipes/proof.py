@@ -627,7 +627,7 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
         lines += ["  the evaluations share no rows"] if g is None else [gain_line(k, x, 22) for k, x in g.items()]
     lines += answer_class_lines(out / "eval" / "official", models, files)
     lines += ["", "wall time per stage (this invocation; skipped stages count 0):", "", step.table(),
-              f"", f"proof finished in {total:.0f} s; comparisons: {shown(out / 'comparison')}"]
+              "", f"proof finished in {total:.0f} s; comparisons: {shown(out / 'comparison')}"]
     return "\n".join(lines)
 
 

@@ -5,7 +5,6 @@ that resolves to nothing is one line, also under --dry_run, before any model or 
 wrapped in reward_checks.CheckedReward (its output checked on every batch, its logged name apart from ours)."""
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from collections.abc import Sequence

@@ -20,7 +20,9 @@ from .router import SCORERS, Scorer, score
 from .trl import REWARD_FUNCS, get_reward_funcs, make_length_penalty
 
 __all__ = [
+    "INVALID",
     "Score",
+    "Scorer",
     "SCORERS",
     "REWARD_FUNCS",
     "score",

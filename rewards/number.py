@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Score, field, label_of
+from .base import Score, label_of
 from .extract import extract_answer
 from .types import ScoringType, register_type
 

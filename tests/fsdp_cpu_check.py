@@ -86,7 +86,6 @@ def grpo_loss(model, b: dict, old_logps=None):
     (num_iterations > 1), whose value depends on the new weights. Also returns the masked mean NLL of the
     completion tokens."""
     import torch
-    from trl.trainer.utils import selective_log_softmax
 
     logps = completion_logps(model, b)
     coef_1 = torch.exp(logps - (logps.detach() if old_logps is None else old_logps))

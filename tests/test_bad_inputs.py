@@ -310,7 +310,8 @@ def test_killed_score_leaves_the_old_scores(tmp_path):
         now = snapshot(out) if out.exists() else snapshot(aside[0])  # killed between the two renames
         if rc is None:
             killed += 1
-        strip = lambda s: {k: v for k, v in s.items() if k != "results.json"}  # versions/timing-free compare
+        def strip(s: dict) -> dict:  # versions/timing-free compare
+            return {k: v for k, v in s.items() if k != "results.json"}
         assert strip(now) in (strip(old), strip(new)), sorted(now)
         assert json.loads(now["results.json"])["overall"] == json.loads(
             (old if strip(now) == strip(old) else new)["results.json"])["overall"]

@@ -6,7 +6,6 @@ tests/test_nothing_lost.py does; a subprocess only where a process limit is the 
 from __future__ import annotations
 
 import json
-import math
 import resource
 import signal
 import subprocess

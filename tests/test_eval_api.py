@@ -255,7 +255,7 @@ def test_api_bad_input_one_line_exit_2(short_rows, tmp_path):
          "set TASE_TEST_KEY"),
         (["--base-url", "http://127.0.0.1:9/v1"], "--model-name"),
         (["--base-url", "ftp://127.0.0.1/v1", "--model-name", "m"], "http(s) URL"),
-        ([f"--base-url", f"https://u:{FAKE_KEY}@api.example.com/v1", "--model-name", "m"], "credentials"),
+        (["--base-url", f"https://u:{FAKE_KEY}@api.example.com/v1", "--model-name", "m"], "credentials"),
     ]
     for extra, needle in cases:
         r = run_module(base + extra, env=env)

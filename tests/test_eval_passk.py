@@ -7,7 +7,6 @@ import json
 import random
 import sys
 from math import comb
-from pathlib import Path
 
 import pytest
 

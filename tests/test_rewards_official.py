@@ -111,7 +111,7 @@ def test_coarse_equals_official_metrics(fixture_root):
         {"type": "NUMBER", "prompt": "q", "answer": "about ٣ or 4"},
         {"type": "SPLIT", "prompt": "q", "answer": "a,;b"},
     ]
-    n = mismatches = 0
+    n = 0
     for r in rows + extra:
         if r["type"] not in ("MATCH_ANSWER", "LENGTH", "SHUFFLE", "SPLIT", "NUMBER", "DIFF"):
             continue  # beyond-TASE types have no official verdict

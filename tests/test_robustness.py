@@ -4,7 +4,6 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from pathlib import Path
 
 import pytest
 

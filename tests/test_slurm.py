@@ -7,7 +7,6 @@ each sync, and after the last one its log-probs are the trained model's (compute
 saved weights). Both sides compute in float32 on every CPU: the script starts the server with the recipe's --dtype
 (vLLM's "auto" serves bf16 where the CPU has native bf16, 4.9e-3 off), and the test checks the dtype vLLM reports."""
 import json
-import os
 import re
 import subprocess
 import sys
