@@ -29,30 +29,14 @@ from typing import Any
 CHOICES = ("auto", "true", "false")
 
 
-def cpu_flags(path: str = "/proc/cpuinfo") -> set[str]:
-    """The CPU's feature flags (Linux), empty where they cannot be read."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 def native_bf16(flags: set[str] | None = None) -> bool:
-    """Whether this CPU computes bf16 matmuls natively: avx512_bf16 or AMX-BF16 in its flags, or (flags unknown)
-    oneDNN's own probe, which torch uses for the same question."""
-    flags = cpu_flags() if flags is None else flags
-    if flags:
-        return bool({"avx512_bf16", "amx_bf16"} & flags)
-    try:
-        import torch
+    """Whether this CPU computes bf16 natively (avx512_bf16 or AMX-BF16): the evaluator's answer
+    (eval.backends.cpu_has_native_bf16, from /proc/cpuinfo), or from the given flags."""
+    if flags is None:
+        from eval.backends import cpu_has_native_bf16
 
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
+        return cpu_has_native_bf16()
+    return bool({"avx512_bf16", "amx_bf16"} & flags)
 
 
 def resolve(setting: str, native: bool | None = None) -> bool:
