@@ -128,7 +128,7 @@ def _cos(a, b):
     return float(torch.nn.functional.cosine_similarity(a.double(), b.double(), dim=0))
 
 
-@pytest.mark.slow  # two trainers on the real model: ~30 s on 2 quiet cores, 130 s on a loaded machine
+@pytest.mark.slow  # two trainers on the real model: 130-530 s measured on a loaded 2-core machine
 def test_fast_path_learns_what_float32_learns(tmp_path):
     old_trainer, data, tok = _trainer(tmp_path, "false")
     batch = _fixed_batch(data, tok)
