@@ -87,8 +87,17 @@ def child(args: argparse.Namespace) -> int:
     code = grpo.main(argv, callbacks=[Clock()])  # a refusal: its one line printed, exit 2 (no result file)
     if code:
         return code
-    Path(args.result).write_text(json.dumps({"steps": steps, "timings": timings, **meta}))
+    Path(args.result).write_text(json.dumps({"steps": steps, "timings": timings, **meta, **gpu_peaks()}))
     return 0
+
+
+def gpu_peaks() -> dict[str, int]:
+    """This process's peak GPU memory (torch's allocator: allocated and reserved), where it used CUDA."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return {}
+    return {"peak_gpu_alloc_bytes": torch.cuda.max_memory_allocated(), "peak_gpu_reserved_bytes":
+            torch.cuda.max_memory_reserved()}
 
 
 def child_trainer(args: argparse.Namespace, clock: Any, steps: list, meta: dict) -> int:

@@ -183,6 +183,10 @@ class TaseArgs(DataArgs):
                 "by launch/local.sh --async"})
     async_max_model_len: int = field(default=2048, metadata={
         "help": "async cpu_engine: max_model_len of the in-process vLLM engine (prompt + completion)"})
+    cpu_bf16: str = field(default="false", metadata={
+        "help": "sync runs on CPU: auto (bf16 autocast with float32 weights where the CPU has native bf16, "
+                "avx512_bf16 or AMX; else float32), true, false; an explicit bf16 wins (recipes/cpu_speed.py)",
+        "choices": ["auto", "true", "false"]})
     async_trace: str | None = field(default=None, metadata={
         "help": "async cpu_engine: append one JSON line per generation batch and weight sync to this file "
                 "(times, policy versions; the async test and bench read it)"})

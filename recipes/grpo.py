@@ -19,6 +19,7 @@ from typing import Any
 from common.process import apply as process_settings
 from recipes import adapters, curriculum, distributed, dynamic_sampling, heldout, tracking, vllm_server_cpu
 from recipes.config import TaseArgs, reward_names, reward_weights
+from recipes.cpu_speed import speed_up as cpu_speed_up
 from recipes.data import build_dataset
 from recipes.errors import TaseError, one_line_exit
 from recipes.grpo_args import parse, validate
@@ -105,6 +106,8 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
                    distributed.ZeroPartitionReport(), *curriculum.callbacks(cur)], **dynamic,
     )
     report_rollouts(trainer, tase, cfg, cpu_server)
+    for what in cpu_speed_up(trainer):  # CPU: bf16 generation cast once, completion-only LM head (issue 52)
+        trainer.accelerator.print(f"cpu speed: {what}")
     train(trainer, resume)
     if cpu_server:  # TRL syncs before each generation; the server gets the last step's weights too (every rank gathers)
         trainer.vllm_generation.sync_weights()

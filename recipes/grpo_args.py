@@ -46,7 +46,20 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
 
         check_trl_version()  # outside the tested TRL range: one line (older refused, newer warned)
         check_async_options(config.given())
+    config.argv += cpu_bf16_argv(config, trainer)
     return RecipeParser(config_types(trainer)).parse(config)
+
+
+def cpu_bf16_argv(config: ConfigFile, trainer: str) -> list[str]:
+    """`--bf16 true` where cpu_bf16 resolves on for this run (recipes/cpu_speed.py: a sync run on CPU, no explicit
+    bf16); a bad value is one line."""
+    from recipes.cpu_speed import bf16_argv
+
+    on_cpu = str(_route(config, "use_cpu")).lower() in ("true", "1", "yes")
+    try:
+        return bf16_argv(_route(config, "cpu_bf16"), config.given(), on_cpu, trainer)
+    except ValueError as e:
+        raise TaseError(str(e)) from None
 
 
 def _route(config: ConfigFile, key: str) -> Any:

@@ -1,0 +1,158 @@
+"""The faster CPU step (issue 52, recipes/cpu_speed.py) learns what the float32 step learns: on one fixed batch of
+the combine config (real SmolLM2-135M, 2 prompts x 8 fixed completions, no generation) the old path (float32, every
+position scored) and the new one (bf16 autocast over float32 weights, completion tokens only) give the same rewards
+and loss, per-token log-probs within bf16 rounding (mean < 0.06), and a gradient and AdamW update pointing the same way;
+plus how `cpu_bf16` resolves and reaches the parsed config."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import ROOT
+from recipes import cpu_speed
+from recipes.errors import TaseError
+
+CONFIG = str(ROOT / "recipes" / "configs" / "grpo_combine_cpu.yaml")
+
+
+def test_cpu_bf16_resolves_where_native_and_explicit_bf16_wins():
+    assert cpu_speed.native_bf16({"avx2", "avx512f", "avx512_bf16"})
+    assert cpu_speed.native_bf16({"avx2", "amx_bf16", "amx_tile"})
+    assert not cpu_speed.native_bf16({"avx2", "avx512f", "fma"})
+    assert cpu_speed.resolve("auto", native=True) and not cpu_speed.resolve("auto", native=False)
+    assert cpu_speed.resolve("true", native=False) and not cpu_speed.resolve("false", native=True)
+    on = ["--bf16", "true"] if cpu_speed.native_bf16() else []
+    given = {"cpu_bf16"}
+    assert cpu_speed.bf16_argv("auto", given, on_cpu=True, trainer="sync") == (on or ["--bf16", "false"])
+    assert cpu_speed.bf16_argv("true", given, on_cpu=True, trainer="sync") == ["--bf16", "true"]
+    assert cpu_speed.bf16_argv("false", given, on_cpu=True, trainer="sync") == ["--bf16", "false"]
+    assert cpu_speed.bf16_argv("true", given | {"bf16"}, on_cpu=True, trainer="sync") == []  # explicit bf16 wins
+    assert cpu_speed.bf16_argv("true", given, on_cpu=False, trainer="sync") == []  # GPUs: untouched
+    assert cpu_speed.bf16_argv("true", given, on_cpu=True, trainer="async") == []
+    assert cpu_speed.bf16_argv("false", set(), on_cpu=True, trainer="sync") == []  # not given: as before
+    with pytest.raises(ValueError, match="cpu_bf16 must be one of auto, true, false, got 'fast'"):
+        cpu_speed.bf16_argv("fast", set(), on_cpu=False, trainer="sync")
+
+
+def test_cpu_bf16_reaches_the_parsed_config(tmp_path):
+    from recipes.grpo_args import parse
+
+    base = ["--config", CONFIG, "--output_dir", str(tmp_path / "run"), "--use_cpu", "true"]
+    _, cfg, _ = parse(base)  # the config says cpu_bf16: auto
+    assert cfg.bf16 is cpu_speed.native_bf16() and cfg.mixed_precision == ("bf16" if cfg.bf16 else "no")
+    assert parse([*base, "--cpu_bf16", "true"])[1].bf16 is True
+    assert parse([*base, "--cpu_bf16", "false"])[1].bf16 is False
+    assert parse([*base, "--cpu_bf16", "true", "--bf16", "false"])[1].bf16 is False
+    with pytest.raises(TaseError, match="cpu_bf16 must be one of"):
+        parse([*base, "--cpu_bf16", "fast"])
+
+
+def _trainer(tmp_path, cpu_bf16: str):
+    """The recipe's sync trainer for the combine config (as recipes/grpo.py builds it), without training."""
+    from trl import GRPOTrainer
+
+    from recipes.config import reward_names, reward_weights
+    from recipes.data import build_dataset
+    from recipes.grpo import tokenizer
+    from recipes.grpo_args import parse
+    from recipes.model import resolve
+    from recipes.reward_funcs import load_reward_funcs
+
+    tase, cfg, model_args = parse(["--config", CONFIG, "--output_dir", str(tmp_path / cpu_bf16), "--use_cpu", "true",
+                                   "--cpu_bf16", cpu_bf16, "--num_train_examples", "8", "--report_to", "none"])
+    path = resolve(model_args.model_name_or_path)
+    names = reward_names(tase)
+    cfg.reward_weights = reward_weights(tase, names, cfg.reward_weights)
+    cfg.model_init_kwargs = {"dtype": model_args.dtype}
+    tok = tokenizer(path)
+    data = build_dataset(tase, tok)
+    trainer = GRPOTrainer(model=path, reward_funcs=load_reward_funcs(names), args=cfg, train_dataset=data,
+                          processing_class=tok)
+    return trainer, data, tok
+
+
+def _fixed_batch(data, tok):
+    """2 prompts x 8 completions (right answers, wrong ones, untagged, long), left-padded prompts as TRL pads them."""
+    rows = [data[0], data[1]]
+    outs = []
+    for r in rows:
+        gold = str(r["answer"])
+        outs += [f"<answer>{gold}</answer>", f"<answer>{gold}</answer>", f"The answer is <answer>{gold}</answer>",
+                 "<answer>xyz</answer>", gold, "<answer></answer>", f"<answer>{gold} {gold}</answer>",
+                 "I think it is " + " ".join([gold] * 6)]
+    inputs = [r for r in rows for _ in range(8)]
+    prompts = [r["prompt"] for r in inputs]
+    texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    enc = tok(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    ids = [tok(c, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for c in outs]
+    width = max(map(len, ids))
+    completion_ids = torch.tensor([x + [tok.pad_token_id] * (width - len(x)) for x in ids])
+    completion_mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
+    completions = [[{"role": "assistant", "content": c}] for c in outs]
+    return inputs, prompts, completions, ids, enc, completion_ids, completion_mask
+
+
+def _one_step(trainer, batch):
+    """Rewards, advantages, per-token log-probs, loss, gradient and AdamW update of one optimizer step."""
+    inputs, prompts, completions, ids, enc, completion_ids, completion_mask = batch
+    rewards = trainer._calculate_rewards(inputs, prompts, completions, ids)
+    total = (rewards * torch.tensor(trainer.reward_weights)).nansum(dim=1).view(-1, 8)
+    adv = ((total - total.mean(1, keepdim=True)) / (total.std(1, keepdim=True) + 1e-4)).view(-1)
+    batch_in = {"prompt_ids": enc["input_ids"], "prompt_mask": enc["attention_mask"], "completion_ids": completion_ids,
+                "completion_mask": completion_mask, "advantages": adv,
+                "num_items_in_batch": completion_mask.sum().float()}
+    model = trainer.model
+    model.train()
+    trainer.current_gradient_accumulation_steps = trainer.args.gradient_accumulation_steps  # set by train()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(
+            model, torch.cat([enc["input_ids"], completion_ids], 1), torch.cat([enc["attention_mask"],
+                                                                                completion_mask], 1),
+            completion_ids.size(1))
+    with trainer.compute_loss_context_manager():
+        loss = trainer.compute_loss(model, batch_in)
+    trainer.accelerator.backward(loss)
+    grad = torch.cat([p.grad.reshape(-1).float() for p in model.parameters() if p.grad is not None])
+    before = torch.cat([p.detach().reshape(-1).clone() for p in model.parameters()])
+    trainer.create_optimizer()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), trainer.args.max_grad_norm)
+    trainer.optimizer.step()
+    after = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    dtypes = {p.dtype for p in model.parameters()}
+    return {"rewards": rewards, "adv": adv, "logps": logps * completion_mask, "loss": loss.detach(), "grad": grad,
+            "update": after - before, "before": before, "dtypes": dtypes}
+
+
+def _cos(a, b):
+    return float(torch.nn.functional.cosine_similarity(a.double(), b.double(), dim=0))
+
+
+@pytest.mark.slow  # two trainers on the real model: 130-530 s measured on a loaded 2-core machine
+def test_fast_path_learns_what_float32_learns(tmp_path):
+    old_trainer, data, tok = _trainer(tmp_path, "false")
+    batch = _fixed_batch(data, tok)
+    old = _one_step(old_trainer, batch)
+    assert not old_trainer.args.bf16
+    new_trainer, _, _ = _trainer(tmp_path, "true")
+    assert new_trainer.args.bf16 and new_trainer.accelerator.mixed_precision == "bf16"
+    applied = cpu_speed.speed_up(new_trainer)
+    assert any("completion tokens only" in a for a in applied) and any("once per batch" in a for a in applied)
+    new = _one_step(new_trainer, batch)
+    assert old["dtypes"] == new["dtypes"] == {torch.float32}  # float32 weights (and so AdamW state) on both paths
+    torch.testing.assert_close(new["rewards"], old["rewards"], rtol=0, atol=0)  # rewards read text only
+    assert old["adv"].abs().sum() > 0  # the batch has something to learn
+    torch.testing.assert_close(new["loss"], old["loss"], rtol=0, atol=1e-6)
+    # bf16 rounds a logit to 8 bits of mantissa: measured here 0.031 mean and 0.34 max on a low-probability token
+    diff = (new["logps"] - old["logps"]).abs()
+    assert diff.sum() / (old["logps"] != 0).sum() < 0.06 and diff.max() < 0.7, (diff.mean(), diff.max())
+    # what is learned: the gradient (measured cosine 0.9994, norm ratio 1.003) and AdamW's update (0.981, 1.00002;
+    # a first Adam step is about lr x sign(gradient), so tiny gradient entries flip) point the same way
+    assert _cos(new["grad"], old["grad"]) > 0.995, _cos(new["grad"], old["grad"])
+    assert abs(float(new["grad"].norm() / old["grad"].norm()) - 1) < 0.02
+    assert _cos(new["update"], old["update"]) > 0.95, _cos(new["update"], old["update"])
+    assert abs(float(new["update"].norm() / old["update"].norm()) - 1) < 0.01
+    # why the weights stay float32: the same update applied to bf16 weights is rounded away (measured: 99% of them
+    # would not move at all at lr 5e-6)
+    moved = (old["before"] + old["update"]).bfloat16() != old["before"].bfloat16()
+    assert moved.float().mean() < 0.1
