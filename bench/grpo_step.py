@@ -165,7 +165,7 @@ def trainer_table(args: argparse.Namespace) -> int:
         if "staleness" in r:
             hist = collections.Counter(int(x) for x in r["staleness"][n:] or r["staleness"])
             o = r["overlap"]
-            note = (f"staleness of trained samples (steps 2+): "
+            note = ("staleness of trained samples (steps 2+): "
                     + ", ".join(f"{k}: {v}" for k, v in sorted(hist.items()))
                     + f"; generation {o['generate_s']:.0f} s and optimizer steps {o['train_s']:.0f} s overlapped "
                       f"{o['overlap_s']:.0f} s; weight syncs {o['sync_s']:.1f} s in the engine")
