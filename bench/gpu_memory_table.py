@@ -199,12 +199,12 @@ def row_command(model_dir: Path, data: Path, result: Path, run_dir: Path, steps:
 
 def summarise_result(res: dict[str, Any]) -> dict[str, Any]:
     """bench/grpo_step.py's per-phase medians of the timed steps (the last `steps - 1`) plus the child's peaks."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        from grpo_step import summarise
-    finally:
-        sys.path.pop(0)
-    s = summarise(res)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tase_bench_grpo_step", ROOT / "bench/grpo_step.py")
+    grpo_step = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grpo_step)  # by path: no sys.path edit (tests/test_recipes.py)
+    s = grpo_step.summarise(res)
     out = {"step_s": s["step_s"], "generate_s": s["gen_s"], "loss_fwd_s": s["loss_s"], "bwd_opt_s": s["backward_s"],
            "generated_tokens": s["tokens"], "generated_tok_per_s": s["tok_per_s"],
            "step_seconds_all": [round(x["seconds"], 2) for x in res["steps"]]}

@@ -63,7 +63,11 @@ def followed(out: str | Path) -> Path:
     stays and the target is replaced; `eval score --force` once replaced the link with a folder and left the old
     scores at the target). Any other path is returned as given."""
     out = Path(out)
-    return Path(os.path.realpath(out)) if out.is_symlink() else out
+    try:
+        link = out.is_symlink()
+    except OSError:  # a name too long, an unsearchable folder: not a link; write_blocker words the refusal
+        return out
+    return Path(os.path.realpath(out)) if link else out
 
 
 def lock_path(out: Path) -> Path:

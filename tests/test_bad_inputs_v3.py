@@ -315,7 +315,7 @@ def test_proof_dry_run_checks_the_control_stage_options(tmp_path, capsys, fixtur
                             "--dry-run"], capsys)
     assert code == 2
     one_line(err, fragment)
-    bad_grpo = text.replace("  options: {}   ", "  options: {learning_rate: -1}   ")
+    bad_grpo = text.replace('  options: {cpu_bf16: "false"}', '  options: {cpu_bf16: "false", learning_rate: -1}')
     assert bad_grpo != text
     cfg.write_text(bad_grpo.replace(section, ""))
     code, err = call(main, ["--config", str(cfg), "--official", str(fixture_root), "--out", str(tmp_path / "o"),
