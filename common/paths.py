@@ -169,10 +169,11 @@ MARKER = ".tase-output.json"
 LABELS = {"export": "export", "export-lm-eval": "export-lm-eval", "score": "eval score", "compare": "eval compare",
           "synth": "synth", "gold": "eval gold", "demo": "demo", "tokstats": "eval tokstats",
           "robustness": "eval robustness", "plot-training": "eval plot-training", "select": "select_checkpoint",
-          "stats": "synth stats"}
+          "stats": "synth stats", "ablate": "recipes/ablate.py"}
 # subfolders that are part of a command's own output though they are another command's output themselves:
 # `eval robustness run` keeps its `eval run` in OUT/run
-_OWN_PARTS = {"robustness": ("run",), "select": ("step-*",)}  # select_checkpoint: an `eval run` per checkpoint
+_OWN_PARTS = {"robustness": ("run",), "select": ("step-*",),  # select_checkpoint: an `eval run` per checkpoint
+              "ablate": ("*",)}  # recipes/ablate.py: a training run, an export, eval runs and comparisons per arm
 _WALK_LIMIT = 100_000  # entries: a folder this big is not an earlier output; treat it as precious
 # files an export from before markers may hold (what save_pretrained and the tokenizer write, and the card)
 _OLD_EXPORT_FILES = ("config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from common.paths import BLOCKS, OutputBusy, hold_output, output_refusal, write_blocker, write_marker
 from common.process import die_with_parent
 from recipes.errors import StepFailed, TaseError, one_line_exit
 
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.config).is_file():
         print(f"error: no such config file: {args.config}", file=sys.stderr)
         return 2
-    from recipes.ablate_grid import check_arms, comparison_table, expand, load_times, parse_vary
+    from recipes.ablate_grid import check_arms, expand, parse_vary
 
     axes = parse_vary(args.vary)
     if args.granularity or not axes:  # granularity stays one axis among others
@@ -74,7 +75,33 @@ def main(argv: list[str] | None = None) -> int:
     arms = expand(axes)
     check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra])
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_out(out)
+    try:
+        with hold_output(out):  # one writer per --out: two ablations into one folder would train the same arms
+            check_out(out)
+            out.mkdir(parents=True, exist_ok=True)
+            write_marker(out, "ablate", [])  # known as this command's folder from the start: a rerun resumes
+            return _run(args, arms, extra, out)
+    except OutputBusy as e:
+        raise TaseError(str(e)) from None
+
+
+def check_out(out: Path) -> None:
+    """The one output rule for --out (common/paths.py): a folder that can be written, that is not and does not hold
+    another command's output; an earlier ablation (its marker) resumes, its arms' runs and evaluations its own."""
+    blocked = write_blocker(out, include_self=True)
+    if blocked:
+        d, why = blocked
+        raise TaseError(f"--out {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    why = output_refusal(out, "ablate", replace=False)
+    if why:
+        raise TaseError(f"--out {why}; write elsewhere")
+
+
+def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path) -> int:
+    """Train, export and evaluate every arm into OUT (each step resumes), then write the comparison."""
+    from recipes.ablate_grid import comparison_table, load_times
+
     times_file = out / "times.json"
     times = load_times(times_file)
     py = sys.executable

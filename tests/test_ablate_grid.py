@@ -69,3 +69,24 @@ def test_comparison_table_from_real_eval_folders(tmp_path):
     assert cells["dr_grpo-token"][5].startswith("+0.00 [") and not cells["dr_grpo-token"][5].endswith("*")
     assert cells["dr_grpo-sequence"][5].startswith("-25.00 [")
     assert cells["dapo-sequence"][6:] == ["11", "2"] and cells["base"][6:] == ["", "2"]
+
+
+def test_out_follows_the_one_output_rule(tmp_path):
+    """ablate.py --out is refused in one line, before anything trains, where it is a user's file or another command's
+    output (an `eval score` folder); neither is touched (issue 51: every writer takes the rule)."""
+    from common.paths import MARKER, write_marker
+
+    user_file = tmp_path / "notes.txt"
+    user_file.write_text("mine\n")
+    scores = tmp_path / "scores"
+    scores.mkdir()
+    (scores / "results.json").write_text("{}\n")
+    write_marker(scores, "score")
+    before = {p: p.read_bytes() for p in (user_file, scores / "results.json", scores / MARKER)}
+    for out, fragment in ((user_file, "is a file"), (scores, "eval score")):
+        code, err = call_main(["recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--out",
+                               str(out), "--eval-data", "x.jsonl", "--granularity", "fine"])
+        assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: --out "), err
+        assert fragment in err, err
+    assert {p: p.read_bytes() for p in before} == before and sorted(p.name for p in scores.iterdir()) == sorted(
+        ["results.json", MARKER])
