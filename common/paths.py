@@ -58,6 +58,16 @@ class OutputBusy(TaseError):
 NAME_MAX = 255  # bytes in one file name on the common Linux file systems (ext4, xfs, btrfs, tmpfs)
 
 
+def blocker_line(out: Path, flag: str, include_self: bool = False) -> str | None:
+    """write_blocker's answer as the one line every command refuses with ("FLAG OUT: it is ..." or "FLAG OUT: DIR is
+    ..."), or None when `out` can be written there."""
+    blocked = write_blocker(out, include_self=include_self)
+    if blocked is None:
+        return None
+    d, why = blocked
+    return f"{flag} {out}: {'it' if d == out else d} is {BLOCKS[why]}"
+
+
 def followed(out: str | Path) -> Path:
     """The path an output is written at: a symlinked --out is followed to its target, by every command (the link
     stays and the target is replaced; `eval score --force` once replaced the link with a folder and left the old

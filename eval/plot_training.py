@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from common.paths import BLOCKS, OutputBusy, file_refusal, followed, hold_output, write_blocker
+from common.paths import blocker_line, OutputBusy, file_refusal, followed, hold_output
 from common.readers import JSON_ERRORS, json_problem
 
 METRICS = "metrics.jsonl"
@@ -120,10 +120,9 @@ def is_plot(path: Path) -> bool:
 def check_out(out: Path) -> None:
     """The one output rule for --out: a writable place, not a folder, not a file inside another command's output
     (a training run is where the plot belongs), and never a file this command did not write."""
-    blocked = write_blocker(out)
-    if blocked:
-        d, why = blocked
-        raise PlotError(f"--out {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    why = blocker_line(out, "--out")
+    if why:
+        raise PlotError(why)
     if out.is_dir():
         raise PlotError(f"--out {out} is a folder; a .png file is expected")
     why = file_refusal(out, "plot-training", own=is_plot, inside=("training",))

@@ -14,13 +14,12 @@ from recipes.errors import TaseError
 
 def check_output_dir(output_dir: str) -> Path:
     """output_dir must be a folder or creatable as one."""
-    from common.paths import BLOCKS, write_blocker
+    from common.paths import blocker_line
 
     out = Path(output_dir)
-    blocked = write_blocker(out)
-    if blocked:
-        d, why = blocked
-        raise TaseError(f"output_dir {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    why = blocker_line(out, "output_dir")
+    if why:
+        raise TaseError(why)
     if out.exists() and not out.is_dir():
         raise TaseError(f"output_dir {out} is a file, not a folder")
     return out

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common.paths import (BLOCKS, OutputBusy, file_refusal, hold_output, is_own, output_refusal, read_marker,
-                          write_blocker, write_marker)
+from common.paths import (blocker_line, OutputBusy, file_refusal, hold_output, is_own, output_refusal, read_marker,
+                          write_marker)
 from eval.headline import headline
 from eval.runner import iter_samples
 from recipes.errors import TaseError, one_line_exit
@@ -38,10 +38,9 @@ def check_out(out: Path) -> None:
     """The one output rule for --out (common/paths.py): a folder that can be written, that is not and does not hold
     another command's output (a training run, an `eval score` folder, ...), and whose selection files, where they
     exist, are this command's own (its marker lists them): a user's selection.md is never replaced."""
-    blocked = write_blocker(out, include_self=True)
-    if blocked:
-        d, why = blocked
-        raise TaseError(f"--out {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    why = blocker_line(out, "--out", include_self=True)
+    if why:
+        raise TaseError(why)
     why = output_refusal(out, "select", replace=False)
     if why:
         raise TaseError(f"--out {why}; write elsewhere")

@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from common.errors import TaseError, one_line
-from common.paths import (BLOCKS, file_refusal, followed, hold_output, jsonl_with_keys, leftovers, os_error_line,
-                          write_blocker)
+from common.paths import (blocker_line, file_refusal, followed, hold_output, jsonl_with_keys, leftovers, os_error_line)
 from common.record import LANGS, TASKS
 
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
@@ -74,10 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
 def check_out(out: Path) -> None:
     """Refuse, before generating anything, an --out that cannot be written: a folder, a path under a
     file, or a place without write permission."""
-    blocked = write_blocker(out)
-    if blocked:
-        d, why = blocked
-        raise SynthError(f"--out {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    why = blocker_line(out, "--out")
+    if why:
+        raise SynthError(why)
     if out.is_dir():
         raise SynthError(f"--out {out} is a folder")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from common.errors import TaseError, one_line
-from common.paths import BLOCKS, file_refusal, followed, hold_output, write_blocker
+from common.paths import blocker_line, file_refusal, followed, hold_output
 from common.record import TASKS
 
 from .core import TEXT_SOURCES, Generator, SynthError, available, generate, spec
@@ -177,10 +177,9 @@ def is_stats_json(path: Path) -> bool:
 def check_json_out(out: Path) -> None:
     """The one output rule for --json (common/paths.py): a writable place, not a folder, never a file inside another
     command's output, and never a file of the user's own (only an earlier --json of these statistics)."""
-    blocked = write_blocker(out)
-    if blocked:
-        d, why = blocked
-        raise SynthError(f"--json {out}: {'it' if d == out else d} is {BLOCKS[why]}")
+    why = blocker_line(out, "--json")
+    if why:
+        raise SynthError(why)
     if out.is_dir():
         raise SynthError(f"--json {out} is a folder")
     why = file_refusal(out, "stats", own=is_stats_json)
