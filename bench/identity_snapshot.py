@@ -14,7 +14,11 @@ a readable diff:
   samples.jsonl, comparison.json and the printed table;
 - `--help` of `python -m synth`, `python -m eval` and each subcommand, every recipe script and launcher;
 - every dry run: recipes/grpo.py (the CPU and the paper's sync config), recipes/grpo_qwen14b.py, recipes/proof.py,
-  launch/cpu.sh, launch/local.sh (async, 8 GPUs), launch/slurm/grpo.sbatch (sync and async).
+  launch/cpu.sh, launch/local.sh (async, 8 GPUs), launch/slurm/grpo.sbatch (sync and async);
+- the refusals of the recipes' option readers (issue 48): recipes/grpo.py (--dry-run) and recipes/proof.py on a bad
+  YAML (invalid, a key twice, not a mapping, an unknown key, a value of the wrong type) and a bad command line, and
+  recipes/ablate.py's refusals before anything trains (no config, a bad or fixed axis, an arm whose options do not
+  parse, a bad config, an --out that is a user's file).
 Paths of the checkout and of the scratch folder are written as <ROOT> and <TMP>; DeepSpeed's timestamped
 "[date] [WARNING]" lines are left out. Nothing is written outside DIR and a scratch folder.
 """
@@ -169,6 +173,42 @@ class Snapshot:
         for launcher in ("launch/cpu.sh", "launch/local.sh", "launch/slurm/grpo.sbatch"):
             self.command(f"help/{launcher}", ["bash", launcher, "--help"])
 
+    def refusals(self) -> None:
+        yamls = {"invalid": "a: [\n", "twice": "learning_rate: 1.0e-5\nlearning_rate: 2.0e-5\n", "list": "- 1\n",
+                 "empty": "", "unknown": "bogus_option: 1\n", "wrongtype": "num_generations: many\n",
+                 "wronglist": "tasks: dot_matrix\n", "badchoice": "lr_scheduler_type: nope\n"}
+        for name, text in yamls.items():
+            (self.tmp / f"{name}.yaml").write_text(text, encoding="utf-8")
+        cfg = "recipes/configs/grpo_smollm2_cpu.yaml"
+        for name in yamls:
+            self.command(f"refuse/grpo_yaml_{name}", ["PY", "recipes/grpo.py", "--config", str(self.tmp / f"{name}.yaml"),
+                                                       "--dry-run"])
+        for name, args in (("abbrev", ["--learning_rat", "1e-5"]), ("badint", ["--num_generations", "x"]),
+                           ("unknown", ["--bogus_option", "1"]), ("noconfig", ["--config"]),
+                           ("missing", ["--config", str(self.tmp / "nope.yaml")]),
+                           ("trainer", ["--trainer", "both"])):
+            self.command(f"refuse/grpo_{name}", ["PY", "recipes/grpo.py", *(["--config", cfg] if name not in (
+                "noconfig", "missing") else []), *args, "--dry-run"])
+        for name in ("invalid", "twice", "list", "unknown"):
+            self.command(f"refuse/proof_yaml_{name}", ["PY", "recipes/proof.py", "--dry-run", "--config",
+                                                        str(self.tmp / f"{name}.yaml"), "--official", FIXTURE])
+        user_file = self.tmp / "user_file.txt"
+        user_file.write_text("mine\n", encoding="utf-8")
+        ablate = ["PY", "recipes/ablate.py", "--eval-data", f"official:{FIXTURE}"]
+        combine = "recipes/configs/grpo_combine_cpu.yaml"
+        out = ["--out", str(self.tmp / "ablate")]
+        for name, args in (("noargs", []), ("noconfig", ["--config", str(self.tmp / "nope.yaml"), *out]),
+                           ("fixed", ["--config", combine, "--vary", "seed=1,2", *out]),
+                           ("malformed", ["--config", combine, "--vary", "loss_type", *out]),
+                           ("twice", ["--config", combine, "--granularity", "coarse", "--vary",
+                                      "reward_granularity=fine,coarse", *out]),
+                           ("badarm", ["--config", combine, "--vary", "num_generations=4,x", *out]),
+                           ("unknown", ["--config", combine, "--vary", "bogus_option=1,2", *out]),
+                           ("dupkey", ["--config", str(self.tmp / "twice.yaml"), "--vary", "loss_type=dapo,dr_grpo",
+                                       *out]),
+                           ("userfile", ["--config", combine, "--out", str(user_file)])):
+            self.command(f"refuse/ablate_{name}", ablate[:2] + args + (ablate[2:] if name != "noargs" else []))
+
     def dry_runs(self) -> None:
         self.command("dry/grpo_cpu", ["PY", "recipes/grpo.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml",
                                       "--output_dir", str(self.tmp / "grpo_out"), "--dry-run"])
@@ -189,18 +229,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, type=Path, help="a new folder for manifest.json and raw/")
     p.add_argument("--root", type=Path, default=HERE, help="the checkout to run (default: this one)")
     p.add_argument("-n", "--n", type=int, default=4, help="records per synth cell (default 4)")
-    p.add_argument("--only", nargs="*", choices=("synth", "eval", "help", "dry"), default=None,
+    p.add_argument("--only", nargs="*", choices=("synth", "eval", "help", "dry", "refuse"), default=None,
                    help="run only these groups (default: all)")
     args = p.parse_args(argv)
     if args.out.exists() and any(args.out.iterdir()):
         print(f"error: {args.out}: not empty; give a new folder", file=sys.stderr)
         return 2
     root = args.root.resolve()
-    groups = set(args.only or ("synth", "eval", "help", "dry"))
+    groups = set(args.only or ("synth", "eval", "help", "dry", "refuse"))
     with tempfile.TemporaryDirectory(prefix="tase-identity-") as tmp:
         snap = Snapshot(root, args.out.resolve(), Path(tmp))
         for group, fn in (("synth", lambda: snap.synth(args.n)), ("eval", snap.evaluation),
-                          ("help", snap.helps), ("dry", snap.dry_runs)):
+                          ("help", snap.helps), ("dry", snap.dry_runs), ("refuse", snap.refusals)):
             if group in groups:
                 fn()
                 print(f"{group}: done ({len(snap.manifest)} entries so far)", flush=True)
