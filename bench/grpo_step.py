@@ -176,7 +176,7 @@ def trainer_table(args: argparse.Namespace) -> int:
     print("# s/step = median wall time between successive optimizer-step ends after the first (generation, "
           "rewards, weight sync and the update included); sync = TRL GRPOTrainer with vLLM colocated (generation "
           "and training take turns), async = TRL AsyncGRPOTrainer with the in-process CPU engine "
-          "(recipes/async_cpu.py)")
+          "(recipes/async_grpo/cpu_engine.py)")
     return 0
 
 

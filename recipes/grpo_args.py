@@ -42,7 +42,7 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if trainer not in ("sync", "async"):
         raise TaseError(f"trainer must be sync or async, got {trainer!r}")
     if trainer == "async":
-        from recipes.async_guard import check_trl_version
+        from recipes.async_grpo.guard import check_trl_version
 
         check_trl_version()  # outside the tested TRL range: one line (older refused, newer warned)
         check_async_options(config.given())
@@ -118,7 +118,7 @@ def __getattr__(name: str) -> type:
 
 ASYNC_REFUSED = {  # ModelConfig options AsyncGRPOTrainer does not take (why, in one line)
     "attn_implementation": "AsyncGRPOTrainer always packs samples into a prefix tree run by its own tree attention "
-                           "(FlashAttention-3 on CUDA, recipes/async_patches.py on CPU)",
+                           "(FlashAttention-3 on CUDA, recipes/async_grpo/patches.py on CPU)",
 }
 
 

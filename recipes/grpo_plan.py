@@ -126,7 +126,7 @@ def async_split(tase: TaseArgs, cfg: Any, n_procs: int) -> str:
     total = max(tase.min_gpus, n_procs + tase.vllm_gpus, 1)
     v = tase.vllm_gpus
     train = total - v if n_procs == 1 else n_procs
-    gen = ("on CPU: an in-process vLLM engine in the rollout process (recipes/async_cpu.py), weights over gloo"
+    gen = ("on CPU: an in-process vLLM engine in the rollout process (recipes/async_grpo/cpu_engine.py), weights over gloo"
            if tase.async_generation == "cpu_engine" else
            f"vLLM server at {cfg.vllm_server_base_url} on GPU(s) {_gpu_range(0, v)} of the node (launch/local.sh "
            "--async; launch/slurm/grpo.sbatch --async gives it a node of its own), weights over NCCL "

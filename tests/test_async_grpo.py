@@ -1,4 +1,4 @@
-"""trainer: async (TRL's AsyncGRPOTrainer) on CPU: recipes/async_patches.py's tree attention, the one-line option
+"""trainer: async (TRL's AsyncGRPOTrainer) on CPU: recipes/async_grpo/patches.py's tree attention, the one-line option
 errors, and a few real async GRPO steps on the default model with the in-process vLLM engine (slow)."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_cpu_tree_attention_matches_causal_attention_per_path():
     attention over its root-to-segment path (grouped-query heads, as SmolLM2)."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl.experimental.async_grpo")
-    from recipes.async_patches import cpu_tree_attention
+    from recipes.async_grpo.patches import cpu_tree_attention
     from trl.experimental.async_grpo.packing import TreeRow
 
     row = TreeRow()
@@ -96,7 +96,7 @@ def test_async_grpo_steps_on_cpu(vllm_env, default_model, tmp_path):
     for r in per_step:
         assert r["sample/staleness_max"] <= staleness
         assert "rewards/accuracy_fine" in r and "rewards/format*0.2" in r and "reward" in r
-        # the tase/ view of the batch rides on each sample (recipes/async_metrics.py): verdict shares and per task
+        # the tase/ view of the batch rides on each sample (recipes/async_grpo/metrics.py): verdict shares and per task
         for key in ("official_acc", "strict_acc", "fine_credit", "zero_var_groups", "distinct_answers"):
             assert 0.0 <= r[f"tase/{key}"] <= 1.0, (key, r)
         assert r["tase/fine_credit"] >= r["tase/strict_acc"] - 1e-6 and r["tase/distinct_answers"] >= 1 / 4 - 1e-6

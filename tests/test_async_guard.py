@@ -1,5 +1,5 @@
 """trainer: async cannot hang silently (issue 50): a weight sync whose peer stops answering ends in one line within
-weight_sync_timeout (the real gloo transport of recipes/gloo_transfer.py, a peer that joins and never takes the
+weight_sync_timeout (the real gloo transport of recipes/async_grpo/gloo_transfer.py, a peer that joins and never takes the
 weights), the installed TRL is checked against the tested range, and the shipped async configs set the timeout."""
 import threading
 import time
@@ -12,7 +12,7 @@ from recipes.errors import TaseError
 
 
 def test_stalled_weight_sync_fails_in_one_line_within_its_timeout():
-    from recipes.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
+    from recipes.async_grpo.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
 
     weights = {"w": torch.ones(4096)}
     manifest = {"names": ["w"], "dtypes": ["float32"], "shapes": [[4096]]}
@@ -32,7 +32,7 @@ def test_stalled_weight_sync_fails_in_one_line_within_its_timeout():
 
 
 def test_absent_peer_fails_in_one_line():
-    from recipes.gloo_transfer import GlooWeightTransfer
+    from recipes.async_grpo.gloo_transfer import GlooWeightTransfer
 
     transfer = GlooWeightTransfer(manifest={"names": [], "dtypes": [], "shapes": []}, timeout_s=2)
     t0 = time.monotonic()
@@ -44,7 +44,7 @@ def test_absent_peer_fails_in_one_line():
 def test_trl_version_range():
     import trl
 
-    from recipes.async_guard import TESTED_TRL, trl_version_problem
+    from recipes.async_grpo.guard import TESTED_TRL, trl_version_problem
 
     assert trl_version_problem(trl.__version__) is None  # the venv's TRL is the tested one
     kind, line = trl_version_problem("1.15.2")
@@ -68,7 +68,7 @@ def test_shipped_async_configs_set_weight_sync_timeout():
 def test_async_sample_metrics_average_to_the_sync_batch_metrics():
     """Averaged key by key over the samples that carry each key (what TRL's async collator does), the per-sample
     tase/ shares give tracking.batch_metrics of the same completions (equal-size groups, as GRPO's are)."""
-    from recipes.async_metrics import sample_metrics
+    from recipes.async_grpo.metrics import sample_metrics
     from recipes.tracking import Verdict, batch_metrics, groups
 
     vs = [Verdict("a", "sort_lengths", "en", 1.0, 1.0, 1.0, "ABC"), Verdict("a", "sort_lengths", "en", 1.0, 0.0, 0.5, "AB"),
@@ -93,7 +93,7 @@ def test_rollout_loops_add_tase_metrics_to_trl_scored_samples():
     from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence, _AsyncRolloutLoop
 
     import synth
-    from recipes import async_metrics
+    from recipes.async_grpo import metrics as async_metrics
     from rewards.trl import accuracy_fine, format_reward, reward_columns
     from synth.gold import gold_completion
 
@@ -129,7 +129,7 @@ def test_rollout_loops_add_tase_metrics_to_trl_scored_samples():
 def test_server_worker_spawns_the_tase_loop():
     from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
 
-    from recipes.async_metrics import ServerRolloutLoop, carry_tase_metrics
+    from recipes.async_grpo.metrics import ServerRolloutLoop, carry_tase_metrics
 
     class Worker:  # the two attributes TRL's AsyncRolloutWorker.start reads
         _loop_cls, _loop_kwargs = _AsyncRolloutLoop, {}

@@ -53,7 +53,7 @@ def _trainer(tmp_path, cpu_bf16: str):
 
     from recipes.config import reward_names, reward_weights
     from recipes.data import build_dataset
-    from recipes.grpo import tokenizer
+    from recipes.grpo_run import tokenizer
     from recipes.grpo_args import parse
     from recipes.model import resolve
     from recipes.reward_funcs import load_reward_funcs

@@ -89,9 +89,9 @@ def test_bad_user_reward_output_is_one_line_naming_the_function(user_module, bat
 
 
 def test_a_bad_reward_stops_training_in_one_line(user_module, batch):
-    """recipes/grpo.py train() turns the first bad batch into the recipe's one line (TaseError), whatever the
+    """recipes/grpo_run.py train() turns the first bad batch into the recipe's one line (TaseError), whatever the
     trainer: here a stand-in trainer whose train() calls the reward as GRPOTrainer does."""
-    from recipes.grpo import train
+    from recipes.grpo_run import train
     from recipes.reward_funcs import load_reward_funcs
 
     func = load_reward_funcs(["rewards:inf"])[0]

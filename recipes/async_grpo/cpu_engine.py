@@ -9,14 +9,14 @@ nothing in TRL or vLLM:
   advantages, queue, heartbeat, metrics) with one override, `_generate_one_turn`: instead of `POST
   /v1/completions` it micro-batches the concurrent requests into an in-process `vllm.LLM` living in the child. The
   child is a separate process, so generation runs beside training, not in turns with it.
-* `GlooWeightTransfer` / `GlooWeightReceiver` (recipes/gloo_transfer.py): the trainer's rank 0 broadcasts every
+* `GlooWeightTransfer` / `GlooWeightReceiver` (recipes/async_grpo/gloo_transfer.py): the trainer's rank 0 broadcasts every
   parameter over a two-member gloo process group (its own TCPStore, apart from any training process group) into the child, which loads them with
   vLLM's in-place reload API (`recipes/vllm_sync.reload_sync`, the same call the colocated CPU path uses) between two
   generation batches and acknowledges. The broadcast blocks until the child reaches a batch boundary, so no batch
   mixes two policies, and the trainer bumps the policy version only after the acknowledgement: a sample is never
   tagged newer than the weights that produced it. Gloo is TCP, so the same two classes would also serve a CPU
   engine on another host.
-* `cpu_tree_attention` (recipes/async_patches.py, beside the other CPU patches): the tree-packed attention TRL
+* `cpu_tree_attention` (recipes/async_grpo/patches.py, beside the other CPU patches): the tree-packed attention TRL
   computes with FA3's `flash_attn_varlen_func`, written with `torch.nn.functional.scaled_dot_product_attention`, one segment at a time (registered only without CUDA).
 
 Why not a vLLM weight-transfer engine registered with `WeightTransferEngineFactory.register_engine`: the factory
@@ -37,9 +37,9 @@ from typing import Any
 
 from trl.experimental.async_grpo.async_rollout_worker import AsyncRolloutWorker, _AsyncRolloutLoop
 
-from recipes.async_metrics import TaseMetricsLoop
-from recipes.async_patches import use_cpu_tree_attention
-from recipes.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
+from recipes.async_grpo.metrics import TaseMetricsLoop
+from recipes.async_grpo.patches import use_cpu_tree_attention
+from recipes.async_grpo.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
 
 # --------------------------------------------------------------------------------------------- rewards (picklable)
 
@@ -62,7 +62,7 @@ class WeightedReward:
 
 class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
     """TRL's rollout loop with generation in an in-process `vllm.LLM` instead of HTTP to `vllm serve`; each sample
-    carries its `tase/*` metrics (recipes/async_metrics.py)."""
+    carries its `tase/*` metrics (recipes/async_grpo/metrics.py)."""
 
     def __init__(self, *, engine_kwargs: dict, transfer_info: dict, trace_path: str | None = None,
                  tase_level: str = "fine", **kwargs):

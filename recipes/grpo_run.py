@@ -1,0 +1,94 @@
+"""What sync and async GRPO both do around their trainer (recipes/grpo.py, recipes/async_grpo/main.py): the launch
+checks, the output folder and model before anything is built (`start_run`), the tokenizer, `metrics.jsonl`, the
+training call whose first unscorable batch is one line, and the final save."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from recipes import distributed
+from recipes.config import TaseArgs, reward_names
+from recipes.errors import TaseError
+from recipes.grpo_plan import world_size
+from recipes.model import resolve
+from recipes.reward_funcs import load_reward_funcs
+from recipes.run_dir import already_finished, prepare_output_dir
+
+
+class MetricsLogger:
+    """Appends every TRL log dict (rewards per function, frac_reward_zero_std, lengths) to metrics.jsonl."""
+
+    def __new__(cls, path: str):
+        from transformers import TrainerCallback
+
+        class _CB(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kw):
+                if logs and state.is_world_process_zero:
+                    with open(path, "a", encoding="utf-8") as f:
+                        f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+        return _CB()
+
+
+
+def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list[str], list] | None:
+    """What both trainers do before building anything: the output folder (resume or a fresh start), the model
+    path and the reward functions. None when the run already finished."""
+    resume = prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
+    if already_finished(cfg.output_dir, resume, cfg.max_steps):
+        return None
+    path = resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
+    names = reward_names(tase)
+    return resume, path, names, load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
+
+
+
+def check_launch(tase: TaseArgs, cfg: Any) -> None:
+    """The launch fits the machine (one line each; the GPU count is grpo_args.check_gpus): no FSDP on CPU
+    (accelerate would run it as DDP), a distributed CPU run with use_cpu, and a precision the devices support."""
+    import torch
+
+    on_cpu = cfg.use_cpu or not torch.cuda.is_available()
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true") and on_cpu:
+        # accelerate 1.15 honours the FSDP plugin only for accelerator devices (state.py, AcceleratorState):
+        # a CPU run would silently train as DDP with full weights on every process.
+        raise TaseError("FSDP on CPU: accelerate prepares CPU (gloo) runs as DDP, not FSDP; launch with "
+             "--config_file recipes/accelerate/cpu_ddp.yaml (tests/fsdp_cpu_check.py shows FSDP2 on gloo)")
+    if world_size() > 1 and not torch.cuda.is_available() and not cfg.use_cpu:
+        raise TaseError(f"{world_size()} processes and no CUDA, but use_cpu: false: remove it (the recipe sets use_cpu on "
+             "CPU); without it accelerate gives each process no distributed backend and they train alone")
+    if (why := distributed.precision_mismatch(cfg)):
+        raise TaseError(why)
+
+
+
+def tokenizer(path: str) -> Any:
+    """The model's tokenizer, padding with EOS where it has no pad token (GRPO batches need one)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+
+def train(trainer: Any, resume: str | None) -> None:
+    """trainer.train; a batch the rewards cannot score stops the run in one line (the first batch already
+    shows it: stop rather than learn from zeros)."""
+    from rewards.trl import RewardInputError
+
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    except RewardInputError as e:
+        raise TaseError(str(e))
+
+
+
+def save(trainer: Any, tok: Any, output_dir: str) -> None:
+    """The final model, trainer_state.json (log history, for export's model card) and the tokenizer."""
+    trainer.save_model(output_dir)
+    trainer.save_state()
+    tok.save_pretrained(output_dir)
+    trainer.accelerator.print(f"saved to {output_dir}")
