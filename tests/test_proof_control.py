@@ -252,12 +252,12 @@ def tiny_trainer_run(output_dir: Path) -> None:
 
 
 def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root):
-    from recipes import proof
+    from recipes import proof_inputs, proof_train
 
     out = tmp_path / "proof"
     tiny_trainer_run(out / "fine")
     state = json.loads((out / "fine" / "trainer_state.json").read_text())
-    seconds = proof.train_runtime(out / "fine")
+    seconds = proof_train.train_runtime(out / "fine")
     assert seconds == state["log_history"][-1]["train_runtime"] > 0
     control = [c for c in commands(dry_run(proof_config(tmp_path), fixture_root, out)) if "/control " in c]
     assert f"--max_train_seconds {seconds:g} --exclude" in control[0]
@@ -268,19 +268,19 @@ def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root)
     from recipes.parser import parse_config
     from recipes.sft_warmup import BudgetArgs
 
-    cfg = proof.load_config(str(proof_config(tmp_path)))
-    grpo_data = proof.data_args(ROOT / cfg["grpo"]["config"], cfg["grpo"]["options"])
+    cfg = proof_inputs.load_config(str(proof_config(tmp_path)))
+    grpo_data = proof_inputs.data_args(ROOT / cfg["grpo"]["config"], cfg["grpo"]["options"])
     written = tmp_path / "control_config.yaml"
-    written.write_text(proof.control_config_text(ROOT / cfg["sft"]["config"], grpo_data), encoding="utf-8")
+    written.write_text(proof_train.control_config_text(ROOT / cfg["sft"]["config"], grpo_data), encoding="utf-8")
     argv = control[0].split(" recipes/sft_warmup.py ")[1].replace(str(out / "control_config.yaml"), str(written))
     data, sft, _, budget = parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv.split())
-    assert {k: getattr(data, k) for k in proof.DATA_KEYS} == grpo_data and grpo_data["max_len"] is None
+    assert {k: getattr(data, k) for k in proof_inputs.DATA_KEYS} == grpo_data and grpo_data["max_len"] is None
     assert data.subtasks == ["combine"] and sft.learning_rate == 5e-5
     assert budget.max_train_seconds == float(f"{seconds:g}")
     # a state without it (a run that did not finish) is one line
     (out / "fine" / "trainer_state.json").write_text(json.dumps({**state, "log_history": state["log_history"][:-1]}))
     with pytest.raises(TaseError, match="no train_runtime in its log_history"):  # main prints it, exit 2
-        proof.train_runtime(out / "fine")
+        proof_train.train_runtime(out / "fine")
 
 
 def test_control_stage_fails_in_one_line_without_the_fine_arm_s_state_and_resumes(tmp_path, fixture_root):
@@ -310,18 +310,18 @@ def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):
     is a row of the accuracy table, and GRPO fine vs control and control vs warm-up are paired-CI lines."""
     from eval.gold import gold_predictions
     from eval.runner import score_predictions
-    from recipes import proof
+    from recipes import proof_inputs, proof_report, proof_train
     from recipes.pipeline import Steps
     from synth import generate
     from synth.readers import load_data
 
-    cfg = proof.load_config(str(proof_config(tmp_path)))
+    cfg = proof_inputs.load_config(str(proof_config(tmp_path)))
     out = tmp_path / "proof"
-    proof.link_subset(fixture_root, cfg["files"], out / "official", dry_run=False)
+    proof_train.link_subset(fixture_root, cfg["files"], out / "official", dry_run=False)
     held = tmp_path / "heldout.jsonl"
     held.write_text("".join(json.dumps(r) + "\n" for r in generate("component_split", "en", 8, 1, "combine")))
-    models = ["base", "warm-up", "coarse", "fine", proof.CONTROL]
-    right = {"base": 0, "warm-up": 2, "coarse": 3, "fine": 4, proof.CONTROL: 3}  # every k-th row right
+    models = ["base", "warm-up", "coarse", "fine", proof_inputs.CONTROL]
+    right = {"base": 0, "warm-up": 2, "coarse": 3, "fine": 4, proof_inputs.CONTROL: 3}  # every k-th row right
     for dname, spec in (("official", f"official:{out / 'official'}"), ("heldout", str(held))):
         gold = list(gold_predictions(load_data(spec)))
         for name in models:
@@ -330,14 +330,14 @@ def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):
                                                  i % (6 - right[name]) == 0 else "<answer>no</answer>"}) + "\n"
                                      for i, g in enumerate(gold)))
             score_predictions(spec, preds, out / "eval" / dname / name)
-    text = proof.summary(out, cfg, models, 200, Steps("proof", 9, ROOT), 1.0)
+    text = proof_report.summary(out, cfg, models, 200, Steps("proof", 9, ROOT), 1.0)
     assert "| sft_control | " in text
     lines = [line for line in text.splitlines() if line.startswith("  GRPO fine vs control ")]
     assert len(lines) == 2  # official and held-out
     assert all(re.search(r"GRPO fine vs control +[+-]\d+\.\d\d \[[+-]\d+\.\d\d, [+-]\d+\.\d\d\]", line)
                for line in lines)
     assert sum(line.startswith("  control vs warm-up ") for line in text.splitlines()) == 2
-    without = proof.summary(out, cfg, models[:-1], 200, Steps("proof", 8, ROOT), 1.0)
+    without = proof_report.summary(out, cfg, models[:-1], 200, Steps("proof", 8, ROOT), 1.0)
     assert "control" not in without.replace(str(out), "")
 
 
@@ -357,13 +357,13 @@ def test_model_card_names_the_subtasks_only_when_set(tmp_path):
 def test_the_en_combine_proof_config_trains_and_screens_combine_only():
     """recipes/configs/proof_combine_cpu.yaml (make proof PROOF_CONFIG=...) is #28's en_combine recipe: it loads,
     every training stream and the held-out set are component_split/en/combine, and it has the control stage."""
-    from recipes import proof
+    from recipes import proof_inputs
 
     path = ROOT / "recipes" / "configs" / "proof_combine_cpu.yaml"
-    cfg = proof.load_config(str(path))
+    cfg = proof_inputs.load_config(str(path))
     assert cfg["files"] == ["token_structure/component_split/en_combine.csv"] and "control" in cfg
     for part in ("sft", "grpo"):
-        data = proof.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
+        data = proof_inputs.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
         assert (data["tasks"], data["langs"], data["subtasks"]) == (["component_split"], ["en"], ["combine"]), part
     assert (cfg["heldout"]["task"], cfg["heldout"]["lang"], cfg["heldout"]["subtask"]) == ("component_split", "en",
                                                                                            "combine")
@@ -373,23 +373,23 @@ def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(
     """recipes/configs/proof_charcls_cpu.yaml (issue #41): dot_matrix/mul/char_classification everywhere, the
     GRPO pool's class weighting (repeat_answers) is a data option the control inherits, the evaluation dtype is
     pinned; a bad eval dtype is one line."""
-    from recipes import proof
+    from recipes import proof_inputs, proof_train
 
     for name, arms in (("proof_charcls_cpu.yaml", ["fine", "coarse"]),):
-        cfg = proof.load_config(str(ROOT / "recipes" / "configs" / name))
+        cfg = proof_inputs.load_config(str(ROOT / "recipes" / "configs" / name))
         assert cfg["grpo"]["arms"] == arms and cfg["eval"]["dtype"] == "float32" and "control" in cfg
         assert cfg["out"] == "runs/proof_charcls"
         for part in ("sft", "grpo"):
-            data = proof.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
+            data = proof_inputs.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
             assert (data["tasks"], data["langs"], data["subtasks"]) == (["dot_matrix"], ["mul"],
                                                                          ["char_classification"]), part
         assert data["repeat_answers"] == ["kana=6", "greek=6", "symbol=2"]
-        assert "repeat_answers:\n- kana=6\n" in proof.control_config_text(ROOT / cfg["sft"]["config"], data)
+        assert "repeat_answers:\n- kana=6\n" in proof_train.control_config_text(ROOT / cfg["sft"]["config"], data)
     bad = tmp_path / "bad.yaml"
     bad.write_text((ROOT / "recipes" / "configs" / "proof_charcls_cpu.yaml").read_text().replace(
         "dtype: float32", "dtype: fp32"))
     with pytest.raises(TaseError) as e:  # proof.main prints it as its one line, exit 2
-        proof.load_config(str(bad))
+        proof_inputs.load_config(str(bad))
     assert str(e.value) == f"--config {bad}: eval dtype must be one of float32, bfloat16, float16, got 'fp32'"
 
 
@@ -413,7 +413,7 @@ def test_repeat_answers_weights_the_drawn_rows_by_gold_answer(tmp_path):
 def test_per_class_accuracy_lines_for_a_classification_file(tmp_path):
     """The summary's per-class table: correct/rows per gold answer and model from samples.jsonl (official
     verdict), only for files with few distinct answers."""
-    from recipes import proof
+    from recipes import proof_report
 
     f, g = "token_structure/dot_matrix/char_classification.csv", "token_structure/component_split/en_combine.csv"
     rows = [("kana", 1), ("kana", 0), ("greek", 0), ("hanzi", 1)] + [(f"w{i}", 1) for i in range(13)]
@@ -422,7 +422,7 @@ def test_per_class_accuracy_lines_for_a_classification_file(tmp_path):
         (tmp_path / name / "samples.jsonl").write_text("".join(
             json.dumps({"file": f if i < 4 else g, "answer": a, "coarse": bool(c) != (flip and a == "greek")}) + "\n"
             for i, (a, c) in enumerate(rows)))
-    lines = proof.answer_class_lines(tmp_path, ["warm-up", "fine"], [f, g])
+    lines = proof_report.answer_class_lines(tmp_path, ["warm-up", "fine"], [f, g])
     assert lines == ["", "dot_matrix/char_classification: correct / rows per class (the gold answer; official "
                      "verdict):", "", "| model | kana | greek | hanzi |", "|---|---:|---:|---:|",
                      "| warm-up | 1/2 | 0/1 | 1/1 |", "| fine | 1/2 | 1/1 | 1/1 |"]

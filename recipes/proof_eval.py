@@ -1,0 +1,98 @@
+"""recipes/proof.py's data and evaluation stages: the training sets written out and the held-out set guarded
+against them and the release (5, or 4 without a control), greedy evaluations of every model and the comparisons."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from recipes.config import data_streams
+from recipes.errors import TaseError
+from recipes.proof_inputs import CONTROL, Proof, data_args, data_model, shown
+
+
+def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, folder: Path) -> tuple[list, list]:
+    """Commands writing what the recipe trains on, and the files to guard the held-out set against.
+
+    The recipes draw their rows on the fly (recipes/data.py iter_records): for each stream in turn (a task x
+    lang cell, or with `subtasks` a task x lang x subtask cell: config.data_streams), the next row of
+    `synth.generate(task, lang, ..., synth_seed, subtask)` (the same call `python -m synth --task T --lang L
+    [--subtask S]` makes), round-robin, then the contamination guard, up to num_train_examples rows. So the
+    first num_train_examples guarded rows of every stream, written by `python -m synth` with the same flags,
+    one file per stream, hold every training prompt (a superset: the held-out set may lose a few more rows
+    than it must, never fewer)."""
+    if data["train_data"] != "synth":
+        return [], [Path(data["train_data"])]
+    if data["streaming"]:
+        raise TaseError(f"{name}: streaming training data has no end; the held-out set cannot be guarded against it")
+    try:
+        streams = data_streams(data["tasks"], data["langs"], data["subtasks"])
+    except ValueError as e:
+        raise TaseError(f"{name}: {e}")
+    cmds, files = [], []
+    for task, lang, sub in streams:
+        f = folder / (f"{name}_{task}_{lang}.jsonl" if sub is None else f"{name}_{task}_{lang}_{sub}.jsonl")
+        cmd = [py, "-m", "synth", "--task", task, "--lang", lang, "-n", str(data["num_train_examples"]),
+               "--seed", str(data["synth_seed"])]
+        cmd += ["--subtask", sub] if sub is not None else []
+        cmd += ["--max-len", str(data["max_len"])] if data["max_len"] else []
+        cmd += ["--paraphrase"] if data["paraphrase"] else []
+        cmd += ["--mixture", str(data["mixture"])] if data["mixture"] and task == "all" else []
+        cmds.append((f, [*cmd, "--exclude", guard, "--no-progress", "--out", shown(f)]))
+        files.append(f)
+    return cmds, files
+
+
+def stage_sets(pr: Proof) -> Path:
+    """4 (5 with a control). the training sets (a superset of every prompt the recipes train on, see
+    training_set_cmds) and the held-out set guarded against them and the release; returns the held-out file."""
+    sets, guard_files = [], []
+    for name, recipe_config, opts in (("sft", pr.sft_config, pr.cfg["sft"]["options"]),
+                                      ("grpo", pr.grpo_config, pr.cfg["grpo"]["options"])):
+        cmds, files = training_set_cmds(pr.py, name, data_args(recipe_config, opts), pr.guard, pr.out / "data")
+        sets += cmds
+        guard_files += files
+    ho = pr.cfg["heldout"]
+    heldout = pr.out / "heldout.jsonl"
+    cmd = [pr.py, "-m", "synth", "--task", ho["task"], "--lang", ho["lang"], "-n", str(ho["n"]), "--seed",
+           str(ho["seed"])]
+    cmd += ["--subtask", ho["subtask"]] if ho.get("subtask") else []
+    cmd += ["--max-len", str(ho["max_len"])] if ho.get("max_len") else []
+    cmd += ["--no-progress", "--out", shown(heldout), "--exclude", pr.guard]
+    for f in guard_files:
+        cmd += ["--exclude-exact", shown(f)]
+    sets.append((heldout, cmd))
+    k = pr.k("sets")
+    for f, cmd in sets:
+        title = f"held-out set ({ho['n']} rows)" if f == heldout else f"training set {f.stem} (held-out guard)"
+        if not pr.skip(k, title, f, cmd, f"{k} training and held-out sets"):
+            pr.step(k, title, cmd, stage=f"{k} training and held-out sets")
+    return heldout
+
+
+def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """5 (6 with a control). greedy evaluations of every model on both data sets; 6 (7). comparisons with
+    paired bootstrap intervals. Returns the models and data sets, by name."""
+    out, sft_opts = pr.out, pr.cfg["sft"]["options"]
+    models = {"base": str(sft_opts.get("model_name_or_path") or data_model(pr.sft_config)),
+              "warm-up": shown(out / "sft"), **{arm: shown(out / arm) for arm in pr.cfg["grpo"]["arms"]}}
+    if pr.control:
+        models[CONTROL] = shown(out / "control")
+    k_eval, k_cmp = pr.k("evaluate"), pr.k("compare")
+    data = {"official": f"official:{shown(out / 'official')}", "heldout": shown(heldout)}
+    ev = pr.cfg["eval"]
+    for dname, spec in data.items():
+        for name, model in models.items():
+            cmd = [pr.py, "-m", "eval", "run", "--model", model, "--data", spec, "--out",
+                   shown(out / "eval" / dname / name), "--backend", pr.backend, "--max-new-tokens",
+                   str(ev["max_new_tokens"]), "--no-progress"]
+            cmd += ["--batch-size", str(ev["batch_size"])] if ev.get("batch_size") else []
+            cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
+            pr.step(k_eval, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,
+                    stage=f"{k_eval} evaluate on {dname}")
+    n_boot = pr.cfg["compare"]["n_boot"]
+    for dname in data:
+        pr.step(k_cmp, f"compare on {dname}", [pr.py, "-m", "eval", "compare",
+                                               *(shown(out / "eval" / dname / m) for m in models),
+                                               "--out", shown(out / "comparison" / dname), "--n-boot", str(n_boot)],
+                stage=f"{k_cmp} compare")
+    return models, data

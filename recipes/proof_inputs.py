@@ -1,0 +1,272 @@
+"""recipes/proof.py's inputs: the proof config (`load_config`, checked against SCHEMA), the recipe options every
+stage will pass, parsed now by each recipe's own parser (`check_recipe_options`), and `Proof`, what every stage
+reads (`setup`). Shared helpers for the stage modules: `flags`, `shown`, `data_args`."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from common.errors import bounded
+from recipes.config import DataArgs, data_streams
+from recipes.errors import TaseError
+from recipes.parser import read_yaml
+from recipes.pipeline import Steps
+
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+N_STAGES = 9  # 8 without a control section (stage 4)
+STAGES = ("subset", "sft", "grpo", "control", "sets", "evaluate", "compare", "completions", "summary")
+ARMS = ("coarse", "fine")
+CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
+OPTIONAL = object()
+# eval.dtype (optional, passed as `eval run --dtype`): pin it (float32) so the numbers do not depend on the CPU,
+# whose default is bfloat16 where it has bf16 natively and float32 elsewhere
+EVAL_DTYPES = ("float32", "bfloat16", "float16")
+# the config's keys: a type (or tuple of types), a nested mapping, or (type, OPTIONAL)
+SCHEMA: dict[str, Any] = {
+    "out": str, "completions": (str, OPTIONAL), "files": list,
+    "sft": {"config": str, "options": (dict, OPTIONAL)},
+    "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
+    "control": ({"options": (dict, OPTIONAL)}, OPTIONAL),
+    "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL),
+                "subtask": (str, OPTIONAL)},
+    "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL), "dtype": (str, OPTIONAL)},
+    "compare": {"n_boot": int},
+}
+SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
+DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "synth_seed", "max_len", "paraphrase",
+             "streaming", "subtasks", "repeat_answers")
+
+
+def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        raise TaseError(f"{where}: must be a mapping of key: value")
+    for key in value:
+        if key not in schema:
+            raise TaseError(f"{where}: unknown key {key!r} (known: {', '.join(schema)})")
+    for key, want in schema.items():
+        optional = isinstance(want, tuple) and OPTIONAL in want
+        types = want[0] if optional else want
+        if key not in value or (optional and value[key] is None):
+            if not optional:
+                raise TaseError(f"{where}: missing key {key!r}")
+            continue
+        v = value[key]
+        if isinstance(types, dict):
+            check_section(f"{where}: {key}", v, types)
+        elif not isinstance(v, types) or (isinstance(v, bool) and types is int):
+            raise TaseError(f"{where}: {key} must be {'an integer' if types is int else f'a {types.__name__}'}, got "
+                            f"{bounded(v)}")
+
+
+def load_config(path: str) -> dict[str, Any]:
+    """The proof config (yaml.safe_load), checked: unknown or missing keys and wrong types are one line.
+    A `control:` key, even empty, turns the control stage on (cfg["control"]["options"], a dict); without it
+    cfg has no "control" key."""
+    cfg = read_yaml(path)
+    if isinstance(cfg, dict) and "control" in cfg and cfg["control"] is None:
+        cfg["control"] = {}  # `control:` with nothing under it: the stage with no extra options
+    check_section(f"--config {path}", cfg, SCHEMA)
+    files = cfg["files"]
+    if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
+        raise TaseError(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got "
+                        f"{bounded(files)}")
+    arms = cfg["grpo"]["arms"]
+    if not arms or not all(isinstance(a, str) for a in arms) or len(set(arms)) != len(arms) or not set(arms) <= set(ARMS):
+        raise TaseError(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {bounded(arms)}")
+    if not all(isinstance(f, str) for f in cfg["grpo"]["reward_funcs"]):
+        raise TaseError(f"--config {path}: grpo reward_funcs must list reward names or import paths, got "
+                        f"{bounded(cfg['grpo']['reward_funcs'])}")
+    if cfg["eval"]["backend"] not in ("vllm", "hf"):
+        raise TaseError(f"--config {path}: eval backend must be vllm or hf, got {bounded(cfg['eval']['backend'])}")
+    if not isinstance(cfg["eval"].get("dtype"), (str, type(None))) or cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
+        raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got "
+                        f"{bounded(cfg['eval']['dtype'])}")
+    for part in ("sft", "grpo", "control"):
+        if part not in cfg:
+            continue
+        cfg[part]["options"] = cfg[part].get("options") or {}
+        taken = SET_HERE + {"grpo": ("model_name_or_path", "reward_funcs"),
+                            "control": ("model_name_or_path", "max_train_seconds"), "sft": ()}[part]
+        for key, v in cfg[part]["options"].items():
+            if not option_value(v):  # flags() passes a value or a list of values; anything else is misread
+                raise TaseError(f"--config {path}: {part} option {key!r} must be a value or a list of values, got "
+                                f"{bounded(v)}")
+            if key in taken:
+                raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py")
+            if part == "control" and key in DATA_KEYS:
+                raise TaseError(f"--config {path}: control option {key!r} is set by proof.py (the control trains on the GRPO "
+                     "arms' data: the grpo config's and grpo options')")
+    if "control" in cfg and "fine" not in arms:
+        raise TaseError(f"--config {path}: the control trains for the fine arm's train_runtime: grpo arms must include fine")
+    return cfg
+
+
+def option_value(v: Any) -> bool:
+    """A recipe option as a proof config may give it: a scalar (str, number, bool, null) or a flat list of them (the
+    values `flags` turns into command-line words; a mapping or nested list would reach the recipe as its repr)."""
+    scalar = (str, int, float, bool, type(None))
+    return isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) and x is not None for x in v))
+
+
+def flags(options: dict[str, Any]) -> list[str]:
+    """Recipe options as command-line flags (`--key value`, a list as several values, booleans true/false)."""
+    out: list[str] = []
+    for key, v in options.items():
+        vals = v if isinstance(v, list) else [v]
+        out += [f"--{key}", *(str(x).lower() if isinstance(x, bool) else str(x) for x in vals)]
+    return out
+
+
+def shown(p: Path) -> str:
+    """A path as the commands show it: relative to the repository root (their cwd) when inside it."""
+    p = Path(p)
+    try:
+        return str(Path(os.path.abspath(p)).relative_to(ROOT)) if p.is_absolute() else str(p)
+    except ValueError:
+        return str(p)
+
+
+def data_args(recipe_config: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """The training-data options a recipe will use: DataArgs defaults, then its YAML config, then the options."""
+    d = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
+         for f in dataclasses.fields(DataArgs) if f.name in DATA_KEYS}
+    yml = read_yaml(recipe_config, "") or {}
+    if not isinstance(yml, dict):
+        raise TaseError(f"{shown(recipe_config)}: must be a YAML mapping of option: value")
+    listed = {f.name for f in dataclasses.fields(DataArgs) if "list" in str(f.type)}
+    d.update({k: v for k, v in yml.items() if k in DATA_KEYS})
+    for k, v in options.items():  # as the recipe will read them from flags(): a scalar for a list option is one word
+        if k in DATA_KEYS:
+            d[k] = flags({k: v})[1:] if k in listed and v is not None else v
+    return d
+
+
+def data_model(recipe_config: Path) -> str:
+    """The model a recipe config starts from (the base model of the comparison)."""
+    return str((read_yaml(recipe_config, "") or {}).get("model_name_or_path") or "default")
+
+
+def completions_dir(args: argparse.Namespace, cfg: dict[str, Any], out: Path) -> Path:
+    """Where the completion files go: --completions DIR as named for this run, else inside OUT (the config's
+    `completions:`, a relative folder, or `completions`). The shipped configs once pointed into docs/results/, so
+    every proof, whatever its --out, replaced the committed files; a config cannot send them outside OUT."""
+    if args.completions:
+        return Path(args.completions).resolve()
+    rel = cfg.get("completions") or "completions"
+    if Path(rel).is_absolute() or ".." in Path(rel).parts:
+        raise TaseError(f"--config {args.config}: completions must be a folder inside out (relative, without ..), got "
+                        f"{rel!r}; name a place outside it for this run with --completions DIR")
+    return out / rel
+
+
+def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Path) -> None:
+    """Every stage's recipe options, parsed now by that recipe's own parser (its --config, then the options as
+    proof.py will pass them), so that a misspelled key or a bad value in `sft:`, `grpo:` or `control:` is one
+    line before stage 1, not a failure hours later when its stage starts (issue 36). The range checks are
+    config.TRAINER_RANGES'; the recipes check the rest (model, data, output folder) when they start."""
+    from trl import GRPOConfig, ModelConfig, SFTConfig
+
+    from recipes.config import TaseArgs, check_trainer_ranges
+    from recipes.parser import ConfigFile, RecipeParser
+    from recipes.sft_warmup import BudgetArgs
+
+    sft = (DataArgs, SFTConfig, ModelConfig, BudgetArgs)
+    common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
+    parts = [("sft", sft, sft_config, cfg["sft"]["options"], [])]
+    parts.append(("grpo", (TaseArgs, GRPOConfig, ModelConfig), grpo_config, cfg["grpo"]["options"],
+                  ["--reward_funcs", "accuracy_fine", *cfg["grpo"]["reward_funcs"]]))
+    if "control" in cfg:
+        opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
+        parts.append(("control", sft, sft_config, {**opts, **cfg["control"]["options"]}, ["--max_train_seconds", "1"]))
+    for part, types, recipe_config, options, fixed in parts:
+        where = f"{part} options (for {shown(recipe_config)})"
+        parser = RecipeParser(types, where=f"{where}: ")
+        known = parser.options()
+        for key in options:  # named exactly as the recipe's parser names them
+            if key not in known:
+                raise TaseError(f"{where}: unknown option {key!r}")
+        argv = ["--config", str(recipe_config), *flags(options), *fixed, *common]
+        parsed = parser.parse(ConfigFile(argv))  # a TaseError: main's one line
+        check_trainer_ranges(*parsed, where=f"{where}: ")
+
+
+@dataclasses.dataclass
+class Proof:
+    """What every stage reads: the checked inputs, where outputs go, and the step printer/timer."""
+
+    cfg: dict[str, Any]
+    official: Path
+    out: Path
+    sft_config: Path
+    grpo_config: Path
+    backend: str
+    step: Steps
+    dry: bool
+    py: str = sys.executable
+    completions: Path | None = None  # the completion files' folder: inside out unless --completions names one
+
+    @property
+    def guard(self) -> str:
+        return f"official:{self.official}"
+
+    @property
+    def control(self) -> bool:
+        """Whether the config has a control section (stage 4)."""
+        return "control" in self.cfg
+
+    def k(self, stage: str) -> int:
+        """The printed number of a stage (STAGES): without a control, the stages after it move up by one."""
+        names = [s for s in STAGES if s != "control" or self.control]
+        return names.index(stage) + 1
+
+    def skip(self, k: int, title: str, done: Path, cmd: list[str], stage: str) -> bool:
+        """True (after saying so) when the stage's output exists; under --dry-run its command still shows."""
+        if not done.exists():
+            return False
+        self.step.header(k, f"{title}: skipped, {shown(done)} exists")
+        self.step.add(stage, 0.0)
+        if self.dry:
+            self.step.show(cmd)
+        return True
+
+
+def setup(args: argparse.Namespace) -> Proof:
+    """The config and the release checked (one line each: a missing folder, file or recipe config, data options
+    that generate nothing), and the evaluation backend (vllm falls back to eval's default where it is not
+    installed)."""
+    cfg = load_config(args.config)
+    official = Path(args.official).resolve()
+    if not official.is_dir():
+        raise TaseError(f"--official {args.official}: no such folder")
+    for f in cfg["files"]:
+        if not (official / "tasks" / f).is_file():
+            raise TaseError(f"--official {args.official}: no tasks/{f} (the config's files must be in the release)")
+    out = Path(args.out).resolve() if args.out else ROOT / cfg["out"]
+    completions = completions_dir(args, cfg, out)
+    sft_config, grpo_config = ROOT / cfg["sft"]["config"], ROOT / cfg["grpo"]["config"]
+    for c in (sft_config, grpo_config):
+        if not c.is_file():
+            raise TaseError(f"--config {args.config}: no such recipe config {shown(c)}")
+    for part, c in (("sft", sft_config), ("grpo", grpo_config)):  # bad tasks/langs/subtasks: now, not in stage 4/5
+        d = data_args(c, cfg[part]["options"])
+        if d["train_data"] == "synth":
+            try:
+                data_streams(d["tasks"], d["langs"], d["subtasks"])
+            except ValueError as e:
+                raise TaseError(f"{part}: {e}")
+    check_recipe_options(cfg, sft_config, grpo_config)
+    from eval.backends import default_backend
+
+    backend = cfg["eval"]["backend"]
+    if backend == "vllm" and default_backend() != "vllm":
+        print(f"note: vllm is not installed; evaluating with {default_backend()} (eval's default)")
+        backend = default_backend()
+    step = Steps("proof", N_STAGES if "control" in cfg else N_STAGES - 1, ROOT, dry_run=args.dry_run, quote=True)
+    return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run, completions=completions)
