@@ -167,7 +167,7 @@ class Snapshot:
         for sub, res in zip(subs, self.in_one_process("eval.__main__", [[sub, "--help"] for sub in subs])):
             self.record(f"help/eval/{sub}", res["stdout"], res["rc"], res["stderr"])
         for script in sorted((self.root / "recipes").glob("*.py")):
-            # a script: it has a main guard (a module that only mentions __main__, like recipes/errors.py, is not)
+            # a script: it has a main guard (a module that only mentions __main__ in a docstring is not)
             if MAIN_GUARD.search(script.read_text(encoding="utf-8")) and script.stem != "grpo_qwen14b":
                 self.command(f"help/recipes/{script.stem}", ["PY", f"recipes/{script.name}", "--help"])
         for launcher in ("launch/cpu.sh", "launch/local.sh", "launch/slurm/grpo.sbatch"):

@@ -9,9 +9,11 @@ base (`DataError` is a `ValueError`, `RunError` a `RuntimeError`), so code that 
 """
 from __future__ import annotations
 
+import functools
 import reprlib
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 EXIT_CODE = 2  # bad input or a refusal: the exit status of every entry point's one-line error
 MAX_QUOTE = 120  # characters of a value quoted in an error line
@@ -36,6 +38,24 @@ def one_line(e: TaseError) -> int:
     """Print `e` as the one line `error: <message>` on stderr; the exit status for the entry point to return."""
     print(f"error: {e}", file=sys.stderr)
     return e.exit_code
+
+
+F = TypeVar("F", bound=Callable[..., int])
+
+
+def one_line_exit(main: F) -> F:
+    """Decorates a recipe's `main`: a TaseError raised anywhere below it becomes its one line, and `main` returns
+    the exit status (`one_line`) for its `if __name__ == "__main__":` block to exit with. No traceback, nothing
+    written lost; only the script's main guard ends the process."""
+
+    @functools.wraps(main)
+    def wrapper(*args, **kwargs) -> int:
+        try:
+            return main(*args, **kwargs)
+        except TaseError as e:
+            return one_line(e)
+
+    return wrapper  # type: ignore[return-value]
 
 
 # `bounded`: why: an error line quotes the value it refuses, and a value read from a file can be megabytes (a long

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from common.paths import blocker_line, OutputBusy, hold_output, output_refusal, write_marker
 from common.process import die_with_parent
-from recipes.errors import StepFailed, TaseError, one_line_exit
+from common.errors import StepFailed, TaseError, one_line_exit
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 # options an axis may not vary: the data, the seeds, the warm-up and where an arm writes
 FIXED = ("output_dir", "model_name_or_path", "seed", "data_seed", "synth_seed", "train_data", "tasks", "langs",

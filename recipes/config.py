@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.prompts import SYSTEM_PROMPT
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 
 @dataclass

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.data import LEVEL_COLUMN
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 STATE_FILE = "curriculum.json"
 PREFIX = "tase/curriculum/"

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from common.paths import foreign_entry
-from recipes.errors import one_line_exit
+from common.errors import one_line_exit
 from recipes.pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent

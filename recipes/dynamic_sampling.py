@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 PREFIX = "tase/dynamic/"
 # verdict of the accuracy reward a run trains on -> the verdict its groups must mix (auto)

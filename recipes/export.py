@@ -22,7 +22,7 @@ from pathlib import Path
 from common.paths import (
     OutputBusy, followed, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
 from common.process import apply as process_settings
-from recipes.errors import TaseError, one_line_exit
+from common.errors import TaseError, one_line_exit
 from recipes.run_dir import checkpoint_problem
 
 

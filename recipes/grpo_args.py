@@ -12,7 +12,7 @@ from typing import Any
 
 from recipes import presets
 from recipes.config import TaseArgs, check_trainer_ranges, reward_names
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.parser import ConfigFile, RecipeParser
 from recipes.run_dir import check_output_dir
 

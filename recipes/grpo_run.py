@@ -9,7 +9,7 @@ from typing import Any
 
 from recipes import distributed
 from recipes.config import TaseArgs, reward_names
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.grpo_plan import world_size
 from recipes.model import resolve
 from recipes.reward_funcs import load_reward_funcs

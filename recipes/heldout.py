@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.heldout_rows import heldout_seed, records
 
 PREFIX = "tase/heldout/"

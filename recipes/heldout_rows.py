@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 DRAW_LIMIT = 50  # draws per wanted row before giving up on finding distinct prompts (a tiny task space)
 

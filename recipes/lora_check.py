@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 PREFIX = "base_model.model."  # PEFT's key prefix in adapter_model.safetensors
 

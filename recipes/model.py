@@ -1,7 +1,7 @@
 """Model resolution for the recipes: a spec (HF folder, .gguf, `default`) to a local plain HF folder."""
 from __future__ import annotations
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 
 def resolve(model: str | None, allow_pickle_weights: bool = False) -> str:

@@ -10,23 +10,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 
 def read_yaml(path: str | Path, what: str = "--config ") -> Any:
-    """A YAML file's content (yaml.safe_load, a key given twice refused: common/yamlfile.py); an unreadable file or
+    """A YAML file's content (common.yamlfile.read: safe_load, a key given twice refused); an unreadable file or
     invalid YAML is one line naming it."""
-    import yaml
-
-    from common.yamlfile import load
+    from common.yamlfile import YamlFileError, read
 
     try:
-        return load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise TaseError(f"{what}{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
-    except yaml.YAMLError as e:
-        raise TaseError(f"{what}{path}: not valid YAML ({str(e).splitlines()[0]})") from None
-    except RecursionError:
+        return read(path)
+    except YamlFileError as e:
+        cause = e.cause
+        if e.kind in ("read", "encoding"):
+            raise TaseError(f"{what}{path}: cannot read ({getattr(cause, 'strerror', None) or cause})") from None
+        if e.kind == "yaml":
+            raise TaseError(f"{what}{path}: not valid YAML ({str(cause).splitlines()[0]})") from None
         raise TaseError(f"{what}{path}: nested too deeply to read") from None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.parser import ConfigFile, read_yaml
 
 PRESET_DIR = Path(__file__).resolve().parent / "configs" / "presets"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from recipes.errors import one_line_exit
+from common.errors import one_line_exit
 from recipes.parser import one_line_errors
 from recipes.proof_inputs import HERE, setup, shown
 from recipes.proof_eval import stage_evaluate, stage_sets

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.config import data_streams
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.proof_inputs import CONTROL, Proof, data_args, data_model, shown
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from common.errors import bounded
 from recipes.config import DataArgs, data_streams
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
 

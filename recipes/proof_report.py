@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
 from recipes.proof_inputs import ARMS, CONTROL, shown
 

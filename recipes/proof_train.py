@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.parser import read_yaml
 from recipes.proof_inputs import DATA_KEYS, HERE, Proof, data_args, flags, shown
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 
 def split_path(spec: str) -> tuple[str, str] | None:

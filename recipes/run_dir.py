@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 
 def check_output_dir(output_dir: str) -> Path:
@@ -83,19 +83,13 @@ def weights_problem(folder: Path, adapter_ok: bool = False) -> str | None:
 
 
 def _whole_safetensors(path: Path) -> bool:
-    """Header readable and the file exactly as long as the header says (a torn write is shorter)."""
-    import struct
+    """Header readable and the file exactly as long as the header says (common.models.safetensors_problem, the one
+    check); a shard that is missing or cannot be read is not whole either."""
+    from common.models import safetensors_problem
 
     try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            if n > size:
-                return False
-            header = json.loads(f.read(n))
-        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-        return size == 8 + n + end
-    except (OSError, ValueError, KeyError, TypeError, struct.error, RecursionError):
+        return safetensors_problem(path) is None
+    except OSError:
         return False
 
 

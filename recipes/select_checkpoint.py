@@ -26,7 +26,7 @@ from common.paths import (blocker_line, OutputBusy, file_refusal, hold_output, i
                           write_marker)
 from eval.headline import headline
 from eval.runner import iter_samples
-from recipes.errors import TaseError, one_line_exit
+from common.errors import TaseError, one_line_exit
 from recipes.pipeline import Steps
 from recipes.run_dir import final_state, weights_problem
 

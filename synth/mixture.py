@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from common.errors import bounded
 from common.record import TASKS
@@ -13,19 +12,18 @@ from .core import SynthError
 def load_mixture(path: str) -> dict[str, float]:
     """task -> weight; anything else (not UTF-8, not a mapping of task names to finite weights >= 0) is
     one SynthError line, so neither synth nor a GRPO run starts on a mixture it would misread."""
-    import yaml
-
-    from common.yamlfile import load
+    from common.yamlfile import YamlFileError, read
 
     try:
-        data = load(Path(path).read_text(encoding="utf-8"))  # a key given twice: refused (common/yamlfile.py)
-    except OSError as e:
-        raise SynthError(f"cannot read mixture file {path}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise SynthError(f"mixture file {path} is not UTF-8 text (byte {e.start})") from None
-    except yaml.YAMLError as e:
-        raise SynthError(f"mixture file {path} is not valid YAML: {str(e).splitlines()[0]}") from None
-    except RecursionError:
+        data = read(path)  # a key given twice: refused (common/yamlfile.py)
+    except YamlFileError as e:
+        cause = e.cause
+        if e.kind == "read":
+            raise SynthError(f"cannot read mixture file {path}: {cause.strerror}") from None
+        if e.kind == "encoding":
+            raise SynthError(f"mixture file {path} is not UTF-8 text (byte {cause.start})") from None
+        if e.kind == "yaml":
+            raise SynthError(f"mixture file {path} is not valid YAML: {str(cause).splitlines()[0]}") from None
         raise SynthError(f"mixture file {path} is nested too deeply to read") from None
     weights = data.get("weights", data) if isinstance(data, dict) else None
     if not isinstance(weights, dict) or not all(isinstance(v, (int, float)) for v in weights.values()):

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import call_main
 from recipes.ablate_grid import comparison_table, expand, parse_vary
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 
 def test_two_by_two_grid_and_refusals():

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 
 def test_stalled_weight_sync_fails_in_one_line_within_its_timeout():

@@ -10,7 +10,7 @@ import torch
 
 from conftest import ROOT
 from recipes import cpu_speed
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 CONFIG = str(ROOT / "recipes" / "configs" / "grpo_combine_cpu.yaml")
 

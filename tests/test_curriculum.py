@@ -211,7 +211,7 @@ def test_start_restores_from_curriculum_json_or_trainer_state(tmp_path, capsys):
 
     from recipes.config import TaseArgs
     from recipes.curriculum import STATE_FILE, start
-    from recipes.errors import TaseError
+    from common.errors import TaseError
 
     tase = TaseArgs(tasks=["sentence_length", "component_split", "freq_count"], langs=["en"], streaming=True,
                     curriculum=True, curriculum_start_level=1)

@@ -106,7 +106,7 @@ def test_uniform_groups_never_reach_the_loss():
 def test_options_are_checked_in_one_line(tmp_path):
     from recipes.config import TaseArgs
     from recipes.dynamic_sampling import check_run
-    from recipes.errors import TaseError
+    from common.errors import TaseError
 
     for kw, want in (({"dynamic_sampling_max_rounds": -1}, "integer >= 0"),
                      ({"dynamic_sampling_max_rounds": True}, "integer >= 0"),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable

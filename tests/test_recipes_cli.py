@@ -58,7 +58,7 @@ def test_library_functions_raise_tase_error_and_main_prints_it(tmp_path, capsys)
     """Callable and recoverable in-process: the same problem is a TaseError from the library function and one
     line with exit 2 from the recipe's main."""
     from recipes import run_dir
-    from recipes.errors import TaseError
+    from common.errors import TaseError
     from recipes.grpo import main
     from recipes.parser import parse_config, read_yaml
 

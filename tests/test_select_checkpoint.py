@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, call_main
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.select_checkpoint import candidates, choose
 
 

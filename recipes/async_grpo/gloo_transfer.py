@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from recipes.async_grpo.guard import stalled_sync_line
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 
 def free_port() -> int:

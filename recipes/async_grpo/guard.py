@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from recipes.errors import TaseError
+from common.errors import TaseError
 
 TESTED_TRL = ("1.16.0", "1.17.0")  # [low, high): the releases trainer: async has run with here
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from recipes.config import TaseArgs, reward_weights
 from recipes.data import build_dataset
-from recipes.errors import TaseError
+from common.errors import TaseError
 from recipes.grpo_run import MetricsLogger, save, start_run, tokenizer, train
 from recipes.run_dir import save_tase_config
 
