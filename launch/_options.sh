@@ -48,3 +48,10 @@ show() {
   done
   printf '%s\n' "$line"
 }
+
+# config_key FILE KEY: one top-level value of a recipe YAML, read by the recipes' own reader
+# (recipes/parser.py config_value, the reader recipes/grpo.py parses the same file with); empty when the key is
+# absent or null, or when the file does not read (the recipe's own run then says why in one line). Needs $PY.
+config_key() {
+  "$PY" -c 'import sys; from recipes.parser import config_value; print(config_value(sys.argv[1], sys.argv[2]))' "$1" "$2"
+}

@@ -43,7 +43,7 @@ fi
 [[ -n "$CONFIG" ]] || { [[ $ASYNC -eq 1 ]] && CONFIG="recipes/configs/grpo_qwen14b.yaml" || CONFIG="recipes/configs/grpo_qwen14b_sync.yaml"; }
 [[ -f "$CONFIG" ]] || { echo "error: no such config: $CONFIG" >&2; exit 2; }
 PY=${PYTHON:-.venv/bin/python}
-key() { grep -E "^$1:" "$CONFIG" | head -1 | awk '{print $2}' || true; }
+key() { config_key "$CONFIG" "$1"; }
 if [[ $ASYNC -eq 0 ]]; then
   CMD=("$PY" -m accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml --num_processes "$GPUS"
        recipes/grpo.py --config "$CONFIG" --use_vllm true --vllm_mode colocate ${EXTRA[@]+"${EXTRA[@]}"})

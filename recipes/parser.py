@@ -29,6 +29,20 @@ def read_yaml(path: str | Path, what: str = "--config ") -> Any:
         raise TaseError(f"{what}{path}: nested too deeply to read") from None
 
 
+def config_value(path: str | Path, key: str) -> str:
+    """One top-level value of a recipe YAML as a launcher's shell needs it (launch/_options.sh `config_key`): "" when
+    the key is absent or null or the file does not read (the recipe's own run reports that in its one line),
+    booleans as YAML writes them, anything else as str()."""
+    try:
+        data = read_yaml(path)
+    except TaseError:
+        return ""
+    value = data.get(key) if isinstance(data, dict) else None
+    if value is None:
+        return ""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 class ConfigFile:
     """The --config YAML of a command line, read once: `path`, `values` (a mapping), and `argv` without it."""
 
