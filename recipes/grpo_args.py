@@ -43,6 +43,7 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
         raise TaseError(f"trainer must be sync or async, got {trainer!r}")
     if trainer == "async":
         from recipes.async_grpo.guard import check_trl_version
+        from recipes.async_grpo.options import check_async_options
 
         check_trl_version()  # outside the tested TRL range: one line (older refused, newer warned)
         check_async_options(config.given())
@@ -92,7 +93,11 @@ def config_types(trainer: str) -> tuple[type, type, type]:
     """The dataclasses TrlParser fills: TaseArgs, TRL's config with check_ranges first, and ModelConfig."""
     from trl import ModelConfig
 
-    return TaseArgs, __getattr__(CONFIG_CLASSES[trainer]), async_model_config() if trainer == "async" else ModelConfig
+    if trainer == "async":
+        from recipes.async_grpo.options import async_model_config
+
+        return TaseArgs, __getattr__(CONFIG_CLASSES[trainer]), async_model_config()
+    return TaseArgs, __getattr__(CONFIG_CLASSES[trainer]), ModelConfig
 
 
 @functools.cache
@@ -114,47 +119,6 @@ def __getattr__(name: str) -> type:
 
     return type(name, (base,), {"__post_init__": __post_init__, "__doc__": base.__doc__, "__module__": __name__,
                                 "__qualname__": name})
-
-
-ASYNC_REFUSED = {  # ModelConfig options AsyncGRPOTrainer does not take (why, in one line)
-    "attn_implementation": "AsyncGRPOTrainer always packs samples into a prefix tree run by its own tree attention "
-                           "(FlashAttention-3 on CUDA, recipes/async_grpo/patches.py on CPU)",
-}
-
-
-def async_model_config() -> type:
-    """TRL's ModelConfig without `dtype`, which AsyncGRPOConfig owns (both in one TrlParser clash on --dtype)."""
-    import dataclasses
-
-    from trl import ModelConfig
-
-    fields = []
-    for f in dataclasses.fields(ModelConfig):
-        if f.name == "dtype":
-            continue
-        kw = {"metadata": f.metadata}
-        if f.default is not dataclasses.MISSING:
-            kw["default"] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            kw["default_factory"] = f.default_factory
-        fields.append((f.name, f.type, dataclasses.field(**kw)))
-    return dataclasses.make_dataclass("AsyncModelConfig", fields)
-
-
-def check_async_options(given: set[str]) -> None:
-    """trainer: async takes TRL's AsyncGRPOConfig: a GRPOConfig option it lacks is one line, not argparse's usage."""
-    import dataclasses
-
-    from trl import GRPOConfig
-    from trl.experimental.async_grpo import AsyncGRPOConfig
-
-    only_sync = {f.name for f in dataclasses.fields(GRPOConfig)} - {f.name for f in dataclasses.fields(AsyncGRPOConfig)}
-    bad = sorted(given & (only_sync | set(ASYNC_REFUSED)))
-    if bad:
-        why = "; ".join(f"{k}: {ASYNC_REFUSED[k]}" for k in bad if k in ASYNC_REFUSED)
-        raise TaseError(f"trainer: async does not support {', '.join(bad)} (TRL's AsyncGRPOConfig has no such option"
-                        + (f"; {why}" if why else "") + "); remove it or use trainer: sync. Reward weights: use "
-                        "format_weight")
 
 
 def check_gpus(config: ConfigFile) -> None:
