@@ -362,7 +362,7 @@ def test_proof_bad_inputs_are_one_line(tmp_path, fixture_root):
 def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     """Stages 7-8 on evaluations faked with `eval score`: completion files in row order with the release ids,
     re-scored to the same accuracy (a mismatch is caught), and the summary's table and gains."""
-    from recipes import proof
+    from recipes import proof_inputs, proof_report, proof_train
     from recipes.pipeline import Steps
 
     from eval.gold import gold_predictions
@@ -371,7 +371,7 @@ def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     from synth.readers import load_data
 
     out, comp = tmp_path / "proof", tmp_path / "completions"
-    proof.link_subset(fixture_root, PROOF_FILES, out / "official", dry_run=False)
+    proof_train.link_subset(fixture_root, PROOF_FILES, out / "official", dry_run=False)
     held = tmp_path / "heldout.jsonl"
     held.write_text("".join(json.dumps(r) + "\n" for r in generate("component_count", "all", 6, 1)))
     models = ["base", "warm-up", "coarse", "fine"]
@@ -384,7 +384,7 @@ def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
             score_predictions(spec, preds, out / "eval" / dname / name)
     step = Steps("proof", 8, ROOT)
     two = ["base", "fine"]
-    assert proof.completions_stage(step, out, PROOF_FILES[:1], two, comp, f"official:{out / 'official'}") == []
+    assert proof_report.completions_stage(step, out, PROOF_FILES[:1], two, comp, f"official:{out / 'official'}") == []
     lines = [json.loads(l) for l in (comp / "fine" / "component_count" / "english.jsonl").read_text().splitlines()]
     assert [l["id"] for l in lines] == [f"component_count/english/{i}" for i in range(len(lines))] and len(lines) == 6
     assert set(step.times) == {"7 completion files + re-score"}
@@ -392,12 +392,12 @@ def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     r = json.loads(res.read_text())
     r["by_file"][PROOF_FILES[0]]["accuracy"] += 1
     res.write_text(json.dumps(r))
-    assert proof.completions_stage(step, out, PROOF_FILES[:1], two, comp, "unused: re-scores are up to date") == [
+    assert proof_report.completions_stage(step, out, PROOF_FILES[:1], two, comp, "unused: re-scores are up to date") == [
         f"fine {PROOF_FILES[0]}"]
     r["by_file"][PROOF_FILES[0]]["accuracy"] -= 1
     res.write_text(json.dumps(r))
-    cfg = proof.load_config(str(ROOT / "recipes" / "configs" / "proof_cpu.yaml"))
-    text = proof.summary(out, cfg, models, 200, step, 1.0)
+    cfg = proof_inputs.load_config(str(ROOT / "recipes" / "configs" / "proof_cpu.yaml"))
+    text = proof_report.summary(out, cfg, models, 200, step, 1.0)
     assert "| model | component_count/english | component_count/chinese | component_count/korean |" in text
     assert "  GRPO fine vs warm-up " in text and "  fine vs coarse " in text and "| total |" in text
 
