@@ -27,7 +27,8 @@ PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
                   ("strict", ("tase/strict_acc", "rewards/accuracy_strict/mean"), "--"))),
     ("loophole share of official passes (steps without one left out)", (("loophole", ("tase/loophole_share",), "-"),)),
     ("zero-variance groups", (("trained accuracy", ("tase/zero_var_groups",), "-"),
-                              ("TRL frac_reward_zero_std", ("frac_reward_zero_std",), ":"))),
+                              ("TRL frac_reward_zero_std", ("frac_reward_zero_std",), ":"),
+                              ("trained batch, after dynamic sampling's filter", ("tase/dynamic/trained_uniform_share",), "-."))),
 )
 
 

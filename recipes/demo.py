@@ -7,7 +7,8 @@
    against the official sample rows);
 3. SFT warm-up on the first set (teaches the <answer> format: the base model never writes it);
 4. a few GRPO steps on the second with the fine reward + format reward + length penalty (TRL GRPOTrainer,
-   the proof's GRPO config, recipes/configs/grpo_proof_cpu.yaml), and their training curves
+   the proof's GRPO config, recipes/configs/grpo_proof_cpu.yaml) and dynamic sampling (only groups whose strict
+   verdicts differ train; uniform ones are re-drawn from the pool, issue 47), and their training curves
    (`python -m eval plot-training`: runs/demo/training.png; TensorBoard event files in runs/demo/grpo/runs/);
 5. export the tuned model (plain bf16 folder);
 6. evaluate base, warm-up and tuned on the held-out slice (or `--eval-data official:DIR --eval-limit N`);
@@ -39,6 +40,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "tase_official_sample"  # the release's 
 DEMO_CODES = ("COMPC",)  # the demo's tasks, by paper code (names from the catalogue in main): the proof's task, whose
 # short prompts and one-number answers keep a CPU demo within minutes (docs/results.md)
 N_STEPS = 8
+GRPO_POOL = 256  # GRPO prompts: dynamic sampling re-draws up to 4 more batches a step from this pool
 # what the demo writes under --out (its steps' outputs, their locks and temp files): all --fresh may delete
 DEMO_FILES = ("logs/**", "mixture.yaml", "*_data.jsonl", "sft/**", "grpo/**", "tuned/**", "eval/**",
               "comparison/**", ".*.lock", ".*.tmp-*/**", ".*.old-*/**")
@@ -65,8 +67,11 @@ def grpo_summary(metrics: Path) -> str:
                 f"{m['tase/loophole_share']:.2f}, zero-variance groups {m['tase/zero_var_groups']:.2f}"
                 if all(f"tase/{k}" in m for k in ("official_acc", "strict_acc", "loophole_share", "zero_var_groups"))
                 else "")
+        dyn = (f"; trained on {m['tase/dynamic/groups_kept']:.0f} mixed groups of {m['tase/dynamic/groups_drawn']:.0f}"
+               f" drawn ({m['tase/dynamic/rounds']:.0f} re-draw rounds)" if "tase/dynamic/groups_kept" in m else "")
         lines.append(f"   step {m['step']}: reward {m['reward']:.3f} ({per_fn}), frac_reward_zero_std "
-                     f"{m.get('frac_reward_zero_std', float('nan')):.2f}{tase}, {m.get('step_time', float('nan')):.0f} s")
+                     f"{m.get('frac_reward_zero_std', float('nan')):.2f}{tase}{dyn}, "
+                     f"{m.get('step_time', float('nan')):.0f} s")
     return "\n".join(lines)
 
 
@@ -88,6 +93,41 @@ def stage_gains(evals: Path, n_boot: int = 1000) -> str:
         lines.append("the gain over the base model came from: " + (" and ".join(came) if came else
                      "neither stage alone beyond its CI, both together"))
     return "\n".join(lines)
+
+
+def grpo_signal(metrics: Path) -> str:
+    """What the GRPO stage learned from: the mixed groups dynamic sampling kept, of those it drew. A handful of steps
+    moves a 135M model little, so the demo says so instead of letting a within-interval delta read as a result."""
+    rows = [json.loads(x) for x in metrics.read_text(encoding="utf-8").splitlines()] if metrics.is_file() else []
+    rows = [m for m in rows if "tase/dynamic/groups_kept" in m]
+    if not rows:
+        return "GRPO signal: no dynamic sampling metrics logged"
+    kept, drawn, dropped = (sum(m[f"tase/dynamic/groups_{k}"] for m in rows) for k in ("kept", "drawn", "dropped"))
+    return (f"GRPO signal: {len(rows)} steps trained on {kept:.0f} mixed groups; dynamic sampling drew {drawn:.0f} and "
+            f"dropped the {dropped:.0f} whose strict verdicts were all equal ({100 * dropped / max(drawn, 1):.0f}%: plain "
+            "GRPO would have spent that share of its batches on groups with no signal). A few steps move a model "
+            "little: the GRPO gains beyond the interval took 100+ steps (make proof, docs/results.md)")
+
+
+def answer_spread(evals: Path, names: tuple[str, ...] = ("warm-up", "tuned")) -> str:
+    """How many distinct answers each model gives on the held-out slice, and its most frequent one: a model that
+    answers mostly one constant answers from a prior, and a GRPO stage that moves that constant is not learning to
+    count (the guide's warning: watch for collapse to constants)."""
+    from collections import Counter
+
+    parts = []
+    for name in names:
+        f = evals / name / "samples.jsonl"
+        if not f.is_file():
+            continue
+        answers = Counter(json.loads(x).get("extracted") for x in f.read_text(encoding="utf-8").splitlines() if x.strip())
+        n = sum(answers.values())
+        if not n:
+            continue
+        top, k = answers.most_common(1)[0]
+        warn = ": mostly one constant, an answer from a prior" if k > n / 2 else ""
+        parts.append(f"{name} {len(answers)} distinct, top {top!r} on {100 * k / n:.0f}% of rows{warn}")
+    return "answers on the evaluation rows: " + "; ".join(parts) if parts else ""
 
 
 def table_1(markdown: str) -> str:
@@ -167,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     mix = out / "mixture.yaml"
     mix.write_text("weights:\n" + "".join(f"  {t}: 1\n" for t in tasks), encoding="utf-8")
     guard = ["--exclude", f"official:{FIXTURE}"] if FIXTURE.is_dir() else []
-    sets = (("sft", args.sft_examples, 777, guard), ("grpo", 64, 1234, guard),
+    sets = (("sft", args.sft_examples, 777, guard), ("grpo", GRPO_POOL, 1234, guard),
             ("heldout", args.eval_examples, 4242, [*guard, "--exclude-exact", str(out / "sft_data.jsonl"),  # official
                                                    "--exclude-exact", str(out / "grpo_data.jsonl")]))  # wording
     step.header(2, "generate the sft, grpo and held-out sets")
@@ -183,12 +223,13 @@ def main(argv: list[str] | None = None) -> int:
               "--resume_from_checkpoint", "true"])  # a killed demo continues; a fresh folder starts at step 0
     if not (out / "grpo" / "model.safetensors").exists():
         engine = ["--use_vllm", "true", "--vllm_mode", "colocate"] if rollout == "vllm" else []
-        step(4, f"GRPO, {args.grpo_steps} steps (fine reward + format reward + length penalty), rollouts: "
-                f"{'vLLM colocate' if rollout == 'vllm' else 'transformers'}",
+        step(4, f"GRPO, {args.grpo_steps} steps (fine reward + format reward + length penalty, dynamic sampling), "
+                f"rollouts: {'vLLM colocate' if rollout == 'vllm' else 'transformers'}",
              [py, str(HERE / "grpo.py"), "--config", str(HERE / "configs" / "grpo_proof_cpu.yaml"),
               "--model_name_or_path", str(out / "sft"), "--output_dir", str(out / "grpo"),
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
-              "--save_steps", str(args.grpo_steps), "--resume_from_checkpoint", "true", *engine])
+              "--save_steps", str(args.grpo_steps), "--dynamic_sampling", "true", "--resume_from_checkpoint", "true",
+              *engine])
     print(grpo_summary(out / "grpo" / "metrics.jsonl"))
     step.run("plot the GRPO training curves (reward, official/strict accuracy, loophole and zero-variance shares)",
              [py, "-m", "eval", "plot-training", str(out / "grpo"), "--out", str(out / "training.png")])
@@ -210,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                         str(out / "eval" / "tuned"), "--out", str(out / "comparison"), "--n-boot", "1000"],
          show=None if args.verbose else table_1)
     print(stage_gains(out / "eval"))
+    print(grpo_signal(out / "grpo" / "metrics.jsonl"))
+    print(answer_spread(out / "eval"))
     print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}")
     if not args.verbose:
         print(f"library warnings of the steps: {out / 'logs' / 'steps.log'} (--verbose shows them, and INFO)")

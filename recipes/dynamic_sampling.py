@@ -314,7 +314,8 @@ def trainer_class() -> type:
         def _dyn_log(self, sel: Selection, rounds: int, drawn: int) -> None:
             """Per generation batch, summed over processes: groups drawn, kept, dropped (uniform), surplus (mixed but
             not needed), padded (uniform groups filling a batch whose rounds ran out); re-draw rounds; prompts drawn
-            since the run started (every process draws as many); capped: 1 when the batch needed padding."""
+            since the run started (every process draws as many); trained_uniform_share: padded over the
+            batch's groups, the zero-variance share of what the loss saw (tase/zero_var_groups counts every group drawn); capped: 1 when the batch needed padding."""
             local = [drawn, len(sel.kept), sel.dropped, sel.surplus, len(sel.padded)]
             t = self.accelerator.gather(torch.tensor(local, dtype=torch.float32, device=self.accelerator.device))
             tot = t.view(-1, len(local)).sum(dim=0).tolist()
@@ -322,6 +323,7 @@ def trainer_class() -> type:
             for key, v in zip(("groups_drawn", "groups_kept", "groups_dropped", "groups_surplus", "groups_padded"), tot):
                 m[PREFIX + key].append(float(v))
             m[PREFIX + "prompts_consumed"].append(float(self._dyn.prompts))
+            m[PREFIX + "trained_uniform_share"].append(float(tot[4] / (tot[1] + tot[4])) if tot[1] + tot[4] else 0.0)
             m[PREFIX + "rounds"].append(float(rounds))
             m[PREFIX + "capped"].append(float(bool(sel.padded)))
 

@@ -226,6 +226,7 @@ def test_three_step_run_logs_groups_and_resumes_at_the_same_prompts(tiny_model, 
         assert d["groups_drawn"] == d["groups_kept"] + d["groups_dropped"] + d["groups_surplus"]
         assert d["groups_drawn"] == 2 * (1 + d["rounds"]) and 0 <= d["rounds"] <= 3  # 2 prompts per batch
         assert d["groups_kept"] + d["groups_padded"] == 2 and d["capped"] == float(d["groups_padded"] > 0)
+        assert d["trained_uniform_share"] == d["groups_padded"] / 2  # the loss saw no uniform group but padding
         total += d["groups_drawn"]
         assert d["prompts_consumed"] == total
     assert any(m["tase/dynamic/groups_kept"] > 0 for m in steps)  # mixed groups were found and trained on

@@ -1,0 +1,37 @@
+"""What `make demo` says about its GRPO stage (issue 47): the mixed groups dynamic sampling trained on, and whether a
+model answers from a prior (mostly one constant answer) rather than from the row."""
+from __future__ import annotations
+
+import json
+
+from recipes.demo import answer_spread, grpo_signal, grpo_summary
+
+
+def _metrics(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_grpo_signal_sums_the_dynamic_sampling_counts(tmp_path):
+    rows = [{"step": s, "reward": 0.3, "tase/dynamic/groups_drawn": d, "tase/dynamic/groups_kept": 4.0,
+             "tase/dynamic/groups_dropped": p, "tase/dynamic/rounds": r}
+            for s, d, p, r in ((1, 16.0, 11.0, 3.0), (2, 8.0, 4.0, 1.0))]
+    m = _metrics(tmp_path / "metrics.jsonl", rows)
+    line = grpo_signal(m)
+    assert "2 steps trained on 8 mixed groups" in line and "drew 24 and dropped the 15" in line and "(62%" in line
+    summary = grpo_summary(m).splitlines()
+    assert "trained on 4 mixed groups of 16 drawn (3 re-draw rounds)" in summary[0]
+    assert grpo_signal(_metrics(tmp_path / "plain.jsonl", [{"step": 1, "reward": 0.1}])).endswith("no dynamic "
+                                                                                                 "sampling metrics logged")
+
+
+def test_answer_spread_flags_a_constant_answer_only(tmp_path):
+    for name, answers in (("warm-up", ["0", "5", "1", "0", "3"]), ("tuned", ["1", "1", "1", "5"])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "samples.jsonl").write_text(
+            "".join(json.dumps({"id": i, "extracted": a}) + "\n" for i, a in enumerate(answers)), encoding="utf-8")
+    line = answer_spread(tmp_path)
+    warm, tuned = line.removeprefix("answers on the evaluation rows: ").split("; ")
+    assert warm == "warm-up 4 distinct, top '0' on 40% of rows"  # no majority: no warning
+    assert tuned == "tuned 2 distinct, top '1' on 75% of rows: mostly one constant, an answer from a prior"
+    assert answer_spread(tmp_path / "missing") == ""
