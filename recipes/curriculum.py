@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from recipes.data import LEVEL_COLUMN
 from common.errors import TaseError
+from recipes.data import LEVEL_COLUMN
 
 STATE_FILE = "curriculum.json"
 PREFIX = "tase/curriculum/"

@@ -6,10 +6,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from common.errors import TaseError
 from common.prompts import build_messages
 from recipes import heldout_rows
 from recipes.config import DataArgs, data_streams
-from common.errors import TaseError
 
 # with a curriculum (recipes/curriculum.py), the difficulty level a row was drawn at (-1: its task has no levels)
 LEVEL_COLUMN = "curriculum_level"

@@ -15,12 +15,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings
 from recipes import adapters, curriculum, distributed, dynamic_sampling, heldout, tracking, vllm_server_cpu
 from recipes.config import TaseArgs, reward_weights
 from recipes.cpu_speed import speed_up as cpu_speed_up
 from recipes.data import build_dataset
-from common.errors import TaseError, one_line_exit
 from recipes.grpo_args import parse, validate
 from recipes.grpo_plan import dry_run
 from recipes.grpo_run import MetricsLogger, check_launch, save, start_run, tokenizer, train

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from common.errors import TaseError
 from recipes import presets
 from recipes.config import TaseArgs, check_trainer_ranges, reward_names
-from common.errors import TaseError
 from recipes.parser import ConfigFile, RecipeParser
 from recipes.run_dir import check_output_dir
 

@@ -7,9 +7,9 @@ import json
 import os
 from typing import Any
 
+from common.errors import TaseError
 from recipes import distributed
 from recipes.config import TaseArgs, reward_names
-from common.errors import TaseError
 from recipes.grpo_plan import world_size
 from recipes.model import resolve
 from recipes.reward_funcs import load_reward_funcs
@@ -29,7 +29,6 @@ class MetricsLogger:
                         f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
 
         return _CB()
-
 
 
 def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list[str], list] | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from recipes.config import data_streams
 from common.errors import TaseError
+from recipes.config import data_streams
 from recipes.proof_inputs import CONTROL, Proof, data_args, data_model, shown
 
 

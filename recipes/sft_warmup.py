@@ -13,10 +13,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings
 from recipes import adapters, config, data, heldout, model, run_dir, tracking
 from recipes.config import DataArgs
-from common.errors import TaseError, one_line_exit
 from recipes.parser import parse_config
 
 

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from conftest import call_main
-from recipes.ablate_grid import comparison_table, expand, parse_vary
 from common.errors import TaseError
+from recipes.ablate_grid import comparison_table, expand, parse_vary
 
 
 def test_two_by_two_grid_and_refusals():

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from conftest import ROOT
-from recipes import cpu_speed
 from common.errors import TaseError
+from recipes import cpu_speed
 
 CONFIG = str(ROOT / "recipes" / "configs" / "grpo_combine_cpu.yaml")
 

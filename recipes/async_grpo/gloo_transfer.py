@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from recipes.async_grpo.guard import stalled_sync_line
 from common.errors import TaseError
+from recipes.async_grpo.guard import stalled_sync_line
 
 
 def free_port() -> int:

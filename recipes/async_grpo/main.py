@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from common.errors import TaseError
 from recipes.config import TaseArgs, reward_weights
 from recipes.data import build_dataset
-from common.errors import TaseError
 from recipes.grpo_run import MetricsLogger, save, start_run, tokenizer, train
 from recipes.run_dir import save_tase_config
 
