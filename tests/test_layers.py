@@ -237,14 +237,34 @@ def test_the_task_package_imports_every_task_module():
     assert here and here <= import_graph()["synth.tasks"]
 
 
-def test_the_type_registry_sits_in_the_floor():
-    """The catalogue hands out the scoring types from their registry, both in the floor; rewards/ fills the
-    registry (its per-type modules register) and re-exports it as `rewards.types`."""
+def test_the_type_catalogue_sits_in_the_floor():
+    """The scoring types' catalogue rows are the floor's (`common.types`), which the record checks, the guard
+    and the readers read; rewards/ registers each type's behaviour (`rewards.types`) against its row."""
     g = import_graph()
     assert g["common.types"] == {"common.errors"}
     assert g["common.errors"] == set()
     assert g["common.record"] == {"common.types"}
-    assert g["rewards.types"] == {"common.types"}
+    assert g["rewards.types"] == {"common.types", "rewards.base"}
+
+
+def test_the_floor_works_without_rewards():
+    """`common` answers for the scoring types (the record checks, `TYPES`, the guard's answer rule) in a process
+    that never imported rewards: nothing in the floor waits for a floor above it to register."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from common.record import TYPES, UNLABELLED_TYPES, make_record; "
+            "from common.readers import check_record; from common.guard import Guard; "
+            "r = make_record(id='a', task='component_split', subtask='split', lang='en', type='SPLIT', "
+            "prompt='Split cat into c and at.', answer='c, at'); check_record(r, 'row 1'); "
+            "g = Guard.from_records([r]); "
+            "print(TYPES, UNLABELLED_TYPES, len(g.answers), 'rewards' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split(" 1 ")[-1].strip() == "False", out.stdout
+    assert out.stdout.startswith("('NUMBER', 'LENGTH', 'SHUFFLE', 'SPLIT', 'DIFF', 'MATCH_ANSWER', 'EXACT') "
+                                 "('LENGTH', 'SHUFFLE') 1 ")
 
 
 # The task catalogue and the task modules are the only library files that may name a task.
