@@ -14,8 +14,9 @@ Two reasons, counted separately:
   one line); indexing them dropped every generated example and the generator looped forever.
 * `answer`: the example's answer equals (normalised as prompts are) a benchmark answer of the same task,
   language and subtask, for the answer types that name content (`names_content` in the type's catalogue
-  row, `common.types`: MATCH_ANSWER words and strings, SPLIT pieces). A new prompt around an official answer is still that answer: 47% of the release's en_combine
-  answers and 40.5% of its variant english answers are in the generators' word lists, so a prompt-only
+  row, `common.types`: MATCH_ANSWER words and strings, SPLIT pieces). A new prompt around an official
+  answer is still that answer: 47% of the release's en_combine answers and 40.5% of its variant english
+  answers are in the generators' word lists, so a prompt-only
   guard let a model train on them. Labels are left out: an answer given by at least 2 rows and 1% of its
   file (dot_matrix's classes) names a class, not a row; numbers (NUMBER, LENGTH) never count.
 N-grams are kept as 64-bit polynomial hashes in a sorted numpy array (a few MB for the whole release).

@@ -2,9 +2,9 @@
 
 Part of the floor (`common/`, with `common.record`, the record type and task catalogue). The official
 release layout (`load_official`, which asks each task module which files it owns) and `load_data` are in
-`synth.readers`, above the task registry; `eval.data` re-exports both for the documented
-`eval.data.load_official`. Malformed input raises `DataError` with one line naming the file and row.
-`check_record` reads the registry of scoring types (`common.types`), which importing `rewards` fills.
+`synth.readers`, above the task registry (`eval.data.load_official`, the contract's name, is its alias).
+Malformed input raises `DataError` with one line naming the file and row. `check_record` reads the
+catalogue of scoring types (`common.types`), in the floor too: it needs nothing imported above it.
 """
 from __future__ import annotations
 

@@ -7,8 +7,9 @@ its behaviour (`rewards.types.ScoringType`: the verdict, the gold and SFT answer
 The row holds the facts the floor and the readers need, so they read them here, without importing `rewards`
 and without waiting for anything to be registered:
 
-- `needs`: the record fields its verdict depends on (`answer`, `prompt`); a training batch missing one for a
-  row of this type is refused (`rewards.trl`) rather than scored 0;
+- `needs`: the record fields its verdict depends on (`answer`, `prompt`, `variation`); a training batch
+  missing the answer or the question for a row of this type is refused (`rewards.trl`) rather than scored 0,
+  and the official reader requires the columns (`synth.readers`: DIFF's `variation`);
 - `unlabelled`: official rows hold no label (the rule reads the question); `common.record.UNLABELLED_TYPES`,
   `synth.readers.classify_file`;
 - `names_content`: its answers name content (words, strings, pieces), so the contamination guard matches a
@@ -29,6 +30,7 @@ from common.errors import TaseError
 
 ANSWER = "answer"  # record fields a verdict may need (`TypeInfo.needs`)
 PROMPT = "prompt"
+VARIATION = "variation"
 
 
 class TypeRegistryError(TaseError, ValueError):
@@ -60,7 +62,8 @@ TYPE_INFO: dict[str, TypeInfo] = {
                  invalid_reason="LENGTH prompt without an integer target"),
         TypeInfo("SHUFFLE", (PROMPT,), unlabelled=True, official_eval="shuffle"),  # REORD: the original line
         TypeInfo("SPLIT", names_content=True, official_eval="split"),  # COMPM split: pieces
-        TypeInfo("DIFF", official_eval="diff", invalid_reason="DIFF row without a string variation"),
+        TypeInfo("DIFF", (ANSWER, VARIATION), official_eval="diff",
+                 invalid_reason="DIFF row without a string variation"),
         TypeInfo("MATCH_ANSWER", names_content=True, official_eval="match_answer"),  # words, strings, orders
         TypeInfo("EXACT"),  # beyond TASE (execute): no official evaluator
     )
@@ -103,4 +106,4 @@ def official_types() -> dict[str, str]:
 
 
 __all__ = ["TypeInfo", "TYPE_INFO", "TypeRegistryError", "declare_type", "undeclare_type", "type_info", "type_names",
-           "unlabelled_types", "official_types", "ANSWER", "PROMPT"]
+           "unlabelled_types", "official_types", "ANSWER", "PROMPT", "VARIATION"]

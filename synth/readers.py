@@ -3,10 +3,11 @@
 `load_official(root)` walks `tasks/<group>/<task>/<file>.csv` and yields contract records whose `id` is
 `<task>/<file stem>/<row index>` (0-based over data rows). Each file's scoring type is the one its task
 module declares (`answer_types`); the release's `data/final_token_*.json`, when present, is cross-checked
-against it, reading each evaluator's name through the types' catalogue (`common.types.official_types`). Malformed input raises `DataError` with one line naming
-the file and row. It lives in synth/ because each task module declares its official files
-(`synth.core.Generator.official_file`); what every layer shares (the record checks, JSON lines, CSV rows)
-is in the floor, `common.readers`. `eval.data.load_official` (the contract's name) is an alias of `load_official`.
+against it, each evaluator's name read through the types' catalogue (`common.types.official_types`).
+Malformed input raises `DataError` with one line naming the file and row. It lives in synth/ because each
+task module declares its official files (`synth.core.Generator.official_file`); what every layer shares
+(the record checks, JSON lines, CSV rows) is in the floor, `common.readers`. `eval.data.load_official` (the
+contract's name) is an alias of `load_official`.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from common.readers import DataError, FileInfo, load_jsonl, loads_json, read_csv
 from common.record import TASKS, make_record
-from common.types import official_types, type_info
+from common.types import VARIATION, official_types, type_info
 
 from .core import spec
 
@@ -95,6 +96,8 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
     root = Path(root)
     for path, info in official_files(root):
         rel = path.relative_to(root / "tasks").as_posix()
+        t = type_info(info.type)
+        reads_variation = t is not None and VARIATION in t.needs  # DIFF: the variation column, read as is
         rows = read_csv(path, rel)
         first = True
         for i, row in itertools.chain(rows, [(None, None)]):
@@ -104,8 +107,8 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
                 break
             if first:
                 need = ["input"] + (["answer"] if info.has_answer else [])
-                if info.type == "DIFF":
-                    need.append("variation")
+                if reads_variation:
+                    need.append(VARIATION)
                 missing = [c for c in need if c not in row]
                 if missing:
                     raise DataError(f"{rel}: missing column(s) {', '.join(missing)}")
@@ -121,7 +124,7 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
                 type=info.type,
                 prompt=row["input"],
                 answer=(row.get("answer") or "").strip(),
-                variation=row.get("variation", "") if info.type == "DIFF" else "",
+                variation=row.get(VARIATION, "") if reads_variation else "",
                 meta=meta,
             )
 

@@ -303,6 +303,31 @@ def test_task_names_only_in_task_modules_and_catalogue():
     assert not hits, "task names outside synth/tasks/ and the catalogue: " + "; ".join(hits)
 
 
+# Where a scoring type's name may stand as a string: its catalogue row, its scorer module (the registration),
+# the task modules (`answer_types` declare which type a subtask's rows have) and the task catalogue, whose
+# paper codes include "DIFF".
+TYPE_NAME_HOMES = ("common/types.py", "common/record.py", "synth/tasks/")
+
+
+def test_type_names_only_in_the_catalogue_and_the_scorer_modules():
+    """A type's behaviour is found in its catalogue row (common/types.py) and its scorer module only: no other
+    library module holds a type name as a string (the `_NEEDS_*` sets, the guard's answer types, the official
+    evaluator's table and the per-type branches of the loopholes and gold builders used to)."""
+    from common.types import TYPE_INFO
+    from rewards.types import REGISTRY
+
+    homes = {t.score.__module__.replace(".", "/") + ".py" for t in REGISTRY.values()}
+    hits = []
+    for mod, path in _modules().items():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(TYPE_NAME_HOMES) or rel in homes:
+            continue
+        for line, text in _string_literals(ast.parse(path.read_text(encoding="utf-8"))):
+            if text in TYPE_INFO:
+                hits.append(f"{rel}:{line}: {text}")
+    assert not hits, "scoring type names outside their homes: " + "; ".join(hits)
+
+
 def test_importing_the_library_sets_no_process_state():
     """Process settings (OpenMP wait policy, csv field limit) are made by entry points, not at import."""
     import os
