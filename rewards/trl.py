@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from common.errors import TaseError, bounded
+from common.types import ANSWER, PROMPT, type_info
 
 from .base import Score
 from .extract import completion_text
@@ -57,10 +58,13 @@ def reward_columns(record: dict[str, Any]) -> dict[str, Any]:
     scorer type, gold answer and DIFF variation, and its `prompt` text under QUESTION."""
     return {"type": record["type"], QUESTION: record["prompt"], "answer": record.get("answer", ""),
             "variation": record.get("variation", "")}
-# types whose scorer reads the gold `answer` (LENGTH and SHUFFLE read the question only)
-_NEEDS_ANSWER = frozenset({"NUMBER", "SPLIT", "DIFF", "MATCH_ANSWER", "EXACT"})
-# types whose scorer reads the question text (LENGTH target, SHUFFLE original)
-_NEEDS_QUESTION = frozenset({"LENGTH", "SHUFFLE"})
+
+
+def _needs(typ: Any, name: str) -> bool:
+    """Whether a row of type `typ` is scored against its record field `name` (`answer`, or the question,
+    `prompt`): the type's catalogue row says (common.types.TypeInfo.needs)."""
+    info = type_info(typ)
+    return info is not None and name in info.needs
 
 
 def _kind(v: Any) -> str:
@@ -113,7 +117,7 @@ def _check_columns(prompts: Any, n: int, columns: dict[str, Any]) -> None:
         if v is not None and (not isinstance(v, (list, tuple)) or len(v) != n):
             raise RewardInputError(f"accuracy reward: the `{k}` column has {_kind(v)} for {n} completions")
     if "answer" not in columns or columns["answer"] is None:
-        need = [i for i, t in enumerate(columns["type"]) if t in _NEEDS_ANSWER]
+        need = [i for i, t in enumerate(columns["type"]) if _needs(t, ANSWER)]
         if need:
             raise RewardInputError(f"accuracy reward: the batch has no `answer` column, and row {need[0]} "
                                    f"({columns['type'][need[0]]}) is scored against its gold answer")
@@ -145,12 +149,12 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
             q = row.get("prompt")
             if not isinstance(q, str):
                 q = _question(prompts[i]) if i < len(prompts) else ""
-        if not q and row["type"] in _NEEDS_QUESTION:
+        if not q and _needs(row["type"], PROMPT):
             raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has no question text (no `question` "
                                    f"column, and its prompt is {'missing' if i >= len(prompts) else 'empty'}); "
                                    f"its scorer reads the question")
         row["prompt"] = q
-        if row["type"] in _NEEDS_ANSWER and not _is_answer(row.get("answer")):
+        if _needs(row["type"], ANSWER) and not _is_answer(row.get("answer")):
             raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has answer {bounded(row.get('answer'))}; its "
                                    f"scorer compares with the gold answer, a string (a missing or NaN answer "
                                    f"would score every completion 0)")
