@@ -17,7 +17,6 @@ from typing import Any, NamedTuple
 PREFIX = "tase/"
 # the keys logged for every batch (per-task and per-language keys come on top: tase/task/<task>/official_acc, ...)
 KEYS = ("official_acc", "strict_acc", "fine_credit", "loophole_share", "zero_var_groups", "distinct_answers")
-LEVELS = {"accuracy_fine": "fine", "accuracy_strict": "strict", "accuracy_coarse": "coarse"}
 
 
 class Verdict(NamedTuple):
@@ -154,17 +153,18 @@ class WatchedReward:
         return batch_metrics([v for p in parts for v in p], self.level)
 
 
-def watch(funcs: list[Any], names: Sequence[str]) -> list[Any]:
+def watch(funcs: list[Any], level: str | None) -> list[Any]:
     """The reward functions of a run with the first synchronous one wrapped in WatchedReward (TRL runs async ones
-    concurrently, outside the order the gather needs). The zero-variance level is the accuracy the run trains on:
-    the first of accuracy_fine/strict/coarse among `names`, else strict."""
+    concurrently, outside the order the gather needs). The zero-variance level is the accuracy the run trains on,
+    its resolved `level` (recipes/reward_funcs.resolve_rewards), strict without one (rewards.levels.watched)."""
     from trl.trainer.utils import is_async_callable
 
-    level = next((LEVELS[n] for n in names if n in LEVELS), "strict")
+    from rewards.levels import watched
+
     out = list(funcs)
     for i, f in enumerate(out):
         if not is_async_callable(f):
-            out[i] = WatchedReward(f, level)
+            out[i] = WatchedReward(f, watched(level))
             break
     else:
         print("tase/ metrics off for this run: every reward function is async", file=sys.stderr)
