@@ -40,6 +40,7 @@ from trl.experimental.async_grpo.async_rollout_worker import AsyncRolloutWorker,
 from recipes.async_metrics import TaseMetricsLoop
 from recipes.async_patches import use_cpu_tree_attention
 from recipes.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
+from rewards.levels import FINE
 
 # --------------------------------------------------------------------------------------------- rewards (picklable)
 
@@ -65,7 +66,7 @@ class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
     carries its `tase/*` metrics (recipes/async_metrics.py)."""
 
     def __init__(self, *, engine_kwargs: dict, transfer_info: dict, trace_path: str | None = None,
-                 tase_level: str = "fine", **kwargs):
+                 tase_level: str = FINE, **kwargs):
         super().__init__(**kwargs)
         self.tase_level = tase_level
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # engine core in this process: reload sees it

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recipes.errors import TaseError
-from rewards.levels import LEVELS, binary
+from rewards.levels import LEVELS, STRICT, binary
 
 PREFIX = "tase/dynamic/"
 STATE_NAME = "DynamicSamplingState"  # its key in trainer_state.json's stateful_callbacks
@@ -181,7 +181,7 @@ def trainer_class() -> type:
     class DynamicGRPOTrainer(GRPOTrainer):
         """GRPOTrainer whose generation batch holds only groups with mixed verdicts (recipes/dynamic_sampling.py)."""
 
-        def __init__(self, *args: Any, dynamic_rounds: int = 4, dynamic_level: str = "strict", **kwargs: Any) -> None:
+        def __init__(self, *args: Any, dynamic_rounds: int = 4, dynamic_level: str = STRICT, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.dynamic_rounds, self.dynamic_level = dynamic_rounds, dynamic_level
             self._dyn = DynamicSamplingState()

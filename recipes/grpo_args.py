@@ -7,16 +7,14 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recipes import presets
 from recipes.config import TaseArgs, check_trainer_ranges
 from recipes.errors import TaseError
 from recipes.parser import ConfigFile, RecipeParser
+from recipes.reward_funcs import ResolvedRewards, resolve_rewards
 from recipes.run_dir import check_output_dir
-
-if TYPE_CHECKING:
-    from recipes.reward_funcs import ResolvedRewards
 
 
 def parse(argv: list[str] | None = None, default_config: str | None = None) -> tuple[TaseArgs, Any, Any]:
@@ -187,8 +185,6 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
     check_model_and_paths(tase, cfg, model_args)
     if tase.streaming and cfg.max_steps <= 0:
         raise TaseError("streaming: true needs --max_steps (an endless dataset has no epochs)")
-    from recipes.reward_funcs import resolve_rewards
-
     rewards = resolve_rewards(tase, cfg)  # ours by name or any import path; an unknown one, bad weights: one line
     check_trainer_ranges(tase, cfg)
     from recipes import dynamic_sampling

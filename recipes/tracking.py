@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from rewards.levels import FINE, watched
+
 PREFIX = "tase/"
 # the keys logged for every batch (per-task and per-language keys come on top: tase/task/<task>/official_acc, ...)
 KEYS = ("official_acc", "strict_acc", "fine_credit", "loophole_share", "zero_var_groups", "distinct_answers")
@@ -47,7 +49,7 @@ def groups(verdicts: Sequence[Verdict]) -> list[list[Verdict]]:
     return out
 
 
-def batch_metrics(verdicts: Sequence[Verdict], level: str = "fine") -> dict[str, float]:
+def batch_metrics(verdicts: Sequence[Verdict], level: str = FINE) -> dict[str, float]:
     """The TASE view of one batch of completions (shares in [0, 1]):
 
     official_acc / strict_acc / fine_credit: mean of the official verdict, the strict one and the fine credit;
@@ -120,7 +122,7 @@ class WatchedReward:
     exactly what the wrapped function returns and keeps its name (TRL logs `rewards/<name>/mean` by it); where the
     batch cannot be scored as TASE rows (a user dataset without `type`), it says so once and logs nothing more."""
 
-    def __init__(self, func: Callable[..., Any], level: str = "fine") -> None:
+    def __init__(self, func: Callable[..., Any], level: str = FINE) -> None:
         self.func, self.level = func, level
         self.__name__ = getattr(func, "__name__", type(func).__name__)
         self.__doc__ = getattr(func, "__doc__", None)
@@ -158,8 +160,6 @@ def watch(funcs: list[Any], level: str | None) -> list[Any]:
     concurrently, outside the order the gather needs). The zero-variance level is the accuracy the run trains on,
     its resolved `level` (recipes/reward_funcs.resolve_rewards), strict without one (rewards.levels.watched)."""
     from trl.trainer.utils import is_async_callable
-
-    from rewards.levels import watched
 
     out = list(funcs)
     for i, f in enumerate(out):
