@@ -18,15 +18,16 @@ from typing import Any
 
 from common.process import apply as process_settings
 from recipes import adapters, curriculum, distributed, dynamic_sampling, heldout, tracking, vllm_server_cpu
-from recipes.config import TaseArgs, reward_names, reward_weights
+from recipes.config import TaseArgs
 from recipes.cpu_speed import speed_up as cpu_speed_up
 from recipes.data import build_dataset
 from recipes.errors import TaseError, one_line_exit
 from recipes.grpo_args import parse, validate
 from recipes.grpo_plan import dry_run, world_size
 from recipes.model import resolve
-from recipes.reward_funcs import load_reward_funcs
+from recipes.reward_funcs import ResolvedRewards
 from recipes.run_dir import already_finished, prepare_output_dir, save_tase_config
+from rewards.levels import watched
 
 
 class MetricsLogger:
@@ -44,15 +45,13 @@ class MetricsLogger:
         return _CB()
 
 
-def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list[str], list] | None:
-    """What both trainers do before building anything: the output folder (resume or a fresh start), the model
-    path and the reward functions. None when the run already finished."""
+def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any] | None:
+    """What both trainers do before building anything: the output folder (resume or a fresh start) and the model
+    path. None when the run already finished."""
     resume = prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     if already_finished(cfg.output_dir, resume, cfg.max_steps):
         return None
-    path = resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
-    names = reward_names(tase)
-    return resume, path, names, load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
+    return resume, resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
 
 
 @one_line_exit
@@ -62,26 +61,26 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
     distributed.extension_cache()  # DeepSpeed's CPU comm op: built at install, else once per cache
     tase, cfg, model_args = parse(argv, default_config)  # a real start: the GPU count first (grpo_args.check_gpus)
-    validate(tase, cfg, model_args)
+    rewards = validate(tase, cfg, model_args)  # the run's rewards, resolved once (recipes/reward_funcs.py)
     for k, v in tracking.tracker_env(cfg).items():  # W&B's local files under the run folder unless WANDB_DIR says
         os.environ.setdefault(k, v)
     if tase.dry_run:
-        dry_run(tase, cfg, model_args)
+        dry_run(tase, cfg, model_args, rewards)
         return 0
     check_launch(tase, cfg)
     if tase.trainer == "async":
-        return main_async(tase, cfg, model_args, callbacks)
+        return main_async(tase, cfg, model_args, rewards, callbacks)
     check_sync_extras(cfg)
     start = start_run(tase, cfg, model_args)
     if start is None:
         return 0
-    resume, path, names, funcs = start
+    resume, path = start
     from trl import GRPOTrainer, get_peft_config
 
-    funcs = tracking.watch(funcs, names)  # the tase/ metrics, through TRL's log_metric hook
+    funcs = tracking.watch(rewards.funcs, rewards.level)  # the tase/ metrics, through TRL's log_metric hook
     cur = curriculum.start(tase, cfg, resume)  # None unless --curriculum (recipes/curriculum.py)
     funcs = curriculum.watch(funcs, cur)
-    cfg.reward_weights = reward_weights(tase, names, cfg.reward_weights)
+    cfg.reward_weights = rewards.weights
     from recipes.reward_log import log_weighted
 
     funcs = log_weighted(funcs, cfg.reward_weights)  # tase/reward/<name>/mean and /weighted, beside TRL's raw mean
@@ -95,9 +94,9 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     held = heldout.prepare(tase, cfg, "grpo")  # before the training rows: they are guarded against it
     dataset = build_dataset(tase, tok, level=cur and cur.level)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
-                            "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
+                            "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
     cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
-    trainer_cls, dynamic = (dynamic_sampling.trainer_class(), dynamic_sampling.trainer_args(tase, names)) \
+    trainer_cls, dynamic = (dynamic_sampling.trainer_class(), dynamic_sampling.trainer_args(tase, rewards.level)) \
         if tase.dynamic_sampling else (GRPOTrainer, {})  # recipes/dynamic_sampling.py
     trainer = heldout.trainer_class(trainer_cls, held)(  # with held_out_rows: evaluate() scores the held-out set
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
@@ -223,25 +222,25 @@ def async_generation(tase: TaseArgs, cfg: Any) -> str:
     return generation
 
 
-def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None) -> int:
+def main_async(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, callbacks: list | None = None
+               ) -> int:
     """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync."""
     generation = async_generation(tase, cfg)
     start = start_run(tase, cfg, model_args)
     if start is None:
         return 0
-    resume, path, names, funcs = start
+    resume, path = start
     from trl import get_peft_config
     from trl.experimental.async_grpo import AsyncGRPOTrainer
 
     from recipes import async_cpu, async_patches
 
-    weights = reward_weights(tase, names, None)
-    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(funcs, weights)]  # TRL's async sums with weight 1
+    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(rewards.funcs, rewards.weights)]  # TRL's async sums with weight 1
     tok = tokenizer(path)
     async_patches.plain_chatml_response(tok)
     dataset = build_dataset(tase, tok)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
-                            "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": weights})
+                            "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
     kw: dict[str, Any] = {}
     transfer = None
     trainer_ref: list = []  # the trace callback reads the policy version from the trainer
@@ -249,7 +248,7 @@ def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None
         callbacks = [*(callbacks or []), async_cpu.TraceSteps(tase.async_trace, trainer_ref)]
     async_patches.cpu_safe_peak_flops()
     if generation == "cpu_engine":
-        kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok)
+        kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok, watched(rewards.level))
     try:
         trainer = AsyncGRPOTrainer(
             model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
@@ -263,7 +262,7 @@ def main_async(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None
     else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_metrics.py)
         from recipes.async_metrics import carry_tase_metrics
 
-        carry_tase_metrics(getattr(trainer, "rollout_worker", None), async_cpu.tase_level(tase))
+        carry_tase_metrics(getattr(trainer, "rollout_worker", None), watched(rewards.level))
     trainer.accelerator.print(
         f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
         f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")

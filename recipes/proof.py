@@ -34,12 +34,13 @@ from recipes.config import DataArgs, data_streams
 from recipes.errors import TaseError, one_line_exit
 from recipes.parser import one_line_errors, read_yaml
 from recipes.pipeline import Steps, gain_line, paired_gains
+from rewards.levels import COARSE, FINE, accuracy_reward_name
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 N_STAGES = 9  # 8 without a control section (stage 4)
 STAGES = ("subset", "sft", "grpo", "control", "sets", "evaluate", "compare", "completions", "summary")
-ARMS = ("coarse", "fine")
+ARMS = (COARSE, FINE)  # the accuracy levels (rewards/levels.py) a proof may train an arm on, each its folder's name
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
 OPTIONAL = object()
 # eval.dtype (optional, passed as `eval run --dtype`): pin it (float32) so the numbers do not depend on the CPU,
@@ -120,7 +121,7 @@ def load_config(path: str) -> dict[str, Any]:
             if part == "control" and key in DATA_KEYS:
                 raise TaseError(f"--config {path}: control option {key!r} is set by proof.py (the control trains on the GRPO "
                      "arms' data: the grpo config's and grpo options')")
-    if "control" in cfg and "fine" not in arms:
+    if "control" in cfg and FINE not in arms:
         raise TaseError(f"--config {path}: the control trains for the fine arm's train_runtime: grpo arms must include fine")
     return cfg
 
@@ -424,7 +425,7 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
     parts = [("sft", sft, sft_config, cfg["sft"]["options"], [])]
     parts.append(("grpo", (TaseArgs, GRPOConfig, ModelConfig), grpo_config, cfg["grpo"]["options"],
-                  ["--reward_funcs", "accuracy_fine", *cfg["grpo"]["reward_funcs"]]))
+                  ["--reward_funcs", accuracy_reward_name(FINE), *cfg["grpo"]["reward_funcs"]]))
     if "control" in cfg:
         opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
         parts.append(("control", sft, sft_config, {**opts, **cfg["control"]["options"]}, ["--max_train_seconds", "1"]))
@@ -462,12 +463,13 @@ def stage_train(pr: Proof) -> None:
     if not pr.skip(2, "SFT warm-up", out / "sft" / "model.safetensors", cmd, "2 SFT warm-up"):
         step(2, "SFT warm-up", cmd, stage="2 SFT warm-up")
     for arm in cfg["grpo"]["arms"]:
+        reward = accuracy_reward_name(arm)  # the arm's accuracy reward, named by rewards/levels.py
         cmd = [pr.py, shown(HERE / "grpo.py"), "--config", shown(pr.grpo_config), "--model_name_or_path",
                shown(out / "sft"), "--exclude", pr.guard, "--output_dir", shown(out / arm), "--reward_funcs",
-               f"accuracy_{arm}", *cfg["grpo"]["reward_funcs"], *flags(cfg["grpo"]["options"]),
+               reward, *cfg["grpo"]["reward_funcs"], *flags(cfg["grpo"]["options"]),
                "--resume_from_checkpoint", "true"]
         if not pr.skip(3, f"GRPO {arm}", out / arm / "model.safetensors", cmd, f"3 GRPO {arm}"):
-            step(3, f"GRPO {arm} (accuracy_{arm} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
+            step(3, f"GRPO {arm} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
                  stage=f"3 GRPO {arm}")
 
 
@@ -493,11 +495,11 @@ def stage_control(pr: Proof) -> None:
     control_config, done = out / "control_config.yaml", out / "control" / "model.safetensors"
     opts = {key: v for key, v in cfg["sft"]["options"].items() if key not in DATA_KEYS + ("model_name_or_path",)}
     opts.update(cfg["control"]["options"])
-    state = out / "fine" / "trainer_state.json"
+    state = out / FINE / "trainer_state.json"
     if not state.is_file() and (pr.dry or done.exists()):
         seconds = f"<train_runtime of {shown(state)}>"  # read once the fine arm has trained
     else:
-        seconds = f"{train_runtime(out / 'fine'):g}"
+        seconds = f"{train_runtime(out / FINE):g}"
     cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(control_config), "--model_name_or_path",
            shown(out / "sft"), *flags(opts), "--max_train_seconds", seconds, "--exclude", pr.guard,
            "--output_dir", shown(out / "control"), "--resume_from_checkpoint", "true"]
@@ -616,9 +618,9 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
                      + f" | {sum(accs) / len(accs):.2f} | {held['overall']:.2f} |")
     arms = cfg["grpo"]["arms"]
     pairs = tuple((f"GRPO {arm} vs warm-up", "warm-up", arm) for arm in reversed(arms))
-    pairs += (("fine vs coarse", "coarse", "fine"),) if set(arms) == set(ARMS) else ()
+    pairs += ((f"{FINE} vs {COARSE}", COARSE, FINE),) if set(arms) == set(ARMS) else ()
     if CONTROL in models:
-        pairs += (("GRPO fine vs control", CONTROL, "fine"), ("control vs warm-up", "warm-up", CONTROL))
+        pairs += ((f"GRPO {FINE} vs control", CONTROL, FINE), ("control vs warm-up", "warm-up", CONTROL))
     pairs += (("warm-up vs base", "base", "warm-up"),)
     for dname in ("official", "heldout"):
         lines += ["", f"gains on {dname} (overall as `eval compare`: file means -> task means; points; paired 95% "
