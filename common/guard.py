@@ -13,9 +13,10 @@ Two reasons, counted separately:
   its n-grams are not indexed, so its rows are guarded by exact prompt and answer only (`thin`, reported in
   one line); indexing them dropped every generated example and the generator looped forever.
 * `answer`: the example's answer equals (normalised as prompts are) a benchmark answer of the same task,
-  language and subtask, for the answer types that name content (MATCH_ANSWER words and strings, SPLIT
-  pieces). A new prompt around an official answer is still that answer: 47% of the release's en_combine
-  answers and 40.5% of its variant english answers are in the generators' word lists, so a prompt-only
+  language and subtask, for the answer types that name content (`names_content` in the type's catalogue
+  row, `common.types`: MATCH_ANSWER words and strings, SPLIT pieces). A new prompt around an official
+  answer is still that answer: 47% of the release's en_combine answers and 40.5% of its variant english
+  answers are in the generators' word lists, so a prompt-only
   guard let a model train on them. Labels are left out: an answer given by at least 2 rows and 1% of its
   file (dot_matrix's classes) names a class, not a row; numbers (NUMBER, LENGTH) never count.
 N-grams are kept as 64-bit polynomial hashes in a sorted numpy array (a few MB for the whole release).
@@ -36,17 +37,23 @@ from typing import Any
 import numpy as np
 
 from common.errors import TaseError
+from common.types import type_info
 
 _WS = re.compile(r"\s+")
 TOKEN = re.compile(r"[a-z]+(?:[-'][a-z]+)*|[\u4e00-\u9fff]|[\uac00-\ud7a3]")
 NGRAM = 13
 TEMPLATE_K = 4  # template wording: 4-grams present in at least TEMPLATE_SHARE of a file's prompts
 TEMPLATE_SHARE = 0.5
-ANSWER_TYPES = frozenset({"MATCH_ANSWER", "SPLIT"})  # answers that name content (see `answer` above)
 LABEL_SHARE = 0.01  # an answer of >= 2 rows and this share of its file is a class label, not guarded
 _MULT = np.uint64(0x100000001B3)
 MIN_TEMPLATE_ROWS = 2  # prompts a file needs before its shared 4-grams can be told from content
 MAX_DROPS_IN_A_ROW = 10_000  # dropped generated examples without one kept: the exclude data covers the generator
+
+
+def _names_content(typ: Any) -> bool:
+    """Whether answers of this scoring type name content, which the guard matches (see `answer` above)."""
+    info = type_info(typ)
+    return info is not None and info.names_content
 
 
 class GuardError(TaseError, ValueError):
@@ -118,7 +125,7 @@ class Guard:
         answer_rows: dict[tuple, list[str]] = {}
         for r in records:
             prompts.add(normalize_prompt(r["prompt"]))
-            if r.get("type") in ANSWER_TYPES and str(r.get("answer") or "").strip():
+            if _names_content(r.get("type")) and str(r.get("answer") or "").strip():
                 answer_rows.setdefault(answer_key(r), []).append(normalize_prompt(str(r["answer"])))
             if ngram:
                 key = (r.get("task"), r.get("lang"), r.get("subtask"))

@@ -2,9 +2,9 @@
 
 Part of the floor (`common/`, with `common.record`, the record type and task catalogue). The official
 release layout (`load_official`, which asks each task module which files it owns) and `load_data` are in
-`synth.readers`, above the task registry; `eval.data` re-exports both for the documented
-`eval.data.load_official`. Malformed input raises `DataError` with one line naming the file and row.
-`check_record` reads the registry of scoring types (`common.types`), which importing `rewards` fills.
+`synth.readers`, above the task registry (`eval.data.load_official`, the contract's name, is its alias).
+Malformed input raises `DataError` with one line naming the file and row. `check_record` reads the
+catalogue of scoring types (`common.types`), in the floor too: it needs nothing imported above it.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from common.errors import TaseError, bounded
 from common.record import LANGS, TASKS
-from common.types import get_type, type_names
+from common.types import type_info, type_names
 
 
 REQUIRED_JSONL_KEYS = ("id", "task", "lang", "type", "prompt", "answer")
@@ -143,7 +143,7 @@ def check_record(rec: Any, where: str) -> None:
     object, a missing key, a non-string field, text that is not encodable, an unknown `type` (which
     would otherwise score every row as invalid, silently), an unknown `task` or a `lang` the task does not
     have (en/zh/ko; `mul` for a language-free task). The known types are the registered scoring
-    types (`common.types`, the router's keys)."""
+    types (`common.types`' catalogue, which the router's scorers match)."""
     if not isinstance(rec, dict):
         raise DataError(f"{where}: not a JSON object")
     missing = [k for k in REQUIRED_JSONL_KEYS if k not in rec]
@@ -155,9 +155,7 @@ def check_record(rec: Any, where: str) -> None:
             raise DataError(f"{where}: {k} must be a string, got {type(v).__name__} {json.dumps(v)[:40]}")
         if _has_surrogate(v):
             raise DataError(f"{where}: {k} holds a lone surrogate (text that cannot be encoded as UTF-8)")
-    if not type_names():
-        raise LookupError("no scoring types registered: import rewards before reading records")
-    if get_type(rec["type"]) is None:
+    if type_info(rec["type"]) is None:
         raise DataError(f"{where}: unknown type {bounded(rec['type'])}; expected one of {', '.join(type_names())}")
     # an unknown task would become a task of its own in the overall score, an unknown language would be left
     # out of the language table without a word (issue 36): the tables know these, nothing else

@@ -2,7 +2,7 @@
 
 Records are plain dicts (JSON lines) for speed and interop with `datasets`; this module owns the
 vocabulary of tasks, languages and categories (the task catalogue) so every package agrees on it, and
-hands out the scoring types' names from their registry (`common.types`, filled by `rewards`). It is part
+hands out the scoring types' names from their catalogue (`common.types`, in the floor too). It is part
 of the floor (`common/`, docs/architecture.md): the standard library and the floor only, so every package
 may read it. What a task does beyond these static facts lives in its module under synth/tasks/.
 """
@@ -17,12 +17,10 @@ LANGS = ("en", "zh", "ko")
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
-    """`TYPES` (the scoring types, in registration order) and `UNLABELLED_TYPES` (those whose official rows
-    hold no label), read from the registry of scoring types (`common.types`) whenever asked, so a type
-    is declared once, in its own module, and a type registered later (a test-only one) is seen."""
+    """`TYPES` (the scoring types, in catalogue order) and `UNLABELLED_TYPES` (those whose official rows
+    hold no label), read from the catalogue of scoring types (`common.types`) whenever asked, so a type
+    is declared once and a type declared later (a test-only one) is seen."""
     if name in ("TYPES", "UNLABELLED_TYPES"):
-        if not type_names():  # nothing registered: the registry is filled by importing rewards
-            raise LookupError(f"common.record.{name}: no scoring types registered (import rewards first)")
         return type_names() if name == "TYPES" else unlabelled_types()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

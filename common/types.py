@@ -1,143 +1,109 @@
-"""The registry of scoring types: one `ScoringType` per value of a record's `type`, declared by its module.
+"""The catalogue of scoring types: one `TypeInfo` row per value of a record's `type`, what every layer may know
+about a type without its scorer.
 
-Why: a scoring type owns every rule about its rows in one place (rewards/<type>.py): the scorer, the gold
-answer a correct completion gives, why a row of it leaves the denominator, and whether official rows of it
-carry a label. The router (`rewards.score`), the catalogue (`common.record.TYPES`, `UNLABELLED_TYPES`), the
-gold builder (`synth.gold`) and the evaluator (`eval.runner.invalid_reason`) read them from here, as tasks
-are read from the task registry (`synth.core.spec`). Adding a type = its module, which ends with
-`TYPE = register_type(ScoringType(...))`, plus its name in the router's import line (the registration order,
-which error messages list).
+Why here: a scoring type is two things, as a task is (its catalogue row in `common.record` plus its module in
+synth/tasks/): this row, the type's registration, and its scorer module rewards/<type>.py, which registers
+its behaviour (`rewards.types.ScoringType`: the verdict, the gold and SFT answers, the loophole strategies).
+The row holds the facts the floor and the readers need, so they read them here, without importing `rewards`
+and without waiting for anything to be registered:
 
-Part of the floor (`common/`): pure and stdlib-only. The registry starts empty; importing `rewards` fills
-it (each type's module registers itself), so a reader that checks a record's type needs `rewards` imported
-(`synth.readers` and `eval.data` do it).
+- `needs`: the record fields its verdict depends on (`answer`, `prompt`, `variation`); a training batch
+  missing the answer or the question for a row of this type is refused (`rewards.trl`) rather than scored 0,
+  and the official reader requires the columns (`synth.readers`: DIFF's `variation`);
+- `unlabelled`: official rows hold no label (the rule reads the question); `common.record.UNLABELLED_TYPES`,
+  `synth.readers.classify_file`;
+- `names_content`: its answers name content (words, strings, pieces), so the contamination guard matches a
+  generated answer against the benchmark's (`common.guard`);
+- `official_eval`: the official evaluator's name for it in the release's `data/final_token_*.json`
+  (`"evaluation"`), "" for a type of ours the release does not have (`synth.readers`);
+- `invalid_reason`: why a row of it leaves the denominator (results.json `invalid_by_reason`, `eval.runner`).
+
+The catalogue's order is the order `TYPES`, the router and error messages list. Adding a type: its row here
+plus its module rewards/<type>.py and its name in the router's import line; `declare_type` adds a row at
+run time (a test-only type) and `undeclare_type` removes it. Part of the floor: the standard library only.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from common.errors import TaseError
 
-
-@dataclass(frozen=True)
-class Score:
-    """One verdict.
-
-    coarse:    the official evaluator's verdict, 0.0 or 1.0 (loopholes included: it is the benchmark).
-    fine:      the training credit in [0, 1]: 1.0 exactly when `strict` is 1.0, partial credit only
-               where no answer-independent strategy can collect it (docs/rewards.md, "Loopholes").
-    extracted: the answer the official extraction pulled out of the completion ("" when none).
-    valid:     False where the official evaluator would raise on this row and drop it from its
-               denominator (batch_eval.py: result None -> excluded); coarse and fine are 0.0 then.
-    strict:    the strict verdict, 0.0 or 1.0: the official verdict without its loopholes (a list that
-               contains the label, the unsplit word, ...), so strict <= coarse. Left out (None), it
-               equals `coarse`: the types whose official rule has no loophole.
-    """
-
-    coarse: float
-    fine: float
-    extracted: str = ""
-    valid: bool = True
-    strict: float = None  # type: ignore[assignment]  # None -> coarse, set in __post_init__
-
-    def __post_init__(self) -> None:
-        if self.strict is None:
-            object.__setattr__(self, "strict", self.coarse)
-
-    @property
-    def loophole(self) -> bool:
-        """True when the official verdict passes a completion only through a loophole (coarse 1, strict 0)."""
-        return self.coarse == 1.0 and self.strict != 1.0
+ANSWER = "answer"  # record fields a verdict may need (`TypeInfo.needs`)
+PROMPT = "prompt"
+VARIATION = "variation"
 
 
-INVALID = Score(0.0, 0.0, "", valid=False)
-
-
-Scorer = Callable[[Mapping[str, Any], str], Score]
-
-
-def label_answers(example: Mapping[str, Any]) -> list[str]:
-    """The default gold answer: the stored label, as the official CSVs write it."""
-    return [str(example.get("answer", ""))]
+class TypeRegistryError(TaseError, ValueError):
+    """A scoring type declared or registered twice, a scorer for a type with no catalogue row, or a row or
+    scorer that is not of its class."""
 
 
 @dataclass(frozen=True)
-class ScoringType:
-    """Everything the library knows about one scoring type.
-
-    name:           the record's `type` value (NUMBER, LENGTH, ...).
-    score:          `score(example, completion_text) -> Score` (coarse = the official verdict).
-    gold:           candidate answer texts (untagged) for a record, tried in order by `synth.gold`; the
-                    default is the stored label. Types whose official rows hold no label construct one.
-    invalid_reason: why a row of this type left the denominator (`Score.valid` False), for results.json.
-    unlabelled:     official rows of this type hold no label (the rule reads the question instead).
-    """
+class TypeInfo:
+    """One scoring type's row (see the module docstring for what reads each field)."""
 
     name: str
-    score: Scorer
-    gold: Callable[[Mapping[str, Any]], list[str]] = label_answers
-    invalid_reason: str = ""
+    needs: tuple[str, ...] = (ANSWER,)
     unlabelled: bool = False
+    names_content: bool = False
+    official_eval: str = ""
+    invalid_reason: str = ""
 
     def __post_init__(self) -> None:
         if not self.invalid_reason:
             object.__setattr__(self, "invalid_reason", f"{self.name} row the scorer cannot read")
 
 
-REGISTRY: dict[str, ScoringType] = {}
+TYPE_INFO: dict[str, TypeInfo] = {
+    t.name: t
+    for t in (
+        TypeInfo("NUMBER", official_eval="number"),  # FREQ, LENOP count, COMPC
+        TypeInfo("LENGTH", (PROMPT,), unlabelled=True, official_eval="length",  # LENOP generate: the target
+                 invalid_reason="LENGTH prompt without an integer target"),
+        TypeInfo("SHUFFLE", (PROMPT,), unlabelled=True, official_eval="shuffle"),  # REORD: the original line
+        TypeInfo("SPLIT", names_content=True, official_eval="split"),  # COMPM split: pieces
+        TypeInfo("DIFF", (ANSWER, VARIATION), official_eval="diff",
+                 invalid_reason="DIFF row without a string variation"),
+        TypeInfo("MATCH_ANSWER", names_content=True, official_eval="match_answer"),  # words, strings, orders
+        TypeInfo("EXACT"),  # beyond TASE (execute): no official evaluator
+    )
+}
 
 
-class TypeRegistryError(TaseError, ValueError):
-    """A scoring type registered twice, or one that is not a ScoringType."""
+def declare_type(info: TypeInfo) -> TypeInfo:
+    """Add a row (refusing a second of the same name) and return it."""
+    if not isinstance(info, TypeInfo):
+        raise TypeRegistryError(f"declare_type wants a TypeInfo, got {type(info).__name__}")
+    if info.name in TYPE_INFO:
+        raise TypeRegistryError(f"scoring type {info.name!r} is already declared")
+    TYPE_INFO[info.name] = info
+    return info
 
 
-def register_type(t: ScoringType) -> ScoringType:
-    """Add `t` to the registry (refusing a second type of the same name) and return it."""
-    if not isinstance(t, ScoringType):
-        raise TypeRegistryError(f"register_type wants a ScoringType, got {type(t).__name__}")
-    if t.name in REGISTRY:
-        raise TypeRegistryError(f"scoring type {t.name!r} is already registered (by {REGISTRY[t.name].score.__module__})")
-    REGISTRY[t.name] = t
-    return t
+def undeclare_type(name: str) -> None:
+    """Remove a row (tests that declare a test-only type undo it with this)."""
+    TYPE_INFO.pop(name, None)
 
 
-def unregister_type(name: str) -> None:
-    """Remove a type (tests that register a test-only type undo it with this)."""
-    REGISTRY.pop(name, None)
-
-
-def get_type(name: Any) -> ScoringType | None:
-    """The registered type called `name`, or None (unknown, or not a string)."""
-    return REGISTRY.get(name) if isinstance(name, str) else None
+def type_info(name: object) -> TypeInfo | None:
+    """The row of the type called `name`, or None (unknown, or not a string)."""
+    return TYPE_INFO.get(name) if isinstance(name, str) else None
 
 
 def type_names() -> tuple[str, ...]:
-    """The registered type names, in registration order."""
-    return tuple(REGISTRY)
+    """The declared type names, in catalogue order."""
+    return tuple(TYPE_INFO)
 
 
 def unlabelled_types() -> tuple[str, ...]:
-    """The registered types whose official rows hold no label."""
-    return tuple(n for n, t in REGISTRY.items() if t.unlabelled)
+    """The types whose official rows hold no label."""
+    return tuple(n for n, t in TYPE_INFO.items() if t.unlabelled)
 
 
-class ScorerView(Mapping[str, Scorer]):
-    """`rewards.SCORERS`: a live read-only mapping type name -> scorer over the registry."""
-
-    def __getitem__(self, name: str) -> Scorer:
-        return REGISTRY[name].score
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(REGISTRY)
-
-    def __len__(self) -> int:
-        return len(REGISTRY)
-
-    def __repr__(self) -> str:
-        return f"ScorerView({list(REGISTRY)})"
+def official_types() -> dict[str, str]:
+    """The official evaluator's name (`final_token_*.json` "evaluation") -> type name."""
+    return {t.official_eval: n for n, t in TYPE_INFO.items() if t.official_eval}
 
 
-__all__ = ["Score", "INVALID", "ScoringType", "Scorer", "REGISTRY", "register_type", "unregister_type", "get_type", "type_names",
-           "unlabelled_types", "ScorerView", "TypeRegistryError", "label_answers"]
+__all__ = ["TypeInfo", "TYPE_INFO", "TypeRegistryError", "declare_type", "undeclare_type", "type_info", "type_names",
+           "unlabelled_types", "official_types", "ANSWER", "PROMPT", "VARIATION"]

@@ -1,22 +1,7 @@
-"""Readers for benchmark data, re-exported: the official layout from `synth.readers`, the record checks and
-JSON lines from the floor (`common.readers`).
-
-`eval.data.load_official` (and the other names here) keep working for users' scripts and the contract;
-new code imports them from where they live.
+"""`eval.data.load_official`: the contract's name (../shared/CONTRACT.md) for the official-layout reader, whose
+home is `synth.readers.load_official` (each task module says which official files it owns). This alias is
+the only name here; new code imports from the real homes (`synth.readers`, `common.readers`).
 """
-from common.readers import (  # noqa: F401
-    CSV_FIELD_LIMIT,
-    REQUIRED_JSONL_KEYS,
-    DataError,
-    FileInfo,
-    check_record,
-    load_jsonl,
-)
-from common.record import LANG_OF_STEM  # noqa: F401
-from synth.readers import (  # noqa: F401
-    EVAL_TO_TYPE,
-    classify_file,
-    load_data,
-    load_official,
-    official_files,
-)
+from synth.readers import load_official
+
+__all__ = ["load_official"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from synth.gold import GoldError, gold_completion, length_text, shuffle_answer, tag  # noqa: F401  (eval.gold API)
+from synth.gold import GoldError, gold_completion
 
 
 def gold_predictions(records: Iterable[dict[str, Any]], seed: int = 0) -> Iterator[dict[str, str]]:

@@ -18,13 +18,14 @@ from typing import Any
 from common.errors import TaseError
 from common.paths import blocker_line, OutputBusy, file_refusal, followed, hold_output
 from common.readers import JSON_ERRORS, json_problem
+from rewards.levels import COARSE, STRICT, accuracy_reward_name
 
 METRICS = "metrics.jsonl"
 # panel title -> curves: (label, keys tried in order, line style)
 PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
     ("total reward (TRL)", (("reward", ("reward",), "-"),)),
-    ("accuracy", (("official", ("tase/official_acc", "rewards/accuracy_coarse/mean"), "-"),
-                  ("strict", ("tase/strict_acc", "rewards/accuracy_strict/mean"), "--"))),
+    ("accuracy", (("official", ("tase/official_acc", f"rewards/{accuracy_reward_name(COARSE)}/mean"), "-"),
+                  ("strict", ("tase/strict_acc", f"rewards/{accuracy_reward_name(STRICT)}/mean"), "--"))),
     ("loophole share of official passes (steps without one left out)", (("loophole", ("tase/loophole_share",), "-"),)),
     ("zero-variance groups", (("trained accuracy", ("tase/zero_var_groups",), "-"),
                               ("TRL frac_reward_zero_std", ("frac_reward_zero_std",), ":"),

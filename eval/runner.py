@@ -19,6 +19,7 @@ from common.errors import TaseError
 from common.paths import BLOCKS, followed, is_own, leftovers, output_kind, output_refusal, write_blocker, write_marker
 from common.prompts import SYSTEM_PROMPT, build_messages
 from common.readers import JSON_ERRORS, DataError, json_problem, open_text, text_lines
+from common.types import type_info
 from rewards import score
 from synth.readers import load_data
 
@@ -172,10 +173,8 @@ def versions() -> dict[str, str]:
 
 def invalid_reason(sample: dict[str, Any]) -> str:
     """Why a row left the denominator (the official evaluator would raise on it)."""
-    from common.types import get_type
-
     typ = sample.get("type")
-    t = get_type(typ)  # the scoring type's module declares the reason (common.types.ScoringType)
+    t = type_info(typ)  # the scoring type's catalogue row declares the reason (common.types.TypeInfo)
     return f"unknown type {typ!r}" if t is None else t.invalid_reason
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from common.paths import blocker_line, OutputBusy, hold_output, output_refusal, write_marker
 from common.process import die_with_parent
 from common.errors import StepFailed, TaseError, one_line_exit
+from rewards.levels import COARSE, FINE, LEVELS
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         argv, extra = argv[:i], argv[i + 1 :]
     p = argparse.ArgumentParser(prog="python recipes/ablate.py", description=__doc__.splitlines()[0])
     p.add_argument("--config", required=True, help="GRPO YAML config (recipes/configs/...)")
-    p.add_argument("--granularity", nargs="+", default=None, choices=["coarse", "strict", "fine"],
+    p.add_argument("--granularity", nargs="+", default=None, choices=list(LEVELS),
                    help="the axis reward_granularity (default coarse fine when no --vary is given)")
     p.add_argument("--vary", action="append", default=[], metavar="OPTION=V1,V2",
                    help="an axis of the grid over any grpo.py option (repeatable: every combination is an arm)")
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.granularity or not axes:  # granularity stays one axis among others
         if "reward_granularity" in (k for k, _ in axes):
             raise TaseError("--granularity and --vary reward_granularity=... name the same axis; give one")
-        axes.insert(0, ("reward_granularity", args.granularity or ["coarse", "fine"]))
+        axes.insert(0, ("reward_granularity", args.granularity or [COARSE, FINE]))
     arms = expand(axes)
     check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra])
     out = Path(args.out)

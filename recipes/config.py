@@ -1,5 +1,6 @@
 """Recipe options: the TASE dataclasses parsed by TrlParser beside TRL's own configs (recipes/parser.py reads
-the command line), the trainer ranges checked after parsing, and the reward names and weights they select."""
+the command line) and the trainer ranges checked after parsing. The rewards the options select are resolved once
+by recipes/reward_funcs.resolve_rewards."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,6 +8,7 @@ from typing import Any
 
 from common.prompts import SYSTEM_PROMPT
 from common.errors import TaseError
+from rewards.levels import COARSE, DEFAULT, FINE, STRICT, check_level
 
 
 @dataclass
@@ -151,7 +153,7 @@ def level_counts(streams: list[tuple[str, str, str | None]]) -> dict[str, int]:
 class TaseArgs(DataArgs):
     """GRPO options on top of the data options."""
 
-    reward_granularity: str = field(default="fine", metadata={
+    reward_granularity: str = field(default=DEFAULT, metadata={
         "help": "fine (partial credit on the strict verdict: hedges and echoes earn 0), strict (the strict 0/1 "
                 "verdict) or coarse (the official 0/1 verdict, loopholes included: for ablations only)"})
     reward_funcs: list[str] | None = field(default=None, metadata={"help": "explicit reward names; default "
@@ -207,12 +209,11 @@ class TaseArgs(DataArgs):
     dynamic_sampling_verdict: str = field(default="auto", metadata={
         "help": "dynamic sampling: the verdict a group must mix: auto (strict for fine and strict runs, coarse for "
                 "coarse runs), strict, coarse or fine (partial credit: groups that differ only in it count as mixed)",
-        "choices": ["auto", "strict", "coarse", "fine"]})
+        "choices": ["auto", STRICT, COARSE, FINE]})
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.reward_granularity not in ("coarse", "strict", "fine"):
-            raise ValueError(f"reward_granularity must be coarse, strict or fine, got {self.reward_granularity!r}")
+        check_level(self.reward_granularity)
         import math
 
         if isinstance(self.format_weight, bool) or not isinstance(self.format_weight, (int, float)) \
@@ -281,22 +282,3 @@ def check_trainer_ranges(*parsed: Any, where: str = "") -> None:
         for obj in parsed:
             if hasattr(obj, key) and not ok(getattr(obj, key)):
                 raise TaseError(f"{where}{key} must be {want}, got {getattr(obj, key)}")
-
-
-def reward_names(args: TaseArgs) -> list[str]:
-    """The reward functions a run trains on: explicit names, else accuracy_<granularity> (+ format)."""
-    if args.reward_funcs:
-        return list(args.reward_funcs)
-    names = [f"accuracy_{args.reward_granularity}"]
-    if args.format_reward:
-        names.append("format")
-    if args.soft_overlong:
-        names.append("soft_overlong")
-    return names
-
-
-def reward_weights(args: TaseArgs, names: list[str], given: list[float] | None) -> list[float] | None:
-    """GRPOConfig.reward_weights as given, else 1.0 per accuracy reward and format_weight for `format`."""
-    if given:
-        return given
-    return [args.format_weight if n == "format" else 1.0 for n in names]

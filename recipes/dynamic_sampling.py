@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.errors import TaseError
+from rewards.levels import LEVELS, STRICT, binary
 
 PREFIX = "tase/dynamic/"
-# verdict of the accuracy reward a run trains on -> the verdict its groups must mix (auto)
-AUTO_VERDICT = {"accuracy_fine": "strict", "accuracy_strict": "strict", "accuracy_coarse": "coarse"}
 STATE_NAME = "DynamicSamplingState"  # its key in trainer_state.json's stateful_callbacks
 # output keys of TRL's _generate_and_score_completions that the merge knows (text only); padding side and value
 PROMPT_KEYS = {"prompt_ids": "pad", "prompt_mask": 0}
@@ -45,7 +44,7 @@ def check_options(tase: Any) -> None:
     r = tase.dynamic_sampling_max_rounds
     if not isinstance(r, int) or isinstance(r, bool) or r < 0:
         raise ValueError(f"dynamic_sampling_max_rounds must be an integer >= 0, got {r!r}")
-    if tase.dynamic_sampling_verdict not in ("auto", "strict", "coarse", "fine"):
+    if tase.dynamic_sampling_verdict not in ("auto", *LEVELS):
         raise ValueError(f"dynamic_sampling_verdict must be auto, strict, coarse or fine, got "
                          f"{tase.dynamic_sampling_verdict!r}")
     if tase.dynamic_sampling and tase.trainer == "async":
@@ -66,13 +65,13 @@ def check_run(tase: Any, cfg: Any, processes: int) -> None:
                         "each process keeps or drops whole groups")
 
 
-def verdict_level(tase: Any, names: Sequence[str]) -> str:
-    """The verdict a group must mix: dynamic_sampling_verdict, or with auto the strict verdict for a fine or strict run
-    and the coarse one for a coarse run (the first accuracy reward among the run's reward `names`; strict without
-    one)."""
+def verdict_level(tase: Any, level: str | None) -> str:
+    """The verdict a group must mix: dynamic_sampling_verdict, or with auto the 0/1 verdict the run's resolved accuracy
+    `level` is built on (rewards.levels.binary: strict for a fine or strict run, coarse for a coarse run; strict
+    without one)."""
     if tase.dynamic_sampling_verdict != "auto":
         return tase.dynamic_sampling_verdict
-    return next((AUTO_VERDICT[n] for n in names if n in AUTO_VERDICT), "strict")
+    return binary(level)
 
 
 def mixed_groups(verdicts: Sequence[float], size: int) -> list[bool]:
@@ -151,9 +150,10 @@ def merge(parts: Sequence[dict[str, Any]], sel: Selection, size: int, pad_id: in
     return out
 
 
-def trainer_args(tase: Any, names: Sequence[str]) -> dict[str, Any]:
-    """The keyword arguments DynamicGRPOTrainer takes beside GRPOTrainer's (`names`: the run's reward names)."""
-    return {"dynamic_rounds": tase.dynamic_sampling_max_rounds, "dynamic_level": verdict_level(tase, names)}
+def trainer_args(tase: Any, level: str | None) -> dict[str, Any]:
+    """The keyword arguments DynamicGRPOTrainer takes beside GRPOTrainer's (`level`: the run's resolved accuracy
+    level, recipes/reward_funcs.resolve_rewards)."""
+    return {"dynamic_rounds": tase.dynamic_sampling_max_rounds, "dynamic_level": verdict_level(tase, level)}
 
 
 @functools.cache
@@ -181,7 +181,7 @@ def trainer_class() -> type:
     class DynamicGRPOTrainer(GRPOTrainer):
         """GRPOTrainer whose generation batch holds only groups with mixed verdicts (recipes/dynamic_sampling.py)."""
 
-        def __init__(self, *args: Any, dynamic_rounds: int = 4, dynamic_level: str = "strict", **kwargs: Any) -> None:
+        def __init__(self, *args: Any, dynamic_rounds: int = 4, dynamic_level: str = STRICT, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.dynamic_rounds, self.dynamic_level = dynamic_rounds, dynamic_level
             self._dyn = DynamicSamplingState()

@@ -18,7 +18,7 @@ from typing import Any
 from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings
 from recipes import adapters, curriculum, distributed, dynamic_sampling, heldout, tracking, vllm_server_cpu
-from recipes.config import TaseArgs, reward_weights
+from recipes.config import TaseArgs
 from recipes.cpu_speed import speed_up as cpu_speed_up
 from recipes.data import build_dataset
 from recipes.grpo_args import parse, validate
@@ -40,28 +40,28 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
 def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None) -> int:
     """Check, then print the plan (a dry run checks the inputs exactly as a real start does) or train: sync here,
     `trainer: async` in recipes/async_grpo/main.py."""
-    validate(tase, cfg, model_args)
+    rewards = validate(tase, cfg, model_args)  # the run's rewards, resolved once (recipes/reward_funcs.py)
     for k, v in tracking.tracker_env(cfg).items():  # W&B's local files under the run folder unless WANDB_DIR says
         os.environ.setdefault(k, v)
     if tase.dry_run:
-        dry_run(tase, cfg, model_args)
+        dry_run(tase, cfg, model_args, rewards)
         return 0
     check_launch(tase, cfg)
     if tase.trainer == "async":
         from recipes.async_grpo.main import main as main_async
 
-        return main_async(tase, cfg, model_args, callbacks)
+        return main_async(tase, cfg, model_args, rewards, callbacks)
     check_sync_extras(cfg)
     start = start_run(tase, cfg, model_args)
     if start is None:
         return 0
-    resume, path, names, funcs = start
+    resume, path = start
     from trl import GRPOTrainer, get_peft_config
 
-    funcs = tracking.watch(funcs, names)  # the tase/ metrics, through TRL's log_metric hook
+    funcs = tracking.watch(rewards.funcs, rewards.level)  # the tase/ metrics, through TRL's log_metric hook
     cur = curriculum.start(tase, cfg, resume)  # None unless --curriculum (recipes/curriculum.py)
     funcs = curriculum.watch(funcs, cur)
-    cfg.reward_weights = reward_weights(tase, names, cfg.reward_weights)
+    cfg.reward_weights = rewards.weights
     from recipes.reward_log import log_weighted
 
     funcs = log_weighted(funcs, cfg.reward_weights)  # tase/reward/<name>/mean and /weighted, beside TRL's raw mean
@@ -75,9 +75,9 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
     held = heldout.prepare(tase, cfg, "grpo")  # before the training rows: they are guarded against it
     dataset = build_dataset(tase, tok, level=cur and cur.level)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
-                            "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": cfg.reward_weights})
+                            "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
     cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
-    trainer_cls, dynamic = (dynamic_sampling.trainer_class(), dynamic_sampling.trainer_args(tase, names)) \
+    trainer_cls, dynamic = (dynamic_sampling.trainer_class(), dynamic_sampling.trainer_args(tase, rewards.level)) \
         if tase.dynamic_sampling else (GRPOTrainer, {})  # recipes/dynamic_sampling.py
     trainer = heldout.trainer_class(trainer_cls, held)(  # with held_out_rows: evaluate() scores the held-out set
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,

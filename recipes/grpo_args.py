@@ -5,15 +5,15 @@ inputs is `validate`, called by a dry run exactly as by a real start. Every prob
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
 from recipes import presets
-from recipes.config import TaseArgs, check_trainer_ranges, reward_names
+from recipes.config import TaseArgs, check_trainer_ranges
 from recipes.parser import ConfigFile, RecipeParser
+from recipes.reward_funcs import ResolvedRewards, resolve_rewards
 from recipes.run_dir import check_output_dir
 
 
@@ -137,29 +137,19 @@ def check_gpus(config: ConfigFile) -> None:
                         "--dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
 
 
-def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
+def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
     """What a run needs from its inputs, checked before any work and by a dry run alike (issue 36): a model that
     exists, the training data and benchmarks to exclude, a writable output folder, streaming with max_steps,
     reward names, weights and their count, sampling settings transformers rejects with a traceback and values it
     takes without a word (config.TRAINER_RANGES), a train_data file's rows (the ones the run reads: up to
-    num_train_examples), installed trackers and QLoRA options that can be honoured."""
+    num_train_examples), installed trackers and QLoRA options that can be honoured. Returns the run's rewards,
+    resolved here once (recipes/reward_funcs.resolve_rewards) for the dry run and the trainer alike."""
     from recipes import adapters, heldout, tracking
 
     check_model_and_paths(tase, cfg, model_args)
     if tase.streaming and cfg.max_steps <= 0:
         raise TaseError("streaming: true needs --max_steps (an endless dataset has no epochs)")
-    from recipes.reward_funcs import load_reward_funcs
-
-    names = reward_names(tase)
-    # ours by name or any import path; an unknown one: one line
-    load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
-    given = getattr(cfg, "reward_weights", None)
-    if given:
-        if len(given) != len(names):
-            raise TaseError(f"reward_weights has {len(given)} values for {len(names)} reward functions "
-                            f"({', '.join(names)})")
-        if not all(math.isfinite(w) for w in given):
-            raise TaseError(f"reward_weights must be finite numbers, got {given}")
+    rewards = resolve_rewards(tase, cfg)  # ours by name or any import path; an unknown one, bad weights: one line
     check_trainer_ranges(tase, cfg)
     from recipes import dynamic_sampling
     from recipes.grpo_plan import world_size
@@ -172,6 +162,7 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
                                                                         hardware=not tase.dry_run)
     if why:  # a dry run checks the QLoRA options, not this machine
         raise TaseError(why)
+    return rewards
 
 
 def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:

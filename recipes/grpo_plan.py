@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recipes.config import TaseArgs, reward_names
+from recipes.config import TaseArgs
+
+if TYPE_CHECKING:
+    from recipes.reward_funcs import ResolvedRewards
 
 KNOWN_SIZES = {  # total params, largest layer params (embedding), for dry-run estimates without weights
     "Qwen/Qwen2.5-14B-Instruct": (14.77e9, 152064 * 5120),
@@ -68,7 +71,8 @@ def batch_line(completions: int, generations: int | None) -> str:
     return f"{completions} completions/step ({completions // generations} prompts x {generations} generations)"
 
 
-def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
+def dry_run(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards) -> None:
+    """The plan, printed: the options, the rewards as resolved (grpo_args.validate), batch, length and memory."""
     import yaml
 
     n = max(world_size(), 1)
@@ -86,7 +90,7 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
             "dtype", "vllm_server_base_url", "max_staleness", "weight_sync_steps", "max_inflight_tasks",
             "token_budget", "report_to", "scale_rewards", "importance_sampling_level", "epsilon", "epsilon_high",
             "mask_truncated_completions", "weight_sync_timeout") if hasattr(cfg, k)},
-        "rewards": reward_names(tase),
+        "rewards": rewards.names,
     }
     def plain(v: Any) -> Any:  # enums (SchedulerType, ...) -> their values
         if isinstance(v, dict):

@@ -9,10 +9,9 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes import distributed
-from recipes.config import TaseArgs, reward_names
+from recipes.config import TaseArgs
 from recipes.grpo_plan import world_size
 from recipes.model import resolve
-from recipes.reward_funcs import load_reward_funcs
 from recipes.run_dir import already_finished, prepare_output_dir
 
 
@@ -31,15 +30,14 @@ class MetricsLogger:
         return _CB()
 
 
-def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any, list[str], list] | None:
-    """What both trainers do before building anything: the output folder (resume or a fresh start), the model
-    path and the reward functions. None when the run already finished."""
+
+def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any] | None:
+    """What both trainers do before building anything: the output folder (resume or a fresh start) and the model
+    path. None when the run already finished."""
     resume = prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     if already_finished(cfg.output_dir, resume, cfg.max_steps):
         return None
-    path = resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
-    names = reward_names(tase)
-    return resume, path, names, load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
+    return resume, resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
 
 
 

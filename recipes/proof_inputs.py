@@ -16,13 +16,14 @@ from recipes.config import DataArgs, data_streams
 from common.errors import TaseError
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
+from rewards.levels import COARSE, FINE, accuracy_reward_name
 
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 N_STAGES = 9  # 8 without a control section (stage 4)
 STAGES = ("subset", "sft", "grpo", "control", "sets", "evaluate", "compare", "completions", "summary")
-ARMS = ("coarse", "fine")
+ARMS = (COARSE, FINE)  # the accuracy levels (rewards/levels.py) a proof may train an arm on, each its folder's name
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
 OPTIONAL = object()
 # eval.dtype (optional, passed as `eval run --dtype`): pin it (float32) so the numbers do not depend on the CPU,
@@ -103,7 +104,7 @@ def load_config(path: str) -> dict[str, Any]:
             if part == "control" and key in DATA_KEYS:
                 raise TaseError(f"--config {path}: control option {key!r} is set by proof.py (the control trains on the GRPO "
                      "arms' data: the grpo config's and grpo options')")
-    if "control" in cfg and "fine" not in arms:
+    if "control" in cfg and FINE not in arms:
         raise TaseError(f"--config {path}: the control trains for the fine arm's train_runtime: grpo arms must include fine")
     return cfg
 
@@ -181,7 +182,7 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
     parts = [("sft", sft, sft_config, cfg["sft"]["options"], [])]
     parts.append(("grpo", (TaseArgs, GRPOConfig, ModelConfig), grpo_config, cfg["grpo"]["options"],
-                  ["--reward_funcs", "accuracy_fine", *cfg["grpo"]["reward_funcs"]]))
+                  ["--reward_funcs", accuracy_reward_name(FINE), *cfg["grpo"]["reward_funcs"]]))
     if "control" in cfg:
         opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
         parts.append(("control", sft, sft_config, {**opts, **cfg["control"]["options"]}, ["--max_train_seconds", "1"]))

@@ -10,6 +10,7 @@ from typing import Any
 from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
 from recipes.proof_inputs import ARMS, CONTROL, shown
+from rewards.levels import COARSE, FINE
 
 
 def completion_files(samples: Path, files: list[str], folder: Path, dry_run: bool) -> list[Path]:
@@ -89,9 +90,9 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
                      + f" | {sum(accs) / len(accs):.2f} | {held['overall']:.2f} |")
     arms = cfg["grpo"]["arms"]
     pairs = tuple((f"GRPO {arm} vs warm-up", "warm-up", arm) for arm in reversed(arms))
-    pairs += (("fine vs coarse", "coarse", "fine"),) if set(arms) == set(ARMS) else ()
+    pairs += ((f"{FINE} vs {COARSE}", COARSE, FINE),) if set(arms) == set(ARMS) else ()
     if CONTROL in models:
-        pairs += (("GRPO fine vs control", CONTROL, "fine"), ("control vs warm-up", "warm-up", CONTROL))
+        pairs += ((f"GRPO {FINE} vs control", CONTROL, FINE), ("control vs warm-up", "warm-up", CONTROL))
     pairs += (("warm-up vs base", "base", "warm-up"),)
     for dname in ("official", "heldout"):
         lines += ["", f"gains on {dname} (overall as `eval compare`: file means -> task means; points; paired 95% "

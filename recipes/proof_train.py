@@ -11,6 +11,7 @@ from typing import Any
 from common.errors import TaseError
 from recipes.parser import read_yaml
 from recipes.proof_inputs import DATA_KEYS, HERE, Proof, data_args, flags, shown
+from rewards.levels import FINE, accuracy_reward_name
 
 
 def link_subset(official: Path, files: list[str], dest: Path, dry_run: bool) -> list[list[str]]:
@@ -62,12 +63,13 @@ def stage_train(pr: Proof) -> None:
     if not pr.skip(2, "SFT warm-up", out / "sft" / "model.safetensors", cmd, "2 SFT warm-up"):
         step(2, "SFT warm-up", cmd, stage="2 SFT warm-up")
     for arm in cfg["grpo"]["arms"]:
+        reward = accuracy_reward_name(arm)  # the arm's accuracy reward, named by rewards/levels.py
         cmd = [pr.py, shown(HERE / "grpo.py"), "--config", shown(pr.grpo_config), "--model_name_or_path",
                shown(out / "sft"), "--exclude", pr.guard, "--output_dir", shown(out / arm), "--reward_funcs",
-               f"accuracy_{arm}", *cfg["grpo"]["reward_funcs"], *flags(cfg["grpo"]["options"]),
+               reward, *cfg["grpo"]["reward_funcs"], *flags(cfg["grpo"]["options"]),
                "--resume_from_checkpoint", "true"]
         if not pr.skip(3, f"GRPO {arm}", out / arm / "model.safetensors", cmd, f"3 GRPO {arm}"):
-            step(3, f"GRPO {arm} (accuracy_{arm} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
+            step(3, f"GRPO {arm} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
                  stage=f"3 GRPO {arm}")
 
 
@@ -111,11 +113,11 @@ def stage_control(pr: Proof) -> None:
     control_config, done = out / "control_config.yaml", out / "control" / "model.safetensors"
     opts = {key: v for key, v in cfg["sft"]["options"].items() if key not in DATA_KEYS + ("model_name_or_path",)}
     opts.update(cfg["control"]["options"])
-    state = out / "fine" / "trainer_state.json"
+    state = out / FINE / "trainer_state.json"
     if not state.is_file() and (pr.dry or done.exists()):
         seconds = f"<train_runtime of {shown(state)}>"  # read once the fine arm has trained
     else:
-        seconds = f"{train_runtime(out / 'fine'):g}"
+        seconds = f"{train_runtime(out / FINE):g}"
     cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(control_config), "--model_name_or_path",
            shown(out / "sft"), *flags(opts), "--max_train_seconds", seconds, "--exclude", pr.guard,
            "--output_dir", shown(out / "control"), "--resume_from_checkpoint", "true"]

@@ -1,16 +1,69 @@
-"""`--reward_funcs`: ours by name (rewards.REWARD_FUNCS) or any function by import path, `module:function` or
+"""A run's rewards, resolved once (`resolve_rewards`): names, functions, weights and the accuracy level, which the
+trainer, the tase/ metrics, dynamic sampling, the dry run and tase_config.json read (none rebuilds them from options).
+
+`--reward_funcs`: ours by name (rewards.REWARD_FUNCS) or any function by import path, `module:function` or
 dotted `package.module.function` (the form TRL's own `trl grpo` script takes: the part after the last dot is
 the function, modules in the current directory come first, even over a module of ours of the same name). A name
 that resolves to nothing is one line, also under --dry_run, before any model or data is loaded; a user's function is
 wrapped in reward_checks.CheckedReward (its output checked on every batch, its logged name apart from ours)."""
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from common.errors import TaseError
+from rewards.levels import LEVELS, accuracy_reward_name
+
+
+@dataclass
+class ResolvedRewards:
+    """What a run trains on, resolved once from its options (resolve_rewards).
+
+    names:   the reward functions as named (tase_config.json's `rewards.names`, the dry run's `rewards`)
+    funcs:   the functions, in the same order (a user's wrapped in reward_checks.CheckedReward)
+    weights: GRPOConfig.reward_weights as given, else 1.0 each and format_weight for `format`
+    level:   the level (rewards/levels.py) of the first accuracy reward of ours among `funcs`, read from the
+             function itself (`.level`); None when there is none (a user's function under any name has none)
+    """
+
+    names: list[str]
+    funcs: list[Any]
+    weights: list[float]
+    level: str | None
+
+
+def resolve_rewards(tase: Any, cfg: Any) -> ResolvedRewards:
+    """The run's rewards: explicit `reward_funcs`, else the accuracy reward of `reward_granularity` (+ format, +
+    soft_overlong); each loaded (an unknown one: one line) and weighted. Given reward_weights must be finite and
+    one per function (one line). `cfg` is read, never changed: the trainer's reward_weights are set from this."""
+    names = list(tase.reward_funcs) if tase.reward_funcs else _default_names(tase)
+    funcs = load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
+    given = getattr(cfg, "reward_weights", None)  # AsyncGRPOConfig has none (grpo_args refuses it there)
+    if given:
+        if len(given) != len(names):
+            raise TaseError(f"reward_weights has {len(given)} values for {len(names)} reward functions "
+                            f"({', '.join(names)})")
+        if not all(math.isfinite(w) for w in given):
+            raise TaseError(f"reward_weights must be finite numbers, got {given}")
+    weights = given or [tase.format_weight if n == "format" else 1.0 for n in names]
+    level = next((f.level for f in funcs if getattr(f, "level", None) in LEVELS), None)
+    return ResolvedRewards(names, funcs, weights, level)
+
+
+def _default_names(tase: Any) -> list[str]:
+    """Without explicit names: the accuracy reward of reward_granularity, format (format_reward) and soft_overlong."""
+    from recipes.presets import SOFT_OVERLONG
+
+    names = [accuracy_reward_name(tase.reward_granularity)]
+    if tase.format_reward:
+        names.append("format")
+    if tase.soft_overlong:
+        names.append(SOFT_OVERLONG)
+    return names
 
 
 def split_path(spec: str) -> tuple[str, str] | None:

@@ -14,10 +14,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from rewards.levels import FINE, watched
+
 PREFIX = "tase/"
 # the keys logged for every batch (per-task and per-language keys come on top: tase/task/<task>/official_acc, ...)
 KEYS = ("official_acc", "strict_acc", "fine_credit", "loophole_share", "zero_var_groups", "distinct_answers")
-LEVELS = {"accuracy_fine": "fine", "accuracy_strict": "strict", "accuracy_coarse": "coarse"}
 
 
 class Verdict(NamedTuple):
@@ -48,7 +49,7 @@ def groups(verdicts: Sequence[Verdict]) -> list[list[Verdict]]:
     return out
 
 
-def batch_metrics(verdicts: Sequence[Verdict], level: str = "fine") -> dict[str, float]:
+def batch_metrics(verdicts: Sequence[Verdict], level: str = FINE) -> dict[str, float]:
     """The TASE view of one batch of completions (shares in [0, 1]):
 
     official_acc / strict_acc / fine_credit: mean of the official verdict, the strict one and the fine credit;
@@ -121,7 +122,7 @@ class WatchedReward:
     exactly what the wrapped function returns and keeps its name (TRL logs `rewards/<name>/mean` by it); where the
     batch cannot be scored as TASE rows (a user dataset without `type`), it says so once and logs nothing more."""
 
-    def __init__(self, func: Callable[..., Any], level: str = "fine") -> None:
+    def __init__(self, func: Callable[..., Any], level: str = FINE) -> None:
         self.func, self.level = func, level
         self.__name__ = getattr(func, "__name__", type(func).__name__)
         self.__doc__ = getattr(func, "__doc__", None)
@@ -154,17 +155,16 @@ class WatchedReward:
         return batch_metrics([v for p in parts for v in p], self.level)
 
 
-def watch(funcs: list[Any], names: Sequence[str]) -> list[Any]:
+def watch(funcs: list[Any], level: str | None) -> list[Any]:
     """The reward functions of a run with the first synchronous one wrapped in WatchedReward (TRL runs async ones
-    concurrently, outside the order the gather needs). The zero-variance level is the accuracy the run trains on:
-    the first of accuracy_fine/strict/coarse among `names`, else strict."""
+    concurrently, outside the order the gather needs). The zero-variance level is the accuracy the run trains on,
+    its resolved `level` (recipes/reward_funcs.resolve_rewards), strict without one (rewards.levels.watched)."""
     from trl.trainer.utils import is_async_callable
 
-    level = next((LEVELS[n] for n in names if n in LEVELS), "strict")
     out = list(funcs)
     for i, f in enumerate(out):
         if not is_async_callable(f):
-            out[i] = WatchedReward(f, level)
+            out[i] = WatchedReward(f, watched(level))
             break
     else:
         print("tase/ metrics off for this run: every reward function is async", file=sys.stderr)

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from common.record import YES
 
 from .base import Score, field, label_of
 from .extract import extract_answer
@@ -111,4 +113,33 @@ def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_diff(completion, label_of(example), example.get("variation"), field(example, "prompt"))
 
 
-TYPE = register_type(ScoringType("DIFF", score, invalid_reason="DIFF row without a string variation"))
+_SEQ_TEXT = re.compile(r"^\s*seq[12]\s*[:：]\s*(.*)$", re.MULTILINE)  # the text of the seq1/seq2 lines
+
+
+def input_text(rec: Mapping[str, Any]) -> str:
+    """The first sequence (what an echo repeats); the whole prompt when it has no seq lines."""
+    prompt = field(rec, "prompt")
+    seqs = _SEQ_TEXT.findall(prompt)
+    return seqs[0] if seqs else prompt
+
+
+def valid_answers(rec: Mapping[str, Any], pool: Sequence[str]) -> list[str]:
+    """The yes-word and every token of the two sequences."""
+    toks: list[str] = []
+    for line in _SEQ_TEXT.findall(field(rec, "prompt")):
+        toks += line.split() if line.isascii() else [c for c in line if not c.isspace()]
+    yes = YES.get(field(rec, "lang"), "yes")
+    return [yes] + sorted(set(toks) - {yes})
+
+
+def hedges(rec: Mapping[str, Any], options: list[str]) -> dict[str, str]:
+    """Two tokens of the first sequence, quoted and bare (the official rule checks only that the changed
+    pair is among the quoted tokens)."""
+    seqs = _SEQ_TEXT.findall(field(rec, "prompt"))
+    toks = seqs[0].split() if seqs and seqs[0].isascii() else list((seqs or [""])[0].replace(" ", ""))
+    if len(toks) < 2:
+        return {}
+    return {"two tokens quoted": f"'{toks[0]}' '{toks[1]}'", "two tokens": f"{toks[0]} {toks[1]}"}
+
+
+TYPE = register_type(ScoringType("DIFF", score, input_text=input_text, valid_answers=valid_answers, hedges=hedges))

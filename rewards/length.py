@@ -13,10 +13,11 @@ fine:   = coarse. No credit for a near length: the target is in the prompt, and 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .base import Score, field
+from .base import Score, field, pool_max, sample_options, tag
 from .extract import extract_answer
 from .text import CJK_CHAR, HANGUL_CHAR, NOT_CJK, NOT_HANGUL, PUNCT_TO_SPACE, words
 from .types import ScoringType, register_type
@@ -75,5 +76,36 @@ def length_text(example: Mapping[str, Any]) -> str:
     return fill * n if fill else " ".join(["word"] * n)
 
 
-TYPE = register_type(ScoringType("LENGTH", score, gold=lambda ex: [length_text(ex)],
-                                 invalid_reason="LENGTH prompt without an integer target", unlabelled=True))
+def _units(fill: str | None, k: int) -> str:
+    return fill * k if fill else " ".join(["word"] * k)
+
+
+def sft_answer(record: Mapping[str, Any], unit: str | None, texts: Callable[[str], Any]) -> str | None:
+    """The SFT target of a generated row: the generator's target number of units of real text (a span of the
+    language's corpus, `texts(lang)`, chosen by the row's id), after a line saying how many; None without a
+    target or a language unit."""
+    n = int((record.get("meta") or {}).get("target", 0))
+    if not n or unit is None:
+        return None
+    corp = texts(record["lang"])
+    start = zlib.crc32(record["id"].encode()) % (len(corp) - n)  # deterministic per example
+    return f"Here are exactly {n} {unit}.\n" + tag(corp.span(start, n))
+
+
+def valid_answers(rec: Mapping[str, Any], pool: Sequence[str]) -> list[str]:
+    """Texts of 1..M units, M the largest target in `pool` (the target is the label here: `relabel` moves it)."""
+    top = pool_max(pool)
+    return sample_options([_units(FILLER.get(field(rec, "lang")), k) for k in range(1, top + 1)], str(top))
+
+
+def relabel(rec: Mapping[str, Any], answer: str) -> dict[str, Any]:
+    """The row whose prompt asks for as many units as `answer` has (a LENGTH row holds no label)."""
+    return dict(rec, prompt=_INT.sub(str(count_units(answer)), field(rec, "prompt"), count=1))
+
+
+def hedges(rec: Mapping[str, Any], options: list[str]) -> dict[str, str]:
+    return {"fixed 100 units": _units(FILLER.get(field(rec, "lang")), 100)}
+
+
+TYPE = register_type(ScoringType("LENGTH", score, gold=lambda ex: [length_text(ex)], sft=sft_answer,
+                                 valid_answers=valid_answers, relabel=relabel, hedges=hedges))

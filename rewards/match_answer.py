@@ -32,15 +32,16 @@ fine:   1 when strict is 1; 0 when only the official verdict passes (a hedge ear
 """
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 from common.record import TASKS
 
-from .base import Score, field, label_of
+from .base import QUOTED, Score, field, label_of, sample_options
 from .extract import extract_answer
 from .types import ScoringType, register_type
 
@@ -193,4 +194,48 @@ def score(example: Mapping[str, Any], completion: str) -> Score:
                        field(example, "prompt"))
 
 
-TYPE = register_type(ScoringType("MATCH_ANSWER", score))
+_CLASS_LINE = re.compile(r"^\s*-\s*([A-Za-z]+)\s*\(", re.MULTILINE)  # a listed class: "- digit (0-9)"
+_BRACED = re.compile(r"\{([^{}]*)\}")
+COMBINE = "combine"  # the subtask whose question hands over pieces to put together (COMPM combine)
+
+
+def pieces(prompt: str) -> list[str]:
+    """The pieces a COMPM combine prompt gives, in the given order: `{a}, {b}`, `“亻 乍”`, `: ㅅ, ㅛ, ㄱ`."""
+    braced = _BRACED.findall(prompt)
+    if braced:
+        return braced
+    m = QUOTED.search(prompt)
+    if m:
+        return m.group(1).split()
+    after = re.split(r"[:：]", prompt)[-1]
+    return [p.strip() for p in after.split(",") if p.strip()]
+
+
+def input_text(rec: Mapping[str, Any]) -> str | None:
+    """A combine row's pieces, joined in the given order; None for the others (the question's last line)."""
+    return "".join(pieces(field(rec, "prompt"))) if field(rec, "subtask") == COMBINE else None
+
+
+def valid_answers(rec: Mapping[str, Any], pool: Sequence[str]) -> list[str] | None:
+    """SORT: the 6 orders of A, B, C; DOT: the classes the prompt lists; COMPM combine en: every order of the
+    pieces; else None (the file's distinct labels)."""
+    prompt = field(rec, "prompt")
+    if field(rec, "task") in ORDER_TASKS:  # an order of the sentences A, B, C
+        return ["".join(p) for p in itertools.permutations("ABC")]
+    if _CLASS_LINE.search(prompt):
+        return _CLASS_LINE.findall(prompt)
+    if field(rec, "subtask") == COMBINE and field(rec, "lang") == "en":
+        return sample_options(["".join(p) for p in itertools.permutations(pieces(prompt))], prompt)
+    return None
+
+
+def hedges(rec: Mapping[str, Any], options: list[str]) -> dict[str, str]:
+    """A combine row: every permutation of the pieces at once."""
+    if field(rec, "subtask") != COMBINE:
+        return {}
+    perms = ["".join(p) for p in itertools.islice(itertools.permutations(pieces(field(rec, "prompt"))), 720)]
+    return {"every permutation of the pieces": " ".join(perms)}
+
+
+TYPE = register_type(ScoringType("MATCH_ANSWER", score, input_text=input_text, valid_answers=valid_answers,
+                                 hedges=hedges))

@@ -11,10 +11,10 @@ fine:   = coarse. No partial credit for a near count: credit that grows towards 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import Score, label_of
+from .base import Score, label_of, pool_max
 from .extract import extract_answer
 from .types import ScoringType, register_type
 
@@ -49,4 +49,9 @@ def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_number(completion, label_of(example))
 
 
-TYPE = register_type(ScoringType("NUMBER", score))
+def valid_answers(rec: Mapping[str, Any], pool: Sequence[str]) -> list[str]:
+    """A random count guess: 0 up to the largest count among the file's labels."""
+    return [str(i) for i in range(pool_max(pool) + 1)]
+
+
+TYPE = register_type(ScoringType("NUMBER", score, valid_answers=valid_answers))

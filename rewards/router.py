@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# The scoring types: each module registers its `ScoringType` (in the floor's registry, common.types) when imported,
-# so this line is the whole registration, and its order is the registry's (the order error messages list).
+# The scoring types: each module registers its `ScoringType` (rewards.types) when imported, so this line is
+# the whole registration of their behaviour (their catalogue rows are common.types'), in the catalogue's order.
 from . import number, length, shuffle, split, diff, match_answer, exact  # noqa: F401, I001
 from .base import INVALID, Score
 from .extract import completion_text

@@ -21,8 +21,9 @@ half of the work is memoised per prompt.
 from __future__ import annotations
 
 import operator
+import random
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import repeat
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Score, field
+from .base import Score, field, tag
 from .extract import extract_answer
 from .reorder import non_adjacent_order
 from .text import CJK_CHAR, HANGUL_CHAR, NOT_CJK, NOT_HANGUL, words
@@ -214,4 +215,20 @@ def gold_answers(example: Mapping[str, Any]) -> list[str]:
     return [] if ans is None else [ans]
 
 
-TYPE = register_type(ScoringType("SHUFFLE", score, gold=gold_answers, unlabelled=True))
+def sft_answer(record: Mapping[str, Any], unit: str | None, texts: Callable[[str], Any]) -> str | None:
+    """The SFT target of a generated row: the generator's own solution (`meta.solution`), or None."""
+    sol = (record.get("meta") or {}).get("solution")
+    return tag(sol) if sol else None
+
+
+def valid_answers(rec: Mapping[str, Any], pool: Sequence[str]) -> list[str]:
+    """16 random reorderings of the input line (a deterministic draw per prompt)."""
+    prompt = field(rec, "prompt")
+    line = input_line(prompt) or ""
+    toks = tokens(line)
+    sep = " " if line.isascii() else ""
+    rng = random.Random(prompt)
+    return [sep.join(rng.sample(toks, len(toks))) for _ in range(16)]
+
+
+TYPE = register_type(ScoringType("SHUFFLE", score, gold=gold_answers, sft=sft_answer, valid_answers=valid_answers))

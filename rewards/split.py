@@ -17,11 +17,12 @@ fine:   = strict. No credit for some of the pieces: a constant made of frequent 
 """
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import Score, label_of
+from .base import QUOTED, Score, field, label_of, sample_options
 from .extract import extract_answer
 from .types import ScoringType, register_type
 
@@ -51,4 +52,31 @@ def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_split(completion, label_of(example))
 
 
-TYPE = register_type(ScoringType("SPLIT", score))
+def split_word(prompt: str) -> str:
+    """The word or character a SPLIT prompt asks to decompose: `Split WORD into`, `“字”`, `'쇽'`."""
+    m = re.search(r"Split\s+(\S+)\s+into", prompt) or QUOTED.search(prompt)
+    return m.group(1) if m else ""
+
+
+def input_text(rec: Mapping[str, Any]) -> str:
+    return split_word(field(rec, "prompt"))
+
+
+def valid_answers(rec: Mapping[str, Any], pool: Sequence[str]) -> list[str] | None:
+    """English: every split of the word into the asked number of pieces; else None (the file's labels)."""
+    if field(rec, "lang") != "en":
+        return None
+    prompt = field(rec, "prompt")
+    word, k = split_word(prompt), max(1, prompt.count("from "))
+    cuts = itertools.combinations(range(1, len(word)), k - 1)
+    return sample_options([", ".join(word[i:j] for i, j in zip((0, *c), (*c, len(word)))) for c in cuts], prompt)
+
+
+def hedges(rec: Mapping[str, Any], options: list[str]) -> dict[str, str]:
+    """The unsplit word (the official rule accepts it where the label lists it as an alternative), alone and
+    before every option."""
+    word = split_word(field(rec, "prompt"))
+    return {"unsplit word": word, "word, then every option": word + " " + " ".join(options)}
+
+
+TYPE = register_type(ScoringType("SPLIT", score, input_text=input_text, valid_answers=valid_answers, hedges=hedges))

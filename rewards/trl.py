@@ -8,7 +8,8 @@ row text, not the chat prompt, so the question is taken from, in order: a `quest
 `recipes/` writes, since TRL withholds the `prompt` column), a `prompt` column of strings (callers
 outside TRL), the last user message of the chat prompt, or the prompt itself when it is a string.
 `accuracy_coarse` is the official verdict (the benchmark's, loopholes included); the training rewards
-`accuracy_strict` and `accuracy_fine` pay nothing for a hedge or an echo (docs/rewards.md, "Loopholes").
+`accuracy_strict` and `accuracy_fine` pay nothing for a hedge or an echo (docs/rewards.md, "Loopholes"). Each
+carries the level it pays as `.level` (rewards/levels.py declares the levels and their reward names).
 Each function keeps a distinct `__name__`, which TRL logs as `rewards/<name>/mean`.
 """
 from __future__ import annotations
@@ -18,11 +19,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from common.errors import TaseError, bounded
+from common.types import ANSWER, PROMPT, type_info
 
 from .base import Score
 from .extract import completion_text
 from .format import format_score
 from .format import length_penalty as _length_penalty
+from .levels import COARSE, FINE, STRICT, accuracy_reward_name
 from .router import SCORERS, score
 
 RewardFunc = Callable[..., list[float]]
@@ -57,10 +60,13 @@ def reward_columns(record: dict[str, Any]) -> dict[str, Any]:
     scorer type, gold answer and DIFF variation, and its `prompt` text under QUESTION."""
     return {"type": record["type"], QUESTION: record["prompt"], "answer": record.get("answer", ""),
             "variation": record.get("variation", "")}
-# types whose scorer reads the gold `answer` (LENGTH and SHUFFLE read the question only)
-_NEEDS_ANSWER = frozenset({"NUMBER", "SPLIT", "DIFF", "MATCH_ANSWER", "EXACT"})
-# types whose scorer reads the question text (LENGTH target, SHUFFLE original)
-_NEEDS_QUESTION = frozenset({"LENGTH", "SHUFFLE"})
+
+
+def _needs(typ: Any, name: str) -> bool:
+    """Whether a row of type `typ` is scored against its record field `name` (`answer`, or the question,
+    `prompt`): the type's catalogue row says (common.types.TypeInfo.needs)."""
+    info = type_info(typ)
+    return info is not None and name in info.needs
 
 
 def _kind(v: Any) -> str:
@@ -113,7 +119,7 @@ def _check_columns(prompts: Any, n: int, columns: dict[str, Any]) -> None:
         if v is not None and (not isinstance(v, (list, tuple)) or len(v) != n):
             raise RewardInputError(f"accuracy reward: the `{k}` column has {_kind(v)} for {n} completions")
     if "answer" not in columns or columns["answer"] is None:
-        need = [i for i, t in enumerate(columns["type"]) if t in _NEEDS_ANSWER]
+        need = [i for i, t in enumerate(columns["type"]) if _needs(t, ANSWER)]
         if need:
             raise RewardInputError(f"accuracy reward: the batch has no `answer` column, and row {need[0]} "
                                    f"({columns['type'][need[0]]}) is scored against its gold answer")
@@ -145,12 +151,12 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
             q = row.get("prompt")
             if not isinstance(q, str):
                 q = _question(prompts[i]) if i < len(prompts) else ""
-        if not q and row["type"] in _NEEDS_QUESTION:
+        if not q and _needs(row["type"], PROMPT):
             raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has no question text (no `question` "
                                    f"column, and its prompt is {'missing' if i >= len(prompts) else 'empty'}); "
                                    f"its scorer reads the question")
         row["prompt"] = q
-        if row["type"] in _NEEDS_ANSWER and not _is_answer(row.get("answer")):
+        if _needs(row["type"], ANSWER) and not _is_answer(row.get("answer")):
             raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has answer {bounded(row.get('answer'))}; its "
                                    f"scorer compares with the gold answer, a string (a missing or NaN answer "
                                    f"would score every completion 0)")
@@ -158,22 +164,36 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
     return rows
 
 
+def _pays(level: str) -> Callable[[RewardFunc], RewardFunc]:
+    """Marks an accuracy reward with the level it pays (`func.level`, what a run's resolved level is read from,
+    recipes/reward_funcs.py); its name must be the one rewards.levels gives that level."""
+    def mark(func: RewardFunc) -> RewardFunc:
+        if func.__name__ != accuracy_reward_name(level):
+            raise TypeError(f"{func.__name__} pays {level}: name it {accuracy_reward_name(level)}")
+        func.level = level  # type: ignore[attr-defined]
+        return func
+    return mark
+
+
+@_pays(COARSE)
 def accuracy_coarse(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Official binary verdict (the benchmark's accuracy) as the reward; invalid rows give 0."""
-    rows = _rows(prompts, _check_completions("accuracy_coarse", completions), columns)
+    rows = _rows(prompts, _check_completions(accuracy_coarse.__name__, completions), columns)
     return [score(r, c).coarse for r, c in zip(rows, completions)]
 
 
+@_pays(STRICT)
 def accuracy_strict(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Strict binary verdict: the official one without its loopholes (hedges, echoes earn 0); invalid rows 0."""
-    rows = _rows(prompts, _check_completions("accuracy_strict", completions), columns)
+    rows = _rows(prompts, _check_completions(accuracy_strict.__name__, completions), columns)
     return [score(r, c).strict for r, c in zip(rows, completions)]
 
 
+@_pays(FINE)
 def accuracy_fine(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Partial credit in [0, 1] built on the strict verdict: 1 exactly when it is 1, and no credit an
     answer-independent strategy (a constant, an echo, a list of every option) could collect."""
-    rows = _rows(prompts, _check_completions("accuracy_fine", completions), columns)
+    rows = _rows(prompts, _check_completions(accuracy_fine.__name__, completions), columns)
     return [score(r, c).fine for r, c in zip(rows, completions)]
 
 
@@ -214,13 +234,9 @@ def make_length_penalty(soft: int = 1500, hard: int = 2000) -> RewardFunc:
     return length_penalty
 
 
-REWARD_FUNCS: dict[str, RewardFunc] = {
-    "accuracy_coarse": accuracy_coarse,
-    "accuracy_strict": accuracy_strict,
-    "accuracy_fine": accuracy_fine,
-    "format": format_reward,
-    "length_penalty": length_penalty,
-}
+# by name (each function's __name__: an accuracy reward's is rewards.levels.accuracy_reward_name of its level)
+REWARD_FUNCS: dict[str, RewardFunc] = {f.__name__: f for f in (
+    accuracy_coarse, accuracy_strict, accuracy_fine, format_reward, length_penalty)}
 
 
 def get_reward_funcs(names: Sequence[str] | str) -> list[RewardFunc]:

@@ -1,13 +1,13 @@
 """Synthetic TASE-style examples: `synth.generate(task, lang, n, seed, subtask=None)` streams records."""
-import rewards  # noqa: F401  (fills the registry of scoring types that TYPES and the record checks read)
 from common import record
 from common.record import LANGS, TASKS, Example, make_record
 
 from .core import GENERATORS, Generator, SynthError, available, combos, generate, register
+from . import tasks  # noqa: F401  (the package imports its parts: this registers every task's generator)
 
 
 def __getattr__(name: str):
-    """`synth.TYPES`: the registered scoring types, read when asked (see `common.record.__getattr__`)."""
+    """`synth.TYPES`: the scoring types of the catalogue, read when asked (see `common.record.__getattr__`)."""
     if name in ("TYPES", "UNLABELLED_TYPES"):
         return getattr(record, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -165,12 +165,10 @@ def register(cls: type[Generator]) -> type[Generator]:
     return cls
 
 
-def _load_all() -> None:
-    from . import tasks  # noqa: F401  (imports register every generator)
-
-
 def available() -> dict[str, type[Generator]]:
-    _load_all()
+    """Every registered generator. The registry is full once `synth` is imported: the package imports
+    `synth.tasks`, which imports each task module (reasoning-gym's layout); this module imports none of
+    them, so no import runs back from the registry to the tasks that register into it."""
     return GENERATORS
 
 

@@ -2,26 +2,26 @@
 the tests (a tagged answer `rewards.score` marks correct, for any record), `sft_completion` for the SFT
 warm-up (a short reasoning line where the task module declares one, then the tagged answer).
 
-Which answer a row's gold completion gives is its scoring type's rule (`common.types.ScoringType.gold`,
+Which answer a row's gold completion gives is its scoring type's rule (`rewards.types.ScoringType.gold`,
 declared in rewards/<type>.py): the label, or for the types whose rows hold none (`UNLABELLED_TYPES`) a
 constructed one: REORD (SHUFFLE) a reordering with no original neighbours kept, built by the same solver
 as the synthetic REORD solutions (`rewards.reorder.non_adjacent_order`); LENOP generate (LENGTH) text
-with the requested number of units. The reasoning line of a training answer comes from the task registry
-(`synth.core.Generator.sft_response`).
+with the requested number of units. A training answer is the type's own where it declares one
+(`ScoringType.sft`: the generator's REORD solution, real LENOP text from the corpus), else the label after
+the reasoning line of the task registry (`synth.core.Generator.sft_response`).
 """
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterable
 from typing import Any
 
 from common.errors import TaseError
-from common.types import get_type, label_answers
 from rewards import score
-from rewards.length import length_text  # noqa: F401  (re-exported: synth.gold / eval.gold API)
-from rewards.shuffle import shuffle_answer  # noqa: F401  (likewise)
+from rewards.base import tag
+from rewards.types import get_type, label_answers
 
 from .core import spec
+from .resources import corpus
 
 UNIT = {"en": "words", "zh": "characters", "ko": "syllables"}  # what a training answer says it counts
 
@@ -30,17 +30,13 @@ class GoldError(TaseError, ValueError):
     """No correct completion could be built for a record (one line naming its id)."""
 
 
-def tag(text: str) -> str:
-    return f"<answer>{text}</answer>"
-
-
 def gold_completion(rec: dict[str, Any], seed: int = 0) -> str:
     """A completion that `rewards.score` marks correct (coarse 1.0); raises GoldError when none exists
     (e.g. a REORD line of 2 or 3 tokens). Rows the official evaluator drops (valid=False) get the tagged
     label, since no completion can make them count. `seed` is unused (the REORD answer is constructed,
     not sampled); it stays for callers that pass one."""
     typ = rec.get("type")
-    t = get_type(typ)  # the scoring type's module says what its gold answer is (common.types)
+    t = get_type(typ)  # the scoring type's module says what its gold answer is (rewards.types)
     cands: Iterable[str] = (t.gold if t is not None else label_answers)(rec)
     for text in cands:
         comp = tag(text)
@@ -54,21 +50,11 @@ def sft_completion(record: dict[str, Any]) -> str | None:
     """A short correct assistant turn for the SFT warm-up: brief reasoning where the task module declares
     it, then the gold answer in tags. None when no gold answer can be written: a REORD row without the
     generator's solution, a LENOP generate row without its target, a row without a label."""
-    meta = record.get("meta") or {}
-    typ, ans = record["type"], record.get("answer", "")
+    ans = record.get("answer", "")
+    t = get_type(record["type"])
+    if t is not None and t.sft is not None:  # the type's own target (rewards.types.ScoringType.sft)
+        return t.sft(record, UNIT.get(record["lang"]), corpus)
     unit = UNIT.get(record["lang"], "tokens")
-    if typ == "SHUFFLE":
-        sol = meta.get("solution")
-        return tag(sol) if sol else None
-    if typ == "LENGTH":
-        from .resources import corpus
-
-        n = int(meta.get("target", 0))
-        if not n or record["lang"] not in UNIT:
-            return None
-        corp = corpus(record["lang"])
-        start = zlib.crc32(record["id"].encode()) % (len(corp) - n)  # deterministic per example
-        return f"Here are exactly {n} {unit}.\n" + tag(corp.span(start, n))
     if not ans:
         return None
     gen = spec(record["task"])  # the task module may add a reasoning line (synth.core.Generator.sft_response)

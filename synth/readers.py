@@ -1,12 +1,13 @@
 """Readers for the official TASE release layout, and `load_data` (that layout or a JSON-lines file).
 
 `load_official(root)` walks `tasks/<group>/<task>/<file>.csv` and yields contract records whose `id` is
-`<task>/<file stem>/<row index>` (0-based over data rows). Each file's scoring type comes from the
-release's `data/final_token_*.json` when present (cross-checked against the built-in table), else from
-the built-in table, which mirrors those files. Malformed input raises `DataError` with one line naming
-the file and row. It lives in synth/ because each task module declares its official files
-(`synth.core.Generator.official_file`); what every layer shares (the record checks, JSON lines, CSV rows)
-is in the floor, `common.readers`. `eval.data` re-exports both for the documented `eval.data.load_official`.
+`<task>/<file stem>/<row index>` (0-based over data rows). Each file's scoring type is the one its task
+module declares (`answer_types`); the release's `data/final_token_*.json`, when present, is cross-checked
+against it, each evaluator's name read through the types' catalogue (`common.types.official_types`).
+Malformed input raises `DataError` with one line naming the file and row. It lives in synth/ because each
+task module declares its official files (`synth.core.Generator.official_file`); what every layer shares
+(the record checks, JSON lines, CSV rows) is in the floor, `common.readers`. `eval.data.load_official` (the
+contract's name) is an alias of `load_official`.
 """
 from __future__ import annotations
 
@@ -16,22 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import rewards  # noqa: F401  (fills the registry of scoring types the record checks read)
 from common.readers import DataError, FileInfo, load_jsonl, loads_json, read_csv
 from common.record import TASKS, make_record
-from common.types import get_type
+from common.types import VARIATION, official_types, type_info
 
 from .core import spec
 
-
-EVAL_TO_TYPE = {
-    "number": "NUMBER",
-    "length": "LENGTH",
-    "shuffle": "SHUFFLE",
-    "split": "SPLIT",
-    "diff": "DIFF",
-    "match_answer": "MATCH_ANSWER",
-}
 
 def classify_file(task: str, stem: str) -> FileInfo | None:
     """Task/subtask/language/type of an official file, or None when the name is unknown. The task module
@@ -42,13 +33,14 @@ def classify_file(task: str, stem: str) -> FileInfo | None:
         return None
     sub, lang = found
     typ = gen.answer_type(sub)
-    t = get_type(typ)
+    t = type_info(typ)
     return FileInfo(task, sub, lang, typ, not (t is not None and t.unlabelled))
 
 
 def _official_types(root: Path) -> dict[str, str]:
     """file path (relative, 'tasks/...csv') -> TYPE from data/final_token_*.json, when present."""
     out: dict[str, str] = {}
+    eval_to_type = official_types()  # the official evaluator's name -> TYPE (each type's catalogue row)
     for cfg in sorted((root / "data").glob("final_token_*.json")):
         try:
             text = cfg.read_text(encoding="utf-8")
@@ -58,7 +50,7 @@ def _official_types(root: Path) -> dict[str, str]:
         try:
             for e in entries:
                 for f in e["files"]:
-                    out[f] = EVAL_TO_TYPE[e["evaluation"]]
+                    out[f] = eval_to_type[e["evaluation"]]
         except (ValueError, KeyError, TypeError) as e:
             raise DataError(f"{cfg}: not a valid TASE task config ({type(e).__name__}: {e})") from None
     return out
@@ -104,6 +96,8 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
     root = Path(root)
     for path, info in official_files(root):
         rel = path.relative_to(root / "tasks").as_posix()
+        t = type_info(info.type)
+        reads_variation = t is not None and VARIATION in t.needs  # DIFF: the variation column, read as is
         rows = read_csv(path, rel)
         first = True
         for i, row in itertools.chain(rows, [(None, None)]):
@@ -113,8 +107,8 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
                 break
             if first:
                 need = ["input"] + (["answer"] if info.has_answer else [])
-                if info.type == "DIFF":
-                    need.append("variation")
+                if reads_variation:
+                    need.append(VARIATION)
                 missing = [c for c in need if c not in row]
                 if missing:
                     raise DataError(f"{rel}: missing column(s) {', '.join(missing)}")
@@ -130,7 +124,7 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
                 type=info.type,
                 prompt=row["input"],
                 answer=(row.get("answer") or "").strip(),
-                variation=row.get("variation", "") if info.type == "DIFF" else "",
+                variation=row.get(VARIATION, "") if reads_variation else "",
                 meta=meta,
             )
 

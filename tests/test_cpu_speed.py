@@ -51,22 +51,21 @@ def _trainer(tmp_path, cpu_bf16: str):
     """The recipe's sync trainer for the combine config (as recipes/grpo.py builds it), without training."""
     from trl import GRPOTrainer
 
-    from recipes.config import reward_names, reward_weights
     from recipes.data import build_dataset
     from recipes.grpo_run import tokenizer
     from recipes.grpo_args import parse
     from recipes.model import resolve
-    from recipes.reward_funcs import load_reward_funcs
+    from recipes.reward_funcs import resolve_rewards
 
     tase, cfg, model_args = parse(["--config", CONFIG, "--output_dir", str(tmp_path / cpu_bf16), "--use_cpu", "true",
                                    "--cpu_bf16", cpu_bf16, "--num_train_examples", "8", "--report_to", "none"])
     path = resolve(model_args.model_name_or_path)
-    names = reward_names(tase)
-    cfg.reward_weights = reward_weights(tase, names, cfg.reward_weights)
+    rewards = resolve_rewards(tase, cfg)
+    cfg.reward_weights = rewards.weights
     cfg.model_init_kwargs = {"dtype": model_args.dtype}
     tok = tokenizer(path)
     data = build_dataset(tase, tok)
-    trainer = GRPOTrainer(model=path, reward_funcs=load_reward_funcs(names), args=cfg, train_dataset=data,
+    trainer = GRPOTrainer(model=path, reward_funcs=rewards.funcs, args=cfg, train_dataset=data,
                           processing_class=tok)
     return trainer, data, tok
 

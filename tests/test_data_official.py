@@ -1,12 +1,22 @@
-"""eval.data.load_official reads the official layout; malformed input gives one clear line."""
+"""load_official (synth.readers; the contract's `eval.data.load_official` is its alias) reads the official layout;
+malformed input gives one clear line."""
 import csv
 import shutil
 from collections import Counter
 
 import pytest
 
-from eval.data import DataError, load_data, load_official
+from common.readers import DataError
+from synth.readers import load_data, load_official
 from conftest import run_module
+
+
+def test_the_contract_name_is_an_alias_of_the_real_home():
+    """`eval.data.load_official` (../shared/CONTRACT.md) keeps working, as the one documented alias."""
+    import eval.data
+
+    assert eval.data.load_official is load_official
+    assert eval.data.__all__ == ["load_official"]
 
 
 def test_reads_every_fixture_file(fixture_root):

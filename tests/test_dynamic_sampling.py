@@ -34,17 +34,20 @@ def test_format_term_alone_never_makes_a_group_mixed():
     """A group whose completions are all wrong but differ in format has a spread of total reward (what TRL's float
     std sees, and what OpenRLHF#1270 / NeMo-RL#4158 filtered on), yet its strict verdicts agree: uniform. One right
     answer among wrong ones is mixed."""
-    from recipes.config import TaseArgs, reward_names, reward_weights
+    from recipes.config import TaseArgs
     from recipes.dynamic_sampling import mixed_groups, verdict_level
+    from recipes.reward_funcs import resolve_rewards
     from rewards.trl import accuracy_fine, format_reward, reward_columns
 
     row = freq_row("2")
     wrong = ["<answer>7</answer>", "the answer is **9**", "7", "<answer>9"]  # format 1, ..., 0: all wrong
     mixed = ["<answer>2</answer>", "<answer>7</answer>", "<answer>9</answer>", "<answer>7</answer>"]
     args = TaseArgs(tasks=["freq_count"], langs=["en"])
-    level = verdict_level(args, reward_names(args))
-    assert level == "strict"
-    w = reward_weights(args, ["accuracy_fine", "format"], None)
+    cfg = SimpleNamespace(max_completion_length=256, reward_weights=None)
+    run = resolve_rewards(args, cfg)
+    level = verdict_level(args, run.level)
+    assert level == "strict" and run.names == ["accuracy_fine", "format"]
+    w = run.weights
     cols = {k: [v] * 4 for k, v in reward_columns(row).items()}
     totals = [w[0] * a + w[1] * f for a, f in zip(accuracy_fine(None, wrong, **cols), format_reward(None, wrong))]
     assert len(set(totals)) > 1  # the float total says "mixed"
@@ -53,9 +56,9 @@ def test_format_term_alone_never_makes_a_group_mixed():
     assert mixed_groups(verdicts, 4) == [False, True]
     # a coarse run decides on the official verdict, where a loophole pass can differ from strict
     coarse = TaseArgs(tasks=["freq_count"], langs=["en"], reward_granularity="coarse")
-    assert verdict_level(coarse, reward_names(coarse)) == "coarse"
-    assert verdict_level(args, ["format", "my_rewards:brevity"]) == "strict"  # none of ours: strict
-    assert verdict_level(TaseArgs(tasks=["freq_count"], langs=["en"], dynamic_sampling_verdict="fine"), []) == "fine"
+    assert verdict_level(coarse, resolve_rewards(coarse, cfg).level) == "coarse"
+    assert verdict_level(args, None) == "strict"  # no accuracy reward of ours: strict
+    assert verdict_level(TaseArgs(tasks=["freq_count"], langs=["en"], dynamic_sampling_verdict="fine"), None) == "fine"
     with pytest.raises(ValueError, match="groups of 4"):
         mixed_groups(verdicts[:6], 4)
 

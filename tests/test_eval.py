@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from conftest import ROOT, run_module
-from eval.data import load_official
-from eval.gold import gold_completion
+from synth.readers import load_official
+from synth.gold import gold_completion
 
 
 def write_preds(path: Path, rows, correct) -> None:
@@ -325,7 +325,7 @@ def test_strict_accuracy_and_loophole_passes_in_results_and_compare(fixture_root
     """A model that hedges (every order for SORT, the unsplit word for COMPM split, every class for DOT)
     keeps its official accuracy, and shows it: strict accuracy falls and the loophole passes are counted,
     per file in results.json and side by side in `eval compare`."""
-    from rewards.loopholes import split_word
+    from rewards.split import split_word
 
     every_order = "ABC ACB BAC BCA CAB CBA"
     classes = "digit latin hanzi hangul kana greek symbol"

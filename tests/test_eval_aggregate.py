@@ -6,7 +6,7 @@ import pytest
 from common.prompts import SYSTEM_PROMPT, build_messages
 from eval.aggregate import aggregate, file_key, official_filename_lang
 from eval.compare import bootstrap_delta
-from eval.data import DataError
+from common.readers import DataError
 from eval.runner import select
 
 

@@ -158,7 +158,7 @@ class FaultProxy:
 @pytest.fixture(scope="module")
 def short_rows(tmp_path_factory, fixture_root) -> Path:
     """The 8 shortest fixture rows (CPU generation is slow; the rows' kind does not matter here)."""
-    from eval.data import load_official
+    from synth.readers import load_official
 
     rows = sorted(load_official(fixture_root), key=lambda r: len(r["prompt"]))[:8]
     p = tmp_path_factory.mktemp("api_data") / "short.jsonl"

@@ -41,7 +41,7 @@ def test_score_and_compare_report_pass_at_k(fixture_root, tmp_path):
     """`eval score` reads k completions per row (`completions`), keeps them all in samples.jsonl and reports
     pass@1 / pass@k per file, task and language; pass@1 is the mean per-sample accuracy, not the first
     sample's; `eval compare` prints the pass@k table."""
-    from eval.data import load_data
+    from synth.readers import load_data
 
     rows = [r for r in load_data(f"official:{fixture_root}") if r["task"] == "variant_normalize"]
     assert len({r["meta"]["file"] for r in rows}) == 3
@@ -117,7 +117,7 @@ def test_hf_num_samples_real_model_resumes(fixture_root, tmp_path, default_model
     results.json; rerunning resumes without generating; another K into the same folder is refused."""
     import subprocess
 
-    from eval.data import load_data
+    from synth.readers import load_data
 
     rows = sorted((r for r in load_data(f"official:{fixture_root}") if r["answer"]), key=lambda r: len(r["prompt"]))[:3]
     data = tmp_path / "rows.jsonl"

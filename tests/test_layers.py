@@ -6,7 +6,12 @@
 - the module import graph of the library packages has no cycle.
 
 An edge `a -> b` is drawn for `import b`, `from b import x` (to `b.x` when that is a module) and the
-relative forms; a parent package that Python imports on the way is not an edge of its own.
+relative forms, wherever the statement stands (a lazy import inside a function is an edge), and for the
+imports made by a call: `importlib.import_module(NAME)` and `__import__(NAME)` with NAME a string (relative
+to `package=`), or an f-string starting `{__name__}.` (a package importing its parts by a computed name:
+an edge to every module under it). A call whose target cannot be read off the source is listed by
+`dynamic_imports` and allowed only on the top floor (recipes/ imports a user's reward module by name).
+A parent package that Python imports on the way is not an edge of its own.
 """
 from __future__ import annotations
 
@@ -45,6 +50,47 @@ def _resolve(mod: str, is_pkg: bool, level: int, name: str | None) -> str:
     return ".".join([*base, *([name] if name else [])])
 
 
+def _is_import_call(node: ast.Call) -> bool:
+    """`importlib.import_module(...)`, `import_module(...)` (imported from importlib) or `__import__(...)`."""
+    f = node.func
+    return ((isinstance(f, ast.Attribute) and f.attr == "import_module")
+            or (isinstance(f, ast.Name) and f.id in ("import_module", "__import__")))
+
+
+def _call_targets(node: ast.Call, mod: str, is_pkg: bool, mods: dict[str, Path]) -> list[str] | None:
+    """The modules an import call may load, or None when the source does not say (a name built at run time)."""
+    if not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        name = arg.value
+        if name.startswith("."):
+            pkg = next((k.value for k in node.keywords if k.arg == "package" and isinstance(k.value, ast.Constant)),
+                       None)
+            if not isinstance(pkg, str):
+                return None
+            level = len(name) - len(name.lstrip("."))
+            name = ".".join([*pkg.split(".")[: len(pkg.split(".")) - (level - 1)], name.lstrip(".")]).rstrip(".")
+        return [name]
+    if (isinstance(arg, ast.JoinedStr) and len(arg.values) >= 2 and isinstance(arg.values[0], ast.FormattedValue)
+            and isinstance(arg.values[0].value, ast.Name) and arg.values[0].value.id == "__name__"
+            and isinstance(arg.values[1], ast.Constant) and str(arg.values[1].value).startswith(".")):
+        return sorted(m for m in mods if m.startswith(mod + "."))  # a package importing its parts by name
+    return None
+
+
+def dynamic_imports(root: Path = ROOT) -> list[str]:
+    """`module:line` of every import call whose target the source does not name (see the module docstring)."""
+    out = []
+    mods = _modules(root)
+    for mod, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _is_import_call(node) and _call_targets(node, mod, is_pkg, mods) is None:
+                out.append(f"{mod}:{node.lineno}")
+    return out
+
+
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     mods = _modules(root)
     graph: dict[str, set[str]] = {m: set() for m in mods}
@@ -58,6 +104,8 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
                 src = _resolve(mod, is_pkg, node.level, node.module)
                 subs = [f"{src}.{a.name}" for a in node.names if f"{src}.{a.name}" in mods]
                 targets = subs if len(subs) == len(node.names) else [src, *subs]
+            elif isinstance(node, ast.Call) and _is_import_call(node):
+                targets = _call_targets(node, mod, is_pkg, mods) or []
             for t in targets:
                 while t and t not in mods and "." in t:
                     t = t.rsplit(".", 1)[0]
@@ -150,18 +198,73 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycles():
+    """No cycle in the graph above, lazy imports and importlib calls included."""
     cycles = _cycles(import_graph())
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
-def test_the_type_registry_sits_in_the_floor():
-    """The catalogue hands out the scoring types from their registry, both in the floor; rewards/ fills the
-    registry (its per-type modules register) and re-exports it as `rewards.types`."""
+def test_the_scan_sees_a_registry_that_loads_its_parts_lazily(tmp_path):
+    """The layout before issue 48: `synth.core` loaded `synth.tasks` inside a function, and the package imported
+    its modules with `importlib.import_module(f"{__name__}.{m}")`, and each task imports `synth.core`. The AST
+    alone saw no cycle there; with importlib calls read as edges it is one."""
+    for pkg in PACKAGES:
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "synth" / "tasks").mkdir()
+    (tmp_path / "synth" / "core.py").write_text("def available():\n    from . import tasks\n")
+    (tmp_path / "synth" / "tasks" / "__init__.py").write_text(
+        "import importlib\nimport pkgutil\n\nfor _m in pkgutil.iter_modules(__path__):\n"
+        "    importlib.import_module(f\"{__name__}.{_m.name}\")\n")
+    (tmp_path / "synth" / "tasks" / "a.py").write_text("from ..core import available\n")
+    g = import_graph(tmp_path)
+    assert g["synth.tasks"] == {"synth.tasks.a"}
+    assert _cycles(g) == [["synth.core", "synth.tasks", "synth.tasks.a"]]
+    assert dynamic_imports(tmp_path) == []
+
+
+def test_import_calls_name_their_module_below_the_top_floor():
+    """An import by a name built at run time is invisible to the checks above, so only recipes/ (nothing above
+    it, and a user's `--reward_funcs module.func` is loaded there by name) may make one."""
+    bad = [d for d in dynamic_imports() if d.split(".")[0] != "recipes"]
+    assert not bad, "import calls with a computed module name: " + "; ".join(bad)
+
+
+def test_the_task_package_imports_every_task_module():
+    """`synth.tasks` imports its parts by name (no lazy loading): a task module left out of its import line
+    would never register, so every module in the folder must be an edge of the package."""
+    here = {f"synth.tasks.{p.stem}" for p in (ROOT / "synth" / "tasks").glob("*.py")
+            if not p.stem.startswith("_")}
+    assert here and here <= import_graph()["synth.tasks"]
+
+
+def test_the_type_catalogue_sits_in_the_floor():
+    """The scoring types' catalogue rows are the floor's (`common.types`), which the record checks, the guard
+    and the readers read; rewards/ registers each type's behaviour (`rewards.types`) against its row."""
     g = import_graph()
     assert g["common.types"] == {"common.errors"}
     assert g["common.errors"] == set()
     assert g["common.record"] == {"common.types"}
-    assert g["rewards.types"] == {"common.types"}
+    assert g["rewards.types"] == {"common.types", "rewards.base"}
+
+
+def test_the_floor_works_without_rewards():
+    """`common` answers for the scoring types (the record checks, `TYPES`, the guard's answer rule) in a process
+    that never imported rewards: nothing in the floor waits for a floor above it to register."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from common.record import TYPES, UNLABELLED_TYPES, make_record; "
+            "from common.readers import check_record; from common.guard import Guard; "
+            "r = make_record(id='a', task='component_split', subtask='split', lang='en', type='SPLIT', "
+            "prompt='Split cat into c and at.', answer='c, at'); check_record(r, 'row 1'); "
+            "g = Guard.from_records([r]); "
+            "print(TYPES, UNLABELLED_TYPES, len(g.answers), 'rewards' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split(" 1 ")[-1].strip() == "False", out.stdout
+    assert out.stdout.startswith("('NUMBER', 'LENGTH', 'SHUFFLE', 'SPLIT', 'DIFF', 'MATCH_ANSWER', 'EXACT') "
+                                 "('LENGTH', 'SHUFFLE') 1 ")
 
 
 # The task catalogue and the task modules are the only library files that may name a task.
@@ -198,6 +301,31 @@ def test_task_names_only_in_task_modules_and_catalogue():
             for m in names.finditer(text):
                 hits.append(f"{rel}:{line}: {m.group(0)}")
     assert not hits, "task names outside synth/tasks/ and the catalogue: " + "; ".join(hits)
+
+
+# Where a scoring type's name may stand as a string: its catalogue row, its scorer module (the registration),
+# the task modules (`answer_types` declare which type a subtask's rows have) and the task catalogue, whose
+# paper codes include "DIFF".
+TYPE_NAME_HOMES = ("common/types.py", "common/record.py", "synth/tasks/")
+
+
+def test_type_names_only_in_the_catalogue_and_the_scorer_modules():
+    """A type's behaviour is found in its catalogue row (common/types.py) and its scorer module only: no other
+    library module holds a type name as a string (the `_NEEDS_*` sets, the guard's answer types, the official
+    evaluator's table and the per-type branches of the loopholes and gold builders used to)."""
+    from common.types import TYPE_INFO
+    from rewards.types import REGISTRY
+
+    homes = {t.score.__module__.replace(".", "/") + ".py" for t in REGISTRY.values()}
+    hits = []
+    for mod, path in _modules().items():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(TYPE_NAME_HOMES) or rel in homes:
+            continue
+        for line, text in _string_literals(ast.parse(path.read_text(encoding="utf-8"))):
+            if text in TYPE_INFO:
+                hits.append(f"{rel}:{line}: {text}")
+    assert not hits, "scoring type names outside their homes: " + "; ".join(hits)
 
 
 def test_importing_the_library_sets_no_process_state():

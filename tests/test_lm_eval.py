@@ -27,8 +27,8 @@ from lm_eval.tasks import TaskManager
 from common.models import resolve_model
 from common.prompts import SYSTEM_PROMPT, build_messages, chat_text
 from conftest import run_module
-from eval.data import load_official
-from eval.gold import gold_completion
+from synth.readers import load_official
+from synth.gold import gold_completion
 from eval.lm_eval_export import task_name
 
 

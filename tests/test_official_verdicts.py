@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from eval.data import load_official
+from synth.readers import load_official
 from rewards import score
 from conftest import VERDICTS
 

@@ -10,7 +10,7 @@ import pytest
 
 import rewards
 import synth
-from eval.data import load_official
+from synth.readers import load_official
 from rewards import Score, score
 
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import synth
-from eval.data import load_official
+from synth.readers import load_official
 from rewards import score
 
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -1,19 +1,21 @@
-"""The registry of scoring types (rewards.types): a type's rules live in one module, and everything that
-routes, golds or validates rows reads them from the registry. Shown with a test-only type that is
-registered, run end to end through the data reader, the gold builder, the router and `eval score`, and
-unregistered again."""
+"""A scoring type is its catalogue row (common.types) and its scorer module's registration (rewards.types):
+everything that routes, golds, validates, guards or checks rows reads them from there. Shown with a test-only
+type that is declared and registered, run end to end through the data reader, the gold builder, the router
+and `eval score`, and removed again."""
 import json
 
 import pytest
 
 import rewards
 from common.record import make_record
-from eval.data import DataError, load_data
+from common.readers import DataError
+from synth.readers import load_data
 from eval.gold import gold_predictions
 from eval.runner import score_predictions
+from common.types import TYPE_INFO, TypeInfo, TypeRegistryError, declare_type, undeclare_type
 from rewards.base import INVALID, Score, label_of
 from rewards.extract import extract_answer
-from rewards.types import REGISTRY, ScoringType, TypeRegistryError, register_type, unregister_type
+from rewards.types import REGISTRY, ScoringType, register_type, unregister_type
 
 
 def _score_reversed(example, completion):
@@ -26,8 +28,8 @@ def _score_reversed(example, completion):
     return Score(ok, ok, got)
 
 
-REVERSED = ScoringType("REVERSED", _score_reversed, gold=lambda ex: [label_of(ex)[::-1]],
-                       invalid_reason="REVERSED row without a label")
+REVERSED_INFO = TypeInfo("REVERSED", invalid_reason="REVERSED row without a label")
+REVERSED = ScoringType("REVERSED", _score_reversed, gold=lambda ex: [label_of(ex)[::-1]])
 
 
 def _write_rows(path):
@@ -40,6 +42,9 @@ def _write_rows(path):
 def test_a_test_only_type_scores_golds_and_validates_end_to_end(tmp_path):
     data = tmp_path / "rev.jsonl"
     rows = _write_rows(data)
+    with pytest.raises(TypeRegistryError, match="no catalogue row"):
+        register_type(REVERSED)  # behaviour for a type the catalogue does not declare
+    declare_type(REVERSED_INFO)
     register_type(REVERSED)
     try:
         from common.record import TYPES
@@ -62,18 +67,20 @@ def test_a_test_only_type_scores_golds_and_validates_end_to_end(tmp_path):
             register_type(REVERSED)
     finally:
         unregister_type("REVERSED")
-    assert "REVERSED" not in REGISTRY and "REVERSED" not in rewards.SCORERS
+        undeclare_type("REVERSED")
+    assert "REVERSED" not in REGISTRY and "REVERSED" not in rewards.SCORERS and "REVERSED" not in TYPE_INFO
     assert rewards.score(rows[0], "<answer>cba</answer>") == INVALID
     with pytest.raises(DataError, match="unknown type 'REVERSED'"):
         list(load_data(str(data)))
 
 
 def test_every_type_declares_its_rules_in_its_own_module():
-    """The router's keys are the registry's, each declared by the module of its scorer; the two types whose
-    official rows hold no label build a gold answer instead of reading one."""
+    """The router's keys are the catalogue's, in its order, each registered by the module of its scorer; the
+    two types whose official rows hold no label build a gold answer instead of reading one."""
     from common.record import TYPES, UNLABELLED_TYPES
 
     assert TYPES == ("NUMBER", "LENGTH", "SHUFFLE", "SPLIT", "DIFF", "MATCH_ANSWER", "EXACT")
+    assert tuple(REGISTRY) == TYPES and all(t.info is TYPE_INFO[n] for n, t in REGISTRY.items())
     assert set(UNLABELLED_TYPES) == {"SHUFFLE", "LENGTH"}
     for name, t in REGISTRY.items():
         mod = __import__(t.score.__module__, fromlist=["TYPE"])

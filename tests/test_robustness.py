@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from eval.__main__ import main
-from eval.data import load_official
-from eval.gold import GoldError, gold_completion
+from synth.readers import load_official
+from synth.gold import GoldError, gold_completion
 from eval.perturb import KINDS, perturb
 from eval.robustness import DATA, make_data, report
 from eval.runner import score_predictions

@@ -145,7 +145,7 @@ def test_freq_targets_are_drawn_like_the_official_files():
 
 
 def _guard_records(tmp_path):
-    from eval.data import load_data
+    from synth.readers import load_data
 
     from conftest import FIXTURES
 

@@ -169,7 +169,7 @@ def test_component_combine_given_order_share_matches_the_release(fixture_root):
 
 
 def _official(fixture_root, file_part: str) -> list[dict]:
-    from eval.data import load_official
+    from synth.readers import load_official
 
     return [r for r in load_official(fixture_root) if file_part in r["meta"]["file"]]
 

@@ -17,7 +17,7 @@ N_ROWS, NEW_TOKENS = 24, 12
 
 def fixture_rows_file(fixture_root: Path, path: Path) -> Path:
     """The N_ROWS shortest official fixture rows, at most 3 per task (every task represented)."""
-    from eval.data import load_data
+    from synth.readers import load_data
 
     rows = sorted(load_data(f"official:{fixture_root}"), key=lambda r: len(r["prompt"]))
     per: dict[str, int] = {}
@@ -99,7 +99,7 @@ def test_vllm_sampling_on_cpu_is_seeded_per_row_and_survives_long_batches(vllm_e
     from vllm.platforms import current_platform
 
     from eval.backends import GenConfig, VLLMBackend, request_seed
-    from eval.data import load_data
+    from synth.readers import load_data
     from common.models import resolve_model
     from common.prompts import build_messages
 

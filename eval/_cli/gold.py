@@ -20,14 +20,11 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from common.paths import file_refusal, jsonl_with_keys
+    from common.paths import file_refusal, followed, jsonl_with_keys
+    from synth.gold import GoldError
     from synth.readers import load_data
 
     from ..gold import gold_predictions
-
-    from ..gold import GoldError
-
-    from common.paths import followed
 
     out = followed(args.out)  # a symlinked --out: its target is replaced, the link stays (every writer)
     src = Path(args.data.removeprefix("official:"))

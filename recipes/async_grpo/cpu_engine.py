@@ -40,6 +40,7 @@ from trl.experimental.async_grpo.async_rollout_worker import AsyncRolloutWorker,
 from recipes.async_grpo.metrics import TaseMetricsLoop
 from recipes.async_grpo.patches import use_cpu_tree_attention
 from recipes.async_grpo.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
+from rewards.levels import FINE
 
 # --------------------------------------------------------------------------------------------- rewards (picklable)
 
@@ -65,7 +66,7 @@ class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
     carries its `tase/*` metrics (recipes/async_grpo/metrics.py)."""
 
     def __init__(self, *, engine_kwargs: dict, transfer_info: dict, trace_path: str | None = None,
-                 tase_level: str = "fine", **kwargs):
+                 tase_level: str = FINE, **kwargs):
         super().__init__(**kwargs)
         self.tase_level = tase_level
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # engine core in this process: reload sees it
@@ -185,23 +186,17 @@ class TraceSteps:
         return _Trace()
 
 
-def tase_level(tase: Any) -> str:
-    """The accuracy the run trains on, for tase/zero_var_groups (recipes/tracking.watch's rule)."""
-    from recipes.config import reward_names
-    from recipes.tracking import LEVELS
-
-    return next((LEVELS[n] for n in reward_names(tase) if n in LEVELS), "strict")
-
-
-def cpu_engine_parts(path: str, cfg: Any, tase: Any, dataset: Any, funcs: list, tok: Any) -> tuple[dict, Any]:
+def cpu_engine_parts(path: str, cfg: Any, tase: Any, dataset: Any, funcs: list, tok: Any, level: str
+                     ) -> tuple[dict, Any]:
     """`rollout_worker=` and `weight_transfer=` for AsyncGRPOTrainer on CPU; `finish_cpu_setup` completes them
-    from the built trainer (parameter manifest, eos ids, in-flight limit)."""
+    from the built trainer (parameter manifest, eos ids, in-flight limit). `level`: the verdict tase/zero_var_groups
+    is counted on (rewards.levels.watched of the run's resolved level)."""
     transfer = GlooWeightTransfer(manifest={}, timeout_s=cfg.weight_sync_timeout)  # a stalled sync: one line
     worker = EngineRolloutWorker(
         transfer=transfer, queue_maxsize=cfg.queue_maxsize,
         engine_kwargs={"model": path, "dtype": cfg.dtype, "enforce_eager": True, "seed": cfg.seed,
                        "max_model_len": tase.async_max_model_len, "enable_prefix_caching": True},
-        trace_path=tase.async_trace, tase_level=tase_level(tase), model_name=path, lora_name=None, dataset=dataset, reward_funcs=funcs,
+        trace_path=tase.async_trace, tase_level=level, model_name=path, lora_name=None, dataset=dataset, reward_funcs=funcs,
         processing_class=tok, eos_token_ids=[tok.eos_token_id], tools=None, environment_factory=None,
         num_generations=cfg.num_generations, max_inflight_tasks=max(cfg.max_inflight_tasks, 1),
         vllm_server_url="http://unused (in-process engine)", max_tokens=cfg.max_completion_length,

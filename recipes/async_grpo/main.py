@@ -1,16 +1,18 @@
 """The async GRPO entry (`trainer: async`): TRL's AsyncGRPOTrainer on the same data, rewards, logging and output
 layout as sync. recipes/grpo.py parses, validates and hands a real async start to `main`; the rest of this
-subpackage is what only async needs (cpu_engine, gloo_transfer, patches, metrics, guard)."""
+subpackage is what only async needs (cpu_engine, gloo_transfer, patches, metrics, options, guard)."""
 from __future__ import annotations
 
 import os
 from typing import Any
 
 from common.errors import TaseError
-from recipes.config import TaseArgs, reward_weights
+from recipes.config import TaseArgs
 from recipes.data import build_dataset
 from recipes.grpo_run import MetricsLogger, save, start_run, tokenizer, train
+from recipes.reward_funcs import ResolvedRewards
 from recipes.run_dir import save_tase_config
+from rewards.levels import watched
 
 
 def generation_mode(tase: TaseArgs, cfg: Any) -> str:
@@ -39,25 +41,25 @@ def generation_mode(tase: TaseArgs, cfg: Any) -> str:
 
 
 
-def main(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None) -> int:
+def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, callbacks: list | None = None
+               ) -> int:
     """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync."""
     generation = generation_mode(tase, cfg)
     start = start_run(tase, cfg, model_args)
     if start is None:
         return 0
-    resume, path, names, funcs = start
+    resume, path = start
     from trl import get_peft_config
     from trl.experimental.async_grpo import AsyncGRPOTrainer
 
     from recipes.async_grpo import cpu_engine as async_cpu, patches as async_patches
 
-    weights = reward_weights(tase, names, None)
-    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(funcs, weights)]  # TRL's async sums with weight 1
+    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(rewards.funcs, rewards.weights)]  # TRL's async sums with weight 1
     tok = tokenizer(path)
     async_patches.plain_chatml_response(tok)
     dataset = build_dataset(tase, tok)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
-                            "path": path}, training=cfg.to_dict(), rewards={"names": names, "weights": weights})
+                            "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
     kw: dict[str, Any] = {}
     transfer = None
     trainer_ref: list = []  # the trace callback reads the policy version from the trainer
@@ -65,7 +67,7 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = Non
         callbacks = [*(callbacks or []), async_cpu.TraceSteps(tase.async_trace, trainer_ref)]
     async_patches.cpu_safe_peak_flops()
     if generation == "cpu_engine":
-        kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok)
+        kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok, watched(rewards.level))
     try:
         trainer = AsyncGRPOTrainer(
             model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
@@ -79,7 +81,7 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = Non
     else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_grpo/metrics.py)
         from recipes.async_grpo.metrics import carry_tase_metrics
 
-        carry_tase_metrics(getattr(trainer, "rollout_worker", None), async_cpu.tase_level(tase))
+        carry_tase_metrics(getattr(trainer, "rollout_worker", None), watched(rewards.level))
     trainer.accelerator.print(
         f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
         f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")

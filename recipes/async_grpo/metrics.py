@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from recipes.tracking import PREFIX, Verdict, verdicts
+from rewards.levels import FINE
 
 
-def sample_metrics(group: Sequence[Verdict], level: str = "fine") -> list[dict[str, float]]:
+def sample_metrics(group: Sequence[Verdict], level: str = FINE) -> list[dict[str, float]]:
     """The per-sample share of tracking.batch_metrics for the completions of one GRPO group."""
     if not group:
         return []
@@ -45,7 +46,7 @@ class TaseMetricsLoop:
     samples carries its `tase/*` share. A group that cannot be scored as TASE rows (no `type` column) turns the
     metrics off with one line, as in sync runs."""
 
-    tase_level: str = "fine"
+    tase_level: str = FINE
     tase_off: str | None = None
 
     async def _score_group(self, group: Any) -> list:
@@ -76,7 +77,7 @@ def _server_loop_class() -> type:
     from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
 
     class ServerRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
-        def __init__(self, *, tase_level: str = "fine", **kwargs: Any) -> None:
+        def __init__(self, *, tase_level: str = FINE, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.tase_level = tase_level
 
