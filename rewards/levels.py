@@ -1,4 +1,4 @@
-"""The accuracy levels a GRPO run can train on, declared once: each is a verdict of `Score` (common/types.py) and
+"""The accuracy levels a GRPO run can train on, declared once: each is a verdict of `Score` (rewards/base.py) and
 the name of the accuracy reward that pays it (`accuracy_<level>`, rewards/trl.py).
 
     coarse  the official verdict, loopholes included (the benchmark's accuracy; for ablations)
