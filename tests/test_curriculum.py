@@ -166,6 +166,7 @@ def test_curriculum_run_logs_levels_and_resumes_at_saved_levels(tiny_model, tmp_
     per task with levels (none for a static task); killed with SIGKILL after a checkpoint, it resumes at the levels
     that checkpoint saved, and its stream draws them."""
     from recipes.curriculum import saved_state
+    from recipes.run_dir import checkpoint_problem
 
     out = tmp_path / "cur"
     cmd = [PY, "recipes/grpo.py", "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "4",
@@ -177,7 +178,9 @@ def test_curriculum_run_logs_levels_and_resumes_at_saved_levels(tiny_model, tmp_
            "1", "--curriculum_up", "1.0", "--curriculum_down", "0.5", "--curriculum_start_level", "4"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 300
-    while not (out / "checkpoint-1" / "trainer_state.json").exists():
+    # killed once checkpoint-1 is whole: trainer_state.json is written last and not atomically, so its mere existence
+    # is not enough (a kill mid-write left it truncated, and a resume then starts from step 0)
+    while checkpoint_problem(out / "checkpoint-1") is not None:
         assert time.time() < deadline and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() else "timeout"
         time.sleep(0.2)
     os.kill(proc.pid, signal.SIGKILL)
@@ -186,8 +189,8 @@ def test_curriculum_run_logs_levels_and_resumes_at_saved_levels(tiny_model, tmp_
     assert first and first[0]["tase/curriculum/sentence_length/level"] == 3.0  # 4 -> 3 (top: 4 of 0..4)
     assert first[0]["tase/curriculum/component_split/level"] == 2.0  # start 4 capped at its top 3, then 3 -> 2
     assert not any(k.startswith("tase/curriculum/freq_count") for k in first[0])  # static: no levels
-    ckpt = max((p for p in out.glob("checkpoint-*") if not p.name.endswith("incomplete")),
-               key=lambda p: int(p.name.split("-")[1]))
+    ckpt = max((p for p in out.glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit() and checkpoint_problem(p) is None),
+               key=lambda p: int(p.name.split("-")[1]))  # the one a resume takes: the newest complete checkpoint
     saved = saved_state(ckpt)["levels"]
     assert saved["sentence_length"] < 4 and saved["component_split"] < 3
     res = subprocess.run(cmd + ["--resume_from_checkpoint", "true"], cwd=ROOT, capture_output=True, text=True,
