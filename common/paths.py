@@ -68,6 +68,13 @@ def blocker_line(out: Path, flag: str, include_self: bool = False) -> str | None
     return f"{flag} {out}: {'it' if d == out else d} is {BLOCKS[why]}"
 
 
+def out_folder_refusal(out: Path, command: str) -> str | None:
+    """The one refusal line of a command whose --out is a folder it resumes into (ablate, select): where nothing can
+    be written, or a folder that is or holds another command's output; None when `command` may write there."""
+    return blocker_line(out, "--out", include_self=True) or (
+        f"--out {why}; write elsewhere" if (why := output_refusal(out, command, replace=False)) else None)
+
+
 def followed(out: str | Path) -> Path:
     """The path an output is written at: a symlinked --out is followed to its target, by every command (the link
     stays and the target is replaced; `eval score --force` once replaced the link with a folder and left the old

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from common.paths import blocker_line, OutputBusy, hold_output, output_refusal, write_marker
+from common.paths import OutputBusy, hold_output, out_folder_refusal, write_marker
 from common.process import die_with_parent
 from common.errors import StepFailed, TaseError, one_line_exit
 from rewards.levels import COARSE, FINE, LEVELS
@@ -90,12 +90,9 @@ def main(argv: list[str] | None = None) -> int:
 def check_out(out: Path) -> None:
     """The one output rule for --out (common/paths.py): a folder that can be written, that is not and does not hold
     another command's output; an earlier ablation (its marker) resumes, its arms' runs and evaluations its own."""
-    why = blocker_line(out, "--out", include_self=True)
+    why = out_folder_refusal(out, "ablate")
     if why:
         raise TaseError(why)
-    why = output_refusal(out, "ablate", replace=False)
-    if why:
-        raise TaseError(f"--out {why}; write elsewhere")
 
 
 def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path) -> int:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common.paths import (blocker_line, OutputBusy, file_refusal, hold_output, is_own, output_refusal, read_marker,
+from common.paths import (OutputBusy, file_refusal, hold_output, is_own, out_folder_refusal, read_marker,
                           write_marker)
 from eval.headline import headline
 from eval.runner import iter_samples
@@ -38,12 +38,9 @@ def check_out(out: Path) -> None:
     """The one output rule for --out (common/paths.py): a folder that can be written, that is not and does not hold
     another command's output (a training run, an `eval score` folder, ...), and whose selection files, where they
     exist, are this command's own (its marker lists them): a user's selection.md is never replaced."""
-    why = blocker_line(out, "--out", include_self=True)
+    why = out_folder_refusal(out, "select")
     if why:
         raise TaseError(why)
-    why = output_refusal(out, "select", replace=False)
-    if why:
-        raise TaseError(f"--out {why}; write elsewhere")
     own = is_own(out, "select")  # its marker, or selection.json/.md from before markers (then those files)
     listed = set((read_marker(out) or {"files": OWN_FILES})["files"]) if own else set()
     for name in OWN_FILES:
