@@ -9,6 +9,16 @@ from pathlib import Path
 
 import pytest
 
+
+def code_strings(tree):
+    """Every string constant of a parsed module that is not a docstring (the source tests read code, not prose)."""
+    import ast
+
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
 ROOT = Path(__file__).resolve().parents[1]
 # in the repository (tests/fixtures/README.md), so the tests pass in a clone in any folder
 FIXTURES = ROOT / "tests" / "fixtures" / "tase_official_sample"

@@ -273,14 +273,9 @@ TASK_NAME_HOMES = ("synth/tasks/", "common/record.py")
 
 def _string_literals(tree: ast.AST) -> list[tuple[int, str]]:
     """(line, text) of every string literal and f-string piece, docstrings left out (prose may name tasks)."""
-    docs = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                docs.add(id(first.value))
-    return [(n.lineno, n.value) for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+    from tests.conftest import code_strings
+
+    return [(n.lineno, n.value) for n in code_strings(tree)]
 
 
 def test_task_names_only_in_task_modules_and_catalogue():

@@ -20,6 +20,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.conftest import code_strings
+
 ROOT = Path(__file__).resolve().parent.parent
 HOME = ROOT / "rewards" / "levels.py"
 SOURCES = ("common", "rewards", "synth", "eval", "recipes", "bench")
@@ -36,26 +38,10 @@ def _where(path: Path, line: int) -> str:
     return f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{line}"
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                out.add(id(first.value))
-    return out
-
-
 def reward_name_spellings(path: Path) -> list[str]:
     """`file:line text` of every string in `path`'s code (docstrings aside) that spells an accuracy reward name."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    docs = _docstrings(tree)
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
-                and NAME.search(node.value):
-            found.append(f"{_where(path, node.lineno)} {node.value!r}")
-    return found
+    return [f"{_where(path, n.lineno)} {n.value!r}" for n in code_strings(ast.parse(path.read_text(encoding="utf-8")))
+            if NAME.search(n.value)]
 
 
 def level_collections(path: Path) -> list[str]:
