@@ -24,7 +24,6 @@ Rerunning resumes: finished training steps are skipped, evaluations continue whe
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import time
@@ -51,16 +50,22 @@ ROLLOUT_ENGINE = "hf"
 ROLLOUT_WHY = "over the demo's 4 steps a vLLM engine start costs more than vLLM rollouts save, docs/benchmarks.md"
 
 
-def grpo_summary(metrics: Path) -> str:
+def logged_steps(metrics: Path) -> list[dict]:
+    """The GRPO run's logged steps with a reward (eval plot-training's reader: a torn last line skipped); none for a
+    missing or unreadable log, which the plot step then names in its own line."""
+    from eval.plot_training import PlotError, read_run
+
+    try:
+        return read_run(metrics)
+    except PlotError:
+        return []
+
+
+def grpo_summary(rows: list[dict]) -> str:
     """One line per GRPO step: total reward, per-function means, share of zero-variance groups, and the tase/
     metrics (official and strict accuracy, loophole share, zero-variance groups on the accuracy) where logged."""
-    if not metrics.is_file():
-        return ""
     lines = []
-    for line in metrics.read_text(encoding="utf-8").splitlines():
-        m = json.loads(line)
-        if "reward" not in m:
-            continue
+    for m in rows:
         per_fn = " ".join(f"{k.split('/')[1]} {v:.2f}" for k, v in m.items() if k.startswith("rewards/")
                           and k.endswith("/mean"))
         tase = (f"; official {m['tase/official_acc']:.2f}, strict {m['tase/strict_acc']:.2f}, loophole share "
@@ -95,10 +100,9 @@ def stage_gains(evals: Path, n_boot: int = 1000) -> str:
     return "\n".join(lines)
 
 
-def grpo_signal(metrics: Path) -> str:
+def grpo_signal(rows: list[dict]) -> str:
     """What the GRPO stage learned from: the mixed groups dynamic sampling kept, of those it drew. A handful of steps
     moves a 135M model little, so the demo says so instead of letting a within-interval delta read as a result."""
-    rows = [json.loads(x) for x in metrics.read_text(encoding="utf-8").splitlines()] if metrics.is_file() else []
     rows = [m for m in rows if "tase/dynamic/groups_kept" in m]
     if not rows:
         return "GRPO signal: no dynamic sampling metrics logged"
@@ -115,12 +119,11 @@ def answer_spread(evals: Path, names: tuple[str, ...] = ("warm-up", "tuned")) ->
     count (the guide's warning: watch for collapse to constants)."""
     from collections import Counter
 
+    from eval.runner import SAMPLES, iter_samples
+
     parts = []
     for name in names:
-        f = evals / name / "samples.jsonl"
-        if not f.is_file():
-            continue
-        answers = Counter(json.loads(x).get("extracted") for x in f.read_text(encoding="utf-8").splitlines() if x.strip())
+        answers = Counter(s.get("extracted") for s in iter_samples(evals / name / SAMPLES))  # none: no evaluation
         n = sum(answers.values())
         if not n:
             continue
@@ -230,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
               "--save_steps", str(args.grpo_steps), "--dynamic_sampling", "true", "--resume_from_checkpoint", "true",
               *engine])
-    print(grpo_summary(out / "grpo" / "metrics.jsonl"))
+    steps = logged_steps(out / "grpo" / "metrics.jsonl")
+    print(grpo_summary(steps))
     step.run("plot the GRPO training curves (reward, official/strict accuracy, loophole and zero-variance shares)",
              [py, "-m", "eval", "plot-training", str(out / "grpo"), "--out", str(out / "training.png")])
     step(5, "export the tuned model",
@@ -251,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
                         str(out / "eval" / "tuned"), "--out", str(out / "comparison"), "--n-boot", "1000"],
          show=None if args.verbose else table_1)
     print(stage_gains(out / "eval"))
-    print(grpo_signal(out / "grpo" / "metrics.jsonl"))
+    print(grpo_signal(steps))
     print(answer_spread(out / "eval"))
     print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}")
     if not args.verbose:

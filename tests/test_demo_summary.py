@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from recipes.demo import answer_spread, grpo_signal, grpo_summary
+from recipes.demo import answer_spread, grpo_signal, grpo_summary, logged_steps
 
 
 def _metrics(path, rows):
@@ -16,13 +16,14 @@ def test_grpo_signal_sums_the_dynamic_sampling_counts(tmp_path):
     rows = [{"step": s, "reward": 0.3, "tase/dynamic/groups_drawn": d, "tase/dynamic/groups_kept": 4.0,
              "tase/dynamic/groups_dropped": p, "tase/dynamic/rounds": r}
             for s, d, p, r in ((1, 16.0, 11.0, 3.0), (2, 8.0, 4.0, 1.0))]
-    m = _metrics(tmp_path / "metrics.jsonl", rows)
+    m = logged_steps(_metrics(tmp_path / "metrics.jsonl", rows))
     line = grpo_signal(m)
     assert "2 steps trained on 8 mixed groups" in line and "drew 24 and dropped the 15" in line and "(62%" in line
     summary = grpo_summary(m).splitlines()
     assert "trained on 4 mixed groups of 16 drawn (3 re-draw rounds)" in summary[0]
-    assert grpo_signal(_metrics(tmp_path / "plain.jsonl", [{"step": 1, "reward": 0.1}])).endswith("no dynamic "
-                                                                                                 "sampling metrics logged")
+    assert grpo_signal(logged_steps(_metrics(tmp_path / "plain.jsonl", [{"step": 1, "reward": 0.1}]))).endswith(
+        "no dynamic sampling metrics logged")
+    assert logged_steps(tmp_path / "missing.jsonl") == [] and grpo_summary([]) == ""
 
 
 def test_answer_spread_flags_a_constant_answer_only(tmp_path):
