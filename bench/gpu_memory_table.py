@@ -2,6 +2,7 @@
 
     python bench/gpu_memory_table.py --prep runs/gpu_smoke/prep [--shapes 0.5B,1.5B,3B,7B] [--steps 2]
                                      [--budget 540] [--out DIR] [--dry-run] [--cpu-rehearsal]
+                                     [--offload auto|always|never] [--host-gib G]
 
 For each shape: a random model made on this machine from its config (Qwen2.5's layer shapes with the prepared
 folder's SmolLM2 tokenizer, a 49,152 vocabulary; nothing carried but the tokenizer), DeepSpeed's ZeRO-3 estimate
@@ -10,7 +11,9 @@ installed, gradient checkpointing, 4 x 4 accumulation, 8 generations, transforme
 under `accelerate launch --config_file recipes/accelerate/zero3.yaml --num_processes 1`, for `--steps` optimizer
 steps through bench/grpo_step.py's child (TRL's profiling hooks: step, generation, loss times). Optimizer offload
 (to CPU, torch AdamW: DeepSpeed's CPUAdam op is not built in the carried wheel) where the estimate without
-offload does not fit in 85% of the GPU. Recorded per shape: parameters, the last step's seconds, generation
+offload does not fit in 85% of the GPU (`--offload always` plans an 80 GiB card's rows on a larger one); a row whose
+offload needs more host memory than the machine has (DeepSpeed's per-CPU estimate) is skipped as "does not fit"
+(the 7B offload row was killed on a 128 GiB host). Recorded per shape: parameters, the last step's seconds, generation
 seconds and generated tokens/s, peak GPU memory from torch's allocator (in the training process) and from
 nvidia-smi (polled every 0.25 s), and the estimates beside them. One JSON, rewritten after every shape:
 OUT/gpu_memory_table.json (OUT: --out, else $OUT, else runs/gpu_memory_table).
@@ -80,18 +83,32 @@ def param_count(cfg: Any) -> int:
 
 
 def ds_estimates(total: int, largest: int) -> dict[str, float]:
-    """DeepSpeed's ZeRO-3 model-state estimate on one GPU (GiB per GPU), the rows `--dry_run` prints: no offload and
-    optimizer offload. Empty without deepspeed."""
+    """DeepSpeed's ZeRO-3 model-state estimate on one GPU (GiB), the rows `--dry_run` prints: per GPU with no offload
+    and with optimizer offload, and the host memory that offload needs (`cpu_for_offload`). Empty without deepspeed."""
     try:
         from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
     except ImportError:
         return {}
     out = {}
     for name, opt in (("none", False), ("optimizer_cpu", True)):
-        _, gpu, _ = estimate_zero3_model_states_mem_needs(total, largest, num_gpus_per_node=1, num_nodes=1,
-                                                       cpu_offload=opt, cpu_offload_params=False, zero_init=True)
+        cpu, gpu, _ = estimate_zero3_model_states_mem_needs(total, largest, num_gpus_per_node=1, num_nodes=1,
+                                                            cpu_offload=opt, cpu_offload_params=False, zero_init=True)
         out[name] = gpu / GIB
+        if opt:
+            out["cpu_for_offload"] = cpu / GIB
     return out
+
+
+def host_memory_gib() -> float | None:
+    """This machine's RAM (MemTotal), which optimizer offload must hold: the 7B offload row was killed (SIGKILL)
+    on a 128 GiB host, where DeepSpeed's estimate had asked for 153.7 GB."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 2**20
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def dry_run_estimate(model_dir: Path) -> str:
@@ -214,18 +231,32 @@ def summarise_result(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def plan(shapes: list[str], tokenizer_dir: Path, gpu_gib: float | None, cpu: bool) -> list[dict[str, Any]]:
-    """Per shape: parameters, DeepSpeed's estimates and whether the optimizer goes to the CPU."""
+def plan(shapes: list[str], tokenizer_dir: Path, gpu_gib: float | None, cpu: bool, offload_mode: str = "auto",
+         host_gib: float | None = None) -> list[dict[str, Any]]:
+    """Per shape: parameters, DeepSpeed's estimates and whether the optimizer goes to the CPU (`auto`: where the
+    no-offload estimate exceeds FIT of the GPU). A row whose offload needs more host memory than `host_gib` is not
+    run: the process would be killed, as the 7B row was on a 128 GiB host."""
     rows = []
     for shape in shapes:
         cfg = qwen_config(shape, tokenizer_dir)
         n = param_count(cfg)
         largest = cfg.vocab_size * cfg.hidden_size
         est = ds_estimates(n, largest)
-        offload = (not cpu and gpu_gib is not None and est.get("none") is not None and est["none"] > FIT * gpu_gib)
-        rows.append({"shape": shape, "params": n, "largest_layer_params": largest,
-                     "ds_estimate_gib": est.get("none"), "ds_estimate_offload_gib": est.get("optimizer_cpu"),
-                     "optimizer_offload": offload, "status": "planned"})
+        if cpu or offload_mode == "never":
+            offload = False
+        elif offload_mode == "always":
+            offload = True
+        else:
+            offload = gpu_gib is not None and est.get("none") is not None and est["none"] > FIT * gpu_gib
+        row = {"shape": shape, "params": n, "largest_layer_params": largest,
+               "ds_estimate_gib": est.get("none"), "ds_estimate_offload_gib": est.get("optimizer_cpu"),
+               "ds_estimate_offload_host_gib": est.get("cpu_for_offload"), "optimizer_offload": offload,
+               "status": "planned"}
+        need = est.get("cpu_for_offload")
+        if offload and host_gib is not None and need is not None and need > host_gib:
+            row["status"] = (f"skipped: does not fit: {est['none']:.1f} GiB on the GPU without offload, and optimizer "
+                             f"offload needs {need:.1f} GiB of host memory (this host: {host_gib:.0f} GiB)")
+        rows.append(row)
     return rows
 
 
@@ -294,6 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", default=None, help="scratch folder (models, logs; default a temporary one)")
     p.add_argument("--dry-run", action="store_true", help="the plan and its JSON only")
     p.add_argument("--cpu-rehearsal", action="store_true", help="tiny shape, float32, on CPU, no DeepSpeed")
+    p.add_argument("--offload", choices=("auto", "always", "never"), default="auto",
+                   help=f"optimizer offload to the CPU: auto (where the no-offload estimate exceeds {FIT * 100:.0f}%% of the "
+                   "GPU), always (an 80 GiB card's rows on a larger one), never")
+    p.add_argument("--host-gib", type=float, default=None, help="host memory that offload may use (default: this "
+                   "machine's MemTotal on a GPU run; none assumed on a dry run)")
     a = p.parse_args(argv)
     t_start = time.time()
     shapes = [s.strip() for s in a.shapes.split(",") if s.strip()]
@@ -313,9 +349,11 @@ def main(argv: list[str] | None = None) -> int:
         fail("no CUDA GPU here (nvidia-smi finds none): run on a GPU machine, or --dry-run / --cpu-rehearsal")
     out = Path(a.out or os.environ.get("OUT") or "runs/gpu_memory_table") / "gpu_memory_table.json"
     gib = gpu.get("memory_gib") or (80.0 if a.dry_run else None)
-    rows = plan(shapes, tokenizer_dir, gib, a.cpu_rehearsal)
+    host = a.host_gib if a.host_gib is not None else (None if a.dry_run or a.cpu_rehearsal else host_memory_gib())
+    rows = plan(shapes, tokenizer_dir, gib, a.cpu_rehearsal, a.offload, host)
     doc: dict[str, Any] = {"mode": "dry-run" if a.dry_run else "cpu-rehearsal" if a.cpu_rehearsal else "gpu",
-                           "gpu": gpu or None, "gpu_memory_gib_assumed": None if gpu else gib, "config": CONFIG,
+                           "gpu": gpu or None, "gpu_memory_gib_assumed": None if gpu else gib, "host_memory_gib": host,
+                           "offload": a.offload, "config": CONFIG,
                            "recipe_sets": ROW_SETS, "steps": a.steps, "budget_s": a.budget, "rows": rows,
                            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": versions()}
     write(out, doc)
@@ -323,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['shape']:>5}: {r['params'] / 1e9:.3f}B params, DeepSpeed estimate "
               + (f"{r['ds_estimate_gib']:.2f} GiB (optimizer offload {r['ds_estimate_offload_gib']:.2f} GiB)"
                  if r["ds_estimate_gib"] is not None else "unavailable (no deepspeed)")
-              + (", optimizer offload" if r["optimizer_offload"] else ""), flush=True)
+              + (", optimizer offload" if r["optimizer_offload"] else "")
+              + (f"; {r['status']}" if r["status"] != "planned" else ""), flush=True)
     if a.dry_run:
         print(f"dry run: nothing run; plan in {out}")
         return 0
@@ -331,7 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     for r in rows:
         left = a.budget - (time.time() - t_start)
-        if left < 30:
+        if r["status"].startswith("skipped"):
+            pass
+        elif left < 30:
             r["status"] = "skipped: out of time"
         else:
             run_row(r, a, work, tokenizer_dir, left)
@@ -341,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
               f"tok/s, peak {r.get('peak_gpu_alloc_gib') or 0:.2f} GiB (allocator), "
               f"{r.get('peak_nvidia_smi_gib') or 0:.2f} GiB (nvidia-smi)" if r["status"] == "ok" else ""), flush=True)
     print(f"table: {out}")
-    return 0 if all(r["status"] == "ok" for r in rows) else 1
+    return 0 if all(r["status"] == "ok" or r["status"].startswith("skipped: does not fit") for r in rows) else 1
 
 
 def versions() -> dict[str, str | None]:

@@ -59,6 +59,10 @@ def precision_mismatch(cfg: Any) -> str | None:
     launched = os.environ.get("ACCELERATE_MIXED_PRECISION", "").lower()
     if not launched or not deepspeed_launch():
         return None
+    if os.environ.get("ACCELERATE_DEEPSPEED_CONFIG_FILE"):
+        # with a DeepSpeed config file accelerate refuses a mixed_precision of its own and exports "no"; the file's
+        # bf16/fp16 block governs, and its "auto" follows the recipe (bench/gpu_memory_table.py's offload rows)
+        return None
     recipe = "bf16" if cfg.bf16 else "fp16" if cfg.fp16 else "no"
     if launched == recipe:
         return None

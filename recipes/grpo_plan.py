@@ -11,6 +11,9 @@ from recipes.config import TaseArgs
 if TYPE_CHECKING:
     from recipes.reward_funcs import ResolvedRewards
 
+# nvidia-smi peak minus DeepSpeed's no-offload model-state estimate, sync paper recipe with transformers generation of
+# 16 x 256 tokens, one H200 (docs/results/gpu_memory_table.json): +5.9 (0.5B), +9.8 (1.5B), +5.6 (3B), -0.9 GiB (7B)
+MEASURED_OVERHEAD_GIB = 6.0
 KNOWN_SIZES = {  # total params, largest layer params (embedding), for dry-run estimates without weights
     "Qwen/Qwen2.5-14B-Instruct": (14.77e9, 152064 * 5120),
     "Qwen/Qwen2.5-7B-Instruct": (7.62e9, 152064 * 3584),
@@ -52,11 +55,20 @@ def memory_estimate(model: str, n_gpus: int) -> str:
         import io
         from contextlib import redirect_stdout
 
+        from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
+
         buf = io.StringIO()
         with redirect_stdout(buf):
             estimate_zero3_model_states_mem_needs_all_cold(int(total), int(largest), num_gpus_per_node=n_gpus, num_nodes=1)
+        _, gpu, _ = estimate_zero3_model_states_mem_needs(int(total), int(largest), num_gpus_per_node=n_gpus,
+                                                          num_nodes=1, cpu_offload=False, cpu_offload_params=False,
+                                                          zero_init=True)
         return ("DeepSpeed ZeRO-3 estimator:\n" + buf.getvalue().strip() + "\nrecipes/accelerate/zero3.yaml is the "
-                "offload_param=none, offload_optimizer=none, zero_init=1 row; add activations and the vLLM cache")
+                "offload_param=none, offload_optimizer=none, zero_init=1 row; add activations and the vLLM cache\n"
+                f"planning figure: ~{gpu / 2**30 + MEASURED_OVERHEAD_GIB:.1f} GiB/GPU at peak (that row + "
+                f"{MEASURED_OVERHEAD_GIB:g} GiB for the CUDA context, the allocator's cache and activations: within 12% "
+                "of nvidia-smi at 0.5B-7B on one H200, docs/results/gpu_memory_table.json); plus the vLLM cache when "
+                "colocated; optimizer offload needs the per-CPU column in host RAM")
     except ImportError as e:
         why = "install .[gpu]" if isinstance(e, ModuleNotFoundError) and e.name == "deepspeed" else f"deepspeed unusable: {e}"
         per_gpu = 18 * total / n_gpus / 2**30

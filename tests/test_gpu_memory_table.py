@@ -46,9 +46,19 @@ def test_plan_counts_estimates_and_offload(prep, tmp_path, capsys):
         assert [r["optimizer_offload"] for r in rows.values()] == [False, False, False, True]  # at 80 GiB
         assert rows["7B"]["ds_estimate_offload_gib"] < 0.85 * 80 < rows["7B"]["ds_estimate_gib"]
     assert "optimizer offload" in capsys.readouterr().out
+    if importlib.util.find_spec("deepspeed"):  # offload must fit the host: 7B's needs 153.7 GiB, over a 125 GiB host
+        planned = {r["shape"]: r for r in table.plan(["3B", "7B"], prep / "model", 80.0, False, "auto", 125.0)}
+        assert planned["3B"]["status"] == "planned" and round(planned["7B"]["ds_estimate_offload_host_gib"], 1) == 153.7
+        assert planned["7B"]["status"].startswith("skipped: does not fit") and "153.7 GiB of host" in planned["7B"]["status"]
+        forced = table.plan(["0.5B"], prep / "model", 140.0, False, "always", 125.0)[0]
+        assert forced["optimizer_offload"] and forced["status"] == "planned"
+        assert not table.plan(["7B"], prep / "model", 80.0, False, "never", 125.0)[0]["optimizer_offload"]
     acc = table.accelerate_config(tmp_path, offload=True).read_text()
     ds = json.loads((tmp_path / "ds_offload.json").read_text())
     assert "ds_offload.json" in acc and ds["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
+    with pytest.raises(SystemExit) as e:  # the help renders (a bare % in an option's help once broke it)
+        table.main(["--help"])
+    assert e.value.code == 0 and "exceeds 85% of the GPU" in " ".join(capsys.readouterr().out.split())
     with pytest.raises(SystemExit) as e:
         table.main(["--prep", str(prep), "--dry-run", "--shapes", "13B"])
     assert e.value.code == 2 and "unknown 13B" in capsys.readouterr().err

@@ -198,6 +198,7 @@ def test_paper_recipe_dry_run_and_gpu_check():
     assert "128 completions/step (16 prompts x 8 generations)" in res.stdout
     # deepspeed is in the lock (ZeRO-3 runs on CPU too): its own estimator, 33.85 GB/GPU for the zero3.yaml row
     assert "DeepSpeed ZeRO-3 estimator" in res.stdout and "33.85GB | offload_param=none, offload_optimizer=none, zero_init=1" in res.stdout
+    assert "planning figure: ~39.9 GiB/GPU at peak" in res.stdout  # that row + the 6 GiB measured on one H200
     assert "~6250 optimizer steps on 8 GPU(s)" in res.stdout  # 20000 prompts x 5 epochs / 16
     res = gpu
     if not __import__("torch").cuda.is_available():
@@ -472,3 +473,19 @@ def test_sft_prompts_filling_max_length_are_one_line(tiny_model, tmp_path, capsy
     assert len(err) == 1 and err[0].startswith("error: max_length 8: all 8 SFT examples have prompts of 8 tokens "
                                                "or more (longest "), err
     assert not (tmp_path / "sft" / "model.safetensors").exists()
+
+
+def test_precision_guard_defers_to_a_deepspeed_config_file(monkeypatch):
+    """accelerate launch with a DeepSpeed config file exports mixed_precision "no" (it refuses its own with a file):
+    the file's bf16 block governs, so a bf16 recipe is not refused there (the 7B offload row of the GPU table was)."""
+    from types import SimpleNamespace
+
+    from recipes.distributed import precision_mismatch
+
+    bf16 = SimpleNamespace(bf16=True, fp16=False)
+    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "no")
+    monkeypatch.delenv("ACCELERATE_DEEPSPEED_CONFIG_FILE", raising=False)
+    assert "mixed_precision: no but the recipe trains in bf16" in precision_mismatch(bf16)
+    monkeypatch.setenv("ACCELERATE_DEEPSPEED_CONFIG_FILE", "/tmp/ds_offload.json")
+    assert precision_mismatch(bf16) is None
