@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,10 @@ def config_value(path: str | Path, key: str) -> str:
 
 
 class ConfigFile:
-    """The --config YAML of a command line, read once: `path`, `values` (a mapping), and `argv` without it."""
+    """The --config YAML of a command line, read once: `path`, `values` (a mapping), and `argv` without it. `read`
+    is the reader (read_yaml): proof.py passes one that reads each recipe config once for all its stages."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], read: Callable[[str], Any] = read_yaml) -> None:
         self.argv, self.path, self.values = list(argv), None, {}
         if "--config" not in self.argv:
             return
@@ -55,7 +57,7 @@ class ConfigFile:
             raise TaseError("--config needs a file")
         self.path = self.argv[i + 1]
         del self.argv[i:i + 2]
-        data = read_yaml(self.path)
+        data = read(self.path)
         if not isinstance(data, dict):  # an empty file too
             raise TaseError(f"--config {self.path}: must be a YAML mapping of option: value")
         self.values = data

@@ -7,7 +7,7 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.config import data_streams
-from recipes.proof_inputs import CONTROL, Proof, data_args, data_model, shown
+from recipes.proof_inputs import CONTROL, Proof, shown
 
 
 def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, folder: Path) -> tuple[list, list]:
@@ -46,9 +46,8 @@ def stage_sets(pr: Proof) -> Path:
     """4 (5 with a control). the training sets (a superset of every prompt the recipes train on, see
     training_set_cmds) and the held-out set guarded against them and the release; returns the held-out file."""
     sets, guard_files = [], []
-    for name, recipe_config, opts in (("sft", pr.sft_config, pr.cfg["sft"]["options"]),
-                                      ("grpo", pr.grpo_config, pr.cfg["grpo"]["options"])):
-        cmds, files = training_set_cmds(pr.py, name, data_args(recipe_config, opts), pr.guard, pr.out / "data")
+    for name in ("sft", "grpo"):
+        cmds, files = training_set_cmds(pr.py, name, pr.data[name], pr.guard, pr.out / "data")
         sets += cmds
         guard_files += files
     ho = pr.cfg["heldout"]
@@ -72,8 +71,8 @@ def stage_sets(pr: Proof) -> Path:
 def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, str]]:
     """5 (6 with a control). greedy evaluations of every model on both data sets; 6 (7). comparisons with
     paired bootstrap intervals. Returns the models and data sets, by name."""
-    out, sft_opts = pr.out, pr.cfg["sft"]["options"]
-    models = {"base": str(sft_opts.get("model_name_or_path") or data_model(pr.sft_config)),
+    out = pr.out
+    models = {"base": pr.base_model,
               "warm-up": shown(out / "sft"), **{arm: shown(out / arm) for arm in pr.cfg["grpo"]["arms"]}}
     if pr.control:
         models[CONTROL] = shown(out / "control")

@@ -1,6 +1,8 @@
 """recipes/proof.py's inputs: the proof config (`load_config`, checked against SCHEMA), the recipe options every
 stage will pass, parsed now by each recipe's own parser (`check_recipe_options`), and `Proof`, what every stage
-reads (`setup`). Shared helpers for the stage modules: `flags`, `shown`, `data_args`."""
+reads (`setup`). Each recipe config is read once, and every value a stage takes from it (its data options, the
+base model) comes out of that recipe's parser, never a merge of our own. Shared helpers for the stage modules:
+`flags`, `shown`, `data_args`."""
 from __future__ import annotations
 
 import argparse
@@ -8,11 +10,12 @@ import dataclasses
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from common.errors import bounded
-from recipes.config import DataArgs, data_streams
+from recipes.config import DataArgs
 from common.errors import TaseError
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
@@ -134,24 +137,37 @@ def shown(p: Path) -> str:
         return str(p)
 
 
-def data_args(recipe_config: Path, options: dict[str, Any]) -> dict[str, Any]:
-    """The training-data options a recipe will use: DataArgs defaults, then its YAML config, then the options."""
-    d = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
-         for f in dataclasses.fields(DataArgs) if f.name in DATA_KEYS}
-    yml = read_yaml(recipe_config, "") or {}
-    if not isinstance(yml, dict):
-        raise TaseError(f"{shown(recipe_config)}: must be a YAML mapping of option: value")
-    listed = {f.name for f in dataclasses.fields(DataArgs) if "list" in str(f.type)}
-    d.update({k: v for k, v in yml.items() if k in DATA_KEYS})
-    for k, v in options.items():  # as the recipe will read them from flags(): a scalar for a list option is one word
-        if k in DATA_KEYS:
-            d[k] = flags({k: v})[1:] if k in listed and v is not None else v
-    return d
+def config_reader() -> Callable[[str | Path], Any]:
+    """A reader of recipe configs that reads each file once (read_yaml, errors naming the file), for every stage's
+    parse of it."""
+    cache: dict[str, Any] = {}
+
+    def read(path: str | Path) -> Any:
+        if str(path) not in cache:
+            cache[str(path)] = read_yaml(path, "")
+        return cache[str(path)]
+
+    return read
 
 
-def data_model(recipe_config: Path) -> str:
-    """The model a recipe config starts from (the base model of the comparison)."""
-    return str((read_yaml(recipe_config, "") or {}).get("model_name_or_path") or "default")
+def data_args(recipe_config: Path, options: dict[str, Any], read: Callable[[str | Path], Any] | None = None,
+              where: str = "") -> dict[str, Any]:
+    """The training-data options a recipe will use, as its own parser makes them: the recipe parser over DataArgs,
+    with the config's data keys as the YAML and the proof's data options as the flags proof.py passes. A bad
+    value is DataArgs' own one line after `where` (e.g. "grpo: subtasks: ...")."""
+    from recipes.parser import ConfigFile, RecipeParser
+
+    read = read or config_reader()
+
+    def data_keys(path: str | Path) -> dict[str, Any]:
+        yml = read(path) or {}
+        if not isinstance(yml, dict):
+            raise TaseError(f"{shown(recipe_config)}: must be a YAML mapping of option: value")
+        return {k: v for k, v in yml.items() if k in DATA_KEYS}
+
+    argv = ["--config", str(recipe_config), *flags({k: v for k, v in options.items() if k in DATA_KEYS})]
+    (data,) = RecipeParser((DataArgs,), where=where).parse(ConfigFile(argv, read=data_keys))
+    return {f.name: getattr(data, f.name) for f in dataclasses.fields(DataArgs) if f.name in DATA_KEYS}  # its order
 
 
 def completions_dir(args: argparse.Namespace, cfg: dict[str, Any], out: Path) -> Path:
@@ -167,11 +183,13 @@ def completions_dir(args: argparse.Namespace, cfg: dict[str, Any], out: Path) ->
     return out / rel
 
 
-def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Path) -> None:
+def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Path,
+                         read: Callable[[str | Path], Any] | None = None) -> dict[str, tuple]:
     """Every stage's recipe options, parsed now by that recipe's own parser (its --config, then the options as
     proof.py will pass them), so that a misspelled key or a bad value in `sft:`, `grpo:` or `control:` is one
     line before stage 1, not a failure hours later when its stage starts (issue 36). The range checks are
-    config.TRAINER_RANGES'; the recipes check the rest (model, data, output folder) when they start."""
+    config.TRAINER_RANGES'; the recipes check the rest (model, data, output folder) when they start. Returns each
+    stage's parsed dataclasses, by stage."""
     from trl import GRPOConfig, ModelConfig, SFTConfig
 
     from recipes.config import TaseArgs, check_trainer_ranges
@@ -186,6 +204,8 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     if "control" in cfg:
         opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
         parts.append(("control", sft, sft_config, {**opts, **cfg["control"]["options"]}, ["--max_train_seconds", "1"]))
+    read = read or config_reader()
+    parsed_parts: dict[str, tuple] = {}
     for part, types, recipe_config, options, fixed in parts:
         where = f"{part} options (for {shown(recipe_config)})"
         parser = RecipeParser(types, where=f"{where}: ")
@@ -194,8 +214,10 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
             if key not in known:
                 raise TaseError(f"{where}: unknown option {key!r}")
         argv = ["--config", str(recipe_config), *flags(options), *fixed, *common]
-        parsed = parser.parse(ConfigFile(argv))  # a TaseError: main's one line
+        parsed = parser.parse(ConfigFile(argv, read=read))  # a TaseError: main's one line
         check_trainer_ranges(*parsed, where=f"{where}: ")
+        parsed_parts[part] = parsed
+    return parsed_parts
 
 
 @dataclasses.dataclass
@@ -212,6 +234,9 @@ class Proof:
     dry: bool
     py: str = sys.executable
     completions: Path | None = None  # the completion files' folder: inside out unless --completions names one
+    data: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # sft, grpo: data_args, parsed once
+    base_model: str = "default"  # the model the sft recipe starts from (the comparison's base), as parsed
+    read: Callable[[str | Path], Any] = dataclasses.field(default_factory=config_reader)  # each file read once
 
     @property
     def guard(self) -> str:
@@ -255,14 +280,12 @@ def setup(args: argparse.Namespace) -> Proof:
     for c in (sft_config, grpo_config):
         if not c.is_file():
             raise TaseError(f"--config {args.config}: no such recipe config {shown(c)}")
-    for part, c in (("sft", sft_config), ("grpo", grpo_config)):  # bad tasks/langs/subtasks: now, not in stage 4/5
-        d = data_args(c, cfg[part]["options"])
-        if d["train_data"] == "synth":
-            try:
-                data_streams(d["tasks"], d["langs"], d["subtasks"])
-            except ValueError as e:
-                raise TaseError(f"{part}: {e}")
-    check_recipe_options(cfg, sft_config, grpo_config)
+    read = config_reader()  # each recipe config read once, for every parse below and the control's config
+    # bad tasks/langs/subtasks: now, not in stage 4/5 (DataArgs checks them as it parses)
+    data = {part: data_args(c, cfg[part]["options"], read, where=f"{part}: ")
+            for part, c in (("sft", sft_config), ("grpo", grpo_config))}
+    parsed = check_recipe_options(cfg, sft_config, grpo_config, read)
+    base_model = str(parsed["sft"][2].model_name_or_path or "default")  # (DataArgs, SFTConfig, ModelConfig, ...)
     from eval.backends import default_backend
 
     backend = cfg["eval"]["backend"]
@@ -270,4 +293,5 @@ def setup(args: argparse.Namespace) -> Proof:
         print(f"note: vllm is not installed; evaluating with {default_backend()} (eval's default)")
         backend = default_backend()
     step = Steps("proof", N_STAGES if "control" in cfg else N_STAGES - 1, ROOT, dry_run=args.dry_run, quote=True)
-    return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run, completions=completions)
+    return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run, completions=completions,
+                 data=data, base_model=base_model, read=read)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.parser import read_yaml
-from recipes.proof_inputs import DATA_KEYS, HERE, Proof, data_args, flags, shown
+from recipes.proof_inputs import DATA_KEYS, HERE, Proof, config_reader, flags, shown
 from rewards.levels import FINE, accuracy_reward_name
 
 
@@ -73,12 +73,13 @@ def stage_train(pr: Proof) -> None:
                  stage=f"3 GRPO {arm}")
 
 
-def control_config_text(sft_config: Path, data: dict[str, Any]) -> str:
-    """The control's recipe config: the sft recipe config's YAML with every data option replaced by `data` (the
-    GRPO arms'), None written as null: an unset option (max_len, subtasks) cannot be given as a flag."""
+def control_config_text(sft_config: Path, data: dict[str, Any], read: Callable[[str | Path], Any] | None = None) -> str:
+    """The control's recipe config: the sft recipe config's YAML (through `read`: the proof's reader has it
+    already) with every data option replaced by `data` (the GRPO arms'), None written as null: an unset option
+    (max_len, subtasks) cannot be given as a flag."""
     import yaml
 
-    recipe = {**(read_yaml(sft_config, "") or {}), **data}
+    recipe = {**((read or config_reader())(sft_config) or {}), **data}
     return (f"# written by recipes/proof.py: {shown(sft_config)} with the GRPO arms' data options\n"
             + yaml.safe_dump(recipe, sort_keys=False, allow_unicode=True))
 
@@ -109,7 +110,7 @@ def stage_control(pr: Proof) -> None:
     options but data and model, then control.options. Its prompts are the GRPO arms', so the held-out guard
     (stage 5) covers them."""
     cfg, out, k = pr.cfg, pr.out, pr.k("control")
-    data = data_args(pr.grpo_config, cfg["grpo"]["options"])
+    data = pr.data["grpo"]
     control_config, done = out / "control_config.yaml", out / "control" / "model.safetensors"
     opts = {key: v for key, v in cfg["sft"]["options"].items() if key not in DATA_KEYS + ("model_name_or_path",)}
     opts.update(cfg["control"]["options"])
@@ -127,7 +128,7 @@ def stage_control(pr: Proof) -> None:
     print(f"# writes {shown(control_config)}: {shown(pr.sft_config)} with the GRPO arms' data options: "
           + ", ".join(f"{key} {json.dumps(v)}" for key, v in data.items()))
     print(f"# --max_train_seconds: the fine arm's train_runtime, from {shown(state)}")
-    text = control_config_text(pr.sft_config, data)
+    text = control_config_text(pr.sft_config, data, pr.read)
     if not pr.dry and (not control_config.is_file() or control_config.read_text(encoding="utf-8") != text):
         control_config.parent.mkdir(parents=True, exist_ok=True)
         control_config.write_text(text, encoding="utf-8")

@@ -426,3 +426,30 @@ def test_per_class_accuracy_lines_for_a_classification_file(tmp_path):
     assert lines == ["", "dot_matrix/char_classification: correct / rows per class (the gold answer; official "
                      "verdict):", "", "| model | kana | greek | hanzi |", "|---|---:|---:|---:|",
                      "| warm-up | 1/2 | 0/1 | 1/1 |", "| fine | 1/2 | 1/1 | 1/1 |"]
+
+
+def test_proof_reads_each_config_once_and_takes_data_from_the_recipe_parser(tmp_path, fixture_root, monkeypatch):
+    """setup() reads the proof config and each recipe config once (issue 48: the sft config was read three times,
+    with DataArgs defaults merged by hand); the stages' data and base model are the recipe parser's values, and
+    the control's config is written from the same read."""
+    from collections import Counter
+
+    import common.yamlfile
+    from recipes import proof, proof_inputs, proof_train
+
+    calls: list[str] = []
+    real = common.yamlfile.read
+
+    def counting(path, *a, **kw):  # the one YAML reader under read_yaml, whoever calls it
+        calls.append(str(path))
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(common.yamlfile, "read", counting)
+    pr = proof_inputs.setup(proof.parse_args(["--config", str(proof_config(tmp_path)), "--official",
+                                              str(fixture_root), "--out", str(tmp_path / "p"), "--dry-run"]))
+    assert Counter(calls) == Counter({str(proof_config(tmp_path)): 1, str(pr.sft_config): 1, str(pr.grpo_config): 1})
+    assert pr.data["grpo"]["subtasks"] == ["combine"] and pr.data["grpo"]["num_train_examples"] == 3232
+    assert pr.data["sft"]["num_train_examples"] == 768 and pr.data["sft"]["paraphrase"] is False
+    assert pr.data["grpo"]["max_len"] is None and pr.base_model == "default"
+    text = proof_train.control_config_text(pr.sft_config, pr.data["grpo"], pr.read)
+    assert len(calls) == 3 and "num_train_examples: 3232\n" in text and "learning_rate:" in text
