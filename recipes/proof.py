@@ -7,12 +7,15 @@
 2 SFT warm-up; 3 one GRPO arm per accuracy reward (coarse, fine) from the warm-up, nothing else differing;
 4 (with a `control:` section only) the more-SFT control: the warm-up continued with gold answers on the GRPO
   arms' data for the fine arm's train_runtime (--max_train_seconds), so GRPO is measured against equal time;
-5 the training sets written out, and a generated held-out set guarded against them and the release;
+5 the training sets written out, and a generated held-out set guarded against them and the release (with
+  `select: n, seed`, a second one for the selection, guarded against those too);
 6 greedy evaluations of base, warm-up, the arms (and the control) on OUT/official and on the held-out set;
 7 `eval compare` per data set; 8 per-row completion files, re-scored with `eval score` (must match);
 9 summary: accuracy per model, GRPO fine vs warm-up, fine vs coarse (and fine vs control) with paired 95%
   CIs, wall times.
-Without a `control:` section stage 4 does not exist and the later ones are numbered 4-8. Each step is printed
+Without a `control:` section stage 4 does not exist and the later ones are numbered 4-8. With a `select:` section a
+stage after 5 (the sets) chooses each GRPO arm's and the control's checkpoint on held-out rows only
+(recipes/select_checkpoint.py), and the evaluations take the chosen checkpoints. Each step is printed
 as the command it runs and timed; a stage whose output exists is skipped, so rerunning the same command
 resumes. Relative paths in the config are relative to the repository root. Nothing is written outside OUT unless
 named for the run (--completions DIR).
@@ -27,6 +30,7 @@ from recipes.parser import one_line_errors
 from recipes.proof_inputs import HERE, setup, shown
 from recipes.proof_eval import stage_evaluate, stage_sets
 from recipes.proof_report import completions_stage, summary
+from recipes.proof_select import selection_lines, stage_select
 from recipes.proof_train import stage_control, stage_subset, stage_train
 
 
@@ -47,8 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    """The stages in order (eight, nine with a control; docs/results.md, "make proof"); 1 when a re-scored file
-    disagrees."""
+    """The stages in order (eight, one more with a control, one more with a selection; docs/results.md, "make
+    proof"); 1 when a re-scored file disagrees."""
     pr = setup(parse_args(argv))
     t0 = time.time()
     stage_subset(pr)
@@ -56,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     if pr.control:
         stage_control(pr)
     heldout = stage_sets(pr)
-    models, data = stage_evaluate(pr, heldout)
+    chosen = stage_select(pr) if pr.select else None  # each selected run's chosen checkpoint, by model name
+    models, data = stage_evaluate(pr, heldout, chosen)
     # completion files, re-scored by `eval score`
     if completions_stage(pr.step, pr.out, pr.cfg["files"], list(models), pr.completions,
                          data["official"], k=pr.k("completions")):
@@ -65,9 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     out = pr.out
     if pr.dry:
         print(f"# accuracy per model on {shown(out / 'official')} and the held-out set; paired gains from "
-              f"{shown(out / 'eval')}; wall time per stage; written to {shown(out / 'summary.md')}")
+              f"{shown(out / 'eval')}; wall time per stage; written to {shown(out / 'summary.md')}"
+              + ("; per selected run, the chosen checkpoint and its held-out score" if pr.select else ""))
         return 0
-    text = summary(out, pr.cfg, list(models), pr.cfg["compare"]["n_boot"], pr.step, time.time() - t0)
+    text = summary(out, pr.cfg, list(models), pr.cfg["compare"]["n_boot"], pr.step, time.time() - t0,
+                   selection_lines(pr) if pr.select else None)
     print(text)
     (out / "summary.md").write_text(text + "\n", encoding="utf-8")
     return 0

@@ -42,9 +42,23 @@ def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, fold
     return cmds, files
 
 
+def heldout_cmd(pr: Proof, ho: dict[str, Any], n: int, seed: int, out: Path, guard_files: list[Path]) -> list[str]:
+    """`python -m synth` writing n generated rows of heldout:'s task, lang (subtask, max_len) with `seed`, guarded
+    against the release and every file in guard_files."""
+    cmd = [pr.py, "-m", "synth", "--task", ho["task"], "--lang", ho["lang"], "-n", str(n), "--seed", str(seed)]
+    cmd += ["--subtask", ho["subtask"]] if ho.get("subtask") else []
+    cmd += ["--max-len", str(ho["max_len"])] if ho.get("max_len") else []
+    cmd += ["--no-progress", "--out", shown(out), "--exclude", pr.guard]
+    for f in guard_files:
+        cmd += ["--exclude-exact", shown(f)]
+    return cmd
+
+
 def stage_sets(pr: Proof) -> Path:
     """4 (5 with a control). the training sets (a superset of every prompt the recipes train on, see
-    training_set_cmds) and the held-out set guarded against them and the release; returns the held-out file."""
+    training_set_cmds) and the held-out set guarded against them and the release; with `select: n, seed`, the
+    selection's own held-out set, guarded against those and the held-out set (the summary's held-out column stays
+    independent of the choice); returns the held-out file."""
     sets, guard_files = [], []
     for name in ("sft", "grpo"):
         cmds, files = training_set_cmds(pr.py, name, pr.data[name], pr.guard, pr.out / "data")
@@ -52,30 +66,32 @@ def stage_sets(pr: Proof) -> Path:
         guard_files += files
     ho = pr.cfg["heldout"]
     heldout = pr.out / "heldout.jsonl"
-    cmd = [pr.py, "-m", "synth", "--task", ho["task"], "--lang", ho["lang"], "-n", str(ho["n"]), "--seed",
-           str(ho["seed"])]
-    cmd += ["--subtask", ho["subtask"]] if ho.get("subtask") else []
-    cmd += ["--max-len", str(ho["max_len"])] if ho.get("max_len") else []
-    cmd += ["--no-progress", "--out", shown(heldout), "--exclude", pr.guard]
-    for f in guard_files:
-        cmd += ["--exclude-exact", shown(f)]
-    sets.append((heldout, cmd))
+    sets.append((heldout, heldout_cmd(pr, ho, ho["n"], ho["seed"], heldout, guard_files)))
+    titles = {heldout: f"held-out set ({ho['n']} rows)"}
+    if pr.select and pr.select_heldout != heldout:  # its own rows, guarded against the held-out set's too
+        sel = pr.cfg["select"]
+        sets.append((pr.select_heldout, heldout_cmd(pr, ho, sel["n"], sel["seed"], pr.select_heldout,
+                                                    [*guard_files, heldout])))
+        titles[pr.select_heldout] = f"held-out set for checkpoint selection ({sel['n']} rows)"
     k = pr.k("sets")
     for f, cmd in sets:
-        title = f"held-out set ({ho['n']} rows)" if f == heldout else f"training set {f.stem} (held-out guard)"
+        title = titles.get(f) or f"training set {f.stem} (held-out guard)"
         if not pr.skip(k, title, f, cmd, f"{k} training and held-out sets"):
             pr.step(k, title, cmd, stage=f"{k} training and held-out sets")
     return heldout
 
 
-def stage_evaluate(pr: Proof, heldout: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """5 (6 with a control). greedy evaluations of every model on both data sets; 6 (7). comparisons with
-    paired bootstrap intervals. Returns the models and data sets, by name."""
+def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = None) -> tuple[dict[str, str],
+                                                                                            dict[str, str]]:
+    """5 (6 with a control, one more with a selection). greedy evaluations of every model on both data sets; then
+    comparisons with paired bootstrap intervals. `chosen`: the model to evaluate for a selected run (by model
+    name: its chosen checkpoint) instead of its final model. Returns the models and data sets, by name."""
     out = pr.out
     models = {"base": pr.base_model,
               "warm-up": shown(out / "sft"), **{arm: shown(out / arm) for arm in pr.cfg["grpo"]["arms"]}}
     if pr.control:
         models[CONTROL] = shown(out / "control")
+    models.update(chosen or {})
     k_eval, k_cmp = pr.k("evaluate"), pr.k("compare")
     data = {"official": f"official:{shown(out / 'official')}", "heldout": shown(heldout)}
     ev = pr.cfg["eval"]

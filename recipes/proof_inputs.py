@@ -24,8 +24,9 @@ from rewards.levels import COARSE, FINE, accuracy_reward_name
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-N_STAGES = 9  # 8 without a control section (stage 4)
-STAGES = ("subset", "sft", "grpo", "control", "sets", "evaluate", "compare", "completions", "summary")
+# the stages in order; "control" and "select" exist only with their config section (Proof.stages)
+STAGES = ("subset", "sft", "grpo", "control", "sets", "select", "evaluate", "compare", "completions", "summary")
+OPTIONAL_STAGES = ("control", "select")
 ARMS = (COARSE, FINE)  # the accuracy levels (rewards/levels.py) a proof may train an arm on, each its folder's name
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
 OPTIONAL = object()
@@ -38,6 +39,8 @@ SCHEMA: dict[str, Any] = {
     "sft": {"config": str, "options": (dict, OPTIONAL)},
     "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
     "control": ({"options": (dict, OPTIONAL)}, OPTIONAL),
+    # held-out checkpoint selection of every GRPO arm and the control: n/seed its own held-out set, else heldout:'s
+    "select": ({"n": (int, OPTIONAL), "seed": (int, OPTIONAL), "metric": (str, OPTIONAL)}, OPTIONAL),
     "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL),
                 "subtask": (str, OPTIONAL)},
     "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL), "dtype": (str, OPTIONAL)},
@@ -74,8 +77,9 @@ def load_config(path: str) -> dict[str, Any]:
     A `control:` key, even empty, turns the control stage on (cfg["control"]["options"], a dict); without it
     cfg has no "control" key."""
     cfg = read_yaml(path)
-    if isinstance(cfg, dict) and "control" in cfg and cfg["control"] is None:
-        cfg["control"] = {}  # `control:` with nothing under it: the stage with no extra options
+    for part in OPTIONAL_STAGES:
+        if isinstance(cfg, dict) and part in cfg and cfg[part] is None:
+            cfg[part] = {}  # `control:` or `select:` with nothing under it: the stage with its defaults
     check_section(f"--config {path}", cfg, SCHEMA)
     files = cfg["files"]
     if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
@@ -109,7 +113,24 @@ def load_config(path: str) -> dict[str, Any]:
                      "arms' data: the grpo config's and grpo options')")
     if "control" in cfg and FINE not in arms:
         raise TaseError(f"--config {path}: the control trains for the fine arm's train_runtime: grpo arms must include fine")
+    if "select" in cfg:
+        check_select(path, cfg["select"])
     return cfg
+
+
+def check_select(path: str, sel: dict[str, Any]) -> None:
+    """`select:`: n and seed together (its own held-out set) or neither (the proof's held-out set), n >= 1, and a
+    metric select_checkpoint.py knows; each refusal one line."""
+    from recipes.select_checkpoint import RULES
+
+    if ("n" in sel) != ("seed" in sel):
+        raise TaseError(f"--config {path}: select: give n and seed together (its own held-out set) or neither (the "
+                        "held-out set of heldout:)")
+    if "n" in sel and sel["n"] < 1:
+        raise TaseError(f"--config {path}: select: n must be at least 1, got {bounded(sel['n'])}")
+    if sel.get("metric", "official_acc") not in RULES:
+        raise TaseError(f"--config {path}: select: metric must be one of {', '.join(sorted(RULES))}, got "
+                        f"{bounded(sel['metric'])}")
 
 
 def option_value(v: Any) -> bool:
@@ -247,10 +268,20 @@ class Proof:
         """Whether the config has a control section (stage 4)."""
         return "control" in self.cfg
 
+    @property
+    def select(self) -> bool:
+        """Whether the config has a select section (the selection stage, after the sets)."""
+        return "select" in self.cfg
+
+    @property
+    def select_heldout(self) -> Path:
+        """The rows the selection sees: its own set (select: n, seed) or the proof's held-out set; never official."""
+        return self.out / ("heldout_select.jsonl" if "n" in self.cfg["select"] else "heldout.jsonl")
+
     def k(self, stage: str) -> int:
-        """The printed number of a stage (STAGES): without a control, the stages after it move up by one."""
-        names = [s for s in STAGES if s != "control" or self.control]
-        return names.index(stage) + 1
+        """The printed number of a stage (STAGES): without a control or a select section, the stages after it move
+        up by one."""
+        return stage_names(self.cfg).index(stage) + 1
 
     def skip(self, k: int, title: str, done: Path, cmd: list[str], stage: str) -> bool:
         """True (after saying so) when the stage's output exists; under --dry-run its command still shows."""
@@ -261,6 +292,11 @@ class Proof:
         if self.dry:
             self.step.show(cmd)
         return True
+
+
+def stage_names(cfg: dict[str, Any]) -> list[str]:
+    """The stages this config runs, in order: STAGES less the optional ones it has no section for."""
+    return [s for s in STAGES if s not in OPTIONAL_STAGES or s in cfg]
 
 
 def setup(args: argparse.Namespace) -> Proof:
@@ -292,6 +328,6 @@ def setup(args: argparse.Namespace) -> Proof:
     if backend == "vllm" and default_backend() != "vllm":
         print(f"note: vllm is not installed; evaluating with {default_backend()} (eval's default)")
         backend = default_backend()
-    step = Steps("proof", N_STAGES if "control" in cfg else N_STAGES - 1, ROOT, dry_run=args.dry_run, quote=True)
+    step = Steps("proof", len(stage_names(cfg)), ROOT, dry_run=args.dry_run, quote=True)
     return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run, completions=completions,
                  data=data, base_model=base_model, read=read)

@@ -77,7 +77,10 @@ def completions_stage(step: Steps, out: Path, files: list[str], models: list[str
     return bad
 
 
-def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step: Steps, total: float) -> str:
+def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step: Steps, total: float,
+            selection: list[str] | None = None) -> str:
+    """The summary's text; `selection`: the selection stage's lines (proof_select.selection_lines), after the
+    accuracy table."""
     files = cfg["files"]
     lines = ["official subset (whole files), accuracy % (coarse = the official verdict):", "",
              "| model | " + " | ".join(f.split("/", 1)[1].removesuffix(".csv") for f in files)
@@ -88,6 +91,7 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
         accs = [res["by_file"][f]["accuracy"] for f in files]
         lines.append(f"| {name} | " + " | ".join(f"{a:.2f}" for a in accs)
                      + f" | {sum(accs) / len(accs):.2f} | {held['overall']:.2f} |")
+    lines += selection or []
     arms = cfg["grpo"]["arms"]
     pairs = tuple((f"GRPO {arm} vs warm-up", "warm-up", arm) for arm in reversed(arms))
     pairs += ((f"{FINE} vs {COARSE}", COARSE, FINE),) if set(arms) == set(ARMS) else ()
