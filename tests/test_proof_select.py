@@ -1,12 +1,14 @@
 """Issue 49: held-out checkpoint selection as a stage of recipes/proof.py (`select:`), and the named long configuration
-(recipes/configs/proof_combine_long_cpu.yaml, `make proof PROOF_LONG=1`). Dry runs and hand-written selection files:
-nothing trains or evaluates here (select_checkpoint.py itself runs for real in tests/test_select_checkpoint.py)."""
+(recipes/configs/proof_combine_long_cpu.yaml, `make proof PROOF_LONG=1`). Dry runs and hand-written selection files,
+and one real selection stage on a fake run of tiny checkpoints (slow); nothing trains here."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from conftest import ROOT, call_main
 from test_proof_control import CONTROL_CONFIG, commands, dry_run
@@ -201,3 +203,46 @@ def test_make_proof_long_names_the_long_config():
         res = subprocess.run(["make", "--no-print-directory", "proof", "TASE=/x", *bad], cwd=ROOT, capture_output=True,
                              text=True, timeout=60)
         assert res.returncode == 2 and res.stderr.startswith(f"error: {want}\n"), res.stderr
+
+
+@pytest.mark.slow
+def test_selection_stage_runs_select_checkpoint_and_the_evaluations_take_its_choice(tmp_path, fixture_root, tiny_model,
+                                                                                   capsys):
+    """The stage for real on a fake fine arm (checkpoint-1 and a final model at step 2, copies of the tiny model) and
+    three held-out rows: select_checkpoint.py runs, its selection.json gives the folder the evaluation commands take,
+    and the summary's table names it."""
+    import shutil
+
+    from recipes import proof_inputs
+    from recipes.pipeline import Steps
+    from recipes.proof import parse_args
+    from recipes.proof_eval import stage_evaluate
+    from recipes.proof_select import selection_lines, stage_select
+    from synth import generate
+
+    text = CONTROL_CONFIG.format().replace("arms: [coarse, fine]", "arms: [fine]").replace("max_new_tokens: 32",
+                                                                                             "max_new_tokens: 4")
+    text = text.replace(text[text.index("control:"):text.index("heldout:")], "select:\n")
+    cfg = tmp_path / "select.yaml"
+    cfg.write_text(text, encoding="utf-8")
+    out = tmp_path / "proof"
+    shutil.copytree(tiny_model, out / "fine" / "checkpoint-1")
+    for f in tiny_model.iterdir():
+        shutil.copy(f, out / "fine" / f.name)
+    (out / "fine" / "trainer_state.json").write_text(json.dumps({"global_step": 2}))
+    (out / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in generate("component_split", "en", 3, 5,
+                                                                                      "combine")))
+    pr = proof_inputs.setup(parse_args(["--config", str(cfg), "--official", str(fixture_root), "--out", str(out)]))
+    chosen = stage_select(pr)
+    sel = json.loads((out / "select_fine" / "selection.json").read_text())
+    assert [c["step"] for c in sel["candidates"]] == [1, 2] and sel["heldout"] == str(out / "heldout.jsonl")
+    assert chosen == {"fine": sel["chosen"]["path"]} and Path(sel["chosen"]["path"]).parent == out / "fine"
+    capsys.readouterr()
+    pr.step = Steps("proof", 9, ROOT, dry_run=True, quote=True)  # the evaluations' commands, not run
+    stage_evaluate(pr, out / "heldout.jsonl", chosen)
+    evals = commands(capsys.readouterr().out)
+    assert sum(f"--model {sel['chosen']['path']} " in c for c in evals) == 2
+    lines = selection_lines(pr)
+    assert f"| fine | {sel['chosen']['step']} | {sel['chosen']['path']} | {sel['chosen']['heldout']:.2f} | 2 |" in \
+        "\n".join(lines)
+    assert any("not an independent measure" in line for line in lines)  # chosen on the held-out set itself
