@@ -85,18 +85,14 @@ def param_count(cfg: Any) -> int:
 def ds_estimates(total: int, largest: int) -> dict[str, float]:
     """DeepSpeed's ZeRO-3 model-state estimate on one GPU (GiB), the rows `--dry_run` prints: per GPU with no offload
     and with optimizer offload, and the host memory that offload needs (`cpu_for_offload`). Empty without deepspeed."""
+    from recipes.grpo_plan import zero3_model_states
+
     try:
-        from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
+        _, none = zero3_model_states(total, largest, 1, optimizer_offload=False)
+        host, offload = zero3_model_states(total, largest, 1, optimizer_offload=True)
     except ImportError:
         return {}
-    out = {}
-    for name, opt in (("none", False), ("optimizer_cpu", True)):
-        cpu, gpu, _ = estimate_zero3_model_states_mem_needs(total, largest, num_gpus_per_node=1, num_nodes=1,
-                                                            cpu_offload=opt, cpu_offload_params=False, zero_init=True)
-        out[name] = gpu / GIB
-        if opt:
-            out["cpu_for_offload"] = cpu / GIB
-    return out
+    return {"none": none, "optimizer_cpu": offload, "cpu_for_offload": host}
 
 
 def host_memory_gib() -> float | None:

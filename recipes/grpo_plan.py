@@ -20,6 +20,18 @@ KNOWN_SIZES = {  # total params, largest layer params (embedding), for dry-run e
 }
 
 
+def zero3_model_states(total: int, largest: int, n_gpus: int, optimizer_offload: bool) -> tuple[float, float]:
+    """DeepSpeed's ZeRO-3 model-state estimate in GiB, (host, per GPU), for parameters on the GPU with zero_init: the
+    row `--dry_run` builds its planning figure on, and bench/gpu_memory_table.py's offload plan. ImportError
+    without deepspeed."""
+    from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
+
+    cpu, gpu, _ = estimate_zero3_model_states_mem_needs(int(total), int(largest), num_gpus_per_node=n_gpus, num_nodes=1,
+                                                        cpu_offload=optimizer_offload, cpu_offload_params=False,
+                                                        zero_init=True)
+    return cpu / 2**30, gpu / 2**30
+
+
 def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
@@ -55,17 +67,13 @@ def memory_estimate(model: str, n_gpus: int) -> str:
         import io
         from contextlib import redirect_stdout
 
-        from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
-
         buf = io.StringIO()
         with redirect_stdout(buf):
             estimate_zero3_model_states_mem_needs_all_cold(int(total), int(largest), num_gpus_per_node=n_gpus, num_nodes=1)
-        _, gpu, _ = estimate_zero3_model_states_mem_needs(int(total), int(largest), num_gpus_per_node=n_gpus,
-                                                          num_nodes=1, cpu_offload=False, cpu_offload_params=False,
-                                                          zero_init=True)
+        _, gpu = zero3_model_states(total, largest, n_gpus, optimizer_offload=False)
         return ("DeepSpeed ZeRO-3 estimator:\n" + buf.getvalue().strip() + "\nrecipes/accelerate/zero3.yaml is the "
                 "offload_param=none, offload_optimizer=none, zero_init=1 row; add activations and the vLLM cache\n"
-                f"planning figure: ~{gpu / 2**30 + MEASURED_OVERHEAD_GIB:.1f} GiB/GPU at peak (that row + "
+                f"planning figure: ~{gpu + MEASURED_OVERHEAD_GIB:.1f} GiB/GPU at peak (that row + "
                 f"{MEASURED_OVERHEAD_GIB:g} GiB for the CUDA context, the allocator's cache and activations: within 12% "
                 "of nvidia-smi at 0.5B-7B on one H200, docs/results/gpu_memory_table.json); plus the vLLM cache when "
                 "colocated; optimizer offload needs the per-CPU column in host RAM")
