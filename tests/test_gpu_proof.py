@@ -1,0 +1,71 @@
+"""bench/gpu_proof.sh (issue 49's GPU run): its CPU-side checks. The GPU run itself is recorded in
+docs/results/proof_gpu_combine; here, bad input is one line and exit 2, before anything is written."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import find_shellcheck
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "bench" / "gpu_proof.sh"
+
+
+def sh(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+def test_shellcheck_clean():
+    shellcheck = find_shellcheck()
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed (make install fetches it into .cache/shellcheck)")
+    res = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout
+
+
+def test_help_names_every_mode_and_the_config():
+    res = sh("--help")
+    assert res.returncode == 0 and res.stderr == ""
+    for word in ("--prepare", "--call 1", "--call 3", "--resume", "--rehearse", "--budget", "proof_combine_gpu.yaml"):
+        assert word in res.stdout
+    assert (ROOT / "recipes" / "configs" / "proof_combine_gpu.yaml").is_file()
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "error: give --prepare, --call N, --resume or --rehearse"),
+    (("--call", "4"), "error: --call needs 1, 2 or 3"),
+    (("--budget", "soon", "--resume"), "error: --budget needs a whole number of seconds"),
+    (("--prepare", "--resume"), "error: give one mode"),
+    (("--frobnicate",), "error: unknown argument '--frobnicate'"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(args, message):
+    res = sh(*args)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.startswith(message) and res.stderr.count("\n") == 1
+
+
+def test_prepare_refuses_a_folder_that_is_not_the_release(tmp_path):
+    res = sh("--prepare", "--official", str(tmp_path))
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert "no tasks/token_structure/component_split/en_combine.csv" in res.stderr
+
+
+def test_a_call_whose_folder_was_not_carried_says_so(tmp_path):
+    """A copy of the script in an empty checkout: call 2 without its carried folder stops before copying."""
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "gpu_proof.sh").write_text(SCRIPT.read_text())
+    res = subprocess.run(["bash", "bench/gpu_proof.sh", "--call", "2"], capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert "runs/gpu_proof/prep/call2 was not carried" in res.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_resume_without_the_parts_names_the_missing_call(tmp_path):
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "gpu_proof.sh").write_text(SCRIPT.read_text())
+    res = subprocess.run(["bash", "bench/gpu_proof.sh", "--resume"], capture_output=True, text=True, cwd=tmp_path,
+                         env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out")})
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert "gguf.part1 is missing: call 1 did not run on this machine" in res.stderr
