@@ -9,7 +9,7 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
-from recipes.proof_inputs import ARMS, CONTROL, shown
+from recipes.proof_inputs import ARMS, CONTROL, START, arm_specs, control_follows, shown
 from rewards.levels import COARSE, FINE
 
 
@@ -80,7 +80,8 @@ def completions_stage(step: Steps, out: Path, files: list[str], models: list[str
 def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step: Steps, total: float,
             selection: list[str] | None = None) -> str:
     """The summary's text; `selection`: the selection stage's lines (proof_select.selection_lines), after the
-    accuracy table."""
+    accuracy table. The arms and the control are measured against their baseline, the start where the models have
+    one, else the warm-up; every arm against the control (the arm it is timed against first)."""
     files = cfg["files"]
     lines = ["official subset (whole files), accuracy % (coarse = the official verdict):", "",
              "| model | " + " | ".join(f.split("/", 1)[1].removesuffix(".csv") for f in files)
@@ -92,11 +93,14 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
         lines.append(f"| {name} | " + " | ".join(f"{a:.2f}" for a in accs)
                      + f" | {sum(accs) / len(accs):.2f} | {held['overall']:.2f} |")
     lines += selection or []
-    arms = cfg["grpo"]["arms"]
-    pairs = tuple((f"GRPO {arm} vs warm-up", "warm-up", arm) for arm in reversed(arms))
+    arms, base = list(arm_specs(cfg)), START if START in models else "warm-up"
+    pairs = tuple((f"GRPO {arm} vs {base}", base, arm) for arm in reversed(arms))
     pairs += ((f"{FINE} vs {COARSE}", COARSE, FINE),) if set(arms) == set(ARMS) else ()
     if CONTROL in models:
-        pairs += ((f"GRPO {FINE} vs control", CONTROL, FINE), ("control vs warm-up", "warm-up", CONTROL))
+        follows = control_follows(cfg)  # the arm it is timed against first, then the others in the config's order
+        pairs += tuple((f"GRPO {arm} vs control", CONTROL, arm) for arm in [follows, *(a for a in arms if a != follows)])
+        pairs += ((f"control vs {base}", base, CONTROL),)
+    pairs += (("start vs warm-up", "warm-up", START),) if START in models else ()
     pairs += (("warm-up vs base", "base", "warm-up"),)
     for dname in ("official", "heldout"):
         lines += ["", f"gains on {dname} (overall as `eval compare`: file means -> task means; points; paired 95% "
