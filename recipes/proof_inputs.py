@@ -102,8 +102,9 @@ def load_config(path: str) -> dict[str, Any]:
     if not arms or not all(isinstance(a, str) for a in levels) or len(set(levels)) != len(levels) \
             or not set(levels) <= set(ARMS):
         raise TaseError(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {bounded(arms)}")
-    for i, arm in enumerate(a for a in arms if isinstance(a, dict)):
-        check_arm(path, i + 1, arm, levels)
+    for i, arm in enumerate(arms):
+        if isinstance(arm, dict):
+            check_arm(path, i + 1, arm, levels)  # named "grpo arm <i>" by its place in the list until its name is known
     if not all(isinstance(f, str) for f in cfg["grpo"]["reward_funcs"]):
         raise TaseError(f"--config {path}: grpo reward_funcs must list reward names or import paths, got "
                         f"{bounded(cfg['grpo']['reward_funcs'])}")
