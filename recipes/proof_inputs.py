@@ -102,9 +102,10 @@ def load_config(path: str) -> dict[str, Any]:
     if not arms or not all(isinstance(a, str) for a in levels) or len(set(levels)) != len(levels) \
             or not set(levels) <= set(ARMS):
         raise TaseError(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {bounded(arms)}")
+    seen = list(levels)  # the arms' names so far: each once
     for i, arm in enumerate(arms):
         if isinstance(arm, dict):
-            check_arm(path, i + 1, arm, levels)  # named "grpo arm <i>" by its place in the list until its name is known
+            check_arm(path, i + 1, arm, seen)  # named "grpo arm <i>" by its place in the list until its name is known
     if not all(isinstance(f, str) for f in cfg["grpo"]["reward_funcs"]):
         raise TaseError(f"--config {path}: grpo reward_funcs must list reward names or import paths, got "
                         f"{bounded(cfg['grpo']['reward_funcs'])}")
@@ -146,7 +147,7 @@ def check_options(path: str, part: str, options: dict[str, Any], taken: tuple[st
             raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py ({data})")
 
 
-def check_arm(path: str, i: int, arm: dict[str, Any], levels: list[str]) -> None:
+def check_arm(path: str, i: int, arm: dict[str, Any], seen: list[str]) -> None:
     """A named arm (ARM_SCHEMA): a folder-safe name that no other model or OUT folder has, nor a level (those are
     the plain arms), an accuracy level of ARMS, and GRPO options but the data (one pool for every arm and the
     control: grpo options) and what proof.py passes; each refusal one line. `options` is set to {} when absent."""
@@ -156,7 +157,7 @@ def check_arm(path: str, i: int, arm: dict[str, Any], levels: list[str]) -> None
             or name in (COARSE, STRICT, FINE):
         raise TaseError(f"--config {path}: grpo arm {i}: name must be letters, digits, _ or - (a folder of out), not "
                         f"one of {', '.join((COARSE, STRICT, FINE) + RESERVED)} nor select_*; got {bounded(name)}")
-    if name in levels:
+    if name in seen:
         raise TaseError(f"--config {path}: grpo arm {name!r} is given twice")
     if arm["accuracy"] not in ARMS:
         raise TaseError(f"--config {path}: grpo arm {name!r}: accuracy must be one of {', '.join(ARMS)}, got "
@@ -164,7 +165,7 @@ def check_arm(path: str, i: int, arm: dict[str, Any], levels: list[str]) -> None
     arm["options"] = arm.get("options") or {}
     check_options(path, f"grpo arm {name!r}", arm["options"], SET_HERE + ("model_name_or_path", "reward_funcs"),
                   "every arm trains on the same GRPO data: set it in grpo options")
-    levels.append(name)  # names seen so far: a second arm of the same name is refused above
+    seen.append(name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +175,10 @@ class Arm:
     name: str
     level: str
     options: dict[str, Any]
+
+    def grpo_options(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The options its grpo.py run takes: grpo.options, then its own (each key once, its value winning)."""
+        return {**cfg["grpo"]["options"], **self.options}
 
 
 def arm_specs(cfg: dict[str, Any]) -> dict[str, Arm]:
@@ -301,7 +306,7 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     for arm in arm_specs(cfg).values():
         if arm.options:
             parts.append((f"grpo:{arm.name}", f"grpo arm {arm.name!r}", grpo, grpo_config,
-                          {**cfg["grpo"]["options"], **arm.options},
+                          arm.grpo_options(cfg),
                           ["--reward_funcs", accuracy_reward_name(arm.level), *cfg["grpo"]["reward_funcs"]]))
     if "control" in cfg:
         parts.append(("control", "control", sft, sft_config, continued_options(cfg, "control"),

@@ -73,7 +73,7 @@ def stage_train(pr: Proof) -> None:
         reward = accuracy_reward_name(arm.level)  # the arm's accuracy reward, named by rewards/levels.py
         cmd = [pr.py, shown(HERE / "grpo.py"), "--config", shown(pr.grpo_config), "--model_name_or_path",
                shown(pr.origin), "--exclude", pr.guard, "--output_dir", shown(out / name), "--reward_funcs",
-               reward, *cfg["grpo"]["reward_funcs"], *flags({**cfg["grpo"]["options"], **arm.options}),
+               reward, *cfg["grpo"]["reward_funcs"], *flags(arm.grpo_options(cfg)),
                "--resume_from_checkpoint", "true"]
         if not pr.skip(k, f"GRPO {name}", out / name / "model.safetensors", cmd, f"{k} GRPO {name}"):
             step(k, f"GRPO {name} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
