@@ -2,7 +2,7 @@
 stage (a fixed-step SFT from the warm-up on the GRPO data drawn with its own synth_seed, which the arms and the
 control train from), named GRPO arms with options of their own, and `control: follows`. Dry runs in this process and
 hand-written files only; nothing trains. Also pins every shipped proof config's dry run to its golden text
-(tests/fixtures/proof_dry_runs; regenerate with `python tests/test_proof_start.py --update` after an intended change)."""
+(tests/fixtures/proof_dry_runs; after an intended change, `PYTHONPATH=. python tests/test_proof_start.py --update`)."""
 from __future__ import annotations
 
 import contextlib
@@ -297,7 +297,7 @@ def test_the_shipped_proof_configs_dry_runs_are_unchanged(name, tmp_path):
     assert text == (GOLDEN / f"{name}.txt").read_text(encoding="utf-8")
 
 
-if __name__ == "__main__":  # python tests/test_proof_start.py --update: rewrite the golden texts
+if __name__ == "__main__":  # PYTHONPATH=. python tests/test_proof_start.py --update: rewrite the golden texts
     import tempfile
 
     if sys.argv[1:] != ["--update"]:
