@@ -15,7 +15,11 @@
   CIs, wall times.
 Without a `control:` section stage 4 does not exist and the later ones are numbered 4-8. With a `select:` section a
 stage after 5 (the sets) chooses each GRPO arm's and the control's checkpoint on held-out rows only
-(recipes/select_checkpoint.py), and the evaluations take the chosen checkpoints. Each step is printed
+(recipes/select_checkpoint.py), and the evaluations take the chosen checkpoints. With a `start:` section a stage
+after the warm-up trains the start (fixed-step SFT from the warm-up on the GRPO data drawn with its own synth_seed),
+which the arms and the control train from and are measured against (SFT then GRPO, issue 49). `grpo: arms` may name
+arms with options of their own (`{name, accuracy, options}`), and `control: follows` the arm whose train_runtime
+the control trains for. Each step is printed
 as the command it runs and timed; a stage whose output exists is skipped, so rerunning the same command
 resumes. Relative paths in the config are relative to the repository root. Nothing is written outside OUT unless
 named for the run (--completions DIR).
@@ -51,7 +55,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    """The stages in order (eight, one more with a control, one more with a selection; docs/results.md, "make
+    """The stages in order (eight, one more each with a start, a control, a selection; docs/results.md, "make
     proof"); 1 when a re-scored file disagrees."""
     pr = setup(parse_args(argv))
     t0 = time.time()

@@ -7,7 +7,7 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.config import data_streams
-from recipes.proof_inputs import CONTROL, Proof, shown
+from recipes.proof_inputs import CONTROL, START, Proof, shown
 
 
 def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, folder: Path) -> tuple[list, list]:
@@ -60,7 +60,7 @@ def stage_sets(pr: Proof) -> Path:
     selection's own held-out set, guarded against those and the held-out set (the summary's held-out column stays
     independent of the choice); returns the held-out file."""
     sets, guard_files = [], []
-    for name in ("sft", "grpo"):
+    for name in pr.data:  # sft, (start,) grpo
         cmds, files = training_set_cmds(pr.py, name, pr.data[name], pr.guard, pr.out / "data")
         sets += cmds
         guard_files += files
@@ -83,12 +83,14 @@ def stage_sets(pr: Proof) -> Path:
 
 def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = None) -> tuple[dict[str, str],
                                                                                             dict[str, str]]:
-    """5 (6 with a control, one more with a selection). greedy evaluations of every model on both data sets; then
-    comparisons with paired bootstrap intervals. `chosen`: the model to evaluate for a selected run (by model
+    """5 (6 with a control, one more with a start or a selection). greedy evaluations of every model (base, warm-up,
+    the start, the arms, the control) on both data sets; then comparisons with paired bootstrap intervals. `chosen`: the model to evaluate for a selected run (by model
     name: its chosen checkpoint) instead of its final model. Returns the models and data sets, by name."""
     out = pr.out
-    models = {"base": pr.base_model,
-              "warm-up": shown(out / "sft"), **{arm: shown(out / arm) for arm in pr.cfg["grpo"]["arms"]}}
+    models = {"base": pr.base_model, "warm-up": shown(out / "sft")}
+    if pr.start:
+        models[START] = shown(out / START)
+    models.update({arm: shown(out / arm) for arm in pr.arms})
     if pr.control:
         models[CONTROL] = shown(out / "control")
     models.update(chosen or {})

@@ -19,16 +19,21 @@ from recipes.config import DataArgs
 from common.errors import TaseError
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
-from rewards.levels import COARSE, FINE, accuracy_reward_name
+from rewards.levels import COARSE, FINE, STRICT, accuracy_reward_name
 
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-# the stages in order; "control" and "select" exist only with their config section (Proof.stages)
-STAGES = ("subset", "sft", "grpo", "control", "sets", "select", "evaluate", "compare", "completions", "summary")
-OPTIONAL_STAGES = ("control", "select")
+# the stages in order; "start", "control" and "select" exist only with their config section (stage_names)
+STAGES = ("subset", "sft", "start", "grpo", "control", "sets", "select", "evaluate", "compare", "completions",
+          "summary")
+OPTIONAL_STAGES = ("start", "control", "select")
 ARMS = (COARSE, FINE)  # the accuracy levels (rewards/levels.py) a proof may train an arm on, each its folder's name
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
+START = "start"  # the start's model name and folder (OUT/start): what the arms and the control train from
+# names a named arm cannot take: the other models' names and OUT's own folders (an arm's folder is OUT/<name>)
+RESERVED = ("base", "warm-up", "sft", START, "control", CONTROL, "official", "data", "eval", "comparison",
+            "completions", "rescore")
 OPTIONAL = object()
 # eval.dtype (optional, passed as `eval run --dtype`): pin it (float32) so the numbers do not depend on the CPU,
 # whose default is bfloat16 where it has bf16 natively and float32 elsewhere
@@ -37,8 +42,13 @@ EVAL_DTYPES = ("float32", "bfloat16", "float16")
 SCHEMA: dict[str, Any] = {
     "out": str, "completions": (str, OPTIONAL), "files": list,
     "sft": {"config": str, "options": (dict, OPTIONAL)},
+    # a fixed-step SFT from the warm-up on the GRPO arms' data with its own synth_seed; the arms and the control
+    # then train from it, and it is the comparisons' baseline
+    "start": ({"synth_seed": int, "options": (dict, OPTIONAL)}, OPTIONAL),
+    # arms: accuracy levels (coarse, fine) and/or named arms (ARM_SCHEMA)
     "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
-    "control": ({"options": (dict, OPTIONAL)}, OPTIONAL),
+    # follows: the arm whose train_runtime is the control's --max_train_seconds (default fine)
+    "control": ({"options": (dict, OPTIONAL), "follows": (str, OPTIONAL)}, OPTIONAL),
     # held-out checkpoint selection of every GRPO arm and the control: n/seed its own held-out set, else heldout:'s
     "select": ({"n": (int, OPTIONAL), "seed": (int, OPTIONAL), "metric": (str, OPTIONAL)}, OPTIONAL),
     "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL),
@@ -46,6 +56,8 @@ SCHEMA: dict[str, Any] = {
     "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL), "dtype": (str, OPTIONAL)},
     "compare": {"n_boot": int},
 }
+# a named arm: its folder and model name, its accuracy level (one of ARMS), its GRPO options over grpo.options
+ARM_SCHEMA: dict[str, Any] = {"name": str, "accuracy": str, "options": (dict, OPTIONAL)}
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
 DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "synth_seed", "max_len", "paraphrase",
              "streaming", "subtasks", "repeat_answers")
@@ -86,8 +98,14 @@ def load_config(path: str) -> dict[str, Any]:
         raise TaseError(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got "
                         f"{bounded(files)}")
     arms = cfg["grpo"]["arms"]
-    if not arms or not all(isinstance(a, str) for a in arms) or len(set(arms)) != len(arms) or not set(arms) <= set(ARMS):
+    levels = [a for a in arms if not isinstance(a, dict)]
+    if not arms or not all(isinstance(a, str) for a in levels) or len(set(levels)) != len(levels) \
+            or not set(levels) <= set(ARMS):
         raise TaseError(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {bounded(arms)}")
+    seen = list(levels)  # the arms' names so far: each once
+    for i, arm in enumerate(arms):
+        if isinstance(arm, dict):
+            check_arm(path, i + 1, arm, seen)  # named "grpo arm <i>" by its place in the list until its name is known
     if not all(isinstance(f, str) for f in cfg["grpo"]["reward_funcs"]):
         raise TaseError(f"--config {path}: grpo reward_funcs must list reward names or import paths, got "
                         f"{bounded(cfg['grpo']['reward_funcs'])}")
@@ -96,26 +114,85 @@ def load_config(path: str) -> dict[str, Any]:
     if not isinstance(cfg["eval"].get("dtype"), (str, type(None))) or cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
         raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got "
                         f"{bounded(cfg['eval']['dtype'])}")
-    for part in ("sft", "grpo", "control"):
+    for part in ("sft", "start", "grpo", "control"):
         if part not in cfg:
             continue
         cfg[part]["options"] = cfg[part].get("options") or {}
-        taken = SET_HERE + {"grpo": ("model_name_or_path", "reward_funcs"),
+        taken = SET_HERE + {"grpo": ("model_name_or_path", "reward_funcs"), "start": ("model_name_or_path",),
                             "control": ("model_name_or_path", "max_train_seconds"), "sft": ()}[part]
-        for key, v in cfg[part]["options"].items():
-            if not option_value(v):  # flags() passes a value or a list of values; anything else is misread
-                raise TaseError(f"--config {path}: {part} option {key!r} must be a value or a list of values, got "
-                                f"{bounded(v)}")
-            if key in taken:
-                raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py")
-            if part == "control" and key in DATA_KEYS:
-                raise TaseError(f"--config {path}: control option {key!r} is set by proof.py (the control trains on the GRPO "
-                     "arms' data: the grpo config's and grpo options')")
-    if "control" in cfg and FINE not in arms:
-        raise TaseError(f"--config {path}: the control trains for the fine arm's train_runtime: grpo arms must include fine")
+        data = {"control": "the control trains on the GRPO arms' data: the grpo config's and grpo options'",
+                "start": "the start trains on the GRPO arms' data with start: synth_seed"}.get(part)
+        check_options(path, part, cfg[part]["options"], taken, data)
+    if "control" in cfg:
+        follows = control_follows(cfg)
+        if follows not in arm_specs(cfg):
+            raise TaseError(f"--config {path}: the control trains for the {follows} arm's train_runtime: grpo arms must "
+                            f"include {follows}" + ("" if "follows" in cfg["control"] else
+                                                    " (or name another arm in control: follows)"))
     if "select" in cfg:
         check_select(path, cfg["select"])
     return cfg
+
+
+def check_options(path: str, part: str, options: dict[str, Any], taken: tuple[str, ...], data: str | None) -> None:
+    """A section's recipe options: each a value or a list of values, none of those proof.py passes itself (`taken`)
+    and, where `data` says why, no data option; each refusal one line."""
+    for key, v in options.items():
+        if not option_value(v):  # flags() passes a value or a list of values; anything else is misread
+            raise TaseError(f"--config {path}: {part} option {key!r} must be a value or a list of values, got "
+                            f"{bounded(v)}")
+        if key in taken:
+            raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py")
+        if data and key in DATA_KEYS:
+            raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py ({data})")
+
+
+def check_arm(path: str, i: int, arm: dict[str, Any], seen: list[str]) -> None:
+    """A named arm (ARM_SCHEMA): a folder-safe name that no other model or OUT folder has, nor a level (those are
+    the plain arms), an accuracy level of ARMS, and GRPO options but the data (one pool for every arm and the
+    control: grpo options) and what proof.py passes; each refusal one line. `options` is set to {} when absent."""
+    check_section(f"--config {path}: grpo arm {i}", arm, ARM_SCHEMA)
+    name = arm["name"]
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name) or name in RESERVED or name.startswith("select_") \
+            or name in (COARSE, STRICT, FINE):
+        raise TaseError(f"--config {path}: grpo arm {i}: name must be letters, digits, _ or - (a folder of out), not "
+                        f"one of {', '.join((COARSE, STRICT, FINE) + RESERVED)} nor select_*; got {bounded(name)}")
+    if name in seen:
+        raise TaseError(f"--config {path}: grpo arm {name!r} is given twice")
+    if arm["accuracy"] not in ARMS:
+        raise TaseError(f"--config {path}: grpo arm {name!r}: accuracy must be one of {', '.join(ARMS)}, got "
+                        f"{bounded(arm['accuracy'])}")
+    arm["options"] = arm.get("options") or {}
+    check_options(path, f"grpo arm {name!r}", arm["options"], SET_HERE + ("model_name_or_path", "reward_funcs"),
+                  "every arm trains on the same GRPO data: set it in grpo options")
+    seen.append(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """A GRPO arm: its name (folder OUT/<name>, model name), accuracy level, and its own options over grpo.options."""
+
+    name: str
+    level: str
+    options: dict[str, Any]
+
+    def grpo_options(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The options its grpo.py run takes: grpo.options, then its own (each key once, its value winning)."""
+        return {**cfg["grpo"]["options"], **self.options}
+
+
+def arm_specs(cfg: dict[str, Any]) -> dict[str, Arm]:
+    """The config's GRPO arms by name, in order: a level `fine` is the arm named fine with no options of its own;
+    a named arm (ARM_SCHEMA) is its name, accuracy and options. The one reading of grpo: arms."""
+    return {a.name: a for a in (Arm(x, x, {}) if isinstance(x, str) else Arm(x["name"], x["accuracy"],
+                                                                            x.get("options") or {})
+                                for x in cfg["grpo"]["arms"])}
+
+
+def control_follows(cfg: dict[str, Any]) -> str:
+    """The arm whose train_runtime the control trains for: control: follows, else fine."""
+    follows = cfg["control"].get("follows")
+    return FINE if follows is None else follows
 
 
 def check_select(path: str, sel: dict[str, Any]) -> None:
@@ -207,10 +284,11 @@ def completions_dir(args: argparse.Namespace, cfg: dict[str, Any], out: Path) ->
 def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Path,
                          read: Callable[[str | Path], Any] | None = None) -> dict[str, tuple]:
     """Every stage's recipe options, parsed now by that recipe's own parser (its --config, then the options as
-    proof.py will pass them), so that a misspelled key or a bad value in `sft:`, `grpo:` or `control:` is one
-    line before stage 1, not a failure hours later when its stage starts (issue 36). The range checks are
-    config.TRAINER_RANGES'; the recipes check the rest (model, data, output folder) when they start. Returns each
-    stage's parsed dataclasses, by stage."""
+    proof.py will pass them), so that a misspelled key or a bad value in `sft:`, `start:`, `grpo:` (a named arm's
+    options over grpo's) or `control:` is one line before stage 1, not a failure hours later when its stage starts
+    (issue 36). The range checks are config.TRAINER_RANGES'; the recipes check the rest (model, data, output
+    folder) when they start. Returns each stage's parsed dataclasses, by stage ("grpo:<name>" for a named arm
+    with options)."""
     from trl import GRPOConfig, ModelConfig, SFTConfig
 
     from recipes.config import TaseArgs, check_trainer_ranges
@@ -219,16 +297,24 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
 
     sft = (DataArgs, SFTConfig, ModelConfig, BudgetArgs)
     common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
-    parts = [("sft", sft, sft_config, cfg["sft"]["options"], [])]
-    parts.append(("grpo", (TaseArgs, GRPOConfig, ModelConfig), grpo_config, cfg["grpo"]["options"],
+    grpo = (TaseArgs, GRPOConfig, ModelConfig)
+    parts = [("sft", "sft", sft, sft_config, cfg["sft"]["options"], [])]
+    if "start" in cfg:
+        parts.append(("start", "start", sft, sft_config, continued_options(cfg, "start"), []))
+    parts.append(("grpo", "grpo", grpo, grpo_config, cfg["grpo"]["options"],
                   ["--reward_funcs", accuracy_reward_name(FINE), *cfg["grpo"]["reward_funcs"]]))
+    for arm in arm_specs(cfg).values():
+        if arm.options:
+            parts.append((f"grpo:{arm.name}", f"grpo arm {arm.name!r}", grpo, grpo_config,
+                          arm.grpo_options(cfg),
+                          ["--reward_funcs", accuracy_reward_name(arm.level), *cfg["grpo"]["reward_funcs"]]))
     if "control" in cfg:
-        opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
-        parts.append(("control", sft, sft_config, {**opts, **cfg["control"]["options"]}, ["--max_train_seconds", "1"]))
+        parts.append(("control", "control", sft, sft_config, continued_options(cfg, "control"),
+                      ["--max_train_seconds", "1"]))
     read = read or config_reader()
     parsed_parts: dict[str, tuple] = {}
-    for part, types, recipe_config, options, fixed in parts:
-        where = f"{part} options (for {shown(recipe_config)})"
+    for part, label, types, recipe_config, options, fixed in parts:
+        where = f"{label} options (for {shown(recipe_config)})"
         parser = RecipeParser(types, where=f"{where}: ")
         known = parser.options()
         for key in options:  # named exactly as the recipe's parser names them
@@ -239,6 +325,13 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
         check_trainer_ranges(*parsed, where=f"{where}: ")
         parsed_parts[part] = parsed
     return parsed_parts
+
+
+def continued_options(cfg: dict[str, Any], part: str) -> dict[str, Any]:
+    """The options of an SFT that continues a model (the start, the control): the sft options but data and model,
+    then the part's own options (each key once, the part's value winning)."""
+    opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
+    return {**opts, **cfg[part]["options"]}
 
 
 @dataclasses.dataclass
@@ -255,7 +348,7 @@ class Proof:
     dry: bool
     py: str = sys.executable
     completions: Path | None = None  # the completion files' folder: inside out unless --completions names one
-    data: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # sft, grpo: data_args, parsed once
+    data: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # sft, start, grpo: data_args, once
     base_model: str = "default"  # the model the sft recipe starts from (the comparison's base), as parsed
     read: Callable[[str | Path], Any] = dataclasses.field(default_factory=config_reader)  # each file read once
 
@@ -267,6 +360,21 @@ class Proof:
     def control(self) -> bool:
         """Whether the config has a control section (stage 4)."""
         return "control" in self.cfg
+
+    @property
+    def start(self) -> bool:
+        """Whether the config has a start section (a stage after the warm-up)."""
+        return "start" in self.cfg
+
+    @property
+    def arms(self) -> dict[str, Arm]:
+        """The GRPO arms by name (arm_specs)."""
+        return arm_specs(self.cfg)
+
+    @property
+    def origin(self) -> Path:
+        """The model the GRPO arms and the control train from: the start with a start section, else the warm-up."""
+        return self.out / (START if self.start else "sft")
 
     @property
     def select(self) -> bool:
@@ -320,6 +428,10 @@ def setup(args: argparse.Namespace) -> Proof:
     # bad tasks/langs/subtasks: now, not in stage 4/5 (DataArgs checks them as it parses)
     data = {part: data_args(c, cfg[part]["options"], read, where=f"{part}: ")
             for part, c in (("sft", sft_config), ("grpo", grpo_config))}
+    if "start" in cfg:  # the GRPO arms' data with the start's seed, as the grpo recipe's parser makes it
+        data = {"sft": data["sft"], "start": data_args(grpo_config, {**cfg["grpo"]["options"], "synth_seed":
+                                                                     cfg["start"]["synth_seed"]}, read,
+                                                       where="start: "), "grpo": data["grpo"]}
     parsed = check_recipe_options(cfg, sft_config, grpo_config, read)
     base_model = str(parsed["sft"][2].model_name_or_path or "default")  # (DataArgs, SFTConfig, ModelConfig, ...)
     from eval.backends import default_backend

@@ -9,7 +9,7 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
-from recipes.proof_inputs import ARMS, CONTROL, shown
+from recipes.proof_inputs import ARMS, CONTROL, START, arm_specs, control_follows, shown
 from rewards.levels import COARSE, FINE
 
 
@@ -77,10 +77,26 @@ def completions_stage(step: Steps, out: Path, files: list[str], models: list[str
     return bad
 
 
+def summary_pairs(cfg: dict[str, Any], models: list[str]) -> tuple[tuple[str, str, str], ...]:
+    """The summary's paired gains, (label, baseline model, model): every arm against the baseline (the start where
+    the models have one, else the warm-up), fine vs coarse with both level arms, every arm against the control (the
+    arm it is timed against first), the control against the baseline, then each stage before it against the one
+    before (start vs warm-up, warm-up vs base)."""
+    arms, base = list(arm_specs(cfg)), START if START in models else "warm-up"
+    pairs = tuple((f"GRPO {arm} vs {base}", base, arm) for arm in reversed(arms))
+    pairs += ((f"{FINE} vs {COARSE}", COARSE, FINE),) if set(arms) == set(ARMS) else ()
+    if CONTROL in models:
+        follows = control_follows(cfg)
+        pairs += tuple((f"GRPO {arm} vs control", CONTROL, arm) for arm in [follows, *(a for a in arms if a != follows)])
+        pairs += ((f"control vs {base}", base, CONTROL),)
+    pairs += (("start vs warm-up", "warm-up", START),) if START in models else ()
+    return pairs + (("warm-up vs base", "base", "warm-up"),)
+
+
 def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step: Steps, total: float,
             selection: list[str] | None = None) -> str:
     """The summary's text; `selection`: the selection stage's lines (proof_select.selection_lines), after the
-    accuracy table."""
+    accuracy table; the paired gains: summary_pairs."""
     files = cfg["files"]
     lines = ["official subset (whole files), accuracy % (coarse = the official verdict):", "",
              "| model | " + " | ".join(f.split("/", 1)[1].removesuffix(".csv") for f in files)
@@ -92,12 +108,7 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
         lines.append(f"| {name} | " + " | ".join(f"{a:.2f}" for a in accs)
                      + f" | {sum(accs) / len(accs):.2f} | {held['overall']:.2f} |")
     lines += selection or []
-    arms = cfg["grpo"]["arms"]
-    pairs = tuple((f"GRPO {arm} vs warm-up", "warm-up", arm) for arm in reversed(arms))
-    pairs += ((f"{FINE} vs {COARSE}", COARSE, FINE),) if set(arms) == set(ARMS) else ()
-    if CONTROL in models:
-        pairs += ((f"GRPO {FINE} vs control", CONTROL, FINE), ("control vs warm-up", "warm-up", CONTROL))
-    pairs += (("warm-up vs base", "base", "warm-up"),)
+    pairs = summary_pairs(cfg, models)
     for dname in ("official", "heldout"):
         lines += ["", f"gains on {dname} (overall as `eval compare`: file means -> task means; points; paired 95% "
                       f"bootstrap, {n_boot} resamples):"]

@@ -14,7 +14,7 @@ from recipes.proof_inputs import CONTROL, HERE, ROOT, Proof, shown
 
 def selected_runs(pr: Proof) -> dict[str, Path]:
     """The runs the selection chooses a checkpoint of, by model name: every GRPO arm, then the control."""
-    runs = {arm: pr.out / arm for arm in pr.cfg["grpo"]["arms"]}
+    runs = {arm: pr.out / arm for arm in pr.arms}
     if pr.control:
         runs[CONTROL] = pr.out / "control"
     return runs

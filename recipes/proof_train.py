@@ -1,5 +1,7 @@
-"""recipes/proof.py's training stages: 1 the official subset linked into OUT/official, 2 the SFT warm-up, 3 one GRPO
-arm per accuracy reward, 4 (with a `control:` section) the more-SFT control for the fine arm's train_runtime."""
+"""recipes/proof.py's training stages: 1 the official subset linked into OUT/official, 2 the SFT warm-up, (with a
+`start:` section) the start, a fixed-step SFT from the warm-up that the rest trains from, then the GRPO arms (one per
+accuracy reward, or named arms with their own options), and (with a `control:` section) the more-SFT control for
+one arm's train_runtime (control: follows, default the fine arm)."""
 from __future__ import annotations
 
 import json
@@ -10,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_inputs import DATA_KEYS, HERE, Proof, config_reader, flags, shown
-from rewards.levels import FINE, accuracy_reward_name
+from recipes.proof_inputs import HERE, START, Proof, config_reader, continued_options, control_follows, flags, shown
+from rewards.levels import accuracy_reward_name
 
 
 def link_subset(official: Path, files: list[str], dest: Path, dry_run: bool) -> list[list[str]]:
@@ -55,81 +57,111 @@ def stage_subset(pr: Proof) -> None:
 
 
 def stage_train(pr: Proof) -> None:
-    """2. SFT warm-up; 3. GRPO arms: same config, seed, data and steps; only the accuracy reward differs."""
+    """2. SFT warm-up; (the start, stage_start); 3. GRPO arms from the warm-up (or the start): same config, seed,
+    data and steps, only the accuracy reward differing, unless a named arm sets options of its own (over
+    grpo.options; never the data)."""
     cfg, out, step = pr.cfg, pr.out, pr.step
     cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(pr.sft_config), *flags(cfg["sft"]["options"]),
            "--exclude", pr.guard, "--output_dir", shown(out / "sft"),
            "--resume_from_checkpoint", "true"]  # a killed run continues
     if not pr.skip(2, "SFT warm-up", out / "sft" / "model.safetensors", cmd, "2 SFT warm-up"):
         step(2, "SFT warm-up", cmd, stage="2 SFT warm-up")
-    for arm in cfg["grpo"]["arms"]:
-        reward = accuracy_reward_name(arm)  # the arm's accuracy reward, named by rewards/levels.py
+    if pr.start:
+        stage_start(pr)
+    k = pr.k("grpo")
+    for name, arm in pr.arms.items():
+        reward = accuracy_reward_name(arm.level)  # the arm's accuracy reward, named by rewards/levels.py
         cmd = [pr.py, shown(HERE / "grpo.py"), "--config", shown(pr.grpo_config), "--model_name_or_path",
-               shown(out / "sft"), "--exclude", pr.guard, "--output_dir", shown(out / arm), "--reward_funcs",
-               reward, *cfg["grpo"]["reward_funcs"], *flags(cfg["grpo"]["options"]),
+               shown(pr.origin), "--exclude", pr.guard, "--output_dir", shown(out / name), "--reward_funcs",
+               reward, *cfg["grpo"]["reward_funcs"], *flags(arm.grpo_options(cfg)),
                "--resume_from_checkpoint", "true"]
-        if not pr.skip(3, f"GRPO {arm}", out / arm / "model.safetensors", cmd, f"3 GRPO {arm}"):
-            step(3, f"GRPO {arm} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
-                 stage=f"3 GRPO {arm}")
+        if not pr.skip(k, f"GRPO {name}", out / name / "model.safetensors", cmd, f"{k} GRPO {name}"):
+            step(k, f"GRPO {name} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
+                 stage=f"{k} GRPO {name}")
 
 
-def control_config_text(sft_config: Path, data: dict[str, Any], read: Callable[[str | Path], Any] | None = None) -> str:
-    """The control's recipe config: the sft recipe config's YAML (through `read`: the proof's reader has it
-    already) with every data option replaced by `data` (the GRPO arms'), None written as null: an unset option
-    (max_len, subtasks) cannot be given as a flag."""
+def control_config_text(sft_config: Path, data: dict[str, Any], read: Callable[[str | Path], Any] | None = None,
+                        what: str = "the GRPO arms' data options") -> str:
+    """The control's (or the start's) recipe config: the sft recipe config's YAML (through `read`: the proof's
+    reader has it already) with every data option replaced by `data` (the GRPO arms', or the start's), None written
+    as null: an unset option (max_len, subtasks) cannot be given as a flag. `what` names the data in its header."""
     import yaml
 
     recipe = {**((read or config_reader())(sft_config) or {}), **data}
-    return (f"# written by recipes/proof.py: {shown(sft_config)} with the GRPO arms' data options\n"
+    return (f"# written by recipes/proof.py: {shown(sft_config)} with {what}\n"
             + yaml.safe_dump(recipe, sort_keys=False, allow_unicode=True))
+
+
+def continued_sft(pr: Proof, k: int, part: str, name: str, title: str, config: Path, data: dict[str, Any],
+                  what: str, folder: Path, budget: list[str], notes: list[str]) -> None:
+    """Step k (`name`; `title` in full): sft_warmup.py continuing a model with gold answers, the warm-up (the start)
+    or what the arms train from (the control): --config `config`, written now as the sft recipe config with `data`
+    (control_config_text), then the sft options but data and model and the part's own options (continued_options),
+    then `budget` (the control's --max_train_seconds). Skipped when its model exists; the config is written only
+    when it changes."""
+    done = folder / "model.safetensors"
+    source = pr.out / "sft" if part == START else pr.origin
+    cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(config), "--model_name_or_path",
+           shown(source), *flags(continued_options(pr.cfg, part)), *budget, "--exclude", pr.guard,
+           "--output_dir", shown(folder), "--resume_from_checkpoint", "true"]
+    if pr.skip(k, name, done, cmd, f"{k} {name}"):
+        return
+    pr.step.header(k, title)
+    print(f"# writes {shown(config)}: {shown(pr.sft_config)} with {what}: "
+          + ", ".join(f"{key} {json.dumps(v)}" for key, v in data.items()))
+    for line in notes:
+        print(line)
+    text = control_config_text(pr.sft_config, data, pr.read, what)
+    if not pr.dry and (not config.is_file() or config.read_text(encoding="utf-8") != text):
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(text, encoding="utf-8")
+    pr.step.run(name, cmd, stage=f"{k} {name}")
+
+
+def stage_start(pr: Proof) -> None:
+    """The start (a `start:` section): sft_warmup.py from the warm-up with gold answers on the GRPO arms' data drawn
+    with start: synth_seed (OUT/start_config.yaml), for the steps its options give (e.g. max_steps; no time budget).
+    Output OUT/start: the GRPO arms and the control train from it, and the comparisons measure them against it
+    (issue 49: SFT then GRPO). Its prompts are a training set of the sets stage, so the held-out guard covers them."""
+    seed = pr.cfg["start"]["synth_seed"]
+    continued_sft(pr, pr.k("start"), START, "start", f"start (gold answers on the GRPO data with synth_seed {seed}, "
+                  "from the warm-up)", pr.out / "start_config.yaml", pr.data["start"],
+                  f"the GRPO arms' data options, synth_seed {seed} (start: synth_seed)", pr.out / START, [], [])
 
 
 def train_runtime(run: Path) -> float:
     """A finished run's training wall time: the `train_runtime` the Trainer logs when train() returns, kept in
     the log_history of the trainer_state.json both recipes save. A resumed run's covers its last invocation
-    only. Missing or unreadable: one line (the control needs it to train for as long)."""
-    state = run / "trainer_state.json"
+    only. Missing or unreadable: one line (the control needs it to train for as long); `run`'s folder name is the
+    arm's name."""
+    state, arm = run / "trainer_state.json", run.name
     try:
         history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
     except (OSError, ValueError, AttributeError, RecursionError) as e:
-        raise TaseError(f"{shown(state)}: cannot read the fine arm's train_runtime ({getattr(e, 'strerror', None) or e}); "
-             "the control trains for as long as the fine arm did")
+        raise TaseError(f"{shown(state)}: cannot read the {arm} arm's train_runtime "
+                        f"({getattr(e, 'strerror', None) or e}); the control trains for as long as the {arm} arm did")
     times = [h["train_runtime"] for h in history
              if isinstance(h, dict) and isinstance(h.get("train_runtime"), (int, float))]
     if not times or not times[-1] > 0:
-        raise TaseError(f"{shown(state)}: no train_runtime in its log_history (did the fine arm finish?); the control "
-             "trains for as long as the fine arm did")
+        raise TaseError(f"{shown(state)}: no train_runtime in its log_history (did the {arm} arm finish?); the control "
+             f"trains for as long as the {arm} arm did")
     return float(times[-1])
 
 
 def stage_control(pr: Proof) -> None:
-    """4. the more-SFT control: sft_warmup.py from the warm-up with gold answers on the GRPO arms' data, for
-    --max_train_seconds = the fine arm's train_runtime: "GRPO vs more supervised data" at equal training time.
-    Its --config is OUT/control_config.yaml, the sft recipe config with every data option set to the GRPO
-    arms' (the grpo config's, then grpo.options; an unset one as null, which no flag can say); then the sft
-    options but data and model, then control.options. Its prompts are the GRPO arms', so the held-out guard
-    (stage 5) covers them."""
-    cfg, out, k = pr.cfg, pr.out, pr.k("control")
-    data = pr.data["grpo"]
-    control_config, done = out / "control_config.yaml", out / "control" / "model.safetensors"
-    opts = {key: v for key, v in cfg["sft"]["options"].items() if key not in DATA_KEYS + ("model_name_or_path",)}
-    opts.update(cfg["control"]["options"])
-    state = out / FINE / "trainer_state.json"
+    """4. the more-SFT control: sft_warmup.py from the warm-up (or the start) with gold answers on the GRPO arms'
+    data, for --max_train_seconds = the followed arm's train_runtime (control: follows, default fine): "GRPO vs
+    more supervised data" at equal training time. Its --config is OUT/control_config.yaml, the sft recipe config
+    with every data option set to the GRPO arms' (the grpo config's, then grpo.options; an unset one as null, which
+    no flag can say); then the sft options but data and model, then control.options. Its prompts are the GRPO
+    arms', so the held-out guard (the sets stage) covers them."""
+    out, arm = pr.out, control_follows(pr.cfg)
+    state, done = out / arm / "trainer_state.json", out / "control" / "model.safetensors"
     if not state.is_file() and (pr.dry or done.exists()):
-        seconds = f"<train_runtime of {shown(state)}>"  # read once the fine arm has trained
+        seconds = f"<train_runtime of {shown(state)}>"  # read once the followed arm has trained
     else:
-        seconds = f"{train_runtime(out / FINE):g}"
-    cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(control_config), "--model_name_or_path",
-           shown(out / "sft"), *flags(opts), "--max_train_seconds", seconds, "--exclude", pr.guard,
-           "--output_dir", shown(out / "control"), "--resume_from_checkpoint", "true"]
-    if pr.skip(k, "more-SFT control", done, cmd, f"{k} more-SFT control"):
-        return
-    pr.step.header(k, "more-SFT control (gold answers on the GRPO data, for the fine arm's train_runtime)")
-    print(f"# writes {shown(control_config)}: {shown(pr.sft_config)} with the GRPO arms' data options: "
-          + ", ".join(f"{key} {json.dumps(v)}" for key, v in data.items()))
-    print(f"# --max_train_seconds: the fine arm's train_runtime, from {shown(state)}")
-    text = control_config_text(pr.sft_config, data, pr.read)
-    if not pr.dry and (not control_config.is_file() or control_config.read_text(encoding="utf-8") != text):
-        control_config.parent.mkdir(parents=True, exist_ok=True)
-        control_config.write_text(text, encoding="utf-8")
-    pr.step.run("more-SFT control", cmd, stage=f"{k} more-SFT control")
+        seconds = f"{train_runtime(out / arm):g}"
+    continued_sft(pr, pr.k("control"), "control", "more-SFT control", f"more-SFT control (gold answers on the GRPO data, for the {arm} "
+                  "arm's train_runtime)", out / "control_config.yaml", pr.data["grpo"], "the GRPO arms' data options",
+                  out / "control", ["--max_train_seconds", seconds],
+                  [f"# --max_train_seconds: the {arm} arm's train_runtime, from {shown(state)}"])
