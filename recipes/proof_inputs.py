@@ -47,8 +47,9 @@ SCHEMA: dict[str, Any] = {
     "start": ({"synth_seed": int, "options": (dict, OPTIONAL)}, OPTIONAL),
     # arms: accuracy levels (coarse, fine) and/or named arms (ARM_SCHEMA)
     "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
-    # follows: the arm whose train_runtime is the control's --max_train_seconds (default fine)
-    "control": ({"options": (dict, OPTIONAL), "follows": (str, OPTIONAL)}, OPTIONAL),
+    # follows: the arm whose train_runtime is the control's --max_train_seconds (default fine); steps: instead, a fixed
+    # step count (--max_steps, no time budget), so that the control reproduces on any machine
+    "control": ({"options": (dict, OPTIONAL), "follows": (str, OPTIONAL), "steps": (int, OPTIONAL)}, OPTIONAL),
     # held-out checkpoint selection of every GRPO arm and the control: n/seed its own held-out set, else heldout:'s
     "select": ({"n": (int, OPTIONAL), "seed": (int, OPTIONAL), "metric": (str, OPTIONAL)}, OPTIONAL),
     "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL),
@@ -123,7 +124,15 @@ def load_config(path: str) -> dict[str, Any]:
         data = {"control": "the control trains on the GRPO arms' data: the grpo config's and grpo options'",
                 "start": "the start trains on the GRPO arms' data with start: synth_seed"}.get(part)
         check_options(path, part, cfg[part]["options"], taken, data)
-    if "control" in cfg:
+    if "control" in cfg and "steps" in cfg["control"]:
+        steps = cfg["control"]["steps"]
+        if isinstance(steps, bool) or steps < 1:
+            raise TaseError(f"--config {path}: control: steps must be a whole number of steps >= 1, got {bounded(steps)}")
+        for clash, why in (("follows", "control: follows times the control by an arm"),
+                           ("max_steps", "control: options: max_steps")):
+            if clash in cfg["control"] or clash in cfg["control"]["options"]:
+                raise TaseError(f"--config {path}: control: steps fixes the control's step count; drop {why}")
+    elif "control" in cfg:
         follows = control_follows(cfg)
         if follows not in arm_specs(cfg):
             raise TaseError(f"--config {path}: the control trains for the {follows} arm's train_runtime: grpo arms must "
@@ -190,9 +199,19 @@ def arm_specs(cfg: dict[str, Any]) -> dict[str, Arm]:
 
 
 def control_follows(cfg: dict[str, Any]) -> str:
-    """The arm whose train_runtime the control trains for: control: follows, else fine."""
+    """The arm whose train_runtime the control trains for: control: follows, else fine. With control: steps it
+    trains for no arm's time; then this is only the arm the summary compares with the control first."""
     follows = cfg["control"].get("follows")
+    if follows is None and "steps" in cfg["control"]:
+        arms = list(arm_specs(cfg))
+        return FINE if FINE in arms else arms[0]
     return FINE if follows is None else follows
+
+
+def control_steps(cfg: dict[str, Any]) -> int | None:
+    """control: steps, the control's fixed step count (--max_steps, no time budget), or None: it trains for the
+    followed arm's train_runtime, which buys a different step count on a faster or busier machine."""
+    return cfg["control"].get("steps")
 
 
 def check_select(path: str, sel: dict[str, Any]) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_inputs import HERE, START, Proof, config_reader, continued_options, control_follows, flags, shown
+from recipes.proof_inputs import (HERE, START, Proof, config_reader, continued_options, control_follows, control_steps,
+                                  flags, shown)
 from rewards.levels import accuracy_reward_name
 
 
@@ -151,11 +152,18 @@ def train_runtime(run: Path) -> float:
 def stage_control(pr: Proof) -> None:
     """4. the more-SFT control: sft_warmup.py from the warm-up (or the start) with gold answers on the GRPO arms'
     data, for --max_train_seconds = the followed arm's train_runtime (control: follows, default fine): "GRPO vs
-    more supervised data" at equal training time. Its --config is OUT/control_config.yaml, the sft recipe config
+    more supervised data" at equal training time; or, with control: steps, for that fixed step count (--max_steps,
+    no time budget), so that it reproduces on any machine. Its --config is OUT/control_config.yaml, the sft recipe config
     with every data option set to the GRPO arms' (the grpo config's, then grpo.options; an unset one as null, which
     no flag can say); then the sft options but data and model, then control.options. Its prompts are the GRPO
     arms', so the held-out guard (the sets stage) covers them."""
-    out, arm = pr.out, control_follows(pr.cfg)
+    out, arm, steps = pr.out, control_follows(pr.cfg), control_steps(pr.cfg)
+    if steps is not None:  # control: steps, a fixed step count that reproduces on any machine
+        continued_sft(pr, pr.k("control"), "control", "more-SFT control", f"more-SFT control (gold answers on the GRPO "
+                      f"data, {steps} steps)", out / "control_config.yaml", pr.data["grpo"], "the GRPO arms' data options",
+                      out / "control", ["--max_steps", str(steps)],
+                      [f"# --max_steps {steps} (control: steps): a fixed step count, no time budget"])
+        return
     state, done = out / arm / "trainer_state.json", out / "control" / "model.safetensors"
     if not state.is_file() and (pr.dry or done.exists()):
         seconds = f"<train_runtime of {shown(state)}>"  # read once the followed arm has trained

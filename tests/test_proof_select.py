@@ -165,9 +165,9 @@ def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised
 
 def test_the_long_config_is_the_committed_300_step_run(fixture_root):
     """recipes/configs/proof_combine_long_cpu.yaml loads and parses with every recipe's own parser (setup, dry run):
-    the fine arm only, 300 steps with num_iterations 2 and a checkpoint every 50; the control up to 3000 steps
-    (ended by the fine arm's train_runtime), lr 5e-5 constant, a checkpoint every 150; selection on 300 rows of
-    seed 4243; evaluation float32 vLLM."""
+    the fine arm only, 300 steps with num_iterations 2 and a checkpoint every 50; the control for the 751 steps the
+    fine arm's train_runtime bought in session 12 (control: steps), lr 5e-5 constant, a checkpoint every 150;
+    selection on 300 rows of seed 4243; evaluation float32 vLLM."""
     from recipes import proof_inputs
     from recipes.proof import parse_args
 
@@ -183,8 +183,8 @@ def test_the_long_config_is_the_committed_300_step_run(fixture_root):
     parsed = proof_inputs.check_recipe_options(pr.cfg, pr.sft_config, pr.grpo_config)
     grpo, control = parsed["grpo"][1], parsed["control"][1]
     assert (grpo.max_steps, grpo.num_iterations, grpo.save_steps, grpo.save_total_limit) == (300, 2, 50, 10)
-    assert (control.max_steps, str(control.save_strategy.value), control.save_steps, control.save_total_limit) == (
-        3000, "steps", 150, 30)
+    assert (str(control.save_strategy.value), control.save_steps, control.save_total_limit) == ("steps", 150, 30)
+    assert proof_inputs.control_steps(pr.cfg) == 751 and "max_steps" not in pr.cfg["control"]["options"]
     assert (control.learning_rate, str(control.lr_scheduler_type.value), control.warmup_steps) == (5e-5, "constant", 0)
     assert pr.data["grpo"]["subtasks"] == ["combine"] and pr.data["grpo"]["synth_seed"] == 778
 

@@ -40,6 +40,17 @@ def render(config: Path, official: Path, out: Path) -> tuple[int, str, str]:
     return code, text.replace(sys.executable, "PY"), e.getvalue()
 
 
+def timed_by_grpo(tmp_path: Path) -> Path:
+    """The SFT then GRPO config with its control timed by the grpo arm (control: follows grpo) instead of its
+    fixed 329 steps (control: steps)."""
+    text = CONFIG.read_text(encoding="utf-8")
+    assert text.count("  steps: 329\n") == 1
+    cfg = tmp_path / "timed.yaml"
+    cfg.write_text(text.replace("  steps: 329\n", "  follows: grpo       # the grpo arm's train_runtime\n"),
+                   encoding="utf-8")
+    return cfg
+
+
 def dry(tmp_path: Path, config: Path = CONFIG) -> str:
     code, text, err = render(config, FIXTURE, tmp_path / "out")
     assert code == 0, err
@@ -96,10 +107,9 @@ def test_the_sft_then_grpo_config_plans_the_committed_run(tmp_path):
     control = one(cmds, "--output_dir OUT/control ")
     assert control == ("PY recipes/sft_warmup.py --config OUT/control_config.yaml --model_name_or_path OUT/start "
                        "--learning_rate 5e-05 --logging_steps 8 --lr_scheduler_type constant --warmup_steps 0 "
-                       "--max_steps 3000 --save_strategy steps --save_steps 100 --save_total_limit 30 "
-                       "--max_train_seconds '<train_runtime of OUT/grpo/trainer_state.json>' --exclude "
-                       "official:OFFICIAL --output_dir OUT/control --resume_from_checkpoint true")
-    assert "== 5/11 more-SFT control (gold answers on the GRPO data, for the grpo arm's train_runtime)" in text
+                       "--save_strategy steps --save_steps 100 --save_total_limit 30 --max_steps 329 --exclude "
+                       "official:OFFICIAL --output_dir OUT/control --resume_from_checkpoint true")  # control: steps
+    assert "== 5/11 more-SFT control (gold answers on the GRPO data, 329 steps)" in text
     assert "with the GRPO arms' data options: train_data \"synth\"" in text and ", synth_seed 779, " in text
     # the sets: every prompt pool written out, the selection's rows guarded against all of them
     sets = {c.split("--out ")[1].split()[0]: c for c in cmds if " -m synth " in c}
@@ -145,7 +155,7 @@ def test_the_sft_then_grpo_config_parses_with_each_recipe_s_parser(tmp_path):
             start.warmup_steps) == (300, "no", 5e-5, "constant", 0)
     assert parsed["start"][3].max_train_seconds is None  # not time-capped
     control = parsed["control"][1]
-    assert (control.max_steps, control.save_steps, control.save_total_limit) == (3000, 100, 30)
+    assert (control.save_steps, control.save_total_limit) == (100, 30)  # its 329 steps: control: steps, a flag
 
 
 def test_the_start_s_config_is_the_sft_config_with_the_grpo_data_and_its_seed(tmp_path):
@@ -177,8 +187,9 @@ def test_the_control_trains_for_the_followed_arm_s_train_runtime(tmp_path):
         (out / arm).mkdir(parents=True)
         (out / arm / "trainer_state.json").write_text(json.dumps({"log_history": [{"loss": 1.0},
                                                                                   {"train_runtime": seconds}]}))
-    control = one(commands(dry(tmp_path)), "--output_dir OUT/control ")
+    control = one(commands(dry(tmp_path, timed_by_grpo(tmp_path))), "--output_dir OUT/control ")
     assert "--model_name_or_path OUT/start " in control and "--max_train_seconds 936.062 --exclude" in control
+    assert "--max_steps" not in control
     from common.errors import TaseError
     from recipes.proof_train import train_runtime
 
@@ -250,7 +261,8 @@ ARM_BAD = {
 
 def test_bad_start_arm_and_follows_keys_are_one_line(tmp_path):
     """Each refusal: exit 2, one line, before anything runs."""
-    good = CONFIG.read_text(encoding="utf-8")
+    fixed = CONFIG.read_text(encoding="utf-8")
+    good = timed_by_grpo(tmp_path).read_text(encoding="utf-8")
     start = good[good.index("start:\n"):good.index("grpo:\n")]
     cases = {good.replace(start, section): want for section, want in BAD.items()}
     first = "    - name: grpo\n      accuracy: fine\n      options: {max_steps: 150, save_steps: 50}\n"
@@ -262,6 +274,14 @@ def test_bad_start_arm_and_follows_keys_are_one_line(tmp_path):
     cases[good.replace("  follows: grpo ", "  # ")] = (
         "the control trains for the fine arm's train_runtime: grpo arms must include fine (or name another arm in "
         "control: follows)")
+    # control: steps, a fixed step count, excludes the two other ways of ending the control
+    cases[fixed.replace("  steps: 329\n", "  steps: 0\n")] = "control: steps must be a whole number of steps >= 1, got 0"
+    cases[fixed.replace("  steps: 329\n", "  steps: 329\n  follows: grpo\n")] = (
+        "control: steps fixes the control's step count; drop control: follows times the control by an arm")
+    cases[fixed.replace("    warmup_steps: 0\n    save_strategy: steps", "    warmup_steps: 0\n    max_steps: 9\n"
+                        "    save_strategy: steps")] = (
+        "control: steps fixes the control's step count; drop control: options: max_steps")
+    cases[fixed.replace("  steps: 329\n", "  steps: many\n")] = "control: steps must be an integer, got 'many'"
     for i, (text, want) in enumerate(cases.items()):
         bad = tmp_path / f"bad{i}.yaml"
         bad.write_text(text, encoding="utf-8")
@@ -276,7 +296,7 @@ def test_level_arms_mix_with_named_ones(tmp_path):
     good = CONFIG.read_text(encoding="utf-8")
     arms = good[good.index("  arms:\n"):good.index("  reward_funcs:")]
     text = good.replace(arms, "  arms:\n    - fine\n    - {name: coarse_dyn, accuracy: coarse, options: "
-                              "{dynamic_sampling: true}}\n").replace("  follows: grpo ", "  # ")
+                              "{dynamic_sampling: true}}\n").replace("  steps: 329\n", "")
     cfg = tmp_path / "mixed.yaml"
     cfg.write_text(text, encoding="utf-8")
     cmds = commands(dry(tmp_path, cfg))
@@ -291,7 +311,8 @@ def test_level_arms_mix_with_named_ones(tmp_path):
 @pytest.mark.parametrize("name", SHIPPED)
 def test_the_shipped_proof_configs_dry_runs_are_unchanged(name, tmp_path):
     """Every proof config shipped before the start stage plans exactly the commands it planned then (the golden
-    texts were written by the code before that change, commit 5641b9d)."""
+    texts were written by the code before that change, commit 5641b9d; since then changed only where a config
+    fixed its control's step count, control: steps)."""
     code, text, err = render(ROOT / "recipes" / "configs" / f"{name}.yaml", FIXTURE, tmp_path / "out")
     assert code == 0, err
     assert text == (GOLDEN / f"{name}.txt").read_text(encoding="utf-8")
