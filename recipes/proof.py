@@ -19,7 +19,8 @@ stage after 5 (the sets) chooses each GRPO arm's and the control's checkpoint on
 after the warm-up trains the start (fixed-step SFT from the warm-up on the GRPO data drawn with its own synth_seed),
 which the arms and the control train from and are measured against (SFT then GRPO, issue 49). `grpo: arms` may name
 arms with options of their own (`{name, accuracy, options}`), and `control: follows` the arm whose train_runtime
-the control trains for. Each step is printed
+the control trains for, or `control: steps` a fixed step count instead (reproducible on any machine; the shipped
+configs use it). Each step is printed
 as the command it runs and timed; a stage whose output exists is skipped, so rerunning the same command
 resumes. Relative paths in the config are relative to the repository root. Nothing is written outside OUT unless
 named for the run (--completions DIR).
