@@ -1,0 +1,227 @@
+"""The proof config (recipes/proof.py --config): its schema, `load_config` with every check a config gets before
+anything runs (one `TaseError` line each), and what the stages read from it: the arms (`arm_specs`) and how the
+control is ended (`control_follows`, `control_steps`). The stage inputs built on it are in recipes/proof_inputs.py."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+from common.errors import TaseError, bounded
+from recipes.parser import read_yaml
+from rewards.levels import COARSE, FINE, STRICT
+
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+# the stages in order; "start", "control" and "select" exist only with their config section (stage_names)
+STAGES = ("subset", "sft", "start", "grpo", "control", "sets", "select", "evaluate", "compare", "completions",
+          "summary")
+OPTIONAL_STAGES = ("start", "control", "select")
+ARMS = (COARSE, FINE)  # the accuracy levels (rewards/levels.py) a proof may train an arm on, each its folder's name
+CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
+START = "start"  # the start's model name and folder (OUT/start): what the arms and the control train from
+# names a named arm cannot take: the other models' names and OUT's own folders (an arm's folder is OUT/<name>)
+RESERVED = ("base", "warm-up", "sft", START, "control", CONTROL, "official", "data", "eval", "comparison",
+            "completions", "rescore")
+OPTIONAL = object()
+# eval.dtype (optional, passed as `eval run --dtype`): pin it (float32) so the numbers do not depend on the CPU,
+# whose default is bfloat16 where it has bf16 natively and float32 elsewhere
+EVAL_DTYPES = ("float32", "bfloat16", "float16")
+# the config's keys: a type (or tuple of types), a nested mapping, or (type, OPTIONAL)
+SCHEMA: dict[str, Any] = {
+    "out": str, "completions": (str, OPTIONAL), "files": list,
+    "sft": {"config": str, "options": (dict, OPTIONAL)},
+    # a fixed-step SFT from the warm-up on the GRPO arms' data with its own synth_seed; the arms and the control
+    # then train from it, and it is the comparisons' baseline
+    "start": ({"synth_seed": int, "options": (dict, OPTIONAL)}, OPTIONAL),
+    # arms: accuracy levels (coarse, fine) and/or named arms (ARM_SCHEMA)
+    "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
+    # follows: the arm whose train_runtime is the control's --max_train_seconds (default fine); steps: instead, a fixed
+    # step count (--max_steps, no time budget), so that the control reproduces on any machine
+    "control": ({"options": (dict, OPTIONAL), "follows": (str, OPTIONAL), "steps": (int, OPTIONAL)}, OPTIONAL),
+    # held-out checkpoint selection of every GRPO arm and the control: n/seed its own held-out set, else heldout:'s
+    "select": ({"n": (int, OPTIONAL), "seed": (int, OPTIONAL), "metric": (str, OPTIONAL)}, OPTIONAL),
+    "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL),
+                "subtask": (str, OPTIONAL)},
+    "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL), "dtype": (str, OPTIONAL)},
+    "compare": {"n_boot": int},
+}
+# a named arm: its folder and model name, its accuracy level (one of ARMS), its GRPO options over grpo.options
+ARM_SCHEMA: dict[str, Any] = {"name": str, "accuracy": str, "options": (dict, OPTIONAL)}
+SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
+DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "synth_seed", "max_len", "paraphrase",
+             "streaming", "subtasks", "repeat_answers")
+
+
+def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        raise TaseError(f"{where}: must be a mapping of key: value")
+    for key in value:
+        if key not in schema:
+            raise TaseError(f"{where}: unknown key {key!r} (known: {', '.join(schema)})")
+    for key, want in schema.items():
+        optional = isinstance(want, tuple) and OPTIONAL in want
+        types = want[0] if optional else want
+        if key not in value or (optional and value[key] is None):
+            if not optional:
+                raise TaseError(f"{where}: missing key {key!r}")
+            continue
+        v = value[key]
+        if isinstance(types, dict):
+            check_section(f"{where}: {key}", v, types)
+        elif not isinstance(v, types) or (isinstance(v, bool) and types is int):
+            raise TaseError(f"{where}: {key} must be {'an integer' if types is int else f'a {types.__name__}'}, got "
+                            f"{bounded(v)}")
+
+
+def load_config(path: str) -> dict[str, Any]:
+    """The proof config (yaml.safe_load), checked: unknown or missing keys and wrong types are one line.
+    A `control:` key, even empty, turns the control stage on (cfg["control"]["options"], a dict); without it
+    cfg has no "control" key."""
+    cfg = read_yaml(path)
+    for part in OPTIONAL_STAGES:
+        if isinstance(cfg, dict) and part in cfg and cfg[part] is None:
+            cfg[part] = {}  # `control:` or `select:` with nothing under it: the stage with its defaults
+    check_section(f"--config {path}", cfg, SCHEMA)
+    files = cfg["files"]
+    if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
+        raise TaseError(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got "
+                        f"{bounded(files)}")
+    arms = cfg["grpo"]["arms"]
+    levels = [a for a in arms if not isinstance(a, dict)]
+    if not arms or not all(isinstance(a, str) for a in levels) or len(set(levels)) != len(levels) \
+            or not set(levels) <= set(ARMS):
+        raise TaseError(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {bounded(arms)}")
+    seen = list(levels)  # the arms' names so far: each once
+    for i, arm in enumerate(arms):
+        if isinstance(arm, dict):
+            check_arm(path, i + 1, arm, seen)  # named "grpo arm <i>" by its place in the list until its name is known
+    if not all(isinstance(f, str) for f in cfg["grpo"]["reward_funcs"]):
+        raise TaseError(f"--config {path}: grpo reward_funcs must list reward names or import paths, got "
+                        f"{bounded(cfg['grpo']['reward_funcs'])}")
+    if cfg["eval"]["backend"] not in ("vllm", "hf"):
+        raise TaseError(f"--config {path}: eval backend must be vllm or hf, got {bounded(cfg['eval']['backend'])}")
+    if not isinstance(cfg["eval"].get("dtype"), (str, type(None))) or cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
+        raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got "
+                        f"{bounded(cfg['eval']['dtype'])}")
+    for part in ("sft", "start", "grpo", "control"):
+        if part not in cfg:
+            continue
+        cfg[part]["options"] = cfg[part].get("options") or {}
+        taken = SET_HERE + {"grpo": ("model_name_or_path", "reward_funcs"), "start": ("model_name_or_path",),
+                            "control": ("model_name_or_path", "max_train_seconds"), "sft": ()}[part]
+        data = {"control": "the control trains on the GRPO arms' data: the grpo config's and grpo options'",
+                "start": "the start trains on the GRPO arms' data with start: synth_seed"}.get(part)
+        check_options(path, part, cfg[part]["options"], taken, data)
+    if "control" in cfg and "steps" in cfg["control"]:
+        steps = cfg["control"]["steps"]
+        if isinstance(steps, bool) or steps < 1:
+            raise TaseError(f"--config {path}: control: steps must be a whole number of steps >= 1, got {bounded(steps)}")
+        for clash, why in (("follows", "control: follows times the control by an arm"),
+                           ("max_steps", "control: options: max_steps")):
+            if clash in cfg["control"] or clash in cfg["control"]["options"]:
+                raise TaseError(f"--config {path}: control: steps fixes the control's step count; drop {why}")
+    elif "control" in cfg:
+        follows = control_follows(cfg)
+        if follows not in arm_specs(cfg):
+            raise TaseError(f"--config {path}: the control trains for the {follows} arm's train_runtime: grpo arms must "
+                            f"include {follows}" + ("" if "follows" in cfg["control"] else
+                                                    " (or name another arm in control: follows)"))
+    if "select" in cfg:
+        check_select(path, cfg["select"])
+    return cfg
+
+
+def check_options(path: str, part: str, options: dict[str, Any], taken: tuple[str, ...], data: str | None) -> None:
+    """A section's recipe options: each a value or a list of values, none of those proof.py passes itself (`taken`)
+    and, where `data` says why, no data option; each refusal one line."""
+    for key, v in options.items():
+        if not option_value(v):  # flags() passes a value or a list of values; anything else is misread
+            raise TaseError(f"--config {path}: {part} option {key!r} must be a value or a list of values, got "
+                            f"{bounded(v)}")
+        if key in taken:
+            raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py")
+        if data and key in DATA_KEYS:
+            raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py ({data})")
+
+
+def check_arm(path: str, i: int, arm: dict[str, Any], seen: list[str]) -> None:
+    """A named arm (ARM_SCHEMA): a folder-safe name that no other model or OUT folder has, nor a level (those are
+    the plain arms), an accuracy level of ARMS, and GRPO options but the data (one pool for every arm and the
+    control: grpo options) and what proof.py passes; each refusal one line. `options` is set to {} when absent."""
+    check_section(f"--config {path}: grpo arm {i}", arm, ARM_SCHEMA)
+    name = arm["name"]
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name) or name in RESERVED or name.startswith("select_") \
+            or name in (COARSE, STRICT, FINE):
+        raise TaseError(f"--config {path}: grpo arm {i}: name must be letters, digits, _ or - (a folder of out), not "
+                        f"one of {', '.join((COARSE, STRICT, FINE) + RESERVED)} nor select_*; got {bounded(name)}")
+    if name in seen:
+        raise TaseError(f"--config {path}: grpo arm {name!r} is given twice")
+    if arm["accuracy"] not in ARMS:
+        raise TaseError(f"--config {path}: grpo arm {name!r}: accuracy must be one of {', '.join(ARMS)}, got "
+                        f"{bounded(arm['accuracy'])}")
+    arm["options"] = arm.get("options") or {}
+    check_options(path, f"grpo arm {name!r}", arm["options"], SET_HERE + ("model_name_or_path", "reward_funcs"),
+                  "every arm trains on the same GRPO data: set it in grpo options")
+    seen.append(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """A GRPO arm: its name (folder OUT/<name>, model name), accuracy level, and its own options over grpo.options."""
+
+    name: str
+    level: str
+    options: dict[str, Any]
+
+    def grpo_options(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The options its grpo.py run takes: grpo.options, then its own (each key once, its value winning)."""
+        return {**cfg["grpo"]["options"], **self.options}
+
+
+def arm_specs(cfg: dict[str, Any]) -> dict[str, Arm]:
+    """The config's GRPO arms by name, in order: a level `fine` is the arm named fine with no options of its own;
+    a named arm (ARM_SCHEMA) is its name, accuracy and options. The one reading of grpo: arms."""
+    return {a.name: a for a in (Arm(x, x, {}) if isinstance(x, str) else Arm(x["name"], x["accuracy"],
+                                                                            x.get("options") or {})
+                                for x in cfg["grpo"]["arms"])}
+
+
+def control_follows(cfg: dict[str, Any]) -> str:
+    """The arm whose train_runtime the control trains for: control: follows, else fine. With control: steps it
+    trains for no arm's time; then this is only the arm the summary compares with the control first."""
+    follows = cfg["control"].get("follows")
+    if follows is None and "steps" in cfg["control"]:
+        arms = list(arm_specs(cfg))
+        return FINE if FINE in arms else arms[0]
+    return FINE if follows is None else follows
+
+
+def control_steps(cfg: dict[str, Any]) -> int | None:
+    """control: steps, the control's fixed step count (--max_steps, no time budget), or None: it trains for the
+    followed arm's train_runtime, which buys a different step count on a faster or busier machine."""
+    return cfg["control"].get("steps")
+
+
+def check_select(path: str, sel: dict[str, Any]) -> None:
+    """`select:`: n and seed together (its own held-out set) or neither (the proof's held-out set), n >= 1, and a
+    metric select_checkpoint.py knows; each refusal one line."""
+    from recipes.select_checkpoint import RULES
+
+    if ("n" in sel) != ("seed" in sel):
+        raise TaseError(f"--config {path}: select: give n and seed together (its own held-out set) or neither (the "
+                        "held-out set of heldout:)")
+    if "n" in sel and sel["n"] < 1:
+        raise TaseError(f"--config {path}: select: n must be at least 1, got {bounded(sel['n'])}")
+    if sel.get("metric", "official_acc") not in RULES:
+        raise TaseError(f"--config {path}: select: metric must be one of {', '.join(sorted(RULES))}, got "
+                        f"{bounded(sel['metric'])}")
+
+
+def option_value(v: Any) -> bool:
+    """A recipe option as a proof config may give it: a scalar (str, number, bool, null) or a flat list of them (the
+    values `flags` turns into command-line words; a mapping or nested list would reach the recipe as its repr)."""
+    scalar = (str, int, float, bool, type(None))
+    return isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) and x is not None for x in v))
