@@ -3,6 +3,7 @@ temporary folder for the session, so no test depends on what an earlier run left
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -153,6 +154,15 @@ SHELLCHECK = ROOT / ".cache" / "shellcheck" / "usr" / "bin" / "shellcheck"  # ma
 def find_shellcheck() -> str | None:
     """The ShellCheck the launcher and gpu_smoke tests run: make install's (.cache/shellcheck), else one on PATH."""
     return str(SHELLCHECK) if os.access(SHELLCHECK, os.X_OK) else shutil.which("shellcheck")
+
+
+def run_shellcheck(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """ShellCheck on `args` (find_shellcheck's), or the test skipped where none is installed: the one body of the
+    launcher, gpu_smoke and gpu_proof lint tests."""
+    shellcheck = find_shellcheck()
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed (make install fetches it into .cache/shellcheck)")
+    return subprocess.run([shellcheck, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 from vllm_fixtures import vllm_env, vllm_llm  # noqa: E402,F401  (h14: one shared vLLM engine per session)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import find_shellcheck
+from conftest import run_shellcheck
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "bench" / "gpu_proof.sh"
@@ -18,10 +18,7 @@ def sh(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def test_shellcheck_clean():
-    shellcheck = find_shellcheck()
-    if shellcheck is None:
-        pytest.skip("shellcheck is not installed (make install fetches it into .cache/shellcheck)")
-    res = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
+    res = run_shellcheck(str(SCRIPT))
     assert res.returncode == 0, res.stdout
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, find_shellcheck
+from conftest import ROOT, run_shellcheck
 
 _spec = importlib.util.spec_from_file_location("gpu_smoke", ROOT / "bench" / "gpu_smoke.py")
 gpu_smoke = importlib.util.module_from_spec(_spec)  # bench/ is no package: loaded from its file, sys.path untouched
@@ -60,10 +60,7 @@ def fake_prepared(tmp: Path, leave_out: str | None = None) -> Path:
 
 
 def test_shellcheck_clean():
-    shellcheck = find_shellcheck()
-    if shellcheck is None:
-        pytest.skip("shellcheck is not installed (make install fetches it into .cache/shellcheck)")
-    res = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
+    res = run_shellcheck(str(SCRIPT))
     assert res.returncode == 0, res.stdout
 
 

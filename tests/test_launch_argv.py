@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, find_shellcheck
+from tests.conftest import ROOT, run_shellcheck
 
 RECORD = 'printf "%s\\0" "$@" > "$REC/$(basename "$0").$(date +%s%N).$$"\n'
 SHIMS = {
@@ -187,10 +187,6 @@ def test_counts_that_are_not_whole_numbers_are_one_line(shim, script, flag, bad)
 
 
 def test_launchers_are_shellcheck_clean():
-    shellcheck = find_shellcheck()
-    if not shellcheck:
-        pytest.skip("shellcheck is not installed (make install fetches it into .cache/shellcheck)")
-    res = subprocess.run([shellcheck, "-x", "launch/local.sh", "launch/cpu.sh", "launch/_options.sh",
-                          "launch/slurm/grpo.sbatch"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    res = run_shellcheck("-x", "launch/local.sh", "launch/cpu.sh", "launch/_options.sh", "launch/slurm/grpo.sbatch")
     assert res.returncode == 0, res.stdout
     assert not [p for p in (ROOT / "launch").rglob("*") if p.is_file() and "eval " in p.read_text()]
