@@ -3,26 +3,27 @@
     python recipes/proof.py --config recipes/configs/proof_cpu.yaml --official /path/to/Tase [--out DIR] [--dry-run]
         [--completions DIR]
 
-1 subset: the config's official files linked into OUT/official (evaluated whole, with the release's ids);
-2 SFT warm-up; 3 one GRPO arm per accuracy reward (coarse, fine) from the warm-up, nothing else differing;
-4 (with a `control:` section only) the more-SFT control: the warm-up continued with gold answers on the GRPO
-  arms' data for the fine arm's train_runtime (--max_train_seconds), so GRPO is measured against equal time;
-5 the training sets written out, and a generated held-out set guarded against them and the release (with
+The stages, in order (numbered as they run: an optional stage exists only with its config section, and the
+numbers of the later ones close up):
+- subset: the config's official files linked into OUT/official (evaluated whole, with the release's ids);
+- sft: the SFT warm-up;
+- start (with `start:`): fixed-step SFT from the warm-up on the GRPO data drawn with its own synth_seed; the arms and
+  the control train from it and are measured against it (SFT then GRPO, issue 49);
+- grpo: one arm per accuracy reward (coarse, fine), nothing else differing; or named arms with options of their
+  own (`{name, accuracy, options}`);
+- control (with `control:`): the more-SFT control, gold answers on the GRPO arms' data, for the fine arm's (or
+  `follows:` arm's) train_runtime (--max_train_seconds), or for `steps:` fixed steps (reproducible on any machine;
+  the shipped configs use it);
+- sets: the training sets written out, and a generated held-out set guarded against them and the release (with
   `select: n, seed`, a second one for the selection, guarded against those too);
-6 greedy evaluations of base, warm-up, the arms (and the control) on OUT/official and on the held-out set;
-7 `eval compare` per data set; 8 per-row completion files, re-scored with `eval score` (must match);
-9 summary: accuracy per model, GRPO fine vs warm-up, fine vs coarse (and fine vs control) with paired 95%
-  CIs, wall times.
-Without a `control:` section stage 4 does not exist and the later ones are numbered 4-8. With a `select:` section a
-stage after 5 (the sets) chooses each GRPO arm's and the control's checkpoint on held-out rows only
-(recipes/select_checkpoint.py), and the evaluations take the chosen checkpoints. With a `start:` section a stage
-after the warm-up trains the start (fixed-step SFT from the warm-up on the GRPO data drawn with its own synth_seed),
-which the arms and the control train from and are measured against (SFT then GRPO, issue 49). `grpo: arms` may name
-arms with options of their own (`{name, accuracy, options}`), and `control: follows` the arm whose train_runtime
-the control trains for, or `control: steps` a fixed step count instead (reproducible on any machine; the shipped
-configs use it). Each step is printed
-as the command it runs and timed; a stage whose output exists is skipped, so rerunning the same command
-resumes. Relative paths in the config are relative to the repository root. Nothing is written outside OUT unless
+- select (with `select:`): each arm's and the control's checkpoint chosen on held-out rows only
+  (recipes/select_checkpoint.py); the evaluations take the chosen checkpoints;
+- evaluate: greedy evaluations of every model on OUT/official and on the held-out set;
+- compare: `eval compare` per data set; completions: per-row completion files, re-scored with `eval score` (must
+  match);
+- summary: accuracy per model, paired gains with 95% CIs, wall time per stage.
+Each step is printed as the command it runs and timed; a stage whose output exists is skipped, so rerunning the
+same command resumes. Relative paths in the config are relative to the repository root. Nothing is written outside OUT unless
 named for the run (--completions DIR).
 """
 from __future__ import annotations
@@ -32,7 +33,8 @@ import time
 
 from common.errors import one_line_exit
 from recipes.parser import one_line_errors
-from recipes.proof_inputs import HERE, setup, shown
+from recipes.proof_config import HERE
+from recipes.proof_inputs import setup, shown
 from recipes.proof_eval import stage_evaluate, stage_sets
 from recipes.proof_report import completions_stage, summary
 from recipes.proof_select import selection_lines, stage_select

@@ -1,5 +1,5 @@
 """recipes/proof.py's data and evaluation stages: the training sets written out and the held-out set guarded
-against them and the release (5, or 4 without a control), greedy evaluations of every model and the comparisons."""
+against them and the release, greedy evaluations of every model and the comparisons."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +7,8 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.config import data_streams
-from recipes.proof_inputs import CONTROL, START, Proof, shown
+from recipes.proof_config import CONTROL, START
+from recipes.proof_inputs import Proof, shown
 
 
 def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, folder: Path) -> tuple[list, list]:
@@ -55,7 +56,7 @@ def heldout_cmd(pr: Proof, ho: dict[str, Any], n: int, seed: int, out: Path, gua
 
 
 def stage_sets(pr: Proof) -> Path:
-    """4 (5 with a control). the training sets (a superset of every prompt the recipes train on, see
+    """The sets stage: the training sets (a superset of every prompt the recipes train on, see
     training_set_cmds) and the held-out set guarded against them and the release; with `select: n, seed`, the
     selection's own held-out set, guarded against those and the held-out set (the summary's held-out column stays
     independent of the choice); returns the held-out file."""
@@ -83,9 +84,9 @@ def stage_sets(pr: Proof) -> Path:
 
 def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = None) -> tuple[dict[str, str],
                                                                                             dict[str, str]]:
-    """5 (6 with a control, one more with a start or a selection). greedy evaluations of every model (base, warm-up,
-    the start, the arms, the control) on both data sets; then comparisons with paired bootstrap intervals. `chosen`: the model to evaluate for a selected run (by model
-    name: its chosen checkpoint) instead of its final model. Returns the models and data sets, by name."""
+    """The evaluate stage: greedy evaluations of every model (base, warm-up, the start, the arms, the control) on
+    both data sets; then comparisons with paired bootstrap intervals. `chosen`: the model to evaluate for a selected
+    run (by model name: its chosen checkpoint) instead of its final model. Returns the models and data sets, by name."""
     out = pr.out
     models = {"base": pr.base_model, "warm-up": shown(out / "sft")}
     if pr.start:

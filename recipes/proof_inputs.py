@@ -1,4 +1,4 @@
-"""recipes/proof.py's inputs: the proof config (`load_config`, checked against SCHEMA), the recipe options every
+"""recipes/proof.py's inputs, on the config that recipes/proof_config.py loads and checks: the recipe options every
 stage will pass, parsed now by each recipe's own parser (`check_recipe_options`), and `Proof`, what every stage
 reads (`setup`). Each recipe config is read once, and every value a stage takes from it (its data options, the
 base model) comes out of that recipe's parser, never a merge of our own. Shared helpers for the stage modules:
@@ -17,11 +17,8 @@ from recipes.config import DataArgs
 from common.errors import TaseError
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
-from rewards.levels import FINE, accuracy_reward_name
-# the config's schema and checks live in recipes/proof_config.py; these names are re-exported for the stage modules
-from recipes.proof_config import (ARMS, CONTROL, DATA_KEYS, HERE, OPTIONAL_STAGES, ROOT, STAGES,  # noqa: F401
-                                  START, Arm, arm_specs, control_follows, control_steps, load_config,
-                                  option_value)
+from rewards.levels import accuracy_reward_name
+from recipes.proof_config import DATA_KEYS, OPTIONAL_STAGES, ROOT, STAGES, START, Arm, arm_specs, load_config
 
 
 def flags(options: dict[str, Any]) -> list[str]:
@@ -108,9 +105,11 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     parts = [("sft", "sft", sft, sft_config, cfg["sft"]["options"], [])]
     if "start" in cfg:
         parts.append(("start", "start", sft, sft_config, continued_options(cfg, "start"), []))
+    arms = arm_specs(cfg)
+    first = next(iter(arms.values())).level  # the shared options as an arm trains them (a coarse-only config: coarse)
     parts.append(("grpo", "grpo", grpo, grpo_config, cfg["grpo"]["options"],
-                  ["--reward_funcs", accuracy_reward_name(FINE), *cfg["grpo"]["reward_funcs"]]))
-    for arm in arm_specs(cfg).values():
+                  ["--reward_funcs", accuracy_reward_name(first), *cfg["grpo"]["reward_funcs"]]))
+    for arm in arms.values():
         if arm.options:
             parts.append((f"grpo:{arm.name}", f"grpo arm {arm.name!r}", grpo, grpo_config,
                           arm.grpo_options(cfg),
@@ -165,7 +164,7 @@ class Proof:
 
     @property
     def control(self) -> bool:
-        """Whether the config has a control section (stage 4)."""
+        """Whether the config has a control section (the control stage)."""
         return "control" in self.cfg
 
     @property
@@ -232,7 +231,7 @@ def setup(args: argparse.Namespace) -> Proof:
         if not c.is_file():
             raise TaseError(f"--config {args.config}: no such recipe config {shown(c)}")
     read = config_reader()  # each recipe config read once, for every parse below and the control's config
-    # bad tasks/langs/subtasks: now, not in stage 4/5 (DataArgs checks them as it parses)
+    # bad tasks/langs/subtasks: now, not in the sets stage (DataArgs checks them as it parses)
     data = {part: data_args(c, cfg[part]["options"], read, where=f"{part}: ")
             for part, c in (("sft", sft_config), ("grpo", grpo_config))}
     if "start" in cfg:  # the GRPO arms' data with the start's seed, as the grpo recipe's parser makes it

@@ -9,7 +9,8 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
-from recipes.proof_inputs import ARMS, CONTROL, START, arm_specs, control_follows, shown
+from recipes.proof_config import ARMS, CONTROL, START, arm_specs, control_follows
+from recipes.proof_inputs import shown
 from rewards.levels import COARSE, FINE
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_inputs import CONTROL, HERE, ROOT, Proof, shown
+from recipes.proof_config import CONTROL, HERE, ROOT
+from recipes.proof_inputs import Proof, shown
 
 
 def selected_runs(pr: Proof) -> dict[str, Path]:

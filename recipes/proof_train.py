@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_inputs import (HERE, START, Proof, config_reader, continued_options, control_follows, control_steps,
-                                  flags, shown)
+from recipes.proof_config import HERE, START, control_follows, control_steps
+from recipes.proof_inputs import Proof, config_reader, continued_options, flags, shown
 from rewards.levels import accuracy_reward_name
 
 
@@ -45,7 +45,7 @@ def link_subset(official: Path, files: list[str], dest: Path, dry_run: bool) -> 
 
 
 def stage_subset(pr: Proof) -> None:
-    """1. the official subset, whole files, release ids."""
+    """The subset stage: the official files whole, with the release's ids."""
     step, out = pr.step, pr.out
     step.header(1, f"official subset: {len(pr.cfg['files'])} whole files linked into {shown(out / 'official')}")
     t = time.time()
@@ -58,7 +58,7 @@ def stage_subset(pr: Proof) -> None:
 
 
 def stage_train(pr: Proof) -> None:
-    """2. SFT warm-up; (the start, stage_start); 3. GRPO arms from the warm-up (or the start): same config, seed,
+    """The sft stage, the warm-up; (the start: stage_start); the grpo stage, the arms from the warm-up (or the start): same config, seed,
     data and steps, only the accuracy reward differing, unless a named arm sets options of its own (over
     grpo.options; never the data)."""
     cfg, out, step = pr.cfg, pr.out, pr.step
@@ -150,7 +150,7 @@ def train_runtime(run: Path) -> float:
 
 
 def stage_control(pr: Proof) -> None:
-    """4. the more-SFT control: sft_warmup.py from the warm-up (or the start) with gold answers on the GRPO arms'
+    """The control stage, the more-SFT control: sft_warmup.py from the warm-up (or the start) with gold answers on the GRPO arms'
     data, for --max_train_seconds = the followed arm's train_runtime (control: follows, default fine): "GRPO vs
     more supervised data" at equal training time; or, with control: steps, for that fixed step count (--max_steps,
     no time budget), so that it reproduces on any machine. Its --config is OUT/control_config.yaml, the sft recipe config

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from common.errors import TaseError
+from recipes.proof_config import CONTROL, DATA_KEYS, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -268,13 +269,13 @@ def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root)
     from recipes.parser import parse_config
     from recipes.sft_warmup import BudgetArgs
 
-    cfg = proof_inputs.load_config(str(proof_config(tmp_path)))
+    cfg = load_config(str(proof_config(tmp_path)))
     grpo_data = proof_inputs.data_args(ROOT / cfg["grpo"]["config"], cfg["grpo"]["options"])
     written = tmp_path / "control_config.yaml"
     written.write_text(proof_train.control_config_text(ROOT / cfg["sft"]["config"], grpo_data), encoding="utf-8")
     argv = control[0].split(" recipes/sft_warmup.py ")[1].replace(str(out / "control_config.yaml"), str(written))
     data, sft, _, budget = parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv.split())
-    assert {k: getattr(data, k) for k in proof_inputs.DATA_KEYS} == grpo_data and grpo_data["max_len"] is None
+    assert {k: getattr(data, k) for k in DATA_KEYS} == grpo_data and grpo_data["max_len"] is None
     assert data.subtasks == ["combine"] and sft.learning_rate == 5e-5
     assert budget.max_train_seconds == float(f"{seconds:g}")
     # a state without it (a run that did not finish) is one line
@@ -310,18 +311,18 @@ def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):
     is a row of the accuracy table, and GRPO fine vs control and control vs warm-up are paired-CI lines."""
     from eval.gold import gold_predictions
     from eval.runner import score_predictions
-    from recipes import proof_inputs, proof_report, proof_train
+    from recipes import proof_report, proof_train
     from recipes.pipeline import Steps
     from synth import generate
     from synth.readers import load_data
 
-    cfg = proof_inputs.load_config(str(proof_config(tmp_path)))
+    cfg = load_config(str(proof_config(tmp_path)))
     out = tmp_path / "proof"
     proof_train.link_subset(fixture_root, cfg["files"], out / "official", dry_run=False)
     held = tmp_path / "heldout.jsonl"
     held.write_text("".join(json.dumps(r) + "\n" for r in generate("component_split", "en", 8, 1, "combine")))
-    models = ["base", "warm-up", "coarse", "fine", proof_inputs.CONTROL]
-    right = {"base": 0, "warm-up": 2, "coarse": 3, "fine": 4, proof_inputs.CONTROL: 3}  # every k-th row right
+    models = ["base", "warm-up", "coarse", "fine", CONTROL]
+    right = {"base": 0, "warm-up": 2, "coarse": 3, "fine": 4, CONTROL: 3}  # every k-th row right
     for dname, spec in (("official", f"official:{out / 'official'}"), ("heldout", str(held))):
         gold = list(gold_predictions(load_data(spec)))
         for name in models:
@@ -360,7 +361,7 @@ def test_the_en_combine_proof_config_trains_and_screens_combine_only():
     from recipes import proof_inputs
 
     path = ROOT / "recipes" / "configs" / "proof_combine_cpu.yaml"
-    cfg = proof_inputs.load_config(str(path))
+    cfg = load_config(str(path))
     assert cfg["files"] == ["token_structure/component_split/en_combine.csv"] and "control" in cfg
     for part in ("sft", "grpo"):
         data = proof_inputs.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
@@ -376,7 +377,7 @@ def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(
     from recipes import proof_inputs, proof_train
 
     for name, arms in (("proof_charcls_cpu.yaml", ["fine", "coarse"]),):
-        cfg = proof_inputs.load_config(str(ROOT / "recipes" / "configs" / name))
+        cfg = load_config(str(ROOT / "recipes" / "configs" / name))
         assert cfg["grpo"]["arms"] == arms and cfg["eval"]["dtype"] == "float32" and "control" in cfg
         assert cfg["out"] == "runs/proof_charcls"
         for part in ("sft", "grpo"):
@@ -389,7 +390,7 @@ def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(
     bad.write_text((ROOT / "recipes" / "configs" / "proof_charcls_cpu.yaml").read_text().replace(
         "dtype: float32", "dtype: fp32"))
     with pytest.raises(TaseError) as e:  # proof.main prints it as its one line, exit 2
-        proof_inputs.load_config(str(bad))
+        load_config(str(bad))
     assert str(e.value) == f"--config {bad}: eval dtype must be one of float32, bfloat16, float16, got 'fp32'"
 
 

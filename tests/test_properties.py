@@ -16,7 +16,7 @@ from common.errors import TaseError
 from common.readers import load_jsonl
 from eval.runner import read_predictions
 from recipes.parser import ConfigFile
-from recipes.proof_inputs import load_config
+from recipes.proof_config import load_config
 from rewards.trl import REWARD_FUNCS, RewardInputError
 from synth.mixture import load_mixture
 

@@ -363,7 +363,7 @@ def test_proof_bad_inputs_are_one_line(tmp_path, fixture_root):
 def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     """Stages 7-8 on evaluations faked with `eval score`: completion files in row order with the release ids,
     re-scored to the same accuracy (a mismatch is caught), and the summary's table and gains."""
-    from recipes import proof_inputs, proof_report, proof_train
+    from recipes import proof_config, proof_report, proof_train
     from recipes.pipeline import Steps
 
     from eval.gold import gold_predictions
@@ -397,7 +397,7 @@ def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
         f"fine {PROOF_FILES[0]}"]
     r["by_file"][PROOF_FILES[0]]["accuracy"] -= 1
     res.write_text(json.dumps(r))
-    cfg = proof_inputs.load_config(str(ROOT / "recipes" / "configs" / "proof_cpu.yaml"))
+    cfg = proof_config.load_config(str(ROOT / "recipes" / "configs" / "proof_cpu.yaml"))
     text = proof_report.summary(out, cfg, models, 200, step, 1.0)
     assert "| model | component_count/english | component_count/chinese | component_count/korean |" in text
     assert "  GRPO fine vs warm-up " in text and "  fine vs coarse " in text and "| total |" in text
