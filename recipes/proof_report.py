@@ -47,7 +47,7 @@ def accuracy_of(run: Path, file: str) -> float:
 
 def completions_stage(step: Steps, out: Path, files: list[str], models: list[str], completions: Path,
                       official: str, k: int = 7) -> list[str]:
-    """Stage k (7, or 8 with a control): write each model's completion files, re-score each with `eval score`
+    """The completions stage (number k): write each model's completion files, re-score each with `eval score`
     (skipped while its scores are newer than the file) and check its accuracy equals the eval run's; returns
     the mismatches."""
     step.header(k, f"completion files under {shown(completions)}, re-scored with `eval score`")
