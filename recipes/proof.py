@@ -23,8 +23,8 @@ numbers of the later ones close up):
   match);
 - summary: accuracy per model, paired gains with 95% CIs, wall time per stage.
 Each step is printed as the command it runs and timed; a stage whose output exists is skipped, so rerunning the
-same command resumes. Relative paths in the config are relative to the repository root. Nothing is written outside OUT unless
-named for the run (--completions DIR).
+same command resumes. Relative paths in the config are relative to the repository root. Nothing is written outside
+OUT unless named for the run (--completions DIR).
 """
 from __future__ import annotations
 

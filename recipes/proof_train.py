@@ -58,9 +58,9 @@ def stage_subset(pr: Proof) -> None:
 
 
 def stage_train(pr: Proof) -> None:
-    """The sft stage, the warm-up; (the start: stage_start); the grpo stage, the arms from the warm-up (or the start): same config, seed,
-    data and steps, only the accuracy reward differing, unless a named arm sets options of its own (over
-    grpo.options; never the data)."""
+    """The sft stage, the warm-up; (the start: stage_start); the grpo stage, the arms from the warm-up (or the
+    start): same config, seed, data and steps, only the accuracy reward differing, unless a named arm sets options
+    of its own (over grpo.options; never the data)."""
     cfg, out, step = pr.cfg, pr.out, pr.step
     cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(pr.sft_config), *flags(cfg["sft"]["options"]),
            "--exclude", pr.guard, "--output_dir", shown(out / "sft"),
@@ -150,26 +150,25 @@ def train_runtime(run: Path) -> float:
 
 
 def stage_control(pr: Proof) -> None:
-    """The control stage, the more-SFT control: sft_warmup.py from the warm-up (or the start) with gold answers on the GRPO arms'
-    data, for --max_train_seconds = the followed arm's train_runtime (control: follows, default fine): "GRPO vs
-    more supervised data" at equal training time; or, with control: steps, for that fixed step count (--max_steps,
-    no time budget), so that it reproduces on any machine. Its --config is OUT/control_config.yaml, the sft recipe config
-    with every data option set to the GRPO arms' (the grpo config's, then grpo.options; an unset one as null, which
-    no flag can say); then the sft options but data and model, then control.options. Its prompts are the GRPO
-    arms', so the held-out guard (the sets stage) covers them."""
+    """The control stage, the more-SFT control: sft_warmup.py from the warm-up (or the start) with gold answers on
+    the GRPO arms' data, for --max_train_seconds = the followed arm's train_runtime (control: follows, default
+    fine): "GRPO vs more supervised data" at equal training time; or, with control: steps, for that fixed step
+    count (--max_steps, no time budget), so that it reproduces on any machine. Its --config is
+    OUT/control_config.yaml, the sft recipe config with every data option set to the GRPO arms' (the grpo config's,
+    then grpo.options; an unset one as null, which no flag can say); then the sft options but data and model, then
+    control.options. Its prompts are the GRPO arms', so the held-out guard (the sets stage) covers them."""
     out, arm, steps = pr.out, control_follows(pr.cfg), control_steps(pr.cfg)
     if steps is not None:  # control: steps, a fixed step count that reproduces on any machine
-        continued_sft(pr, pr.k("control"), "control", "more-SFT control", f"more-SFT control (gold answers on the GRPO "
-                      f"data, {steps} steps)", out / "control_config.yaml", pr.data["grpo"], "the GRPO arms' data options",
-                      out / "control", ["--max_steps", str(steps)],
-                      [f"# --max_steps {steps} (control: steps): a fixed step count, no time budget"])
-        return
-    state, done = out / arm / "trainer_state.json", out / "control" / "model.safetensors"
-    if not state.is_file() and (pr.dry or done.exists()):
-        seconds = f"<train_runtime of {shown(state)}>"  # read once the followed arm has trained
+        length, budget = f"{steps} steps", ["--max_steps", str(steps)]
+        note = f"# --max_steps {steps} (control: steps): a fixed step count, no time budget"
     else:
-        seconds = f"{train_runtime(out / arm):g}"
-    continued_sft(pr, pr.k("control"), "control", "more-SFT control", f"more-SFT control (gold answers on the GRPO data, for the {arm} "
-                  "arm's train_runtime)", out / "control_config.yaml", pr.data["grpo"], "the GRPO arms' data options",
-                  out / "control", ["--max_train_seconds", seconds],
-                  [f"# --max_train_seconds: the {arm} arm's train_runtime, from {shown(state)}"])
+        state, done = out / arm / "trainer_state.json", out / "control" / "model.safetensors"
+        if not state.is_file() and (pr.dry or done.exists()):
+            seconds = f"<train_runtime of {shown(state)}>"  # read once the followed arm has trained
+        else:
+            seconds = f"{train_runtime(out / arm):g}"
+        length, budget = f"for the {arm} arm's train_runtime", ["--max_train_seconds", seconds]
+        note = f"# --max_train_seconds: the {arm} arm's train_runtime, from {shown(state)}"
+    continued_sft(pr, pr.k("control"), "control", "more-SFT control",
+                  f"more-SFT control (gold answers on the GRPO data, {length})", out / "control_config.yaml",
+                  pr.data["grpo"], "the GRPO arms' data options", out / "control", budget, [note])
