@@ -29,10 +29,13 @@ python recipes/grpo.py --config recipes/configs/grpo_combine_cpu.yaml --model_na
 python recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml --model_name_or_path $E/sft2 \
     --train_data $E/grpo_pool.jsonl --num_train_examples 928 --learning_rate 3.0e-4 --lr_scheduler_type constant \
     --warmup_steps 0 --max_steps 3000 --max_train_seconds 964.8426 --paraphrase false --logging_steps 16 --output_dir $E/control
-for m in sft sft2 grpo control; do
+for m in sft2 grpo control; do   # the whole official file
   python -m eval run --model $E/$m --data official:$E/official --max-new-tokens 32 --backend vllm --dtype float32 --out $E/$m.ev/official
+done
+for m in sft sft2 grpo; do   # the held-out screen
   python -m eval run --model $E/$m --data $E/heldout96.jsonl --max-new-tokens 32 --backend vllm --dtype float32 --out $E/$m.ev/greedy
   python -m eval run --model $E/$m --data $E/heldout96.jsonl --max-new-tokens 32 --backend vllm --dtype float32 \
       --num-samples 8 --temperature 1 --out $E/$m.ev/k8
 done
 python -m eval compare $E/sft2.ev/official $E/grpo.ev/official $E/control.ev/official --n-boot 2000 --out $E/compare_official
+python -m eval compare $E/grpo.ev/official $E/control.ev/official --n-boot 2000 --out $E/compare_grpo_control
