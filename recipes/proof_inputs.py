@@ -69,7 +69,9 @@ def data_args(recipe_config: Path, options: dict[str, Any], read: Callable[[str 
 
     argv = ["--config", str(recipe_config), *flags({k: v for k, v in options.items() if k in DATA_KEYS})]
     (data,) = RecipeParser((DataArgs,), where=where).parse(ConfigFile(argv, read=data_keys))
-    return {f.name: getattr(data, f.name) for f in dataclasses.fields(DataArgs) if f.name in DATA_KEYS}  # its order
+    # in DataArgs' order; skip_examples only when set, so the configs written for runs without it stay as they were
+    return {f.name: getattr(data, f.name) for f in dataclasses.fields(DataArgs)
+            if f.name in DATA_KEYS and not (f.name == "skip_examples" and not data.skip_examples)}
 
 
 def completions_dir(args: argparse.Namespace, cfg: dict[str, Any], out: Path) -> Path:
@@ -234,9 +236,9 @@ def setup(args: argparse.Namespace) -> Proof:
     # bad tasks/langs/subtasks: now, not in the sets stage (DataArgs checks them as it parses)
     data = {part: data_args(c, cfg[part]["options"], read, where=f"{part}: ")
             for part, c in (("sft", sft_config), ("grpo", grpo_config))}
-    if "start" in cfg:  # the GRPO arms' data with the start's seed, as the grpo recipe's parser makes it
-        data = {"sft": data["sft"], "start": data_args(grpo_config, {**cfg["grpo"]["options"], "synth_seed":
-                                                                     cfg["start"]["synth_seed"]}, read,
+    if "start" in cfg:  # the GRPO arms' data with the start's seed (and slice), as the grpo recipe's parser makes it
+        own = {k: v for k, v in cfg["start"].items() if k in ("synth_seed", "num_train_examples", "skip_examples")}
+        data = {"sft": data["sft"], "start": data_args(grpo_config, {**cfg["grpo"]["options"], **own}, read,
                                                        where="start: "), "grpo": data["grpo"]}
     parsed = check_recipe_options(cfg, sft_config, grpo_config, read)
     base_model = str(parsed["sft"][2].model_name_or_path or "default")  # (DataArgs, SFTConfig, ModelConfig, ...)

@@ -121,13 +121,15 @@ def continued_sft(pr: Proof, k: int, part: str, name: str, title: str, config: P
 
 def stage_start(pr: Proof) -> None:
     """The start (a `start:` section): sft_warmup.py from the warm-up with gold answers on the GRPO arms' data drawn
-    with start: synth_seed (OUT/start_config.yaml), for the steps its options give (e.g. max_steps; no time budget).
+    with start: synth_seed (and its num_train_examples, skip_examples where given; OUT/start_config.yaml), for the
+    steps its options give (e.g. max_steps; no time budget).
     Output OUT/start: the GRPO arms and the control train from it, and the comparisons measure them against it
     (issue 49: SFT then GRPO). Its prompts are a training set of the sets stage, so the held-out guard covers them."""
-    seed = pr.cfg["start"]["synth_seed"]
-    continued_sft(pr, pr.k("start"), START, "start", f"start (gold answers on the GRPO data with synth_seed {seed}, "
+    own = [k for k in ("synth_seed", "num_train_examples", "skip_examples") if k in pr.cfg["start"]]
+    rows = ", ".join(f"{k} {pr.cfg['start'][k]}" for k in own)
+    continued_sft(pr, pr.k("start"), START, "start", f"start (gold answers on the GRPO data with {rows}, "
                   "from the warm-up)", pr.out / "start_config.yaml", pr.data["start"],
-                  f"the GRPO arms' data options, synth_seed {seed} (start: synth_seed)", pr.out / START, [], [])
+                  f"the GRPO arms' data options, {rows} (start: {', '.join(own)})", pr.out / START, [], [])
 
 
 def train_runtime(run: Path) -> float:

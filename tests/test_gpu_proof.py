@@ -1,5 +1,5 @@
-"""bench/gpu_proof.sh (issue 49's GPU run): its CPU-side checks. The GPU run itself is recorded in
-docs/results/proof_gpu_combine; here, bad input is one line and exit 2, before anything is written."""
+"""bench/gpu_proof.sh (issue 49's GPU run): its CPU-side checks. The GPU runs themselves are recorded in
+docs/results/proof_gpu_combine and docs/results/proof_gpu_digital; here, bad input is one line and exit 2, before anything is written."""
 from __future__ import annotations
 
 import subprocess
@@ -36,6 +36,7 @@ def test_help_names_every_mode_and_the_config():
     (("--budget", "soon", "--resume"), "error: --budget needs a whole number of seconds"),
     (("--prepare", "--resume"), "error: give one mode"),
     (("--frobnicate",), "error: unknown argument '--frobnicate'"),
+    (("--config", "recipes/configs/proof_digital_gpu.yaml", "--resume"), "error: --config goes with --prepare"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(args, message):
     res = sh(*args)
@@ -66,3 +67,18 @@ def test_resume_without_the_parts_names_the_missing_call(tmp_path):
                          env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out")})
     assert res.returncode == 2 and res.stderr.count("\n") == 1
     assert "gguf.part1 is missing: call 1 did not run on this machine" in res.stderr
+
+
+def test_prepare_takes_the_config_s_one_file(tmp_path):
+    """--config names the file the release must hold (the digital config's, not en_combine's); a config with
+    two files, or none, is refused in one line."""
+    res = sh("--prepare", "--official", str(tmp_path), "--config", "recipes/configs/proof_digital_gpu.yaml")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert "no tasks/token_structure/variant_normalize/digital.csv" in res.stderr
+    two = tmp_path / "two.yaml"
+    two.write_text("out: runs/x\nfiles:\n  - a/b/c.csv\n  - a/b/d.csv\nsft:\n  config: x\n")
+    res = sh("--prepare", "--official", str(tmp_path), "--config", str(two))
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert "needs an out: and exactly one file under files:" in res.stderr
+    res = sh("--prepare", "--config", str(tmp_path / "missing.yaml"))
+    assert res.returncode == 2 and res.stderr == f"error: no proof config {tmp_path / 'missing.yaml'}\n"
