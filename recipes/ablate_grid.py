@@ -16,8 +16,8 @@ from common.errors import TaseError
 
 # options an axis may not vary: the data, the seeds, the warm-up and where an arm writes
 FIXED = ("output_dir", "model_name_or_path", "seed", "data_seed", "synth_seed", "train_data", "tasks", "langs",
-         "subtasks", "mixture", "num_train_examples", "max_len", "paraphrase", "exclude", "repeat_answers",
-         "resume_from_checkpoint", "config", "dry_run")
+         "subtasks", "mixture", "num_train_examples", "skip_examples", "max_len", "paraphrase", "exclude",
+         "repeat_answers", "resume_from_checkpoint", "config", "dry_run")
 
 
 @dataclass

@@ -121,10 +121,10 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
             if k in c:
                 lines.append(f"| base model | `{c[k].get('model')}` |")
         synth_only = ("tasks", "langs", "subtasks", "mixture", "synth_seed", "max_len", "paraphrase")
-        for k in ("train_data", *synth_only, "num_train_examples", "streaming", "max_prompt_tokens",
+        for k in ("train_data", *synth_only, "num_train_examples", "skip_examples", "streaming", "max_prompt_tokens",
                   "reward_granularity", "format_reward", "system_prompt"):
-            if k == "subtasks" and tase.get(k) is None:
-                continue  # unset: every subtask (older runs have no such key)
+            if (k == "subtasks" and tase.get(k) is None) or (k == "skip_examples" and not tase.get(k)):
+                continue  # unset: every subtask, no rows skipped (older runs have no such keys)
             if k in tase and not (k in synth_only and tase.get("train_data", "synth") != "synth"):
                 lines.append(f"| {k} | `{tase[k]}` |")
         for k in ("learning_rate", "lr_scheduler_type", "max_steps", "num_train_epochs", "per_device_train_batch_size",
