@@ -229,7 +229,11 @@ BAD = {
     # start:
     "start:\n  options: {max_steps: 300}\n": "start: missing key 'synth_seed'",
     "start:\n  synth_seed: '778'\n": "start: synth_seed must be an integer, got '778'",
-    "start:\n  synth_seed: 778\n  seed: 1\n": "start: unknown key 'seed' (known: synth_seed, options)",
+    "start:\n  synth_seed: 778\n  seed: 1\n": "start: unknown key 'seed' (known: synth_seed, num_train_examples, "
+                                            "skip_examples, options)",
+    "start:\n  synth_seed: 778\n  skip_examples: many\n": "start: skip_examples must be an integer, got 'many'",
+    "start:\n  synth_seed: 778\n  skip_examples: -1\n": "skip_examples must be an integer >= 0, got -1",
+    "start:\n  synth_seed: 778\n  options: {skip_examples: 5}\n": "start option 'skip_examples' is set by proof.py",
     "start:\n  synth_seed: 778\n  options: {synth_seed: 5}\n":
         "start option 'synth_seed' is set by proof.py (the start trains on the GRPO arms' data with start: synth_seed)",
     "start:\n  synth_seed: 778\n  options: {model_name_or_path: x}\n": "start option 'model_name_or_path' is set by "
