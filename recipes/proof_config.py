@@ -33,11 +33,10 @@ EVAL_DTYPES = ("float32", "bfloat16", "float16")
 SCHEMA: dict[str, Any] = {
     "out": str, "completions": (str, OPTIONAL), "files": list,
     "sft": {"config": str, "options": (dict, OPTIONAL)},
-    # a fixed-step SFT from the warm-up on the GRPO arms' data with its own synth_seed (and optionally its own
-    # num_train_examples and skip_examples: e.g. the next slice of the warm-up's seed); the arms and the control
-    # then train from it, and it is the comparisons' baseline
-    "start": ({"synth_seed": int, "num_train_examples": (int, OPTIONAL), "skip_examples": (int, OPTIONAL),
-               "options": (dict, OPTIONAL)}, OPTIONAL),
+    # a fixed-step SFT from the warm-up on the GRPO arms' data with its own synth_seed (START_SCHEMA); the arms and
+    # the control then train from it, and it is the comparisons' baseline. A list of such sections is that many
+    # stages, each from the one before (start_stages)
+    "start": ((dict, list), OPTIONAL),
     # arms: accuracy levels (coarse, fine) and/or named arms (ARM_SCHEMA)
     "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
     # follows: the arm whose train_runtime is the control's --max_train_seconds (default fine); steps: instead, a fixed
@@ -50,6 +49,10 @@ SCHEMA: dict[str, Any] = {
     "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL), "dtype": (str, OPTIONAL)},
     "compare": {"n_boot": int},
 }
+# a start stage: its data is the GRPO arms' with its own synth_seed (and optionally its own num_train_examples and
+# skip_examples: e.g. the next slice of the warm-up's seed); its options are sft_warmup.py's
+START_SCHEMA: dict[str, Any] = {"synth_seed": int, "num_train_examples": (int, OPTIONAL),
+                                "skip_examples": (int, OPTIONAL), "options": (dict, OPTIONAL)}
 # a named arm: its folder and model name, its accuracy level (one of ARMS), its GRPO options over grpo.options
 ARM_SCHEMA: dict[str, Any] = {"name": str, "accuracy": str, "options": (dict, OPTIONAL)}
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
@@ -74,8 +77,9 @@ def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
         if isinstance(types, dict):
             check_section(f"{where}: {key}", v, types)
         elif not isinstance(v, types) or (isinstance(v, bool) and types is int):
-            raise TaseError(f"{where}: {key} must be {'an integer' if types is int else f'a {types.__name__}'}, got "
-                            f"{bounded(v)}")
+            what = ("an integer" if types is int else " or ".join(f"a {t.__name__}" for t in types)
+                    if isinstance(types, tuple) else f"a {types.__name__}")
+            raise TaseError(f"{where}: {key} must be {what}, got {bounded(v)}")
 
 
 def load_config(path: str) -> dict[str, Any]:
@@ -87,6 +91,10 @@ def load_config(path: str) -> dict[str, Any]:
         if isinstance(cfg, dict) and part in cfg and cfg[part] is None:
             cfg[part] = {}  # `control:` or `select:` with nothing under it: the stage with its defaults
     check_section(f"--config {path}", cfg, SCHEMA)
+    if isinstance(cfg.get("start"), list) and not cfg["start"]:
+        raise TaseError(f"--config {path}: start: give a mapping (one stage) or a list of them, got an empty list")
+    for name, sec in start_stages(cfg):
+        check_section(f"--config {path}: {name}", sec, START_SCHEMA)
     files = cfg["files"]
     if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
         raise TaseError(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got "
@@ -108,15 +116,16 @@ def load_config(path: str) -> dict[str, Any]:
     if not isinstance(cfg["eval"].get("dtype"), (str, type(None))) or cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
         raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got "
                         f"{bounded(cfg['eval']['dtype'])}")
-    for part in ("sft", "start", "grpo", "control"):
-        if part not in cfg:
-            continue
-        cfg[part]["options"] = cfg[part].get("options") or {}
-        taken = SET_HERE + {"grpo": ("model_name_or_path", "reward_funcs"), "start": ("model_name_or_path",),
-                            "control": ("model_name_or_path", "max_train_seconds"), "sft": ()}[part]
+    sections = [("sft", cfg["sft"]), *start_stages(cfg), *((p, cfg[p]) for p in ("grpo", "control") if p in cfg)]
+    for part, sec in sections:
+        sec["options"] = sec.get("options") or {}
+        taken = SET_HERE + {"grpo": ("model_name_or_path", "reward_funcs"),
+                            "control": ("model_name_or_path", "max_train_seconds"), "sft": ()}.get(
+                                part, ("model_name_or_path",))  # a start stage: from the stage before
         data = {"control": "the control trains on the GRPO arms' data: the grpo config's and grpo options'",
-                "start": "the start trains on the GRPO arms' data with start: synth_seed"}.get(part)
-        check_options(path, part, cfg[part]["options"], taken, data)
+                "sft": None, "grpo": None, START: "the start trains on the GRPO arms' data with start: synth_seed"}.get(
+                    part, f"the {part} stage trains on the GRPO arms' data with its own synth_seed")
+        check_options(path, part, sec["options"], taken, data)
     if "control" in cfg and "steps" in cfg["control"]:
         steps = cfg["control"]["steps"]
         if isinstance(steps, bool) or steps < 1:
@@ -156,9 +165,10 @@ def check_arm(path: str, i: int, arm: dict[str, Any], seen: list[str]) -> None:
     check_section(f"--config {path}: grpo arm {i}", arm, ARM_SCHEMA)
     name = arm["name"]
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name) or name in RESERVED or name.startswith("select_") \
-            or name in (COARSE, STRICT, FINE):
+            or name in (COARSE, STRICT, FINE) or re.fullmatch(rf"{START}[0-9]+", name):
         raise TaseError(f"--config {path}: grpo arm {i}: name must be letters, digits, _ or - (a folder of out), not "
-                        f"one of {', '.join((COARSE, STRICT, FINE) + RESERVED)} nor select_*; got {bounded(name)}")
+                        f"one of {', '.join((COARSE, STRICT, FINE) + RESERVED)} nor select_* or start<N>; got "
+                        f"{bounded(name)}")
     if name in seen:
         raise TaseError(f"--config {path}: grpo arm {name!r} is given twice")
     if arm["accuracy"] not in ARMS:
@@ -189,6 +199,18 @@ def arm_specs(cfg: dict[str, Any]) -> dict[str, Arm]:
     return {a.name: a for a in (Arm(x, x, {}) if isinstance(x, str) else Arm(x["name"], x["accuracy"],
                                                                             x.get("options") or {})
                                 for x in cfg["grpo"]["arms"])}
+
+
+def start_stages(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The start stages in order, as (name, section): a `start:` mapping is one stage named start; a list of k
+    mappings is k stages named start1 .. start<k-1>, then start (the last: what the arms and the control train
+    from, and the comparisons' baseline), each from the one before, the first from the warm-up. None without one."""
+    s = cfg.get("start")
+    if s is None:
+        return []
+    if isinstance(s, dict):
+        return [(START, s)]
+    return [(f"{START}{i + 1}" if i < len(s) - 1 else START, sec) for i, sec in enumerate(s)]
 
 
 def control_follows(cfg: dict[str, Any]) -> str:

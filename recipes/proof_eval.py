@@ -7,7 +7,7 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.config import data_streams
-from recipes.proof_config import CONTROL, START
+from recipes.proof_config import CONTROL
 from recipes.proof_inputs import Proof, shown
 
 
@@ -89,8 +89,7 @@ def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = Non
     run (by model name: its chosen checkpoint) instead of its final model. Returns the models and data sets, by name."""
     out = pr.out
     models = {"base": pr.base_model, "warm-up": shown(out / "sft")}
-    if pr.start:
-        models[START] = shown(out / START)
+    models.update({name: shown(out / name) for name, _ in pr.starts})  # start1 .. start
     models.update({arm: shown(out / arm) for arm in pr.arms})
     if pr.control:
         models[CONTROL] = shown(out / "control")

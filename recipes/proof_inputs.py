@@ -18,7 +18,8 @@ from common.errors import TaseError
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
 from rewards.levels import accuracy_reward_name
-from recipes.proof_config import DATA_KEYS, OPTIONAL_STAGES, ROOT, STAGES, START, Arm, arm_specs, load_config
+from recipes.proof_config import (DATA_KEYS, OPTIONAL_STAGES, ROOT, STAGES, START, Arm, arm_specs, load_config,
+                                  start_stages)
 
 
 def flags(options: dict[str, Any]) -> list[str]:
@@ -105,8 +106,8 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
     grpo = (TaseArgs, GRPOConfig, ModelConfig)
     parts = [("sft", "sft", sft, sft_config, cfg["sft"]["options"], [])]
-    if "start" in cfg:
-        parts.append(("start", "start", sft, sft_config, continued_options(cfg, "start"), []))
+    for name, sec in start_stages(cfg):
+        parts.append((name, name, sft, sft_config, continued_options(cfg, sec), []))
     arms = arm_specs(cfg)
     first = next(iter(arms.values())).level  # the shared options as an arm trains them (a coarse-only config: coarse)
     parts.append(("grpo", "grpo", grpo, grpo_config, cfg["grpo"]["options"],
@@ -117,7 +118,7 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
                           arm.grpo_options(cfg),
                           ["--reward_funcs", accuracy_reward_name(arm.level), *cfg["grpo"]["reward_funcs"]]))
     if "control" in cfg:
-        parts.append(("control", "control", sft, sft_config, continued_options(cfg, "control"),
+        parts.append(("control", "control", sft, sft_config, continued_options(cfg, cfg["control"]),
                       ["--max_train_seconds", "1"]))
     read = read or config_reader()
     parsed_parts: dict[str, tuple] = {}
@@ -135,11 +136,11 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     return parsed_parts
 
 
-def continued_options(cfg: dict[str, Any], part: str) -> dict[str, Any]:
-    """The options of an SFT that continues a model (the start, the control): the sft options but data and model,
-    then the part's own options (each key once, the part's value winning)."""
+def continued_options(cfg: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
+    """The options of an SFT that continues a model (a start stage, the control; `section` its config section): the
+    sft options but data and model, then the section's own options (each key once, the section's value winning)."""
     opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
-    return {**opts, **cfg[part]["options"]}
+    return {**opts, **section["options"]}
 
 
 @dataclasses.dataclass
@@ -171,8 +172,13 @@ class Proof:
 
     @property
     def start(self) -> bool:
-        """Whether the config has a start section (a stage after the warm-up)."""
+        """Whether the config has a start section (a stage after the warm-up, or several)."""
         return "start" in self.cfg
+
+    @property
+    def starts(self) -> list[tuple[str, dict[str, Any]]]:
+        """The start stages, (name, section) in order (start_stages): the last one is named start."""
+        return start_stages(self.cfg)
 
     @property
     def arms(self) -> dict[str, Arm]:
@@ -236,10 +242,12 @@ def setup(args: argparse.Namespace) -> Proof:
     # bad tasks/langs/subtasks: now, not in the sets stage (DataArgs checks them as it parses)
     data = {part: data_args(c, cfg[part]["options"], read, where=f"{part}: ")
             for part, c in (("sft", sft_config), ("grpo", grpo_config))}
-    if "start" in cfg:  # the GRPO arms' data with the start's seed (and slice), as the grpo recipe's parser makes it
-        own = {k: v for k, v in cfg["start"].items() if k in ("synth_seed", "num_train_examples", "skip_examples")}
-        data = {"sft": data["sft"], "start": data_args(grpo_config, {**cfg["grpo"]["options"], **own}, read,
-                                                       where="start: "), "grpo": data["grpo"]}
+    if "start" in cfg:  # each start stage: the GRPO arms' data with its seed (and slice), as the grpo parser makes it
+        starts = {}
+        for name, sec in start_stages(cfg):
+            own = {k: v for k, v in sec.items() if k in ("synth_seed", "num_train_examples", "skip_examples")}
+            starts[name] = data_args(grpo_config, {**cfg["grpo"]["options"], **own}, read, where=f"{name}: ")
+        data = {"sft": data["sft"], **starts, "grpo": data["grpo"]}
     parsed = check_recipe_options(cfg, sft_config, grpo_config, read)
     base_model = str(parsed["sft"][2].model_name_or_path or "default")  # (DataArgs, SFTConfig, ModelConfig, ...)
     from eval.backends import default_backend

@@ -3,6 +3,7 @@ and the summary (accuracy per model, paired gains, per-class tables, wall times)
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,7 @@ def summary_pairs(cfg: dict[str, Any], models: list[str]) -> tuple[tuple[str, st
     """The summary's paired gains, (label, baseline model, model): every arm against the baseline (the start where
     the models have one, else the warm-up), fine vs coarse with both level arms, every arm against the control (the
     arm it is timed against first), the control against the baseline, then each stage before it against the one
-    before (start vs warm-up, warm-up vs base)."""
+    before (start vs warm-up, or start vs start<k-1> ... start1 vs warm-up; warm-up vs base)."""
     arms, base = list(arm_specs(cfg)), START if START in models else "warm-up"
     pairs = tuple((f"GRPO {arm} vs {base}", base, arm) for arm in reversed(arms))
     pairs += ((f"{FINE} vs {COARSE}", COARSE, FINE),) if set(arms) == set(ARMS) else ()
@@ -90,7 +91,8 @@ def summary_pairs(cfg: dict[str, Any], models: list[str]) -> tuple[tuple[str, st
         follows = control_follows(cfg)
         pairs += tuple((f"GRPO {arm} vs control", CONTROL, arm) for arm in [follows, *(a for a in arms if a != follows)])
         pairs += ((f"control vs {base}", base, CONTROL),)
-    pairs += (("start vs warm-up", "warm-up", START),) if START in models else ()
+    chain = ["warm-up", *(m for m in models if re.fullmatch(rf"{START}[0-9]+", m)), START] if START in models else []
+    pairs += tuple((f"{b} vs {a}", a, b) for a, b in reversed(list(zip(chain, chain[1:]))))  # start vs start1 ...
     return pairs + (("warm-up vs base", "base", "warm-up"),)
 
 

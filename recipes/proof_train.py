@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import HERE, START, control_follows, control_steps
+from recipes.proof_config import HERE, control_follows, control_steps
 from recipes.proof_inputs import Proof, config_reader, continued_options, flags, shown
 from rewards.levels import accuracy_reward_name
 
@@ -93,17 +93,17 @@ def control_config_text(sft_config: Path, data: dict[str, Any], read: Callable[[
             + yaml.safe_dump(recipe, sort_keys=False, allow_unicode=True))
 
 
-def continued_sft(pr: Proof, k: int, part: str, name: str, title: str, config: Path, data: dict[str, Any],
-                  what: str, folder: Path, budget: list[str], notes: list[str]) -> None:
-    """Step k (`name`; `title` in full): sft_warmup.py continuing a model with gold answers, the warm-up (the start)
-    or what the arms train from (the control): --config `config`, written now as the sft recipe config with `data`
-    (control_config_text), then the sft options but data and model and the part's own options (continued_options),
-    then `budget` (the control's --max_train_seconds). Skipped when its model exists; the config is written only
-    when it changes."""
+def continued_sft(pr: Proof, k: int, section: dict[str, Any], name: str, title: str, config: Path,
+                  data: dict[str, Any], what: str, source: Path, folder: Path, budget: list[str],
+                  notes: list[str]) -> None:
+    """Step k (`name`; `title` in full): sft_warmup.py continuing the model `source` with gold answers, the warm-up
+    or the start stage before (a start stage) or what the arms train from (the control): --config `config`, written
+    now as the sft recipe config with `data` (control_config_text), then the sft options but data and model and the
+    section's own options (continued_options), then `budget` (the control's --max_train_seconds). Skipped when its
+    model exists; the config is written only when it changes."""
     done = folder / "model.safetensors"
-    source = pr.out / "sft" if part == START else pr.origin
     cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(config), "--model_name_or_path",
-           shown(source), *flags(continued_options(pr.cfg, part)), *budget, "--exclude", pr.guard,
+           shown(source), *flags(continued_options(pr.cfg, section)), *budget, "--exclude", pr.guard,
            "--output_dir", shown(folder), "--resume_from_checkpoint", "true"]
     if pr.skip(k, name, done, cmd, f"{k} {name}"):
         return
@@ -122,14 +122,19 @@ def continued_sft(pr: Proof, k: int, part: str, name: str, title: str, config: P
 def stage_start(pr: Proof) -> None:
     """The start (a `start:` section): sft_warmup.py from the warm-up with gold answers on the GRPO arms' data drawn
     with start: synth_seed (and its num_train_examples, skip_examples where given; OUT/start_config.yaml), for the
-    steps its options give (e.g. max_steps; no time budget).
-    Output OUT/start: the GRPO arms and the control train from it, and the comparisons measure them against it
-    (issue 49: SFT then GRPO). Its prompts are a training set of the sets stage, so the held-out guard covers them."""
-    own = [k for k in ("synth_seed", "num_train_examples", "skip_examples") if k in pr.cfg["start"]]
-    rows = ", ".join(f"{k} {pr.cfg['start'][k]}" for k in own)
-    continued_sft(pr, pr.k("start"), START, "start", f"start (gold answers on the GRPO data with {rows}, "
-                  "from the warm-up)", pr.out / "start_config.yaml", pr.data["start"],
-                  f"the GRPO arms' data options, {rows} (start: {', '.join(own)})", pr.out / START, [], [])
+    steps its options give (e.g. max_steps; no time budget). Output OUT/start: the GRPO arms and the control train
+    from it, and the comparisons measure them against it (issue 49: SFT then GRPO). With a list of sections, each
+    stage (OUT/start1, ..., OUT/start: start_stages) trains from the one before, the first from the warm-up. Their
+    prompts are training sets of the sets stage, so the held-out guard covers them."""
+    source, previous = pr.out / "sft", "the warm-up"
+    for name, sec in pr.starts:
+        own = [k for k in ("synth_seed", "num_train_examples", "skip_examples") if k in sec]
+        rows = ", ".join(f"{k} {sec[k]}" for k in own)
+        continued_sft(pr, pr.k("start"), sec, name, f"{name} (gold answers on the GRPO data with {rows}, "
+                      f"from {previous})", pr.out / f"{name}_config.yaml", pr.data[name],
+                      f"the GRPO arms' data options, {rows} ({name}: {', '.join(own)})", source, pr.out / name, [],
+                      [])
+        source, previous = pr.out / name, name
 
 
 def train_runtime(run: Path) -> float:
@@ -171,6 +176,6 @@ def stage_control(pr: Proof) -> None:
             seconds = f"{train_runtime(out / arm):g}"
         length, budget = f"for the {arm} arm's train_runtime", ["--max_train_seconds", seconds]
         note = f"# --max_train_seconds: the {arm} arm's train_runtime, from {shown(state)}"
-    continued_sft(pr, pr.k("control"), "control", "more-SFT control",
+    continued_sft(pr, pr.k("control"), pr.cfg["control"], "more-SFT control",
                   f"more-SFT control (gold answers on the GRPO data, {length})", out / "control_config.yaml",
-                  pr.data["grpo"], "the GRPO arms' data options", out / "control", budget, [note])
+                  pr.data["grpo"], "the GRPO arms' data options", pr.origin, out / "control", budget, [note])

@@ -275,7 +275,8 @@ def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root)
     written.write_text(proof_train.control_config_text(ROOT / cfg["sft"]["config"], grpo_data), encoding="utf-8")
     argv = control[0].split(" recipes/sft_warmup.py ")[1].replace(str(out / "control_config.yaml"), str(written))
     data, sft, _, budget = parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv.split())
-    assert {k: getattr(data, k) for k in DATA_KEYS} == grpo_data and grpo_data["max_len"] is None
+    assert {k: getattr(data, k) for k in DATA_KEYS if k in grpo_data} == grpo_data and grpo_data["max_len"] is None
+    assert "skip_examples" not in grpo_data and data.skip_examples == 0  # unset: not written, none skipped
     assert data.subtasks == ["combine"] and sft.learning_rate == 5e-5
     assert budget.max_train_seconds == float(f"{seconds:g}")
     # a state without it (a run that did not finish) is one line
