@@ -1,7 +1,8 @@
-"""Issue 49's third file as a proof configuration (recipes/configs/proof_digital_cpu.yaml): `skip_examples`, the data
-option that lets stages draw consecutive, disjoint slices of one seed's rows, and the digital config's plan, whose
-three training stages are the hand run's three slices of one 4,000-row stream (docs/results/proof_cpu_digital/
-commands.sh). Real synth rows and dry runs; nothing trains."""
+"""Issue 49's third file as proof configurations (recipes/configs/proof_digital_cpu.yaml and its SFT then GRPO,
+proof_digital_sft_grpo_cpu.yaml): `skip_examples`, the data option that lets stages draw consecutive, disjoint
+slices of one seed's rows; the digital config's plan, whose three training stages are the hand run's three slices
+of one 4,000-row stream (docs/results/proof_cpu_digital/commands.sh); and `start:` as a list of stages, each from
+the one before. Real synth rows and dry runs; nothing trains."""
 from __future__ import annotations
 
 import json
@@ -86,3 +87,93 @@ def test_the_digital_config_s_slices_partition_one_stream(tmp_path):
     whole = records(**{**pr.data["grpo"], "exclude": guard, "skip_examples": 0, "num_train_examples": 4000})
     assert parts[0] + parts[1] + parts[2] == whole
     assert len({r["prompt"] for r in whole}) == 4000
+
+
+SFT_GRPO = ROOT / "recipes" / "configs" / "proof_digital_sft_grpo_cpu.yaml"
+
+
+def test_a_list_of_start_stages_chains_them(tmp_path):
+    """`start:` as a list: start1 from the warm-up, start from start1; the arms and the control from the last.
+    start is proof_digital_cpu.yaml's control (the same data, options and step count), and every stage is evaluated,
+    guarded against and summarised."""
+    text = dry(tmp_path, SFT_GRPO)
+    cmds = commands(text)
+    start1, start = one(cmds, "--output_dir OUT/start1 "), one(cmds, "--output_dir OUT/start ")
+    assert "--config OUT/start1_config.yaml --model_name_or_path OUT/sft " in start1 and "--max_steps" not in start1
+    assert "--config OUT/start_config.yaml --model_name_or_path OUT/start1 " in start and "--max_steps 88 " in start
+    assert "== 3/10 start (gold answers on the GRPO data with synth_seed 777, num_train_examples 928, skip_examples " \
+           "3072, from start1)" in text
+    fine, control = one(cmds, "--output_dir OUT/fine "), one(cmds, "--output_dir OUT/control ")
+    assert "--model_name_or_path OUT/start " in fine and "--synth_seed 779 --num_train_examples 928 " in fine
+    assert "--model_name_or_path OUT/start " in control and "--max_steps 88 " in control
+    # start here = proof_digital_cpu.yaml's control: the same flags but the config's and folders' names
+    digital_control = one(commands(dry(tmp_path / "d", CONFIG)), "--output_dir OUT/control ")
+    assert start.split("--model_name_or_path")[1].split("--exclude")[0].replace("OUT/start1", "M") == \
+        digital_control.split("--model_name_or_path")[1].split("--exclude")[0].replace("OUT/start", "M")
+    assert [c.split(" -n ")[1].split()[0] for c in cmds if " -m synth " in c and "--out OUT/data/" in c] == \
+        ["1536", "3072", "4000", "928"]  # sft, start1, start, grpo (seed 779)
+    assert sum(f"--model OUT/{m} " in c for c in cmds for m in ("start1", "start")) == 4  # official and held-out
+
+
+def test_the_list_start_s_configs_are_the_single_configs_data(tmp_path):
+    """Each stage's written config has its own slice, as the single digital config's start and control do."""
+    from recipes import proof_inputs
+    from recipes.proof import parse_args
+
+    def setup(config):
+        return proof_inputs.setup(parse_args(["--config", str(config), "--official", str(FIXTURE), "--out",
+                                              str(tmp_path / "out"), "--dry-run"]))
+
+    chain, single = setup(SFT_GRPO), setup(CONFIG)
+    assert list(chain.data) == ["sft", "start1", "start", "grpo"]
+    assert chain.data["start1"] == single.data["start"] and chain.data["start"] == single.data["grpo"]
+    assert chain.data["grpo"]["synth_seed"] == 779 and "skip_examples" not in chain.data["grpo"]
+
+
+@pytest.mark.parametrize("section, want", [
+    ("start: []\n", "start: give a mapping (one stage) or a list of them, got an empty list"),
+    ("start:\n  - synth_seed: 1\n  - seed: 2\n", "start: unknown key 'seed'"),
+    ("start:\n  - synth_seed: 1\n  - 7\n", "start: must be a mapping of key: value"),
+    ("start:\n  - synth_seed: 1\n    options: {model_name_or_path: x}\n  - synth_seed: 2\n",
+     "start1 option 'model_name_or_path' is set by proof.py"),
+    ("start:\n  - synth_seed: 1\n    options: {skip_examples: 3}\n  - synth_seed: 2\n",
+     "start1 option 'skip_examples' is set by proof.py (the start1 stage trains on the GRPO arms' data with its own "
+     "synth_seed)"),
+    ("start: 5\n", "start must be a dict or a list, got 5"),
+])
+def test_bad_start_lists_are_one_line(tmp_path, section, want):
+    from tests.test_proof_start import render
+
+    text = SFT_GRPO.read_text(encoding="utf-8")
+    old = text[text.index("start:\n"):text.index("grpo:\n")]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace(old, section), encoding="utf-8")
+    code, out, err = render(bad, FIXTURE, tmp_path / "out")
+    assert code == 2 and err.count("\n") == 1 and want in err and not out.strip(), err
+
+
+def test_an_arm_cannot_take_a_start_stage_s_name(tmp_path):
+    from tests.test_proof_start import render
+
+    text = SFT_GRPO.read_text(encoding="utf-8")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("  arms: [fine]\n", "  arms: [fine, {name: start2, accuracy: fine}]\n"),
+                   encoding="utf-8")
+    code, _, err = render(bad, FIXTURE, tmp_path / "out")
+    assert code == 2 and "nor select_* or start<N>; got 'start2'" in err
+
+
+def test_the_summary_walks_the_start_chain():
+    """With start stages the paired gains go start vs start1, start1 vs warm-up (the single start: start vs
+    warm-up), after every arm and the control against the last start."""
+    from recipes.proof_config import load_config
+    from recipes.proof_report import summary_pairs
+
+    cfg = load_config(str(SFT_GRPO))
+    models = ["base", "warm-up", "start1", "start", "fine", "sft_control"]
+    assert [p[0] for p in summary_pairs(cfg, models)] == [
+        "GRPO fine vs start", "GRPO fine vs control", "control vs start", "start vs start1", "start1 vs warm-up",
+        "warm-up vs base"]
+    assert [p[0] for p in summary_pairs(load_config(str(CONFIG)), ["base", "warm-up", "start", "fine",
+                                                                   "sft_control"])][-2:] == [
+        "start vs warm-up", "warm-up vs base"]
