@@ -7,8 +7,9 @@ The stages, in order (numbered as they run: an optional stage exists only with i
 numbers of the later ones close up):
 - subset: the config's official files linked into OUT/official (evaluated whole, with the release's ids);
 - sft: the SFT warm-up;
-- start (with `start:`): fixed-step SFT from the warm-up on the GRPO data drawn with its own synth_seed; the arms and
-  the control train from it and are measured against it (SFT then GRPO, issue 49);
+- start (with `start:`): fixed-step SFT from the warm-up on the GRPO data drawn with its own synth_seed (and slice:
+  num_train_examples, skip_examples); the arms and the control train from it and are measured against it (SFT then
+  GRPO, issue 49); a list of such sections is that many stages (start1 .. start), each from the one before;
 - grpo: one arm per accuracy reward (coarse, fine), nothing else differing; or named arms with options of their
   own (`{name, accuracy, options}`);
 - control (with `control:`): the more-SFT control, gold answers on the GRPO arms' data, for the fine arm's (or
