@@ -53,6 +53,7 @@ SCHEMA: dict[str, Any] = {
 # skip_examples: e.g. the next slice of the warm-up's seed); its options are sft_warmup.py's
 START_SCHEMA: dict[str, Any] = {"synth_seed": int, "num_train_examples": (int, OPTIONAL),
                                 "skip_examples": (int, OPTIONAL), "options": (dict, OPTIONAL)}
+START_DATA = tuple(k for k in START_SCHEMA if k != "options")  # a start stage's own data keys, over the GRPO data's
 # a named arm: its folder and model name, its accuracy level (one of ARMS), its GRPO options over grpo.options
 ARM_SCHEMA: dict[str, Any] = {"name": str, "accuracy": str, "options": (dict, OPTIONAL)}
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes

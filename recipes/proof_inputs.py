@@ -18,8 +18,8 @@ from common.errors import TaseError
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
 from rewards.levels import accuracy_reward_name
-from recipes.proof_config import (DATA_KEYS, OPTIONAL_STAGES, ROOT, STAGES, START, Arm, arm_specs, load_config,
-                                  start_stages)
+from recipes.proof_config import (DATA_KEYS, OPTIONAL_STAGES, ROOT, STAGES, START, START_DATA, Arm, arm_specs,
+                                  load_config, start_stages)
 
 
 def flags(options: dict[str, Any]) -> list[str]:
@@ -245,7 +245,7 @@ def setup(args: argparse.Namespace) -> Proof:
     if "start" in cfg:  # each start stage: the GRPO arms' data with its seed (and slice), as the grpo parser makes it
         starts = {}
         for name, sec in start_stages(cfg):
-            own = {k: v for k, v in sec.items() if k in ("synth_seed", "num_train_examples", "skip_examples")}
+            own = {k: v for k, v in sec.items() if k in START_DATA}
             starts[name] = data_args(grpo_config, {**cfg["grpo"]["options"], **own}, read, where=f"{name}: ")
         data = {"sft": data["sft"], **starts, "grpo": data["grpo"]}
     parsed = check_recipe_options(cfg, sft_config, grpo_config, read)

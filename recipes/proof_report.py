@@ -3,14 +3,13 @@ and the summary (accuracy per model, paired gains, per-class tables, wall times)
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
-from recipes.proof_config import ARMS, CONTROL, START, arm_specs, control_follows
+from recipes.proof_config import ARMS, CONTROL, START, arm_specs, control_follows, start_stages
 from recipes.proof_inputs import shown
 from rewards.levels import COARSE, FINE
 
@@ -91,7 +90,7 @@ def summary_pairs(cfg: dict[str, Any], models: list[str]) -> tuple[tuple[str, st
         follows = control_follows(cfg)
         pairs += tuple((f"GRPO {arm} vs control", CONTROL, arm) for arm in [follows, *(a for a in arms if a != follows)])
         pairs += ((f"control vs {base}", base, CONTROL),)
-    chain = ["warm-up", *(m for m in models if re.fullmatch(rf"{START}[0-9]+", m)), START] if START in models else []
+    chain = ["warm-up", *(name for name, _ in start_stages(cfg))] if START in models else []
     pairs += tuple((f"{b} vs {a}", a, b) for a, b in reversed(list(zip(chain, chain[1:]))))  # start vs start1 ...
     return pairs + (("warm-up vs base", "base", "warm-up"),)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import HERE, control_follows, control_steps
+from recipes.proof_config import HERE, START_DATA, control_follows, control_steps
 from recipes.proof_inputs import Proof, config_reader, continued_options, flags, shown
 from rewards.levels import accuracy_reward_name
 
@@ -128,7 +128,7 @@ def stage_start(pr: Proof) -> None:
     prompts are training sets of the sets stage, so the held-out guard covers them."""
     source, previous = pr.out / "sft", "the warm-up"
     for name, sec in pr.starts:
-        own = [k for k in ("synth_seed", "num_train_examples", "skip_examples") if k in sec]
+        own = [k for k in START_DATA if k in sec]
         rows = ", ".join(f"{k} {sec[k]}" for k in own)
         continued_sft(pr, pr.k("start"), sec, name, f"{name} (gold answers on the GRPO data with {rows}, "
                       f"from {previous})", pr.out / f"{name}_config.yaml", pr.data[name],
