@@ -3,7 +3,7 @@
 # /work/main with the official release at /work/Tase. Job 1 and job 2 (digital) need runs/proof_digital_sft_grpo of
 # `make proof ... PROOF_CONFIG=recipes/configs/proof_digital_sft_grpo_cpu.yaml`; job 3 (en_combine) needs
 # runs/proof_combine_sft_grpo of `make proof ... PROOF_CONFIG=recipes/configs/proof_combine_sft_grpo_cpu.yaml`.
-# Jobs 2 and 3 ran side by side, job 1 alone before them.
+# Jobs 2 and 3 ran side by side, job 1 alone before them, job 4 alone after them.
 
 job1() {
   # Issue 49 follow-up (session 21): the skeptic's arms on digital SFT then GRPO.
@@ -94,4 +94,25 @@ job3() {
   echo DONE
 }
 
-( job1 ) && { ( job2 ) & ( job3 ); wait; }
+job4() {
+  # Issue 49 (session 21), job 4: a third seed (11) of en_combine's GRPO with dynamic sampling from C0, chosen on the
+  # held-out selection rows like seeds 42 and 7, compared with the held-out-best more-SFT control (lr 2e-5, job 3)
+  set -euo pipefail
+  cd /work/main; export PATH=/work/main/.venv/bin:$PATH
+  R=runs/proof_combine_sft_grpo; E=/work/exp21c
+  [ -f $E/grpo_dyn_s11/model.safetensors ] || python recipes/grpo.py --config recipes/configs/grpo_combine_cpu.yaml \
+    --model_name_or_path $R/start --exclude official:/work/Tase --output_dir $E/grpo_dyn_s11 \
+    --reward_funcs accuracy_fine format length_penalty --cpu_bf16 false --subtasks combine --synth_seed 779 \
+    --max_steps 80 --num_iterations 2 --dynamic_sampling true --save_steps 20 --save_total_limit 10 --seed 11
+  [ -f $E/select/selection.json ] || python recipes/select_checkpoint.py $E/grpo_dyn_s11 --heldout $R/heldout_select.jsonl \
+    --out $E/select
+  c=$(python -c "import json;print(json.load(open('$E/select/selection.json'))['chosen']['path'])")
+  echo "chosen: $c"
+  [ -f $E/ev/results.json ] || python -m eval run --model "$c" --data official:$R/official --out $E/ev --backend vllm \
+    --max-new-tokens 32 --dtype float32 --no-progress
+  python -m eval compare /work/exp21b/ev/sft2.0e-5 $R/eval/official/grpo_dyn $R/eval/official/grpo_dyn_s7 $E/ev \
+    $R/eval/official/sft_control --n-boot 2000 --out $E/cmp
+  echo DONE
+}
+
+( job1 ) && { ( job2 ) & ( job3 ); wait; } && ( job4 )
