@@ -7,8 +7,10 @@
 
 job1() {
   # Issue 49 follow-up (session 21): the skeptic's arms on digital SFT then GRPO.
-  # From the digital best SFT model C (runs/proof_digital_sft_grpo/start = proof_digital's control, 64.60):
-  #   sft_lr5e-5, sft_lr1e-4: more SFT, 88 steps, constant lr (the en_combine control's lr, and between)
+  # From the digital start C (runs/proof_digital_sft_grpo/start = proof_digital's control, 64.60; session 20 took it
+  # for the best SFT model, which this job disproved):
+  #   sft_lr5e-5, sft_lr1e-4: more SFT, 88 steps, constant lr (the en_combine control's 5e-5, and 1e-4 between it
+  #   and 3e-4)
   #   grpo_s7: the fine GRPO arm with seed 7 (the committed arm has seed 42)
   set -euo pipefail
   cd /work/main; export PATH=/work/main/.venv/bin:$PATH
