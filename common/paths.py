@@ -69,10 +69,37 @@ def blocker_line(out: Path, flag: str, include_self: bool = False) -> str | None
 
 
 def out_folder_refusal(out: Path, command: str) -> str | None:
-    """The one refusal line of a command whose --out is a folder it resumes into (ablate, select): where nothing can
-    be written, or a folder that is or holds another command's output; None when `command` may write there."""
-    return blocker_line(out, "--out", include_self=True) or (
+    """The one refusal line of a command whose --out is a folder it resumes into (ablate, select, proof): where
+    nothing can be written, a folder that is or holds another command's output, or a folder that is not an earlier
+    output of `command` and holds anything (the user's own `ablation.md` or `summary.md` would be replaced: such a
+    command writes fixed names into its folder); None when `command` may write there."""
+    line = blocker_line(out, "--out", include_self=True) or (
         f"--out {why}; write elsewhere" if (why := output_refusal(out, command, replace=False)) else None)
+    if line or not out.is_dir() or is_own(out, command):
+        return line
+    try:
+        first = next((e for e in sorted(os.listdir(out)) if e != MARKER), None)
+    except OSError as e:
+        return f"--out {out}: {os_error_line(e)}"
+    if first is not None:
+        return (f"--out {out} is not an earlier {LABELS.get(command, command)} folder (it holds {first}); write "
+                f"elsewhere, or into an empty or new folder")
+    return None
+
+
+def name_refusal(name: str, what: str, reserved: tuple[str, ...] = (), room: int = 32) -> str | None:
+    """Why `name` cannot become one file or folder name inside an output (None when it can): the one check of every
+    name a command turns into a path (ablate's arms, proof's files and arms). Never empty, `.` or `..` (the
+    parent of --out), never holding `/` or NUL, within NAME_MAX bytes less `room` (the temp and lock names made
+    beside it), and none of `reserved` (the command's own files and folders in the same place). `what` starts the
+    line ("arm NAME", "files entry X")."""
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        return f"{what}: not a single file name (empty, '.', '..', or holding '/')"
+    if len(os.fsencode(name)) > NAME_MAX - room:
+        return f"{what}: a name of {len(os.fsencode(name))} bytes; at most {NAME_MAX - room} become a file name"
+    if name in reserved:
+        return f"{what}: the name of this command's own {name}; choose another"
+    return None
 
 
 def followed(out: str | Path) -> Path:
@@ -186,11 +213,12 @@ MARKER = ".tase-output.json"
 LABELS = {"export": "export", "export-lm-eval": "export-lm-eval", "score": "eval score", "compare": "eval compare",
           "synth": "synth", "gold": "eval gold", "demo": "demo", "tokstats": "eval tokstats",
           "robustness": "eval robustness", "plot-training": "eval plot-training", "select": "select_checkpoint",
-          "stats": "synth stats", "ablate": "recipes/ablate.py"}
+          "stats": "synth stats", "ablate": "recipes/ablate.py", "proof": "recipes/proof.py"}
 # subfolders that are part of a command's own output though they are another command's output themselves:
 # `eval robustness run` keeps its `eval run` in OUT/run
 _OWN_PARTS = {"robustness": ("run",), "select": ("step-*",),  # select_checkpoint: an `eval run` per checkpoint
-              "ablate": ("*",)}  # recipes/ablate.py: a training run, an export, eval runs and comparisons per arm
+              "ablate": ("*",),  # recipes/ablate.py: a training run, an export, eval runs and comparisons per arm
+              "proof": ("*",)}  # recipes/proof.py: its training runs, evaluations and comparisons
 _WALK_LIMIT = 100_000  # entries: a folder this big is not an earlier output; treat it as precious
 # files an export from before markers may hold (what save_pretrained and the tokenizer write, and the card)
 _OLD_EXPORT_FILES = ("config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",
@@ -266,6 +294,8 @@ def output_kind(folder: Path) -> tuple[str, str] | None:
         return "compare", "an `eval compare` output (comparison.json)"
     if "selection.json" in names and "selection.md" in names:  # select_checkpoint from before its marker
         return "select", "a `select_checkpoint` output (selection.json)"
+    if "official" in names and "sft" in names and (folder / "official").is_dir():  # recipes/proof.py before its marker
+        return "proof", "a `recipes/proof.py` output (official)"
     if "manifest.json" in names and "robustness_data.jsonl" in names:
         return "robustness", "an `eval robustness` output (manifest.json)"
     return None

@@ -12,7 +12,10 @@ compare`'s tables.
 `--vary KEY=V1,V2` is repeatable (the arms are the cartesian product; `--granularity A B` is the axis
 reward_granularity=A,B); every arm's options are parsed before the first one trains. Each step is skipped when its
 output already exists (a killed arm resumes from its last checkpoint, evaluations continue where they stopped), so
-rerunning the same command finishes a killed ablation.
+rerunning the same command finishes a killed ablation. `--dry-run` checks every arm (its options as grpo.py's real
+start checks them), the evaluation options and --out, and trains nothing. --out is a new or empty folder, or an
+earlier ablation's (common/paths.py: the one output rule, with its marker); an arm's name is checked as every name
+that becomes a path, and options ablate sets itself (--output_dir, --config, ...) cannot follow `--`.
 """
 from __future__ import annotations
 
@@ -48,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1 :]
+    from eval._cli.common import pos_int
+    from recipes.parser import one_line_errors
+
     p = argparse.ArgumentParser(prog="python recipes/ablate.py", description=__doc__.splitlines()[0])
     p.add_argument("--config", required=True, help="GRPO YAML config (recipes/configs/...)")
     p.add_argument("--granularity", nargs="+", default=None, choices=list(LEVELS),
@@ -57,26 +63,39 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--base", default=None, help="model every arm starts from (default: the config's model)")
     p.add_argument("--eval-data", action="append", required=True, help="official:DIR or FILE.jsonl (repeatable)")
-    p.add_argument("--eval-limit", type=int, default=None, help="rows per file in evaluation")
-    p.add_argument("--max-new-tokens", type=int, default=256)
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--eval-limit", type=pos_int, default=None, help="rows per file in evaluation")
+    p.add_argument("--max-new-tokens", type=pos_int, default=256)
+    p.add_argument("--batch-size", type=pos_int, default=8)
     p.add_argument("--eval-backend", choices=["hf", "vllm"], default=None,
                    help="eval run's --backend (default: eval's own, vllm where installed, else hf)")
+    p.add_argument("--dry-run", action="store_true", help="check every arm and option as the real start does, "
+                   "print the arms, train nothing")
+    one_line_errors(p)
     args = p.parse_args(argv)
     if not Path(args.config).is_file():
         print(f"error: no such config file: {args.config}", file=sys.stderr)
         return 2
-    from recipes.ablate_grid import check_arms, expand, parse_vary
+    from recipes.ablate_grid import check_arms, check_extra, expand, parse_vary
 
+    check_extra(extra)
     axes = parse_vary(args.vary)
     if args.granularity or not axes:  # granularity stays one axis among others
         if "reward_granularity" in (k for k, _ in axes):
             raise TaseError("--granularity and --vary reward_granularity=... name the same axis; give one")
         axes.insert(0, ("reward_granularity", args.granularity or [COARSE, FINE]))
     arms = expand(axes)
-    check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra])
     out = Path(args.out)
     check_out(out)
+    check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra], out)
+    for spec in args.eval_data:  # before anything trains: a missing file once failed after every arm had trained
+        path = Path(spec.removeprefix("official:"))
+        if not (path.is_dir() if spec.startswith("official:") else path.is_file()):
+            raise TaseError(f"--eval-data {spec}: no such " + ("folder" if spec.startswith("official:") else "file"))
+    if args.dry_run:
+        for a in arms:
+            print(f"arm {a.name}: {' '.join(a.argv())} -> {out / a.name}")
+        print(f"{len(arms)} arm(s) checked; nothing trained (--dry-run)")
+        return 0
     try:
         with hold_output(out):  # one writer per --out: two ablations into one folder would train the same arms
             check_out(out)

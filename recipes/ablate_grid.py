@@ -57,26 +57,56 @@ def arm_name(values: list[str]) -> str:
     return "-".join(re.sub(r"[^\w.+]+", "_", v) for v in values)
 
 
+# the names in --out that are ablate's own (an arm named so would write into them): its files and folders
+OWN_NAMES = ("base", "export", "eval", "comparison", "times.json", "ablation.json", "ablation.md")
+# grpo.py options ablate passes itself: after `--` they would send every arm elsewhere or break its resume
+SET_HERE = ("output_dir", "config", "resume_from_checkpoint", "dry_run", "model_name_or_path")
+
+
 def expand(axes: list[tuple[str, list[str]]]) -> list[Arm]:
-    """The arms of the grid, in the order of the axes' values (the first axis varies slowest)."""
+    """The arms of the grid, in the order of the axes' values (the first axis varies slowest). Each arm's name
+    becomes a folder of --out (and of OUT/export, OUT/eval/dataK): checked as every name that becomes a path
+    (common/paths.name_refusal), so `..`, `times.json`, `export` or a 300-character value is one line."""
+    from common.paths import MARKER, name_refusal
+
     arms = []
     for combo in itertools.product(*[values for _, values in axes]):
         arms.append(Arm(arm_name(list(combo)), {k: v for (k, _), v in zip(axes, combo)}))
     names = [a.name for a in arms]
-    if len(set(names)) != len(names) or "base" in names:
+    if len(set(names)) != len(names):
         raise TaseError(f"--vary: arms would share a folder name ({', '.join(names)}); use values that differ "
                         "after replacing characters other than letters, digits, '.', '+' and '_'")
+    for a in arms:
+        why = name_refusal(a.name, f"--vary: arm {a.name[:60]!r} ({' '.join(a.argv())[:120]})",
+                           (*OWN_NAMES, MARKER))
+        if why:
+            raise TaseError(why)
     return arms
 
 
-def check_arms(config: str, arms: list[Arm], extra: list[str]) -> None:
-    """Every arm's options parse as recipes/grpo.py would parse them (an unknown option or a bad value: one line
-    naming the arm), before the first arm trains."""
-    from recipes.grpo_args import parse
+def check_extra(extra: list[str]) -> None:
+    """The grpo.py options after `--` (every arm gets them) may not be those ablate sets itself (SET_HERE): an
+    `--output_dir X` there sent every arm to X, outside --out."""
+    for a in extra:
+        if a.startswith("--"):
+            key = a[2:].split("=")[0].replace("-", "_")
+            if key in SET_HERE:
+                how = "use --base" if key == "model_name_or_path" else "ablate sets it for every arm"
+                raise TaseError(f"-- {a.split('=')[0]}: {how}; it cannot be given after --")
+
+
+def check_arms(config: str, arms: list[Arm], extra: list[str], out: Path) -> None:
+    """Every arm checked as its real start checks it (recipes/grpo_args.parse, then validate: the options, their
+    ranges, the rewards, held-out evaluation, dynamic sampling, data and model; a bad value is one line naming
+    the arm), before the first arm trains: `--vary learning_rate=-1` or `held_out_rows=0,4` once failed when
+    that arm started, after the arms before it had trained."""
+    from recipes.grpo_args import parse, validate
 
     for arm in arms:
         try:
-            parse(["--config", config, *arm.argv(), *extra, "--dry-run"])
+            tase, cfg, model_args = parse(["--config", config, *arm.argv(), *extra, "--output_dir", str(out / arm.name),
+                                           "--dry-run"])
+            validate(tase, cfg, model_args)
         except TaseError as e:
             raise TaseError(f"arm {arm.name} ({' '.join(arm.argv())}): {e}") from None
 

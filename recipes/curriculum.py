@@ -91,22 +91,52 @@ def describe(cur: Curriculum) -> str:
     return ", ".join(f"{t} {lv}/{cur.counts[t] - 1}" for t, lv in sorted(cur.levels.items()))
 
 
+def state_problem(state: Any) -> str | None:
+    """What is wrong with a curriculum state (`Curriculum.state()`'s shape: levels a mapping of task to a level >= 0;
+    scores, moves and the settings optional), or None."""
+    from common.state import mapping_problem, number, whole
+
+    why = mapping_problem(state, {"levels": lambda v: isinstance(v, dict) and all(whole(x) for x in v.values()),
+                                  "scores": lambda v: isinstance(v, dict) and all(
+                                      isinstance(x, list) and all(number(y) for y in x) for x in v.values()),
+                                  "moves": whole, "window": whole, "up": number, "down": number},
+                          optional=("scores", "moves", "window", "up", "down"))
+    return f"not a curriculum state ({why})" if why else None
+
+
 def saved_state(ckpt: str | Path) -> dict[str, Any] | None:
     """The curriculum state of a checkpoint: its curriculum.json, else the copy in trainer_state.json (written with the
     checkpoint itself, so a kill between the checkpoint and curriculum.json loses nothing); None for a checkpoint of a
-    run without a curriculum."""
+    run without a curriculum. Both are read through common/state.read_state: a curriculum.json of the wrong shape
+    (`[]`, `null`, a level "x") falls back to trainer_state.json's copy, saying so; with no usable copy either, one
+    line."""
+    from common.state import StateError, read_state
+
     ckpt = Path(ckpt)
     try:
-        return json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError) as e:
-        raise TaseError(f"{ckpt / STATE_FILE}: unreadable curriculum state ({e})")
+        own = read_state(ckpt / STATE_FILE, state_problem)
+    except StateError as e:
+        own, broken = None, str(e)
+    else:
+        broken = None
+        if own is not None:
+            return own
     try:
-        st = json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return ((st.get("stateful_callbacks") or {}).get("CurriculumCallback") or {}).get("attributes", {}).get("saved")
+        st = read_state(ckpt / "trainer_state.json", lambda v: None if isinstance(v, dict) else "not a JSON object")
+    except StateError:
+        st = None
+    copy = (((st or {}).get("stateful_callbacks") or {}).get("CurriculumCallback") or {})
+    copy = (copy[-1] if isinstance(copy, list) and copy else copy) or {}
+    saved = copy.get("attributes", {}).get("saved") if isinstance(copy, dict) and isinstance(
+        copy.get("attributes"), dict) else None
+    if saved is not None and state_problem(saved):
+        saved = None
+    if broken:
+        if saved is None:
+            raise TaseError(f"{broken}, and {ckpt / 'trainer_state.json'} holds no copy of the curriculum; fix or "
+                            f"remove {ckpt / STATE_FILE} (removed: the levels start over)")
+        print(f"note: {broken}; using the curriculum levels saved in {ckpt / 'trainer_state.json'}", file=sys.stderr)
+    return saved
 
 
 def start(tase: Any, cfg: Any, resume: str | None) -> Curriculum | None:
@@ -219,6 +249,11 @@ def callbacks(cur: Curriculum | None) -> list[Any]:
 
         def state(self) -> dict[str, Any]:
             return {"args": {}, "attributes": {"saved": cur.state()}}
+
+        def on_train_begin(self, args, state, control, **kw):
+            # a run resumed from a checkpoint made without the curriculum: its state has no entry of ours, which
+            # transformers' _save_checkpoint indexes (KeyError: 'CurriculumCallback' at the first save)
+            state.stateful_callbacks.setdefault(type(self).__name__, self.state())
 
         def on_save(self, args, state, control, **kw):
             ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"

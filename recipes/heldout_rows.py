@@ -39,12 +39,14 @@ def records(args: Any) -> list[dict[str, Any]]:
 
     seed = heldout_seed(args)
     key = (tuple(args.tasks), tuple(args.langs), tuple(args.subtasks or ()), args.mixture, seed, args.held_out_rows,
-           args.max_len, args.paraphrase, tuple(args.exclude))
+           args.max_len, args.paraphrase, tuple(args.exclude), args.train_data)
     if key not in _RECORDS:
         weights = load_mixture(args.mixture) if args.mixture else None
+        cells = (data_streams(args.tasks, args.langs, args.subtasks) if args.train_data == "synth"
+                 else file_streams(args.train_data))
         streams = [synth.generate(t, lang, sys.maxsize, seed, sub, paraphrase=args.paraphrase,
                                   weights=weights if t == "all" else None, max_len=args.max_len)
-                   for t, lang, sub in data_streams(args.tasks, args.langs, args.subtasks)]
+                   for t, lang, sub in cells]
         stream = (r for group in zip(*streams) for r in group)  # as recipes/data.py interleaves the cells
         guard = guard_from_specs(args.exclude)
         if guard:
@@ -61,6 +63,33 @@ def records(args: Any) -> list[dict[str, Any]]:
             raise TaseError("held_out_rows: no held-out row left after the exclude guard (check --tasks/--langs)")
         _RECORDS[key] = rows
     return _RECORDS[key]
+
+
+def file_streams(path: str) -> list[tuple[str, str, str | None]]:
+    """The synth streams of a train_data file's cells: every (task, lang, subtask) its records hold, in the order
+    first seen, as `synth.generate` takes them; cells synth cannot generate are left out, and a file with none it
+    can is one line (the held-out rows are generated)."""
+    from common.readers import DataError
+    from synth.core import SynthError, combos
+    from synth.readers import load_data
+
+    cells: dict[tuple[str, str, str | None], None] = {}
+    try:
+        for r in load_data(path):
+            cells.setdefault((str(r.get("task")), str(r.get("lang")), r.get("subtask") or None), None)
+    except DataError as e:
+        raise TaseError(f"train_data: {e}") from None
+    out = []
+    for t, lang, sub in cells:
+        try:
+            combos(t, lang, sub)
+        except SynthError:
+            continue
+        out.append((t, lang, sub))
+    if not out:
+        raise TaseError(f"held_out_rows: train_data {path} holds no task, language and subtask synth can generate "
+                        "held-out rows of")
+    return out
 
 
 def guard_training(args: Any, guard: Any) -> Any:

@@ -25,17 +25,19 @@ numbers of the later ones close up):
 - summary: accuracy per model, paired gains with 95% CIs, wall time per stage.
 Each step is printed as the command it runs and timed; a stage whose output exists is skipped, so rerunning the
 same command resumes. Relative paths in the config are relative to the repository root. Nothing is written outside
-OUT unless named for the run (--completions DIR).
+OUT unless named for the run (--completions DIR). OUT is a new or empty folder, or an earlier proof's (its
+.tase-output.json marker): the one output rule of common/paths.py, which a dry run checks too.
 """
 from __future__ import annotations
 
 import argparse
 import time
 
-from common.errors import one_line_exit
+from common.errors import TaseError, one_line_exit
+from common.paths import OutputBusy, hold_output, out_folder_refusal, write_marker
 from recipes.parser import one_line_errors
 from recipes.proof_config import HERE
-from recipes.proof_inputs import setup, shown
+from recipes.proof_inputs import Proof, setup, shown
 from recipes.proof_eval import stage_evaluate, stage_sets
 from recipes.proof_report import completions_stage, summary
 from recipes.proof_select import selection_lines, stage_select
@@ -62,6 +64,24 @@ def main(argv: list[str] | None = None) -> int:
     """The stages in order (eight, one more each with a start, a control, a selection; docs/results.md, "make
     proof"); 1 when a re-scored file disagrees."""
     pr = setup(parse_args(argv))
+    why = out_folder_refusal(pr.out, "proof")  # common/paths.py: the one output rule, a dry run's too
+    if why:
+        raise TaseError(why)
+    if pr.dry:
+        return stages(pr)
+    try:
+        with hold_output(pr.out):  # one writer per OUT: two proofs into one folder would train the same models
+            if why := out_folder_refusal(pr.out, "proof"):
+                raise TaseError(why)
+            pr.out.mkdir(parents=True, exist_ok=True)
+            write_marker(pr.out, "proof", [])  # known as this command's folder from the start: a rerun resumes
+            return stages(pr)
+    except OutputBusy as e:
+        raise TaseError(str(e)) from None
+
+
+def stages(pr: Proof) -> int:
+    """The stages in order; 1 when a re-scored file disagrees."""
     t0 = time.time()
     stage_subset(pr)
     stage_train(pr)

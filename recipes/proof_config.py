@@ -70,7 +70,9 @@ def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
     for key, want in schema.items():
         optional = isinstance(want, tuple) and OPTIONAL in want
         types = want[0] if optional else want
-        if key not in value or (optional and value[key] is None):
+        if optional and key in value and value[key] is None:
+            del value[key]  # `steps: null`, `n: null`: the key not given (its default), as `control:` alone is
+        if key not in value:
             if not optional:
                 raise TaseError(f"{where}: missing key {key!r}")
             continue
@@ -100,6 +102,14 @@ def load_config(path: str) -> dict[str, Any]:
     if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
         raise TaseError(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got "
                         f"{bounded(files)}")
+    from common.paths import name_refusal
+
+    for f in files:  # each part a name inside the release's tasks/ (and OUT/official): `../../x.csv` read outside it
+        why = next((w for part in f.split("/") if (w := name_refusal(part, f"--config {path}: files entry {f!r}"))),
+                   None)
+        if why:
+            raise TaseError(why)
+    check_values(path, cfg)
     arms = cfg["grpo"]["arms"]
     levels = [a for a in arms if not isinstance(a, dict)]
     if not arms or not all(isinstance(a, str) for a in levels) or len(set(levels)) != len(levels) \
@@ -144,6 +154,28 @@ def load_config(path: str) -> dict[str, Any]:
     if "select" in cfg:
         check_select(path, cfg["select"])
     return cfg
+
+
+def check_values(path: str, cfg: dict[str, Any]) -> None:
+    """The values of heldout:, eval: and compare: that the later stages take (synth's task, lang and subtask, n >= 1,
+    max_new_tokens, batch_size, n_boot), checked here so that a dry run refuses them as the real run would, before
+    any stage trains (they failed at the evaluation stage, after every model had trained); each one line."""
+    from synth.core import SynthError, combos
+
+    ho = cfg["heldout"]
+    for sec, key, low in (("heldout", "n", 1), ("heldout", "max_len", 1), ("eval", "max_new_tokens", 1),
+                          ("eval", "batch_size", 1), ("compare", "n_boot", 1)):
+        v = cfg[sec].get(key)
+        if v is not None and v < low:
+            raise TaseError(f"--config {path}: {sec}: {key} must be at least {low}, got {bounded(v)}")
+    from eval._cli.common import MAX_BOOT
+
+    if cfg["compare"]["n_boot"] > MAX_BOOT:
+        raise TaseError(f"--config {path}: compare: n_boot must be at most {MAX_BOOT:,}, got {cfg['compare']['n_boot']}")
+    try:
+        combos(ho["task"], ho["lang"], ho.get("subtask"))
+    except SynthError as e:
+        raise TaseError(f"--config {path}: heldout: {e}") from None
 
 
 def check_options(path: str, part: str, options: dict[str, Any], taken: tuple[str, ...], data: str | None) -> None:

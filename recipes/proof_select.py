@@ -4,7 +4,6 @@ evaluation stage evaluates each run's chosen checkpoint, not its final model (is
 result was chosen this way by hand). The official files are never shown to the selection."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +25,29 @@ def select_dir(pr: Proof, run: Path) -> Path:
     return pr.out / f"select_{run.name}"
 
 
+def selection_problem(sel: Any) -> str | None:
+    """What is wrong with a selection.json (select_checkpoint.py's: chosen with a path, step and held-out score;
+    candidates, when there, a list of such steps and scores), or None."""
+    from common.state import mapping_problem, number, whole
+
+    step = {"step": whole, "heldout": number}
+    why = mapping_problem(sel, {"chosen": lambda c: mapping_problem(c, {**step, "path": lambda p: isinstance(p, str)})
+                                 is None,
+                                 "candidates": lambda cs: isinstance(cs, list) and all(mapping_problem(c, step) is None
+                                                                                       for c in cs)},
+                          optional=("candidates",))
+    return f"cannot read the chosen checkpoint ({why})" if why else None
+
+
 def read_selection(folder: Path) -> dict[str, Any]:
-    """selection.json as select_checkpoint.py writes it (candidates, chosen: step, path, heldout); unreadable or
-    without a chosen path: one line."""
+    """selection.json as select_checkpoint.py writes it (candidates, chosen: step, path, heldout), read through the
+    one checked reader of state files (common/state.py); missing, unreadable or of another shape: one line."""
+    from common.state import read_state
+
     path = folder / "selection.json"
-    try:
-        sel = json.loads(path.read_text(encoding="utf-8"))
-        chosen = sel["chosen"]
-        if not isinstance(chosen["path"], str) or not isinstance(chosen["step"], int):
-            raise ValueError("chosen has no path or step")
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise TaseError(f"{shown(path)}: cannot read the chosen checkpoint ({getattr(e, 'strerror', None) or e}); "
-                        "remove the folder to select again") from None
+    sel = read_state(path, selection_problem, "; remove the folder to select again")
+    if sel is None:
+        raise TaseError(f"{shown(path)}: no such file; remove the folder to select again")
     return sel
 
 
