@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -337,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
              f"--cpu-rehearsal)")
     if a.steps < 2:
         fail("--steps must be >= 2 (the first step is a warm-up)")
+    for flag, v in (("--budget", a.budget), ("--host-gib", a.host_gib)):
+        if v is not None and not 0 < v < math.inf:  # nan fails both: a NaN was written into the JSON plan
+            fail(f"{flag} must be a number > 0, got {v}")
     tokenizer_dir = Path(a.prep) / "model"
     if not (tokenizer_dir / "tokenizer_config.json").exists() or not (Path(a.prep) / "data" / "train.jsonl").exists():
         fail(f"{a.prep}: no prepared tokenizer and data (bash bench/gpu_smoke.sh --prepare {a.prep} --assets-only)")
@@ -344,6 +348,14 @@ def main(argv: list[str] | None = None) -> int:
     if not a.dry_run and not a.cpu_rehearsal and not gpu:
         fail("no CUDA GPU here (nvidia-smi finds none): run on a GPU machine, or --dry-run / --cpu-rehearsal")
     out = Path(a.out or os.environ.get("OUT") or "runs/gpu_memory_table") / "gpu_memory_table.json"
+    from common.paths import blocker_line
+
+    why = blocker_line(out, "--out")  # an existing file as --out: one line, not FileExistsError from mkdir
+    if why:
+        fail(why)
+    if not gpu:  # the per-GPU figures below are for an assumed card, not this machine
+        print("no CUDA GPU here: the per-GPU figures assume an 80 GiB GPU" if a.dry_run else
+              "no CUDA GPU here: a CPU rehearsal (tiny shape, float32, no DeepSpeed)", flush=True)
     gib = gpu.get("memory_gib") or (80.0 if a.dry_run else None)
     host = a.host_gib if a.host_gib is not None else (None if a.dry_run or a.cpu_rehearsal else host_memory_gib())
     rows = plan(shapes, tokenizer_dir, gib, a.cpu_rehearsal, a.offload, host)

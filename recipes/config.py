@@ -265,6 +265,7 @@ def _inf() -> float:
 # option -> (accepts, what it must be). Checked where the option exists (GRPO's sampling ones only there).
 TRAINER_RANGES: dict[str, tuple[Any, str]] = {
     "max_steps": (lambda v: v == -1 or v >= 1, "-1 (epochs) or >= 1"),
+    "vllm_gpus": (lambda v: v >= 0, ">= 0"), "min_gpus": (lambda v: v >= 0, ">= 0"),
     "num_train_epochs": (lambda v: 0 < v < _inf(), "> 0"),
     "learning_rate": (lambda v: 0 <= v < _inf(), ">= 0"),
     "per_device_train_batch_size": (lambda v: v >= 1, ">= 1"),

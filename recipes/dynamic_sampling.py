@@ -35,6 +35,7 @@ PROMPT_KEYS = {"prompt_ids": "pad", "prompt_mask": 0}
 COMPLETION_KEYS = {"completion_ids": "pad", "completion_mask": 0, "tool_mask": 1, "old_per_token_logps": 0.0,
                    "sampling_per_token_logps": 0.0, "ref_per_token_logps": 0.0, "importance_sampling_ratio": 0.0}
 ROW_KEYS = {"advantages"}
+MAX_ROUNDS = 32  # re-draw rounds per generation batch at most: a step then costs at most 33 generation batches
 
 
 def check_options(tase: Any) -> None:
@@ -42,8 +43,9 @@ def check_options(tase: Any) -> None:
     if not isinstance(tase.dynamic_sampling, bool):
         raise ValueError(f"dynamic_sampling must be true or false, got {tase.dynamic_sampling!r}")
     r = tase.dynamic_sampling_max_rounds
-    if not isinstance(r, int) or isinstance(r, bool) or r < 0:
-        raise ValueError(f"dynamic_sampling_max_rounds must be an integer >= 0, got {r!r}")
+    if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r <= MAX_ROUNDS:
+        raise ValueError(f"dynamic_sampling_max_rounds must be an integer from 0 to {MAX_ROUNDS}, got {r!r} (each "
+                         "re-draw round generates a whole batch more: a step costs at most that many + 1 batches)")
     if tase.dynamic_sampling_verdict not in ("auto", *LEVELS):
         raise ValueError(f"dynamic_sampling_verdict must be auto, strict, coarse or fine, got "
                          f"{tase.dynamic_sampling_verdict!r}")
@@ -150,6 +152,26 @@ def merge(parts: Sequence[dict[str, Any]], sel: Selection, size: int, pad_id: in
     return out
 
 
+def saved_counts(entry: Any, pos: int) -> dict[str, int]:
+    """The re-draw counters a resumed checkpoint saved (its trainer_state.json's DynamicSamplingState entry), checked
+    as every state file read on resume is (common/state.py): absent ones take their defaults (`pos`: the batches
+    transformers skips), a value that is not a whole number >= 0 is one line, not a ValueError mid-resume."""
+    from common.errors import bounded
+    from common.state import whole
+
+    entry = entry[-1] if isinstance(entry, list) and entry else entry
+    attrs = entry.get("attributes") if isinstance(entry, dict) else None
+    out = {"pos": pos, "extra": 0, "prompts": 0, "short_epochs": 0}
+    for key in out:
+        if isinstance(attrs, dict) and key in attrs:
+            if not whole(attrs[key]):
+                raise TaseError(f"trainer_state.json of the resumed checkpoint: stateful_callbacks.{STATE_NAME} "
+                                f"{key} is {bounded(attrs[key])}, not a whole number >= 0; resume from another "
+                                "checkpoint")
+            out[key] = attrs[key]
+    return out
+
+
 def trainer_args(tase: Any, level: str | None) -> dict[str, Any]:
     """The keyword arguments DynamicGRPOTrainer takes beside GRPOTrainer's (`level`: the run's resolved accuracy
     level, recipes/reward_funcs.resolve_rewards)."""
@@ -216,13 +238,10 @@ def trainer_class() -> type:
                 return
             if self.state.global_step == 0:
                 return
-            saved = self.state.stateful_callbacks.get(STATE_NAME) or {}
-            saved = (saved[-1] if isinstance(saved, list) else saved).get("attributes", {})
-            ga = self.args.gradient_accumulation_steps
-            self._dyn.pos = int(saved.get("pos", self.state.global_step * ga))
-            self._dyn.extra = int(saved.get("extra", 0))
-            self._dyn.prompts = int(saved.get("prompts", 0))
-            self._dyn.short_epochs = int(saved.get("short_epochs", 0))
+            saved = saved_counts(self.state.stateful_callbacks.get(STATE_NAME),
+                                 self.state.global_step * self.args.gradient_accumulation_steps)
+            self._dyn.pos, self._dyn.extra = saved["pos"], saved["extra"]
+            self._dyn.prompts, self._dyn.short_epochs = saved["prompts"], saved["short_epochs"]
             if self._dyn.short_epochs:
                 print(f"dynamic sampling: {self._dyn.short_epochs} epoch(s) ran out of prompts before this "
                       "checkpoint, so transformers' data position on resume is approximate (use streaming: true or "

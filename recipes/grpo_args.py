@@ -151,6 +151,7 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
         raise TaseError("streaming: true needs --max_steps (an endless dataset has no epochs)")
     rewards = resolve_rewards(tase, cfg)  # ours by name or any import path; an unknown one, bad weights: one line
     check_trainer_ranges(tase, cfg)
+    check_clip(cfg)
     from recipes import dynamic_sampling
     from recipes.grpo_plan import world_size
 
@@ -191,7 +192,30 @@ def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     for spec in tase.exclude:
         if not Path(spec.removeprefix("official:")).exists():
             raise TaseError(f"exclude {spec}: no such file or folder")
+        check_exclude(spec)
     check_output_dir(cfg.output_dir)
+
+
+def check_exclude(spec: str) -> None:
+    """An --exclude the real start's guard can read (synth.guard.guard_from_specs reads it whole there): its first
+    record read now, as load_data reads it, so a dry run refuses `official:/etc` (no tasks/ folder) or a
+    conversational JSONL (no records) as the real start does."""
+    from common.readers import DataError
+    from synth.readers import load_data
+
+    try:
+        next(iter(load_data(spec)), None)
+    except DataError as e:
+        raise TaseError(f"exclude {spec}: {e}") from None
+
+
+def check_clip(cfg: Any) -> None:
+    """epsilon_high (clip-higher, DAPO) below epsilon is no clip range: a preset's epsilon_high with an explicit
+    --epsilon (gspo's 4e-4 under --epsilon 1e-3) left the upper bound below the lower one, with no word."""
+    eps, high = getattr(cfg, "epsilon", None), getattr(cfg, "epsilon_high", None)
+    if isinstance(eps, (int, float)) and isinstance(high, (int, float)) and high < eps:
+        raise TaseError(f"epsilon_high {high:g} is below epsilon {eps:g} (a preset may have set one of them): give "
+                        "--epsilon_high >= epsilon too")
 
 
 def check_train_data(tase: TaseArgs) -> None:

@@ -2,6 +2,7 @@
 effective batch, the training length, the async generation/training split and the per-GPU memory estimate."""
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -133,7 +134,8 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards)
         print(f"training length: max_steps {cfg.max_steps}")
     elif not tase.streaming and cfg.num_generations:
         prompts = per_step // cfg.num_generations
-        steps = -(-tase.num_train_examples * int(cfg.num_train_epochs) // max(prompts, 1))
+        # transformers: ceil(epochs x steps per epoch), a fractional epoch included (int() made 0.5 epochs "~0")
+        steps = math.ceil(cfg.num_train_epochs * -(-tase.num_train_examples // max(prompts, 1)))
         print(f"training length: ~{steps} optimizer steps on {gpus} GPU(s) ({tase.num_train_examples} prompts x "
               f"{cfg.num_train_epochs:g} epochs / {prompts} prompts per step), a checkpoint every {cfg.save_steps:g}")
     if tase.trainer == "async":

@@ -40,7 +40,15 @@ def resolve_rewards(tase: Any, cfg: Any) -> ResolvedRewards:
     """The run's rewards: explicit `reward_funcs`, else the accuracy reward of `reward_granularity` (+ format, +
     soft_overlong); each loaded (an unknown one: one line) and weighted. Given reward_weights must be finite and
     one per function (one line). `cfg` is read, never changed: the trainer's reward_weights are set from this."""
+    from recipes.presets import SOFT_OVERLONG
+
     names = list(tase.reward_funcs) if tase.reward_funcs else _default_names(tase)
+    if tase.reward_funcs and tase.soft_overlong and SOFT_OVERLONG not in names:
+        names.append(SOFT_OVERLONG)  # soft_overlong: true (preset dapo) adds it to explicit names too, as it says
+    twice = sorted({str(n) for n in names if names.count(n) > 1})
+    if twice:
+        raise TaseError(f"reward_funcs: {', '.join(twice)} given twice; each reward once (weight it with "
+                        "reward_weights instead)")
     funcs = load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
     given = getattr(cfg, "reward_weights", None)  # AsyncGRPOConfig has none (grpo_args refuses it there)
     if given:
