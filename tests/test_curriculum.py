@@ -231,8 +231,11 @@ def test_start_restores_from_curriculum_json_or_trainer_state(tmp_path, capsys):
     assert f"curriculum (restored from {ckpt}): component_split 0/3, sentence_length 3/4; static: freq_count" in err
     (ckpt / STATE_FILE).write_text(json.dumps({**state, "levels": {"sentence_length": 2}}))
     assert start(tase, cfg, str(ckpt)).levels == {"sentence_length": 2, "component_split": 1}  # the file wins
-    (ckpt / STATE_FILE).write_text("{not json")
-    with pytest.raises(TaseError, match="unreadable curriculum state"):
+    (ckpt / STATE_FILE).write_text("{not json")  # unreadable: the copy in trainer_state.json, said in one line
+    assert start(tase, cfg, str(ckpt)).levels == {"sentence_length": 3, "component_split": 0}
+    assert "curriculum.json: not valid JSON" in capsys.readouterr().err
+    (ckpt / "trainer_state.json").write_text("{}")  # and no copy: one line
+    with pytest.raises(TaseError, match="holds no copy of the curriculum"):
         start(tase, cfg, str(ckpt))
     bare = tmp_path / "checkpoint-1"
     bare.mkdir()

@@ -400,7 +400,7 @@ CURRICULUM_STATES = st.one_of(
                                                      st.one_of(st.integers(-2, 9), _SCALARS), max_size=3)}))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(own=CURRICULUM_STATES)
 def test_any_curriculum_json_gives_state_a_fallback_or_one_line(tmp_path, own):
     from recipes.curriculum import Curriculum, saved_state, state_problem
@@ -427,7 +427,7 @@ SELECTIONS = st.one_of(_JSON, _with_some(
     st.fixed_dictionaries({"chosen": _with_some({"path": "p", "step": 2, "heldout": 1.0}, ["path", "step", "heldout"])}))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sel=SELECTIONS)
 def test_any_selection_json_is_read_or_refused_in_one_line(tmp_path, sel):
     from recipes.proof_select import read_selection
@@ -455,7 +455,7 @@ PROOF_CONFIGS = st.one_of(
 )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cfg=PROOF_CONFIGS)
 def test_any_proof_config_is_checked_or_refused_in_one_line(tmp_path, cfg):
     """load_config on arbitrary values under every key: a checked config or one TaseError line, never a TypeError

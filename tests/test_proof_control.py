@@ -288,10 +288,13 @@ def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root)
 def test_control_stage_fails_in_one_line_without_the_fine_arm_s_state_and_resumes(tmp_path, fixture_root):
     """A real (not dry) run whose warm-up and arms exist (skipped) but whose fine arm left no trainer_state.json:
     the control stage stops in one line, before anything trains; once the control exists it is skipped."""
+    from common.paths import write_marker
+
     out = tmp_path / "proof"
     for name in ("sft", "coarse", "fine"):
         (out / name).mkdir(parents=True)
         (out / name / "model.safetensors").write_bytes(b"")
+    write_marker(out, "proof", [])  # an earlier proof's folder, as its first run marks it
     cmd = [PY, "recipes/proof.py", "--config", str(proof_config(tmp_path)), "--official", str(fixture_root),
            "--out", str(out)]
     res = run(cmd)

@@ -139,8 +139,11 @@ def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised
     from recipes.proof import parse_args
     from recipes.proof_select import selection_lines
 
+    from common.paths import write_marker
+
     out = tmp_path / "proof"
     selection_json(out, "fine", 250, {50: 20.33, 250: 32.0, 300: 31.0})
+    write_marker(out, "proof", [])  # an earlier proof's folder, as its first run marks it
     selection_json(out, "coarse", 300, {150: 20.0, 300: 24.0})
     selection_json(out, "control", 300, {150: 26.33, 300: 29.33, 751: 25.33})
     cfg = config(tmp_path)

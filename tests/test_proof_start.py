@@ -182,9 +182,12 @@ def test_the_start_s_config_is_the_sft_config_with_the_grpo_data_and_its_seed(tm
 def test_the_control_trains_for_the_followed_arm_s_train_runtime(tmp_path):
     """control: follows grpo: --max_train_seconds is OUT/grpo's train_runtime, whatever the other arms logged; its
     absence is one line naming that arm."""
+    from common.paths import write_marker
+
     out = tmp_path / "out"
     for arm, seconds in (("grpo", 936.0624), ("grpo_dyn", 686.6), ("grpo_dyn_s7", 726.5)):
         (out / arm).mkdir(parents=True)
+        write_marker(out, "proof", [])  # an earlier proof's folder, as its first run marks it
         (out / arm / "trainer_state.json").write_text(json.dumps({"log_history": [{"loss": 1.0},
                                                                                   {"train_runtime": seconds}]}))
     control = one(commands(dry(tmp_path, timed_by_grpo(tmp_path))), "--output_dir OUT/control ")
@@ -205,9 +208,12 @@ def test_a_finished_start_is_skipped_and_the_summary_measures_against_it(tmp_pat
     from recipes.proof_config import load_config
     from recipes.proof_report import summary_pairs
 
+    from common.paths import write_marker
+
     out = tmp_path / "out"
     (out / "start").mkdir(parents=True)
     (out / "start" / "model.safetensors").write_bytes(b"")
+    write_marker(out, "proof", [])  # an earlier proof's folder, as its first run marks it
     text = dry(tmp_path)
     assert "== 3/11 start: skipped, OUT/start/model.safetensors exists" in text
     assert "# writes OUT/start_config.yaml" not in text  # a skipped start writes nothing
