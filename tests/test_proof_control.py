@@ -255,8 +255,11 @@ def tiny_trainer_run(output_dir: Path) -> None:
 def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root):
     from recipes import proof_inputs, proof_train
 
+    from common.paths import write_marker
+
     out = tmp_path / "proof"
     tiny_trainer_run(out / "fine")
+    write_marker(out, "proof", [])  # an earlier proof's folder, as its first run marks it
     state = json.loads((out / "fine" / "trainer_state.json").read_text())
     seconds = proof_train.train_runtime(out / "fine")
     assert seconds == state["log_history"][-1]["train_runtime"] > 0
