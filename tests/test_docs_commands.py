@@ -91,6 +91,7 @@ class Run:
     makes: tuple[str, ...] = ()
     lines: int | None = None
     code: int = 0
+    quiet: bool = False  # no library warning in its output (common/process.py QUIET; --verbose shows them)
 
 
 OFFICIAL = ("/path/to/Tase", "{official}")
@@ -120,12 +121,13 @@ RUNS: dict[str, Run] = {
     # --- training (README "Training", docs/training.md quick start): the one chain, tiny model, a few steps
     "python recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml":
         Run(((".yaml", ".yaml --model_name_or_path {tiny} --max_steps 1 --per_device_train_batch_size 2 "
-                       "--num_train_examples 4 --report_to none"),), r"trained 1 step ", ("runs/sft_smollm2_cpu/config.json",)),
+                       "--num_train_examples 4 --report_to none"),), r"trained 1 step ", ("runs/sft_smollm2_cpu/config.json",),
+            quiet=True),
     "python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --model_name_or_path runs/sft_smollm2_cpu":
         Run((("runs/sft_smollm2_cpu", "runs/sft_smollm2_cpu " + TINY_GRPO),), r"step 2/2 \| loss",
-            ("runs/grpo_smollm2_cpu/checkpoint-2", "runs/grpo_smollm2_cpu/metrics.jsonl")),
+            ("runs/grpo_smollm2_cpu/checkpoint-2", "runs/grpo_smollm2_cpu/metrics.jsonl"), quiet=True),
     "python recipes/export.py runs/grpo_smollm2_cpu --out models/tuned":
-        Run(expect=r"exported \S+ -> models/tuned", makes=("models/tuned/config.json",)),
+        Run(expect=r"exported \S+ -> models/tuned", makes=("models/tuned/config.json",), quiet=True),
     "python -m synth --task sort_lengths --lang en -n 96 --seed 4242 --out heldout.jsonl":
         Run((("-n 96", "-n 3"),), lines=3),
     "python recipes/select_checkpoint.py runs/grpo_smollm2_cpu --heldout heldout.jsonl":
@@ -137,7 +139,7 @@ RUNS: dict[str, Run] = {
     "python -m eval run --help": Run(expect=r"--max-new-tokens"),
     "python -m eval run --model models/tuned --data execute.jsonl --out runs/eval/execute":
         Run((("execute.jsonl", "execute.jsonl --limit 1 " + HF_TINY),), r"--limit 1: 25 rows, at most 1 from each of 25 "
-            r"files \(a JSONL's files are its task/subtask/language cells\)"),
+            r"files \(a JSONL's files are its task/subtask/language cells\)", quiet=True),
     "python -m eval run --model models/tuned --data execute.jsonl --backend vllm --out runs/eval/execute":
         Run((("--backend vllm", "--limit 1 " + HF_TINY),), r"overall"),  # the same settings: it resumes
     "python -m eval run --model runs/sft_smollm2_cpu --data heldout.jsonl --out runs/screen --num-samples 8 "
@@ -197,6 +199,9 @@ RUNS: dict[str, Run] = {
 }
 
 TRACEBACK = "Traceback (most recent call last)"
+# what a library's warning looks like in a command's output: Python warnings, logging's WARNING lines (DeepSpeed's
+# "[WARNING]", vLLM's "WARNING 11-28 ...", torch's "W1128 ..."), transformers' logger
+LIBRARY_WARNING = re.compile(r"\w*Warning: |\[WARNING\]|^WARNING \d|^W\d{4} |^\s*warnings\.warn", re.M)
 
 
 def test_every_documented_command_is_run_or_listed():
@@ -255,6 +260,9 @@ def test_documented_command_works(cmd, workspace):
     out = res.stdout + res.stderr
     assert res.returncode == spec.code, f"{line}\nexit {res.returncode}:\n{out[-3000:]}"
     assert TRACEBACK not in out, out[-3000:]
+    if spec.quiet:
+        noise = [m.group(0) for m in LIBRARY_WARNING.finditer(out)]
+        assert not noise, f"{line}\nlibrary warnings a user cannot act on: {noise}\n{out[-3000:]}"
     assert re.search(spec.expect, out), f"{line}\nexpected {spec.expect!r} in:\n{out[-3000:]}"
     ws = Path(workspace["dir"])
     for made in spec.makes:
