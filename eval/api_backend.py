@@ -254,6 +254,10 @@ class OpenAIBackend:
                 reason = f"timeout after {self.opts.timeout:g} s"
             except openai.APIConnectionError as e:
                 reason = f"connection error: {self.scrub(str(e.__cause__ or e))[:200]}"
+                if state["ok"] == 0 and name_unresolved(e):  # no DNS answer: retrying for minutes changes nothing
+                    state["fatal"] = (f"cannot resolve the host of {self.opts.base_url} ({reason}); check --base-url "
+                                      "and the network (nothing was retried)")
+                    return Result(False, error=reason, attempts=attempt)
             if attempt > self.opts.max_retries:
                 return Result(False, error=reason, attempts=attempt)
             self.retries += 1
@@ -284,6 +288,21 @@ class OpenAIBackend:
         return Result(True, text.strip(), fields, attempts=attempts)
 
 
+def name_unresolved(e: BaseException) -> bool:
+    """The connection failed because the host name has no address (socket.gaierror somewhere in the chain)."""
+    import socket
+
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, socket.gaierror) or any(s in str(cur) for s in (
+                "Name or service not known", "Temporary failure in name resolution", "nodename nor servname")):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def _error_text(e: Any) -> str:
     body = getattr(e, "body", None)
     if isinstance(body, dict):
@@ -294,8 +313,9 @@ def _error_text(e: Any) -> str:
     return str(getattr(e, "message", e)).splitlines()[0][:300]
 
 
-def summarize(samples: list[dict[str, Any]], failures: dict[str, str]) -> dict[str, Any]:
-    """Cost and fault figures for results.json: tokens, retries, latency, requests still failed."""
+def summarize(samples: list[dict[str, Any]], failures: dict[str, str], failed_attempts: int = 0) -> dict[str, Any]:
+    """Cost and fault figures for results.json: tokens, retries (of the scored requests and of those that still
+    failed: `failed_attempts`, their attempts in all), latency, requests still failed."""
     lat = sorted(s["latency_s"] for s in samples if s.get("latency_s") is not None)
     tot = {"prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0}
     for s in samples:
@@ -304,7 +324,8 @@ def summarize(samples: list[dict[str, Any]], failures: dict[str, str]) -> dict[s
     reasons: dict[str, int] = {}
     for r in failures.values():
         reasons[r] = reasons.get(r, 0) + 1
-    return {"requests_ok": len(samples), "retries": sum(max(0, int(s.get("attempts", 1)) - 1) for s in samples),
+    retries = sum(max(0, int(s.get("attempts", 1)) - 1) for s in samples) + max(0, failed_attempts - len(failures))
+    return {"requests_ok": len(samples), "retries": retries,
             **tot, "latency_s_median": lat[len(lat) // 2] if lat else None,
             "latency_s_p95": lat[min(len(lat) - 1, int(len(lat) * 0.95))] if lat else None,
             "finish_reasons": _count(s.get("finish_reason") for s in samples),

@@ -147,18 +147,24 @@ def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | No
     fig = Figure(figsize=(12, 7.5))
     axes = fig.subplots(2, 2, sharex=True)
     colors = rcParams["axes.prop_cycle"].by_key()["color"]
+    markers = "os^D"
+    all_steps: set[int] = set()
     for ax, (title, curves) in zip(axes.flat, PANELS):
         drawn = 0
         for k, (name, rows) in enumerate(zip(names, logs)):
-            for label, keys, style in curves:
+            for j, (label, keys, style) in enumerate(curves):
                 key, steps, vals = curve(rows, keys)
                 if key is None:
                     continue
+                all_steps.update(steps)
                 full = name if len(curves) == 1 else f"{name}: {label}"
                 if key != keys[0]:
                     full += f" ({key})"
-                ax.plot(steps, vals, style, color=colors[k % len(colors)], marker="o" if len(steps) < 30 else None,
-                        markersize=3, label=full)
+                # one run: a colour per curve (a line style alone does not show on a few points); several runs: a
+                # colour per run, and each curve its own marker and style
+                c = colors[(j if len(logs) == 1 else k) % len(colors)]
+                ax.plot(steps, vals, style, color=c, marker=markers[j % len(markers)] if len(steps) < 30 else None,
+                        markersize=4, label=full)
                 drawn += 1
         ax.set_title(title)
         ax.grid(alpha=0.3)
@@ -176,6 +182,8 @@ def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | No
     for ax in axes[1]:
         ax.set_xlabel("step")
         ax.xaxis.get_major_locator().set_params(integer=True)
+    if all_steps and max(all_steps) - min(all_steps) < 2:  # one or two steps: whole steps either side, not 0.96-1.04
+        axes[1][0].set_xlim(min(all_steps) - 1, max(all_steps) + 1)
     fig.suptitle("GRPO training: " + ", ".join(names), fontsize=11)
     fig.tight_layout()
     try:

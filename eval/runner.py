@@ -303,6 +303,10 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     if kind and kind[0] not in ("run", "score"):  # a score folder: _check_config words it, as before
         raise RunError(f"--out {out} is {kind[1]}; an `eval run` writes only into its own folder, use another --out")
     records = select(load_data(data), limit, select_how)
+    if limit is not None and len(records) > limit and not str(data).startswith("official:"):
+        # per file, and a JSONL's files are its cells: 25 execute cells at --limit 2 are 50 rows, which needs saying
+        print(f"--limit {limit}: {len(records)} rows, at most {limit} from each of {len({file_key(r) for r in records})} "
+              "files (a JSONL's files are its task/subtask/language cells)", file=sys.stderr)
     api = backend == "openai"
     # an API model lives on its server
     model_path = Path(str(model)) if api else resolve_model(model, allow_pickle_weights=allow_pickle_weights)
@@ -335,7 +339,9 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         from .api_backend import summarize
 
         failed = {i: r for i, r in read_failures(out / FAILURES).items() if i in wanted and i not in done}
-        header["api"] = summarize([done[i] for i in wanted if i in done], failed)
+        tries = read_failures(out / FAILURES, "attempts")
+        header["api"] = summarize([done[i] for i in wanted if i in done], failed,
+                                  sum(int(tries.get(i) or 1) for i in failed))
     return write_results(out, records, done, header)
 
 
@@ -360,14 +366,14 @@ def _run_api(be: Any, todo: list[dict[str, Any]], keep: Callable[[list[dict[str,
     be.generate_each([build_messages(r, cot, system_prompt) for r in todo], on_result)
 
 
-def read_failures(path: Path) -> dict[str, str]:
-    """id -> reason of the latest failure recorded for it (torn lines ignored)."""
-    out: dict[str, str] = {}
+def read_failures(path: Path, key: str = "error") -> dict[str, Any]:
+    """id -> reason (or another `key`: "attempts") of the latest failure recorded for it (torn lines ignored)."""
+    out: dict[str, Any] = {}
     if path.exists():
         for line in path.read_bytes().splitlines():
             try:
                 obj = json.loads(line)
-                out[obj["id"]] = obj["error"]
+                out[obj["id"]] = obj[key]
             except (ValueError, KeyError, TypeError, RecursionError):
                 continue
     return out

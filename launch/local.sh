@@ -44,6 +44,17 @@ fi
 [[ -f "$CONFIG" ]] || { echo "error: no such config: $CONFIG" >&2; exit 2; }
 PY=${PYTHON:-.venv/bin/python}
 key() { config_key "$CONFIG" "$1"; }
+# A real start checks the GPUs here, once: the recipe's own refusal would run in every rank, print its line N
+# times and end in torch.distributed's traceback (issue 66). NEED: the config's min_gpus, at least --gpus.
+need_gpus() {
+  local need=$1 have min
+  min=$(key min_gpus); [[ -n "$min" && "$min" -gt "$need" ]] && need=$min
+  have=$("$PY" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || true)
+  [[ "$have" =~ ^[0-9]+$ ]] || have=0
+  (( have >= need )) && return 0
+  echo "error: this run needs $need CUDA GPUs and $have are visible; use --dry-run to inspect the plan, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)" >&2
+  exit 2
+}
 if [[ $ASYNC -eq 0 ]]; then
   CMD=("$PY" -m accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml --num_processes "$GPUS"
        recipes/grpo.py --config "$CONFIG" --use_vllm true --vllm_mode colocate ${EXTRA[@]+"${EXTRA[@]}"})
@@ -52,6 +63,7 @@ if [[ $ASYNC -eq 0 ]]; then
     "$PY" recipes/grpo.py --config "$CONFIG" ${EXTRA[@]+"${EXTRA[@]}"} --dry-run
     exit 0
   fi
+  need_gpus "$GPUS"
   exec "${CMD[@]}"
 fi
 # --async
@@ -70,6 +82,7 @@ SERVE=(env "CUDA_VISIBLE_DEVICES=$VDEV" VLLM_SERVER_DEV_MODE=1 "$VLLM" serve "$M
 TRAIN=(env "CUDA_VISIBLE_DEVICES=$TDEV" "$PY" -m accelerate.commands.launch --config_file recipes/accelerate/fsdp2.yaml
        --num_processes "$TGPUS" recipes/grpo.py --config "$CONFIG" --trainer async --vllm_gpus "$VGPUS"
        --vllm_server_base_url "http://127.0.0.1:$PORT" ${EXTRA[@]+"${EXTRA[@]}"})
+[[ $DRY -eq 1 ]] || need_gpus "$GPUS"
 echo "# async on $GPUS GPUs: vLLM server on GPU(s) $VDEV, FSDP2 trainer on GPU(s) $TDEV"
 echo "$(show "${SERVE[@]}") &"
 show "${TRAIN[@]}"

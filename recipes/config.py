@@ -172,6 +172,9 @@ class TaseArgs(DataArgs):
     soft_overlong_cache: int | None = field(default=None, metadata={"help": "soft_overlong: tokens before "
                                             "max_completion_length where the penalty starts (default a fifth)"})
     dry_run: bool = field(default=False, metadata={"help": "print the resolved configuration and exit"})
+    local_files_only: bool = field(default=False, metadata={"help": "a hub id (owner/name) is read from the local "
+                                   "Hugging Face cache only; by default a real start downloads one the cache lacks, as "
+                                   "TRL does (HF_HUB_OFFLINE=1 refuses in one line)"})
     min_gpus: int = field(default=0, metadata={"help": "refuse to start with fewer CUDA devices than this"})
     vllm_reload_sync: str = field(default="auto", metadata={
         "help": "colocated vLLM weight sync through vLLM's reload API (recipes/vllm_sync.py): auto (CPU engines, "

@@ -93,3 +93,26 @@ def ZeroPartitionReport() -> Any:  # noqa: N802  (a factory: transformers is imp
                   f"({len(parted)} partitioned tensors of {len(params)})", flush=True)
 
     return _Report()
+
+
+def launcher_exit(code: int) -> int:
+    """The exit status for a recipe's `__main__`, after its one-line refusal under `accelerate launch` with one
+    process. accelerate's simple launcher (accelerate/commands/launch.py, simple_launcher) answers any non-zero exit
+    of the script with a CalledProcessError traceback of its own, under our one line (issue 66). Where this process's
+    parent is that launcher and the recipe refused (exit 2, its line already printed), the launcher is ended with
+    SIGTERM first, so the line is the last thing printed; the shell sees 143 (128 + SIGTERM) instead of 1. Multi-process
+    launchers (torchrun sets LOCAL_RANK) and every other exit are left alone."""
+    import signal
+
+    if code != 2 or os.environ.get("LOCAL_RANK") is not None or not sys.platform.startswith("linux"):
+        return code
+    try:
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            parent = [a.decode(errors="replace") for a in f.read().split(b"\0")]
+    except OSError:
+        return code
+    launcher = any(a.endswith(("/accelerate", "accelerate.commands.launch")) or a == "accelerate" for a in parent[:3])
+    if launcher and "launch" in " ".join(parent[:4]):
+        sys.stderr.flush()
+        os.kill(os.getppid(), signal.SIGTERM)
+    return code

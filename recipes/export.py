@@ -21,7 +21,7 @@ from pathlib import Path
 
 from common.paths import (
     OutputBusy, followed, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
-from common.process import apply as process_settings
+from common.process import apply as process_settings, pop_verbose
 from common.errors import TaseError, one_line_exit
 from recipes.run_dir import checkpoint_problem
 
@@ -158,8 +158,11 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
+    argv, verbose = pop_verbose(argv)
+    process_settings(verbose or None)  # OpenMP wait policy, before torch loads; quiet libraries (common/process.py)
     p = argparse.ArgumentParser(prog="python recipes/export.py", description=__doc__.splitlines()[0])
+    p.add_argument("--verbose", action="store_true", help="show the libraries' messages that are filtered by "
+                   "default (common/process.py, QUIET)")
     p.add_argument("checkpoint", help="a Trainer checkpoint or output folder (full model or PEFT adapter)")
     p.add_argument("--out", required=True, help="destination folder (must be empty unless --force)")
     p.add_argument("--force", action="store_true", help="replace an earlier export at --out (never a folder "

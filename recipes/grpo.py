@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError, one_line_exit
-from common.process import apply as process_settings
+from common.process import apply as process_settings, pop_verbose
 from recipes import adapters, curriculum, distributed, dynamic_sampling, heldout, tracking, vllm_server_cpu
 from recipes.config import TaseArgs
 from recipes.cpu_speed import speed_up as cpu_speed_up
@@ -31,7 +31,8 @@ from recipes.run_dir import save_tase_config
 def main(argv: list[str] | None = None, default_config: str | None = None, callbacks: list | None = None) -> int:
     """One parse, then the run (open-r1's `main(script_args, training_args, model_args)` is `run` here); `callbacks`
     are added to the trainer's (bench/grpo_step.py times steps with one)."""
-    process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
+    argv, verbose = pop_verbose(argv)  # --verbose: the full log dict each step and the libraries' messages
+    process_settings(verbose or None)  # OpenMP wait policy, before torch loads; quiet libraries (common/process.py)
     distributed.extension_cache()  # DeepSpeed's CPU comm op: built at install, else once per cache
     tase, cfg, model_args = parse(argv, default_config)  # a real start: the GPU count first (grpo_args.check_gpus)
     return run(tase, cfg, model_args, callbacks)
@@ -85,6 +86,7 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
         callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
                    distributed.ZeroPartitionReport(), *curriculum.callbacks(cur)], **dynamic,
     )
+    tracking.short_logs(trainer)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
     report_rollouts(trainer, tase, cfg, cpu_server)
     for what in cpu_speed_up(trainer):  # CPU: bf16 generation cast once, completion-only LM head (issue 52)
         trainer.accelerator.print(f"cpu speed: {what}")
@@ -132,4 +134,4 @@ def report_rollouts(trainer: Any, tase: TaseArgs, cfg: Any, cpu_server: bool) ->
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(distributed.launcher_exit(main()))

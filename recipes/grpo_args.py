@@ -173,17 +173,33 @@ def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     if model and str(model) not in ("default", "smollm2", "SmolLM2-135M-Instruct"):
         from common.models import hub_refusal, hub_snapshot, is_hub_id
 
-        p = Path(model).expanduser()
+        from recipes.model_shapes import fallback_note, known_config
+
+        p: Path | None = Path(model).expanduser()
         if not p.exists() and is_hub_id(str(model)):  # as a real start resolves it (common/models.py): the local cache
             snap = hub_snapshot(str(model))
-            if snap is None:
+            if snap is None and tase.dry_run and known_config(str(model)):  # a fresh machine: plan from the shape
+                print(fallback_note(str(model)))
+                p = None
+            elif snap is None and not tase.dry_run and not tase.local_files_only:
+                from common.models import hub_offline
+
+                if hub_offline():  # the start would download it: say now that it cannot
+                    raise TaseError(f"model_name_or_path {model}: not in the local Hugging Face cache ($HF_HOME/hub) "
+                                    f"and HF_HUB_OFFLINE is set: download it where the hub is reachable (`hf download "
+                                    f"{model}`) or unset HF_HUB_OFFLINE")
+                p = None  # the real start downloads it (common/models.download_hub_model)
+            elif snap is None:
                 raise TaseError(f"model_name_or_path {hub_refusal(str(model))}")
-            p = snap
-        if not p.exists():
+            else:
+                p = snap
+        if p is None:  # planned from the known shape: no folder to check
+            pass
+        elif not p.exists():
             raise TaseError(f"model_name_or_path {model}: no such model folder or GGUF file")
-        if p.is_dir() and not (p / "config.json").is_file():
+        elif p.is_dir() and not (p / "config.json").is_file():
             raise TaseError(f"model_name_or_path {model}: not a Hugging Face model folder (no config.json)")
-        if p.is_dir():  # the real start's checks of a folder (recipes/model.py): safetensors weights, whole files
+        elif p.is_dir():  # the real start's checks of a folder (recipes/model.py): safetensors weights, whole files
             from recipes.model import resolve
 
             resolve(str(p), tase.allow_pickle_weights)

@@ -15,10 +15,6 @@ if TYPE_CHECKING:
 # nvidia-smi peak minus DeepSpeed's no-offload model-state estimate, sync paper recipe with transformers generation of
 # 16 x 256 tokens, one H200 (docs/results/gpu_memory_table.json): +5.9 (0.5B), +9.8 (1.5B), +5.6 (3B), -0.9 GiB (7B)
 MEASURED_OVERHEAD_GIB = 6.0
-KNOWN_SIZES = {  # total params, largest layer params (embedding), for dry-run estimates without weights
-    "Qwen/Qwen2.5-14B-Instruct": (14.77e9, 152064 * 5120),
-    "Qwen/Qwen2.5-7B-Instruct": (7.62e9, 152064 * 3584),
-}
 
 
 def zero3_model_states(total: int, largest: int, n_gpus: int, optimizer_offload: bool) -> tuple[float, float]:
@@ -39,7 +35,16 @@ def world_size() -> int:
 
 def memory_estimate(model: str, n_gpus: int) -> str:
     """Per-GPU ZeRO-3 model-state memory: DeepSpeed's own estimator when installed, else 18 B/param."""
-    total, largest = KNOWN_SIZES.get(model, (None, None))
+    from common.models import hub_snapshot, is_hub_id
+    from recipes.model_shapes import known_config, param_counts
+
+    total, largest = None, None
+    if is_hub_id(model) and not Path(model).exists():  # the cache's config.json, else the known shape (no weights)
+        snap, shape = hub_snapshot(model), known_config(model)
+        if snap is not None:
+            model = str(snap)
+        elif shape is not None:
+            total, largest = param_counts(shape)
     if total is None and (model == "default" or model.endswith(".gguf")):
         from common.models import ModelError, resolve_model
 

@@ -8,7 +8,8 @@ The YAML is async (TRL AsyncGRPOTrainer, a vLLM server + FSDP2 trainer), as the 
 """
 from pathlib import Path
 
-from recipes import grpo
+from recipes import distributed, grpo
 
 if __name__ == "__main__":
-    raise SystemExit(grpo.main(default_config=str(Path(__file__).resolve().parent / "configs" / "grpo_qwen14b.yaml")))
+    raise SystemExit(distributed.launcher_exit(
+        grpo.main(default_config=str(Path(__file__).resolve().parent / "configs" / "grpo_qwen14b.yaml"))))

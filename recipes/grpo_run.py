@@ -37,7 +37,7 @@ def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any] | No
     resume = prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     if already_finished(cfg.output_dir, resume, cfg.max_steps):
         return None
-    return resume, resolve(model_args.model_name_or_path, tase.allow_pickle_weights)
+    return resume, resolve(model_args.model_name_or_path, tase.allow_pickle_weights, download=not tase.local_files_only)
 
 
 
@@ -71,11 +71,26 @@ def tokenizer(path: str) -> Any:
 
 
 
+def quiet_tied_head(trainer: Any, resume: Any) -> None:
+    """On resume, transformers warns "There were missing keys in the checkpoint model loaded: ['lm_head.weight']" for a
+    model whose LM head is tied to its embedding (SmolLM2): the checkpoint holds the one shared tensor, and loading
+    ties the head to it again. Filtered for exactly that list and a tied model only (any other missing key still
+    warns); --verbose keeps it."""
+    if not resume or os.environ.get("TASE_VERBOSE", "") not in ("", "0"):
+        return
+    if getattr(getattr(getattr(trainer, "model", None), "config", None), "tie_word_embeddings", False):
+        from common.process import drop_messages
+
+        drop_messages("transformers.trainer",
+                      "There were missing keys in the checkpoint model loaded: ['lm_head.weight'].")
+
+
 def train(trainer: Any, resume: str | None) -> None:
     """trainer.train; a batch the rewards cannot score stops the run in one line (the first batch already
     shows it: stop rather than learn from zeros)."""
     from rewards.trl import RewardInputError
 
+    quiet_tied_head(trainer, resume)
     try:
         trainer.train(resume_from_checkpoint=resume)
     except RewardInputError as e:

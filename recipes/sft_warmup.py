@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from common.errors import TaseError, one_line_exit
-from common.process import apply as process_settings
+from common.process import apply as process_settings, pop_verbose
 from recipes import adapters, config, data, heldout, model, run_dir, tracking
 from recipes.config import DataArgs
 from recipes.parser import parse_config
@@ -91,10 +91,10 @@ def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = N
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
     """Parse (recipes/parser.py), check, build the SFTTrainer and train."""
-    process_settings()  # OpenMP wait policy, before torch loads (common/process.py)
+    argv, verbose = pop_verbose(argv)  # --verbose: the full log dict each step and the libraries' messages
+    process_settings(verbose or None)  # OpenMP wait policy, before torch loads; quiet libraries (common/process.py)
     from trl import ModelConfig, SFTConfig, SFTTrainer, get_peft_config
 
-    argv = list(sys.argv[1:] if argv is None else argv)
     data_args, cfg, model_args, budget = parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
     config.check_trainer_ranges(cfg, budget)  # max_steps -5, learning_rate nan, max_train_seconds 0: one line
     heldout.check(data_args, cfg)  # held_out_rows with eval_strategy; metric_for_best_model (recipes/heldout.py)
@@ -126,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                          quantization_config=adapters.quantization_config(model_args))
     if budget.max_train_seconds:
         trainer.add_callback(wall_clock_stop(budget.max_train_seconds))
+    tracking.short_logs(trainer)  # one line per logged step; the whole dict in trainer_state.json (--verbose prints it)
+    from recipes.grpo_run import quiet_tied_head
+
+    quiet_tied_head(trainer, resume)  # transformers' "missing keys ['lm_head.weight']" of a tied head on resume
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(cfg.output_dir)
     trainer.save_state()

@@ -10,6 +10,7 @@ Trackio. Every key starts with `tase/` (docs/training.md, "Rewards and what is l
 """
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -211,3 +212,58 @@ def tracker_env(cfg: Any) -> dict[str, str]:
     """Environment defaults that put a tracker's local files under the run folder (entry points set them with
     os.environ.setdefault, before the trainer starts the tracker): W&B's run folder (offline runs included)."""
     return {"WANDB_DIR": str(cfg.output_dir)} if "wandb" in report_to(cfg) else {}
+
+
+def _num(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def summary_line(logs: dict[str, Any], step: int, max_steps: int) -> str:
+    """One short line for a training log dict (about 1,400 characters as transformers prints it): the step, loss,
+    reward and its spread, each reward function's mean, the TASE accuracies and the step time. The whole dict goes
+    to metrics.jsonl (GRPO) and trainer_state.json's log_history; `--verbose` prints it as before."""
+    if "train_runtime" in logs:  # the trainer's closing summary
+        return (f"trained {step} step{'' if step == 1 else 's'} in {logs['train_runtime']:.0f} s"
+                + (f", mean loss {_num(logs['train_loss'])}" if "train_loss" in logs else ""))
+    parts = [f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}"]
+    for key, name in (("loss", "loss"), ("eval_loss", "eval loss"), ("reward", "reward")):
+        if key in logs:
+            parts.append(f"{name} {_num(logs[key])}" + (f" ± {_num(logs['reward_std'])}" if key == "reward"
+                                                         and "reward_std" in logs else ""))
+    funcs = [f"{k.split('/')[1]} {_num(v)}" for k, v in logs.items() if k.startswith("rewards/") and k.endswith("/mean")]
+    if funcs:
+        parts.append(", ".join(funcs))
+    tase = [f"{k.split('/')[-1].removesuffix('_acc')} {_num(v)}" for k, v in logs.items()
+            if k in ("tase/strict_acc", "tase/official_acc", "tase/heldout/strict_acc", "tase/heldout/official_acc")]
+    if tase:
+        parts.append("acc " + ", ".join(tase))
+    if "mean_token_accuracy" in logs:
+        parts.append(f"token acc {_num(logs['mean_token_accuracy'])}")
+    if "learning_rate" in logs:
+        parts.append(f"lr {_num(logs['learning_rate'])}")
+    if "step_time" in logs:
+        parts.append(f"{logs['step_time']:.1f} s/step")
+    return " | ".join(parts)
+
+
+def short_logs(trainer: Any) -> None:
+    """Replace transformers' printing of each whole log dict by summary_line, unless verbose (TASE_VERBOSE, set by
+    --verbose in common/process.apply)."""
+    if os.environ.get("TASE_VERBOSE", "") not in ("", "0"):
+        return
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class ShortProgress(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kw):
+            if state.is_world_process_zero and self.training_bar is not None and logs:
+                self.training_bar.write(summary_line(logs, state.global_step, state.max_steps))
+
+    class ShortPrinter(PrinterCallback):
+        def on_log(self, args, state, control, logs=None, **kw):
+            if state.is_local_process_zero and logs:
+                print(summary_line(logs, state.global_step, state.max_steps))
+
+    for old, new in ((ProgressCallback, ShortProgress), (PrinterCallback, ShortPrinter)):
+        if any(type(c) is old for c in trainer.callback_handler.callbacks):
+            trainer.remove_callback(old)
+            trainer.add_callback(new)

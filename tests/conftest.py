@@ -96,8 +96,9 @@ def stub_hub_snapshot(hub: Path, repo_id: str, config: dict) -> Path:
 
 # the paper's recipes (recipes/configs/grpo_qwen14b*.yaml) name Qwen/Qwen2.5-14B-Instruct by hub id; their dry runs
 # (tests/test_recipes.py, the launchers' tests) read it from the session's hub cache, as on a machine that downloaded it
+# (its config.json fields that set the size: the dry run's memory estimate reads them as from a real download)
 stub_hub_snapshot(_SESSION_CACHE / "hf" / "hub", "Qwen/Qwen2.5-14B-Instruct",
-                  {"model_type": "qwen2", "hidden_size": 5120, "num_hidden_layers": 48, "vocab_size": 152064})
+                  __import__("recipes.model_shapes").model_shapes.known_config("Qwen/Qwen2.5-14B-Instruct"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 

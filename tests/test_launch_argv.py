@@ -14,10 +14,10 @@ from tests.conftest import ROOT, run_shellcheck
 
 RECORD = 'printf "%s\\0" "$@" > "$REC/$(basename "$0").$(date +%s%N).$$"\n'
 SHIMS = {
-    # the vLLM-port / main-port probes print a port; the CUDA probe (python -c '...torch.cuda...') says yes;
+    # the vLLM-port / main-port probes print a port; the CUDA probes (python -c '...torch.cuda...') say yes (8 GPUs);
     # a trainer waits (up to 5 s) until $WAIT_FOR (PROG:N) holds, N calls of PROG were recorded: the launcher
     # stops the server's background step when training ends, which could otherwise come before it recorded
-    "python": RECORD + 'case "$*" in *socket*) echo 8001 ;; esac\n'
+    "python": RECORD + 'case "$*" in *socket*) echo 8001 ;; *device_count*) echo 8 ;; esac\n'
               'if [[ "$*" == *accelerate.commands.launch* && -n "${WAIT_FOR:-}" ]]; then\n'
               '  for _ in {1..50}; do\n'
               '    (( $(find "$REC" -name "${WAIT_FOR%:*}.*" | wc -l) >= ${WAIT_FOR#*:} )) && break; sleep 0.1\n'
@@ -134,7 +134,7 @@ def test_local_sync_and_async_pass_every_value_intact(shim, odd):
     res = subprocess.run(["bash", "launch/local.sh", "--gpus", "2", "--config", cfg, "--", *odd["extra"]], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
-    (launch,) = calls(rec, "python")
+    (launch,) = [c for c in calls(rec, "python") if "accelerate.commands.launch" in c]
     assert after(launch, "--config") == cfg and launch[-len(odd["extra"]):] == odd["extra"]
 
     res = subprocess.run(["bash", "launch/local.sh", "--async", "--gpus", "3", "--vllm-gpus", "1", "--config", cfg,
@@ -190,3 +190,15 @@ def test_launchers_are_shellcheck_clean():
     res = run_shellcheck("-x", "launch/local.sh", "launch/cpu.sh", "launch/_options.sh", "launch/slurm/grpo.sbatch")
     assert res.returncode == 0, res.stdout
     assert not [p for p in (ROOT / "launch").rglob("*") if p.is_file() and "eval " in p.read_text()]
+
+
+def test_local_without_the_gpus_is_one_line(tmp_path):
+    """`launch/local.sh --gpus 8` on a machine without them: one line and exit 2 from the launcher, before any rank
+    starts (the recipe's refusal in 8 ranks printed its line 8 times under torch.distributed's traceback)."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    for extra in ([], ["--async"]):
+        res = subprocess.run(["bash", "launch/local.sh", "--gpus", "8", *extra], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2, res.stderr
+        assert res.stderr.count("error:") == 1 and "needs 8 CUDA GPUs and 0 are visible" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr and res.stdout == ""

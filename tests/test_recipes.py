@@ -155,6 +155,8 @@ def test_killed_run_resumes_without_losing_steps(tiny_model, tmp_path):
     state = json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())
     steps = [h["step"] for h in state["log_history"] if "reward" in h]
     assert steps == [1, 2, 3, 4], steps  # nothing lost, nothing repeated
+    # the tiny model ties its head: transformers' "missing keys ['lm_head.weight']" on resume is not a failure (issue 66)
+    assert "missing keys" not in res.stderr + res.stdout
 
 
 @pytest.mark.slow

@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     r.add_argument("--data", required=True, help="official:DIR (official release layout) or FILE.jsonl")
     r.add_argument("--out", required=True, help="output folder; rerunning the same command resumes")
     r.add_argument("--limit", type=pos_int, default=None,
-                   help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500)")
+                   help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500); a "
+                        "JSONL's files are its task/subtask/language cells")
     r.add_argument("--select", choices=["spread", "first"], default="spread",
                    help="which rows --limit keeps per file: spread evenly (default, as the official runner) or "
                         "the first N (as lm_eval --limit N takes them from an export-lm-eval folder)")
@@ -69,7 +70,7 @@ def execute(args: argparse.Namespace) -> int:
         print(pass_summary(res))
     api = res.get("api")
     if api:
-        print(f"api: {api['requests_ok']} ok, {api['retries']} retries, {api['prompt_tokens']} prompt + "
+        print(f"api: {api['requests_ok']} ok, {api['n_failed']} failed, {api['retries']} retries, {api['prompt_tokens']} prompt + "
               f"{api['completion_tokens']} completion tokens, median latency {api['latency_s_median']} s")
     print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
     if api and api["n_failed"]:  # incomplete: exit 1, so `eval run ... && eval compare ...` stops here

@@ -10,6 +10,7 @@ from common.errors import TaseError
 from recipes.config import TaseArgs
 from recipes.data import build_dataset
 from recipes.grpo_run import MetricsLogger, save, start_run, tokenizer, train
+from recipes.tracking import short_logs
 from recipes.reward_funcs import ResolvedRewards
 from recipes.run_dir import save_tase_config
 from rewards.levels import watched
@@ -76,6 +77,7 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
     except (ValueError, NotImplementedError, TypeError) as e:
         raise TaseError(f"trainer: async: {str(e).splitlines()[0]}")
     trainer_ref.append(trainer)
+    short_logs(trainer)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
     if generation == "cpu_engine":
         async_cpu.finish_cpu_setup(trainer, transfer)
     else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_grpo/metrics.py)
