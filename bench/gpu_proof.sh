@@ -198,6 +198,14 @@ EOF
   [ "$rc" != 124 ] || echo "== gpu_proof: stopped at --budget $BUDGET s; run --resume for the remaining stages" \
     | tee -a "$out/gpu_proof.log"
   echo "== gpu_proof: proof exit $rc after $(( $(date +%s) - t0 )) s" | tee -a "$out/gpu_proof.log"
+  # a config's own follow-up measurements (bench/<config name>_after.sh, e.g. pass@K), within what is left of --budget
+  local after
+  after=bench/$(basename "$CONFIG" .yaml)_after.sh
+  left=$((BUDGET - ($(date +%s) - T_START)))
+  if [ "$rc" = 0 ] && [ -f "$after" ] && [ "$MODE" != rehearse ] && [ "$left" -gt 20 ]; then
+    RES=$RES KEEP=$KEEP PY=$PY timeout -k 10 "$left" bash "$after" 2>&1 | tee -a "$out/gpu_proof.log"
+    echo "== gpu_proof: $after exit ${PIPESTATUS[0]}" | tee -a "$out/gpu_proof.log"
+  fi
   local res=$RES
   if [ -d "$res" ]; then  # every text file the proof wrote (samples, results, trainer states, summary); no weights
     find "$res" -path '*/checkpoint-*' -prune -o -type f \( -name '*.json' -o -name '*.jsonl' -o -name '*.md' \

@@ -1,6 +1,8 @@
 """Training curves of one or more GRPO runs in one PNG, from each run folder's metrics.jsonl (the log the recipes
 write: TRL's metrics and the tase/ metrics of recipes/tracking.py): total reward, official and strict accuracy,
-the share of official passes that are loopholes, and the share of zero-variance groups, against the step.
+the share of official passes that are loopholes, and the share of zero-variance groups, against the step; for runs
+with guided groups (recipes/guidance.py's tase/guide/ metrics) also the guided share with hinted and unhinted
+success and the hint level.
 
 Runs older than the tase/ metrics fall back where the log allows it: accuracies from `rewards/accuracy_coarse/mean`
 and `rewards/accuracy_strict/mean` when the run trained on them, zero variance from TRL's `frac_reward_zero_std`
@@ -31,6 +33,18 @@ PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
                               ("TRL frac_reward_zero_std", ("frac_reward_zero_std",), ":"),
                               ("trained batch, after dynamic sampling's filter", ("tase/dynamic/trained_uniform_share",), "-."))),
 )
+
+
+# drawn when a run logs guided GRPO's metrics (recipes/guidance.py, tase/guide/...): two more panels
+GUIDE_PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
+    ("guidance (all-fail groups hinted / given a gold member)",
+     (("guided groups", ("tase/guide/guided_share",), "-"),
+      ("unhinted strict success", ("tase/guide/success_unhinted",), "--"),
+      ("hinted strict success", ("tase/guide/success_hinted",), "-."),
+      ("gold share of completions", ("tase/guide/gold_share",), ":"))),
+    ("hint level (0: the strongest hint)", (("hint level", ("tase/guide/hint_level",), "-"),)),
+)
+UNSCALED = ("total reward", "hint level")  # panels not drawn as shares in [0, 1]
 
 
 class PlotError(TaseError, ValueError):
@@ -133,7 +147,7 @@ def check_out(out: Path) -> None:
 
 
 def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | None = None) -> Path:
-    """Draw the four panels for every run into `out` (PNG, written whole or not at all, under its write lock, and
+    """Draw the four panels (six for runs with guidance) for every run into `out` (PNG, written whole or not at all, under its write lock, and
     only over a PNG of its own: `check_out`); returns its path. A bare Figure renders itself, so no caller has to
     choose matplotlib's backend."""
     from matplotlib.figure import Figure  # no pyplot: no backend to choose, no global figure state
@@ -144,12 +158,14 @@ def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | No
     names = names or run_names(runs)
     from matplotlib import rcParams
 
-    fig = Figure(figsize=(12, 7.5))
-    axes = fig.subplots(2, 2, sharex=True)
+    guided = any(k.startswith("tase/guide/") for rows in logs for r in rows for k in r)
+    panels = PANELS + GUIDE_PANELS if guided else PANELS
+    fig = Figure(figsize=(12, 3.75 * (len(panels) // 2)))
+    axes = fig.subplots(len(panels) // 2, 2, sharex=True)
     colors = rcParams["axes.prop_cycle"].by_key()["color"]
     markers = "os^D"
     all_steps: set[int] = set()
-    for ax, (title, curves) in zip(axes.flat, PANELS):
+    for ax, (title, curves) in zip(axes.flat, panels):
         drawn = 0
         for k, (name, rows) in enumerate(zip(names, logs)):
             for j, (label, keys, style) in enumerate(curves):
@@ -168,22 +184,22 @@ def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | No
                 drawn += 1
         ax.set_title(title)
         ax.grid(alpha=0.3)
-        if not title.startswith("total reward"):
+        if not title.startswith(UNSCALED):
             ax.set_ylim(-0.03, 1.03)
             ax.set_ylabel("share")
         else:
-            ax.set_ylabel("mean reward")
+            ax.set_ylabel("mean reward" if title.startswith("total reward") else "level")
         if drawn:
             ax.legend(fontsize=7, loc="best", framealpha=0.8)
         else:
             logged = any(k in r for _, keys, _ in curves for k in keys for rows in logs for r in rows)
             ax.text(0.5, 0.5, "no step with an official pass" if logged else "not logged by these runs",
                     ha="center", va="center", transform=ax.transAxes, color="gray")
-    for ax in axes[1]:
+    for ax in axes[-1]:
         ax.set_xlabel("step")
         ax.xaxis.get_major_locator().set_params(integer=True)
     if all_steps and max(all_steps) - min(all_steps) < 2:  # one or two steps: whole steps either side, not 0.96-1.04
-        axes[1][0].set_xlim(min(all_steps) - 1, max(all_steps) + 1)
+        axes[-1][0].set_xlim(min(all_steps) - 1, max(all_steps) + 1)
     fig.suptitle("GRPO training: " + ", ".join(names), fontsize=11)
     fig.tight_layout()
     try:

@@ -218,6 +218,23 @@ class TaseArgs(DataArgs):
         "help": "dynamic sampling: the verdict a group must mix: auto (strict for fine and strict runs, coarse for "
                 "coarse runs), strict, coarse or fine (partial credit: groups that differ only in it count as mixed)",
         "choices": ["auto", STRICT, COARSE, FINE]})
+    guidance: str = field(default="none", metadata={
+        "help": "sync only: guide groups whose strict verdicts all fail (recipes/guidance.py, docs/training.md): "
+                "hint (generate the group again with the task's graded hint in the prompt and train on it), gold "
+                "(put the row's gold completion in the group as one member), both, or none",
+        "choices": ["none", "hint", "gold", "both"]})
+    guidance_schedule: str = field(default="success", metadata={
+        "help": "guidance: how the hint weakens: success (one level weaker when the unhinted strict accuracy of a "
+                "task's last guidance_window groups reaches guidance_up), step (every guidance_step_every steps), "
+                "fixed", "choices": ["success", "step", "fixed"]})
+    guidance_start_level: int = field(default=0, metadata={"help": "guidance: first hint level (0: the strongest)"})
+    guidance_window: int = field(default=8, metadata={"help": "guidance: groups per task a success move is judged on"})
+    guidance_up: float = field(default=0.5, metadata={"help": "guidance: a weaker hint at this mean unhinted accuracy"})
+    guidance_down: float = field(default=0.0, metadata={"help": "guidance: a stronger hint at or below this"})
+    guidance_step_every: int = field(default=50, metadata={"help": "guidance step schedule: steps per level"})
+    max_train_seconds: float | None = field(default=None, metadata={
+        "help": "sync only: stop after this many seconds of training (checked after each step) and save; arms compared "
+                "at equal wall time (max_steps still sets the learning-rate schedule)"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -232,6 +249,9 @@ class TaseArgs(DataArgs):
         from recipes.dynamic_sampling import check_options
 
         check_options(self)
+        from recipes import guidance
+
+        guidance.check_options(self)
 
     def check_curriculum(self) -> None:
         """The curriculum options (recipes/curriculum.py), one ValueError line each."""

@@ -179,13 +179,16 @@ def trainer_args(tase: Any, level: str | None) -> dict[str, Any]:
 
 
 @functools.cache
-def trainer_class() -> type:
-    """DynamicGRPOTrainer: TRL's GRPOTrainer with dynamic sampling (the module docstring says which methods it wraps).
-    Built on first use, so that the options and the pure parts above import without TRL."""
+def trainer_class(base: type | None = None) -> type:
+    """DynamicGRPOTrainer: TRL's GRPOTrainer (or `base`, e.g. recipes/guidance.py's trainer) with dynamic sampling
+    (the module docstring says which methods it wraps). Built on first use, so that the options and the pure parts
+    above import without TRL."""
     import torch
     from transformers import TrainerCallback
     from transformers.trainer_callback import ExportableState
     from trl import GRPOTrainer
+
+    base = base or GRPOTrainer
 
     class DynamicSamplingState(TrainerCallback, ExportableState):
         """Where the data stream stands, saved in every checkpoint's trainer_state.json (transformers' stateful
@@ -200,7 +203,7 @@ def trainer_class() -> type:
             return {"args": {}, "attributes": {"pos": self.pos, "extra": self.extra, "prompts": self.prompts,
                                                "short_epochs": self.short_epochs}}
 
-    class DynamicGRPOTrainer(GRPOTrainer):
+    class DynamicGRPOTrainer(base):  # type: ignore[misc, valid-type]
         """GRPOTrainer whose generation batch holds only groups with mixed verdicts (recipes/dynamic_sampling.py)."""
 
         def __init__(self, *args: Any, dynamic_rounds: int = 4, dynamic_level: str = STRICT, **kwargs: Any) -> None:

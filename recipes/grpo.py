@@ -17,7 +17,7 @@ from typing import Any
 
 from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings, pop_verbose
-from recipes import adapters, curriculum, distributed, dynamic_sampling, heldout, tracking, vllm_server_cpu
+from recipes import adapters, curriculum, distributed, dynamic_sampling, guidance, heldout, tracking, vllm_server_cpu
 from recipes.config import TaseArgs
 from recipes.cpu_speed import speed_up as cpu_speed_up
 from recipes.data import build_dataset
@@ -78,13 +78,24 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
     cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
-    trainer_cls, dynamic = (dynamic_sampling.trainer_class(), dynamic_sampling.trainer_args(tase, rewards.level)) \
-        if tase.dynamic_sampling else (GRPOTrainer, {})  # recipes/dynamic_sampling.py
+    trainer_cls, extra = GRPOTrainer, {}
+    if tase.guidance != "none":  # recipes/guidance.py: all-fail groups hinted and/or given a gold member
+        hints = guidance.start(tase, resume)
+        trainer_cls = guidance.trainer_class()
+        extra = guidance.trainer_args(tase, hints, rewards.funcs, rewards.weights)
+        callbacks = [*(callbacks or []), *guidance.callbacks(hints)]
+    if tase.max_train_seconds:  # a wall-clock budget, as the SFT warm-up's (arms compared at equal time)
+        from recipes.sft_warmup import wall_clock_stop
+
+        callbacks = [*(callbacks or []), wall_clock_stop(tase.max_train_seconds)]
+    if tase.dynamic_sampling:  # recipes/dynamic_sampling.py (each round guided first)
+        trainer_cls = dynamic_sampling.trainer_class(None if trainer_cls is GRPOTrainer else trainer_cls)
+        extra.update(dynamic_sampling.trainer_args(tase, rewards.level))
     trainer = heldout.trainer_class(trainer_cls, held)(  # with held_out_rows: evaluate() scores the held-out set
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
         peft_config=get_peft_config(model_args), quantization_config=adapters.quantization_config(model_args),
         callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
-                   distributed.ZeroPartitionReport(), *curriculum.callbacks(cur)], **dynamic,
+                   distributed.ZeroPartitionReport(), *curriculum.callbacks(cur)], **extra,
     )
     tracking.short_logs(trainer)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
     report_rollouts(trainer, tase, cfg, cpu_server)

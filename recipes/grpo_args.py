@@ -156,6 +156,9 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
     from recipes.grpo_plan import world_size
 
     dynamic_sampling.check_run(tase, cfg, world_size())
+    from recipes import guidance
+
+    guidance.check_run(tase, cfg, world_size())
     heldout.check(tase, cfg, tase.trainer)  # evaluation options; fills metric_for_best_model (recipes/heldout.py)
     if tase.train_data != "synth":
         check_train_data(tase)

@@ -56,6 +56,9 @@ class Generator:
     # curriculum leaves it static. `level_knob` says in words what the levels move (docs/training.md's table).
     levels: ClassVar[tuple[dict[str, Any], ...]] = ()
     level_knob: ClassVar[str] = ""
+    # graded hints for guided GRPO (recipes/guidance.py, issue 63): how many levels `hint(record, level)` offers,
+    # level 0 the strongest; each hint is built only from that record's own gold answer. 0: never hinted.
+    hint_levels: ClassVar[int] = 0
 
     @dataclass
     class Config:
@@ -102,6 +105,13 @@ class Generator:
     def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
         """A short correct assistant turn (reasoning line, then the tagged answer) for a labelled row of
         this task, or None for the plain tagged answer. `unit` names the language's unit (words, ...)."""
+        return None
+
+    @classmethod
+    def hint(cls, record: dict[str, Any], level: int) -> str | None:
+        """The hint text (without HINT_PREFIX) of difficulty `level` (0: the strongest of `hint_levels`) for a
+        labelled row, built from its `answer` alone, or None where the row has no such hint. Only training
+        prompts of guided GRPO ever carry it (recipes/guidance.py)."""
         return None
 
     def make(self, rng: random.Random, lang: str, subtask: str) -> dict[str, Any] | None:
@@ -175,6 +185,24 @@ def available() -> dict[str, type[Generator]]:
 def spec(task: str) -> type[Generator] | None:
     """The registry entry (generator class, with the task's declarations) of `task`, or None."""
     return available().get(task)
+
+
+HINT_PREFIX = "Hint (for practice): "  # how a guided training prompt's hint starts (recipes/guidance.py)
+
+
+def hint_count(task: str) -> int:
+    """How many hint levels `task` declares (0: its groups are never hinted)."""
+    g = spec(task)
+    return g.hint_levels if g is not None else 0
+
+
+def task_hint(record: dict[str, Any], level: int) -> str | None:
+    """`record`'s hint at `level` (capped at its task's weakest), HINT_PREFIX included; None without one."""
+    g = spec(record.get("task", ""))
+    if g is None or not g.hint_levels or not record.get("answer"):
+        return None
+    text = g.hint(record, min(max(level, 0), g.hint_levels - 1))
+    return f"{HINT_PREFIX}{text}" if text else None
 
 
 def level_count(task: str) -> int:

@@ -130,3 +130,16 @@ class SpanOrders:
         scratch[tok[first]] = occ2[first]
         key0 = self._key[start & 1][start:end] - scratch[tok]  # 2 x rank + parity
         return _vector_order(key0, self._prev_py, self._next_py, start)
+
+
+def pieces_hint(pieces: list[str], level: int, sep: str, unit: str) -> str | None:
+    """A graded hint on an answer made of `pieces` (a split's parts, a syllable's jamo), from the strongest
+    (level 0: every piece but the last) through the first piece alone (1) to the pieces' sizes only (2); None when
+    the answer has a single piece (the hint would give it away)."""
+    if len(pieces) < 2:
+        return None
+    if level == 0:
+        return f'the answer begins with "{sep.join(pieces[:-1])}{sep}" and has {len(pieces)} pieces.'
+    if level == 1:
+        return f"the first piece is {pieces[0]}; there are {len(pieces)} pieces."
+    return f"there are {len(pieces)} pieces of {', '.join(str(len(p)) for p in pieces)} {unit}."

@@ -18,11 +18,13 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from common.record import LANG_OF_STEM, make_record
 
 from ..core import Generator, register
 from ..resources import word_list
+from ._common import pieces_hint
 from ..structural import combine_index, common_hanzi, compose, jamo_of, split_options, syllable_pools
 
 # The official files' range (the last level): en words of 6-21 letters in 2-4 pieces (en_split/en_combine), Korean
@@ -127,6 +129,24 @@ class ComponentSplit(Generator):
         max_parts: int = 4  # en: pieces per word (2..max_parts); zh: parts per decomposition
         hanzi: int = 3500  # zh: characters drawn from this many most frequent ones
         ko_final: bool = True  # ko: syllables with a final consonant (3 jamo) too; False: 2 jamo only
+
+    hint_levels = 3  # guided GRPO: the split's leading pieces, the first piece, the pieces' sizes (_common.pieces_hint)
+
+    @classmethod
+    def hint(cls, record: dict[str, Any], level: int) -> str | None:
+        """From the row's gold answer only: a split's pieces (en: parts, ko: jamo, zh: the first decomposition's
+        parts), an en combine word's leading letters; ko and zh combine answers are one character: no hint."""
+        ans, lang = str(record.get("answer", "")), record.get("lang")
+        if record.get("subtask") == "split":
+            if lang == "zh":
+                return pieces_hint(ans.split(";")[0].split(","), level, ",", "characters")
+            return pieces_hint(ans.split(", "), level, ", ", "letters" if lang == "en" else "jamo")
+        if lang != "en" or len(ans) < 2:
+            return None
+        if level < 2:
+            k = max(1, min(len(ans) - 1, -(-len(ans) * (3 - level) // 4)))  # 3/4, then 1/2 of the letters
+            return f"the word begins with {ans[:k]} and has {len(ans)} letters."
+        return f"the word has {len(ans)} letters."
 
     @classmethod
     def official_file(cls, stem: str) -> tuple[str, str] | None:

@@ -58,6 +58,18 @@ class FreqCount(Generator):
     perturb_kinds = UNIT_SAFE
     unit_in_prompt = True  # tokstats: the asked-about unit is quoted in the prompt
 
+    hint_levels = 2  # guided GRPO: a range around the gold count, narrow then wide
+
+    @classmethod
+    def hint(cls, record: dict[str, Any], level: int) -> str | None:
+        """A range holding the gold count (from the row's answer only): +-1, then +-3."""
+        try:
+            n = int(str(record.get("answer", "")).strip())
+        except ValueError:
+            return None
+        w = 1 if level == 0 else 3
+        return f"the count is between {max(0, n - w)} and {n + w}."
+
     @classmethod
     def sft_response(cls, record: dict[str, Any], unit: str) -> str | None:
         meta, ans = record.get("meta") or {}, record.get("answer", "")

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Issue 63's unhinted strict pass@8 on en_split (recipes/configs/proof_guidance_gpu.yaml), run by bench/gpu_proof.sh
+# after the proof: the warm-up and each arm's chosen checkpoint, 8 samples at temperature 1.0 on 200 rows of the whole
+# file (evenly spread), plain prompts (eval never adds a hint). Writes RES/eval/passk/<model>/results.json.
+set -uo pipefail
+: "${RES:?}" "${KEEP:?}" "${PY:?}"
+run() {  # name, model folder
+  "$PY" -m eval run --model "$2" --data "official:$KEEP/official" --out "$RES/eval/passk/$1" --backend hf \
+    --num-samples 8 --temperature 1.0 --seed 0 --limit 200 --max-new-tokens 32 --batch-size 128 --dtype bfloat16 \
+    --no-progress || echo "pass@8 of $1 failed"
+}
+run warm-up "$RES/sft"
+for arm in hint gold dynamic control; do
+  sel=$RES/select_$arm/selection.json
+  [ -f "$sel" ] || continue
+  model=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["chosen"]["path"])' "$sel") || continue
+  run "$arm" "$model"
+done

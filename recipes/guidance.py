@@ -1,0 +1,493 @@
+"""Guided GRPO for groups where the model never succeeds (issue 63), opt-in with `--guidance hint|gold|both` (sync
+GRPO, one training process).
+
+GRPO learns nothing from a group whose completions all fail. After TRL generates and scores a generation batch, every
+group whose *strict* verdicts all fail (`rewards.trl.batch_scores`, the verdict dynamic sampling and the curriculum
+read) is guided:
+
+- `hint` (QuestA, arXiv 2507.13266; Guide-GRPO, 2506.13923): the group is generated again with a hint appended to
+  its user turn (`synth.core.task_hint`: the task module's graded hint, built from that row's own gold answer) and
+  the hinted completions replace the failed ones. The loss uses the log-probabilities under the *hinted* prompt
+  (QuestA's choice; docs/training.md says why): the completions are then on-policy samples of the prompt they are
+  scored under, so TRL's ratios and clipping apply unchanged.
+- `gold` (LUFFY, 2504.14945): the last member of a group that still fails is replaced by the row's gold completion
+  (`synth.gold.sft_completion`) under the *plain* prompt, its reward computed by the run's own reward functions and
+  the group's advantages recomputed. Its behaviour log-probabilities are taken to be the current policy's (the
+  importance ratio starts at 1 and PPO's clip bounds it over num_iterations; a vLLM importance-sampling ratio is 1):
+  an advantage-weighted likelihood term, without LUFFY's policy shaping.
+- `both`: hint first, then gold for the groups the hint did not rescue.
+
+The hint strength follows a schedule whose state is a `recipes.curriculum.Curriculum` over each task's hint levels
+(level 0 the strongest): `success` moves a task one level weaker when the mean *unhinted* strict accuracy of its last
+`guidance_window` groups reaches `guidance_up` and one stronger at or below `guidance_down`; `step` weakens every
+`guidance_step_every` optimizer steps; `fixed` stays at `guidance_start_level`. The state is saved in every checkpoint
+(`guidance.json`, and trainer_state.json's stateful_callbacks) and restored on resume.
+
+Hints exist only here, in training prompts of the trainer's training mode: evaluation, the held-out set (recipes/
+heldout.py) and official rows never pass through this module, and a row whose id is not a synth id is never
+hinted (tests/test_guidance.py guards it). Hinted rows carry curriculum level -1, so a curriculum judges the
+unhinted pass only.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from common.errors import TaseError
+
+PREFIX = "tase/guide/"
+STATE_FILE = "guidance.json"
+MODES = ("none", "hint", "gold", "both")
+SCHEDULES = ("success", "step", "fixed")
+
+
+def check_options(tase: Any) -> None:
+    """The guidance options (TaseArgs.__post_init__): one ValueError line each."""
+    if tase.guidance not in MODES:
+        raise ValueError(f"guidance must be one of {', '.join(MODES)}, got {tase.guidance!r}")
+    if tase.guidance_schedule not in SCHEDULES:
+        raise ValueError(f"guidance_schedule must be one of {', '.join(SCHEDULES)}, got {tase.guidance_schedule!r}")
+    for key, low in (("guidance_start_level", 0), ("guidance_window", 1), ("guidance_step_every", 1)):
+        v = getattr(tase, key)
+        if not isinstance(v, int) or isinstance(v, bool) or v < low:
+            raise ValueError(f"{key} must be an integer >= {low}, got {v!r}")
+    up, down = tase.guidance_up, tase.guidance_down
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (up, down)) \
+            or not 0.0 <= down < up <= 1.0:
+        raise ValueError(f"guidance_down and guidance_up must be numbers with 0 <= down < up <= 1, got down "
+                         f"{down!r}, up {up!r}")
+    if tase.guidance != "none" and tase.trainer != "sync":
+        raise ValueError("guidance works with trainer: sync only (AsyncGRPOTrainer's rollout worker generates and "
+                         "scores on its own; re-generating a group there is not built)")
+
+
+def check_run(tase: Any, cfg: Any, processes: int) -> None:
+    """What guidance needs from the run (grpo_args.validate, dry runs too): one training process (the re-generated
+    batch holds only the failed groups, and TRL gathers rewards across processes by equal shapes)."""
+    if tase.guidance == "none":
+        return
+    if processes > 1:
+        raise TaseError(f"guidance runs with one training process, got {processes}: the hinted re-generation covers "
+                        "only the failed groups, which TRL's cross-process gathers cannot take")
+    if getattr(cfg, "restore_callback_states_from_checkpoint", False):
+        raise TaseError("guidance restores its own state on resume; set restore_callback_states_from_checkpoint false")
+
+
+# -- pure parts -------------------------------------------------------------------------------------------------------
+
+def failed_groups(verdicts: Sequence[float], size: int) -> list[bool]:
+    """For consecutive groups of `size` completions (TRL's RepeatSampler order), whether every strict verdict fails."""
+    if size < 1 or len(verdicts) % size:
+        raise ValueError(f"{len(verdicts)} verdicts do not split into groups of {size}")
+    return [not any(verdicts[i:i + size]) for i in range(0, len(verdicts), size)]
+
+
+def record_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The record fields of a trainer row (recipes/data.to_row) that hints and gold completions are built from."""
+    return {"id": row.get("id", ""), "task": row.get("task", ""), "subtask": row.get("subtask", ""),
+            "lang": row.get("lang", ""), "type": row.get("type", ""), "answer": row.get("answer", ""),
+            "prompt": row.get("question", ""), "variation": row.get("variation", ""), "meta": {}}
+
+
+def hint_for(row: dict[str, Any], level: int) -> str | None:
+    """The hint for a synth training row at `level`; None for any other row (an official or file row whose id is not
+    a synth id is never hinted) or where its task has none."""
+    from synth.core import task_hint
+
+    if not str(row.get("id", "")).startswith("synth/"):
+        return None
+    return task_hint(record_of(row), level)
+
+
+def hinted_prompt(messages: list[dict[str, Any]], hint: str) -> list[dict[str, Any]]:
+    """A copy of the chat prompt with `hint` appended to its last user turn (the input rows are left untouched)."""
+    out = [dict(m) for m in messages]
+    for m in reversed(out):
+        if m.get("role") == "user" and isinstance(m.get("content"), str):
+            m["content"] = f"{m['content']}\n\n{hint}"
+            return out
+    raise TaseError("guidance: a training prompt has no user turn to add a hint to")
+
+
+def gold_text(row: dict[str, Any]) -> str | None:
+    """The row's gold completion (the SFT warm-up's answer, synth.gold.sft_completion), None where none is built."""
+    from synth.gold import sft_completion
+
+    if not str(row.get("id", "")).startswith("synth/"):
+        return None
+    try:
+        return sft_completion(record_of(row))
+    except Exception:  # noqa: BLE001 - a type whose training answer needs generator metadata the row lacks
+        return None
+
+
+def plan_hints(inputs: Sequence[dict[str, Any]], strict: Sequence[float], size: int,
+               level: Any) -> dict[int, tuple[list[dict[str, Any]], int]]:
+    """Which groups of a generation batch are generated again with a hint: group index -> (the hinted prompt, the
+    level used), for each group whose strict verdicts all fail and whose row has a hint at its task's `level(task)`
+    (None: the task has none). A group with any right answer is never hinted."""
+    out = {}
+    for g, bad in enumerate(failed_groups(strict, size)):
+        row = inputs[g * size]
+        lv = level(str(row.get("task"))) if bad else None
+        text = hint_for(row, lv) if lv is not None else None
+        if text is not None:
+            out[g] = (hinted_prompt(row["prompt"], text), lv)
+    return out
+
+
+class HintSchedule:
+    """The hint level of every task that has hints: a Curriculum over hint levels (recipes/curriculum.py; level 0 is
+    the strongest hint, a move "up" weakens it), moved by unhinted success (`success`), by step (`step`) or not."""
+
+    def __init__(self, counts: dict[str, int], mode: str = "success", start: int = 0, window: int = 8,
+                 up: float = 0.5, down: float = 0.0, every: int = 50) -> None:
+        from recipes.curriculum import Curriculum
+
+        self.mode, self.start, self.every, self.step = mode, start, every, 0
+        self.cur = Curriculum(counts, start, window, up, down)
+
+    def level(self, task: str) -> int | None:
+        """The hint level of `task` now (None: the task has no hints)."""
+        lv = self.cur.level(task)
+        if lv is None or self.mode != "step":
+            return lv
+        return min(self.cur.counts[task] - 1, self.start + self.step // self.every)
+
+    def record(self, task: str, accuracy: float) -> None:
+        """One group's unhinted strict accuracy (`success` moves on it)."""
+        if self.mode == "success" and task in self.cur.levels:
+            self.cur.record(task, self.cur.levels[task], accuracy)
+
+    def state(self) -> dict[str, Any]:
+        return {"mode": self.mode, "step": self.step, **self.cur.state()}
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.cur.load(state)
+        self.step = int(state.get("step") or 0)
+
+
+def saved_state(ckpt: str | Path) -> dict[str, Any] | None:
+    """A checkpoint's guidance state: guidance.json, else the copy in trainer_state.json (written with the checkpoint
+    itself, so a kill before guidance.json loses nothing); None for a checkpoint of a run without guidance."""
+    ckpt = Path(ckpt)
+    try:
+        return json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as e:
+        raise TaseError(f"{ckpt / STATE_FILE}: unreadable guidance state ({e})")
+    try:
+        st = json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return ((st.get("stateful_callbacks") or {}).get("GuidanceCallback") or {}).get("attributes", {}).get("saved")
+
+
+def start(tase: Any, resume: str | None) -> HintSchedule | None:
+    """The run's hint schedule (None without guidance), restored from `resume`'s state when resuming; one line on
+    stderr says where it stands."""
+    import sys
+
+    if tase.guidance == "none":
+        return None
+    from recipes.config import data_streams
+    from synth.core import combos, hint_count
+
+    counts = {t: hint_count(t) for task, lang, sub in data_streams(tase.tasks, tase.langs, tase.subtasks)
+              for t, _, _ in combos(task, lang, sub)} if tase.train_data == "synth" else {}
+    if tase.train_data != "synth":  # a file's tasks are known as its rows come: every task with hints
+        from synth.core import available
+
+        counts = {t: g.hint_levels for t, g in available().items()}
+    sched = HintSchedule(counts, tase.guidance_schedule, tase.guidance_start_level, tase.guidance_window,
+                         tase.guidance_up, tase.guidance_down, tase.guidance_step_every)
+    note = "start"
+    if resume:
+        saved = saved_state(resume)
+        if saved:
+            sched.load(saved)
+            note = f"restored from {resume}"
+        else:
+            note = f"start ({resume} holds no guidance state)"
+    levels = ", ".join(f"{t} {lv}/{sched.cur.counts[t] - 1}" for t, lv in sorted(sched.cur.levels.items()))
+    print(f"guidance {tase.guidance} ({note}): hint levels {levels or 'none (no task of the run has hints)'}; "
+          f"schedule {sched.mode}", file=sys.stderr)
+    return sched
+
+
+def write_state(folder: str | Path, sched: HintSchedule) -> None:
+    """guidance.json in `folder`, replaced atomically."""
+    folder = Path(folder)
+    tmp = folder / f".{STATE_FILE}.tmp"
+    tmp.write_text(json.dumps(sched.state(), indent=2), encoding="utf-8")
+    os.replace(tmp, folder / STATE_FILE)
+
+
+def callbacks(sched: HintSchedule | None) -> list[Any]:
+    """The callback saving the schedule with every checkpoint and the final model (none without guidance)."""
+    if sched is None:
+        return []
+    from transformers import TrainerCallback
+    from transformers.trainer_callback import ExportableState
+
+    class GuidanceCallback(TrainerCallback, ExportableState):
+        def state(self) -> dict[str, Any]:
+            return {"args": {}, "attributes": {"saved": sched.state()}}
+
+        def on_save(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and ckpt.is_dir():
+                write_state(ckpt, sched)
+
+        def on_train_end(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            if state.is_world_process_zero:
+                write_state(args.output_dir, sched)
+
+    return [GuidanceCallback()]
+
+
+def trainer_args(tase: Any, sched: HintSchedule | None, funcs: list[Any], weights: list[float] | None) -> dict:
+    """GuidedGRPOTrainer's keyword arguments: the mode, the schedule, and the run's reward functions *before* any
+    logging wrapper (the gold member's reward; its scoring must not feed the tase/ metrics or the curriculum)."""
+    return {"guide_mode": tase.guidance, "guide_schedule": sched, "guide_funcs": list(funcs),
+            "guide_weights": list(weights) if weights is not None else [1.0] * len(funcs)}
+
+
+# -- the trainer ------------------------------------------------------------------------------------------------------
+
+def _widen(t: Any, width: int, value: Any, left: bool) -> Any:
+    import torch
+
+    if t.size(1) >= width:
+        return t
+    fill = t.new_full((t.size(0), width - t.size(1)), value)
+    return torch.cat([fill, t] if left else [t, fill], dim=1)
+
+
+def put_gold(out: dict[str, Any], k: int, prompt: Any, completion: Any, pad_id: int) -> None:
+    """Row `k` of a generation batch becomes (`prompt`, `completion`) (1-D token tensors, unpadded): the prompt
+    left-padded, the completion right-padded, the batch widened where either is wider. Per-token log-probabilities
+    of the row are left for the caller; an importance-sampling ratio row becomes 1."""
+    from recipes.dynamic_sampling import COMPLETION_KEYS, PROMPT_KEYS
+
+    pw = max(out["prompt_ids"].size(1), prompt.numel())
+    was = out["completion_ids"].size(1)
+    cw = max(was, completion.numel())
+    for key, spec in PROMPT_KEYS.items():
+        if out.get(key) is not None:
+            out[key] = _widen(out[key], pw, pad_id if spec == "pad" else spec, left=True)
+    for key, spec in COMPLETION_KEYS.items():  # per-token keys only (a sequence-level ratio is one column)
+        if out.get(key) is not None and out[key].dim() == 2 and out[key].size(1) == was:
+            out[key] = _widen(out[key], cw, pad_id if spec == "pad" else spec, left=False)
+    n, m = prompt.numel(), completion.numel()
+    out["prompt_ids"][k] = pad_id
+    out["prompt_ids"][k, pw - n:] = prompt
+    out["prompt_mask"][k] = 0
+    out["prompt_mask"][k, pw - n:] = 1
+    out["completion_ids"][k] = pad_id
+    out["completion_ids"][k, :m] = completion
+    out["completion_mask"][k] = 0
+    out["completion_mask"][k, :m] = 1
+    if out.get("tool_mask") is not None:
+        out["tool_mask"][k] = 1
+    if out.get("importance_sampling_ratio") is not None:
+        out["importance_sampling_ratio"][k] = 1.0
+
+
+def group_advantages(rewards: Any, scale: str) -> Any:
+    """TRL's sum_then_normalize advantages of one group: reward minus the group mean, over the group's std (+1e-4)
+    unless scale_rewards is none (a batch-scaled run uses the group's std for a gold group: docs/training.md)."""
+    adv = rewards - rewards.mean()
+    if scale != "none":
+        adv = adv / (rewards.std() + 1e-4)
+    return adv
+
+
+@functools.cache
+def trainer_class(base: type | None = None) -> type:
+    """GuidedGRPOTrainer on `base` (TRL's GRPOTrainer by default); DynamicGRPOTrainer takes it as its base, so that each
+    dynamic-sampling round is guided before its groups are judged mixed or uniform."""
+    import torch
+    from trl import GRPOTrainer
+
+    base = base or GRPOTrainer
+
+    class GuidedGRPOTrainer(base):  # type: ignore[misc, valid-type]
+        """GRPOTrainer whose all-fail groups are hinted and/or given a gold member (recipes/guidance.py)."""
+
+        def __init__(self, *args: Any, guide_mode: str = "hint", guide_schedule: HintSchedule | None = None,
+                     guide_funcs: list[Any] | None = None, guide_weights: list[float] | None = None,
+                     **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.guide_mode, self.guide_schedule = guide_mode, guide_schedule or HintSchedule({})
+            self.guide_funcs, self.guide_weights = guide_funcs or [], guide_weights or []
+            self._guide_scores: list[Any] | None = None
+            self._guide_rewards: Any = None
+            if self.accelerator.num_processes > 1:
+                raise TaseError("guidance runs with one training process")
+            if guide_mode in ("gold", "both"):
+                if self.multi_objective_aggregation != "sum_then_normalize":
+                    raise TaseError("guidance gold needs multi_objective_aggregation sum_then_normalize")
+                if self.beta != 0.0 and self.ref_model is None:
+                    raise TaseError("guidance gold with beta > 0 needs a reference model (not a PEFT adapter)")
+
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # noqa: ANN001, ANN202
+            """TRL's rewards, after noting every completion's verdicts (strict decides whether a group failed)."""
+            out = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            if self.model.training:
+                from rewards.trl import batch_scores
+
+                cols = {k: [x[k] for x in inputs] for k in inputs[0] if k not in ("prompt", "completion",
+                                                                                  "completion_ids")}
+                self._guide_scores = batch_scores(prompts, completions, **cols)
+                self._guide_rewards = out
+            return out
+
+        def _guide_pass(self, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[Any], Any]:
+            self._guide_scores = self._guide_rewards = None
+            out = super()._generate_and_score_completions(rows)
+            if self._guide_scores is None:
+                raise TaseError("guidance: the rewards were not computed for a generation batch")
+            return out, self._guide_scores, self._guide_rewards
+
+        def _generate_and_score_completions(self, inputs):  # noqa: ANN001, ANN202
+            if not self.model.training:  # evaluation never sees a hint
+                return super()._generate_and_score_completions(inputs)
+            from recipes.data import LEVEL_COLUMN
+            from recipes.dynamic_sampling import Selection, merge
+
+            size, sched = self.num_generations, self.guide_schedule
+            sched.step = self.state.global_step
+            out, scores, rewards = self._guide_pass(inputs)
+            strict = [float(s.strict) for s in scores]
+            failed = failed_groups(strict, size)
+            n = len(failed)
+            hinted: dict[int, int] = {}  # group -> its index in the hinted pass
+            rows: list[dict[str, Any]] = []
+            levels: list[int] = []
+            if self.guide_mode in ("hint", "both"):
+                for g, (prompt, lv) in plan_hints(inputs, strict, size, sched.level).items():
+                    hinted[g] = len(hinted)
+                    levels.append(lv)
+                    for x in inputs[g * size:(g + 1) * size]:
+                        y = {**x, "prompt": prompt}
+                        if LEVEL_COLUMN in y:
+                            y[LEVEL_COLUMN] = -1  # the curriculum judges the unhinted pass only
+                        rows.append(y)
+            for g in range(n):  # the schedule moves after the batch was guided at the level in force
+                task = inputs[g * size].get("task")
+                if task is not None:
+                    sched.record(task, sum(strict[g * size:(g + 1) * size]) / size)
+            parts, all_scores, all_rewards = [out], [scores], [rewards]
+            if rows:
+                h_out, h_scores, h_rewards = self._guide_pass(rows)
+                parts.append(h_out)
+                all_scores.append(h_scores)
+                all_rewards.append(h_rewards)
+            order = [(1, hinted[g]) if g in hinted else (0, g) for g in range(n)]
+            if rows:
+                seq = frozenset({"importance_sampling_ratio"}) if str(
+                    getattr(self, "vllm_importance_sampling_mode", "")).startswith("sequence") else frozenset()
+                merged = merge(parts, Selection(kept=order), size, self._tokenizer.pad_token_id, seq)
+            else:
+                merged = {k: v for k, v in out.items() if k != "num_items_in_batch"}
+            m_scores = [s for r, j in order for s in all_scores[r][j * size:(j + 1) * size]]
+            m_rewards = torch.cat([all_rewards[r][j * size:(j + 1) * size] for r, j in order], dim=0)
+            gold: list[int] = []
+            if self.guide_mode in ("gold", "both"):
+                gold = self._guide_gold(merged, inputs, m_scores, m_rewards, out)
+            loss_mask = merged["completion_mask"] if merged.get("tool_mask") is None else \
+                merged["completion_mask"] * merged["tool_mask"]
+            merged["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+            if hasattr(self, "_dyn_verdicts"):  # dynamic sampling judges the guided groups
+                self._dyn_verdicts = [float(getattr(s, self.dynamic_level)) for s in m_scores]
+            h_strict = [float(s.strict) for s in (all_scores[1] if rows else [])]
+            self._guide_log(n, sum(failed), len(hinted), len(gold), len(set(hinted) | set(gold)), strict, h_strict,
+                            levels)
+            return merged
+
+        def _guide_gold(self, merged: dict[str, Any], inputs: list[dict[str, Any]], m_scores: list[Any],
+                        m_rewards: Any, plain: dict[str, Any]) -> list[int]:
+            """The gold member of every group that still fails: its last row becomes the gold completion under the
+            plain prompt; the group's advantages are recomputed with the gold reward. Returns the groups given one."""
+            from rewards.trl import batch_scores
+
+            size, pad = self.num_generations, self._tokenizer.pad_token_id
+            weights = torch.tensor(self.guide_weights, dtype=torch.float32)
+            made = []
+            for g, bad in enumerate(failed_groups([float(s.strict) for s in m_scores], size)):
+                row = inputs[g * size]
+                text = gold_text(row) if bad else None
+                if text is None:
+                    continue
+                ids = self._tokenizer(text, add_special_tokens=False)["input_ids"]
+                if len(ids) + 1 > self.max_completion_length:  # a cut gold answer is no gold answer
+                    continue
+                ids = torch.tensor([*ids, self._tokenizer.eos_token_id], device=merged["completion_ids"].device)
+                p = plain["prompt_ids"][g * size][plain["prompt_mask"][g * size].bool()]
+                k = g * size + size - 1
+                put_gold(merged, k, p, ids, pad)
+                cols = {key: [v] for key, v in row.items() if key not in ("prompt", "completion", "completion_ids")}
+                comp = [[{"role": "assistant", "content": text}]]
+                r = torch.tensor([float("nan") if (v := f(prompts=[row["prompt"]], completions=comp, **cols)[0]) is None
+                                  else float(v) for f in self.guide_funcs])
+                group = (m_rewards[g * size:(g + 1) * size].cpu().float() * weights).nansum(dim=1)
+                group[-1] = float((r * weights).nansum())
+                merged["advantages"][g * size:(g + 1) * size] = group_advantages(group, self.scale_rewards).to(
+                    merged["advantages"].device, merged["advantages"].dtype)
+                m_scores[k] = batch_scores(None, [text], **{c: [v] for c, v in row.items()
+                                                            if c not in ("prompt", "completion", "completion_ids")})[0]
+                made.append(g)
+            if made:
+                self._guide_gold_logps(merged, [g * size + size - 1 for g in made])
+            return made
+
+        def _guide_gold_logps(self, merged: dict[str, Any], rows: list[int]) -> None:
+            """Behaviour (and reference) log-probabilities of the gold rows: the current policy's (ratio 1 at the
+            first iteration), the reference model's where beta > 0; vLLM's sampling log-probs set equal to them."""
+            idx = torch.tensor(rows, device=merged["completion_ids"].device)
+            ids = torch.cat([merged["prompt_ids"][idx], merged["completion_ids"][idx]], dim=1)
+            mask = torch.cat([merged["prompt_mask"][idx], merged["completion_mask"][idx]], dim=1)
+            keep = merged["completion_ids"].size(1)
+            with torch.no_grad():
+                logps = None
+                for key in ("old_per_token_logps", "sampling_per_token_logps"):
+                    if merged.get(key) is not None:
+                        if logps is None:
+                            logps, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, keep)
+                        merged[key][idx] = logps.to(merged[key].dtype)
+                if merged.get("ref_per_token_logps") is not None:
+                    ref, _, _ = self._get_per_token_logps_and_entropies(self.ref_model, ids, mask, keep)
+                    merged["ref_per_token_logps"][idx] = ref.to(merged["ref_per_token_logps"].dtype)
+
+        def _guide_log(self, groups: int, failed: int, hinted: int, gold: int, guided: int, strict: list[float],
+                       h_strict: list[float], levels: list[int]) -> None:
+            """Per generation batch: groups, all-fail groups, groups hinted and given a gold member, groups guided
+            (either), the unhinted and hinted strict success, the gold share of the batch's completions, the hint
+            level of the hinted groups (else the mean over the run's tasks) and each task's level."""
+            m = self._metrics["train"]
+            size = self.num_generations
+            for key, v in (("groups", groups), ("groups_failed", failed), ("groups_hinted", hinted),
+                           ("groups_gold", gold), ("groups_guided", guided)):
+                m[PREFIX + key].append(float(v))
+            m[PREFIX + "guided_share"].append(guided / groups if groups else 0.0)
+            m[PREFIX + "success_unhinted"].append(sum(strict) / len(strict) if strict else 0.0)
+            if h_strict:
+                m[PREFIX + "success_hinted"].append(sum(h_strict) / len(h_strict))
+            m[PREFIX + "gold_share"].append(gold / (groups * size) if groups else 0.0)
+            sched = self.guide_schedule
+            now = {t: sched.level(t) for t in sched.cur.levels}
+            if levels:
+                m[PREFIX + "hint_level"].append(sum(levels) / len(levels))
+            elif now:
+                m[PREFIX + "hint_level"].append(sum(v for v in now.values() if v is not None) / len(now))
+            for t, lv in now.items():
+                m[f"{PREFIX}{t}/hint_level"].append(float(lv))
+
+    GuidedGRPOTrainer.__name__ = GuidedGRPOTrainer.__qualname__ = f"Guided{base.__name__}"
+    return GuidedGRPOTrainer
