@@ -39,7 +39,7 @@ from recipes.proof_inputs import setup, shown
 from recipes.proof_eval import stage_evaluate, stage_sets
 from recipes.proof_report import completions_stage, summary
 from recipes.proof_select import selection_lines, stage_select
-from recipes.proof_train import stage_control, stage_subset, stage_train
+from recipes.proof_train import stage_control, stage_rft, stage_subset, stage_train
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     stage_train(pr)
     if pr.control:
         stage_control(pr)
+    if pr.rft:
+        stage_rft(pr)
     heldout = stage_sets(pr)
     chosen = stage_select(pr) if pr.select else None  # each selected run's chosen checkpoint, by model name
     models, data = stage_evaluate(pr, heldout, chosen)
