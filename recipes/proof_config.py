@@ -368,6 +368,18 @@ def control_runs(cfg: dict[str, Any], kind: str = "control") -> list[ControlRun]
     return out
 
 
+def rft_data(out: Path, seed: int | None) -> Path:
+    """OUT/rft[_s<seed>]_data.jsonl: the RFT control's training rows of that seed (proof_train.rft_records)."""
+    return out / f"{seeded(RFT, seed)}_data.jsonl"
+
+
+def rft_empty(out: Path, run: ControlRun) -> bool:
+    """Whether an RFT run has no rows: none of its seed's samples was strict-correct, so SFT on them changes nothing
+    and the RFT control of that seed is the model it would train from (written empty by proof_train.rft_records)."""
+    f = rft_data(out, run.seed)
+    return run.folder.startswith(RFT) and f.is_file() and f.stat().st_size == 0
+
+
 def rft_on(cfg: dict[str, Any]) -> bool:
     """Whether the config has the rejection-sampling SFT control (control: rft: true)."""
     return bool((cfg.get("control") or {}).get("rft"))

@@ -7,7 +7,7 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.config import data_streams
-from recipes.proof_config import RFT, control_runs
+from recipes.proof_config import RFT, control_runs, rft_empty
 from recipes.proof_inputs import Proof, shown
 
 HARDER, UNTRAINED = "harder", "untrained"
@@ -103,7 +103,7 @@ def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = Non
     models.update({name: shown(out / name) for name, _ in pr.starts})  # start1 .. start
     models.update({arm: shown(out / arm) for arm in pr.arms})
     for run in control_runs(pr.cfg) + control_runs(pr.cfg, RFT):  # without a sweep, a model is its one run
-        models.setdefault(run.model, shown(out / run.folder))
+        models.setdefault(run.model, shown(pr.origin if rft_empty(out, run) else out / run.folder))
     models.update(chosen or {})
     k_eval, k_cmp = pr.k("evaluate"), pr.k("compare")
     data = {"official": f"official:{shown(out / 'official')}", "heldout": shown(heldout)}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import HERE, RFT, ROOT, control_runs
+from recipes.proof_config import HERE, RFT, ROOT, ControlRun, control_runs, rft_empty
 from recipes.proof_inputs import Proof, shown
 
 
@@ -17,9 +17,15 @@ def selected_runs(pr: Proof) -> dict[str, Path]:
     """The runs the selection chooses a checkpoint of, by run name: every GRPO arm, then the control's runs (one per
     rate and seed: control_runs), then the RFT control's."""
     runs = {arm: pr.out / arm for arm in pr.arms}
-    for run in control_runs(pr.cfg) + control_runs(pr.cfg, RFT):
+    for run in sft_runs(pr):
         runs[run.name] = pr.out / run.folder
     return runs
+
+
+def sft_runs(pr: Proof) -> list[ControlRun]:
+    """The control's runs, then the RFT control's that trained (not those of a seed without a strict-correct
+    sample: rft_empty)."""
+    return [r for r in control_runs(pr.cfg) + control_runs(pr.cfg, RFT) if not rft_empty(pr.out, r)]
 
 
 def sweep_choice(pr: Proof) -> dict[str, str]:
@@ -27,7 +33,7 @@ def sweep_choice(pr: Proof) -> dict[str, str]:
     is: the rate whose chosen checkpoint scores best on the selection's held-out rows (the first listed rate on a
     tie); without a sweep, each model is its one run. By model name."""
     best: dict[str, tuple[float, str]] = {}
-    for run in control_runs(pr.cfg) + control_runs(pr.cfg, RFT):
+    for run in sft_runs(pr):
         done = select_dir(pr, pr.out / run.folder) / "selection.json"
         score = read_selection(done.parent)["chosen"]["heldout"] if done.is_file() else float("-inf")
         if run.model not in best or score > best[run.model][0]:
@@ -85,7 +91,7 @@ def stage_select(pr: Proof) -> dict[str, str]:
         else:  # only under --dry-run: the step above wrote it otherwise
             chosen[name] = f"<chosen checkpoint in {shown(done)}>"
     if pr.cfg["control"].get("learning_rates") if pr.control else False:  # a sweep: each seed's best rate
-        runs = {r.name: r for r in control_runs(pr.cfg) + control_runs(pr.cfg, RFT)}
+        runs = {r.name: r for r in sft_runs(pr)}
         picked = sweep_choice(pr) if not pr.dry else {}
         for model in dict.fromkeys(r.model for r in runs.values()):
             if model in picked:
@@ -96,7 +102,7 @@ def stage_select(pr: Proof) -> dict[str, str]:
         for name in runs:
             del chosen[name]
     else:
-        for run in control_runs(pr.cfg) + control_runs(pr.cfg, RFT):
+        for run in sft_runs(pr):
             chosen[run.model] = chosen.pop(run.name)
     return chosen
 
@@ -114,7 +120,7 @@ def selection_lines(pr: Proof) -> list[str]:
         lines.append(f"| {name} | {c['step']} | {chosen_model(c['path'])} | {c['heldout']:.2f} | {last['step']} | "
                      f"{last['heldout']:.2f} |")
     if pr.control and pr.cfg["control"].get("learning_rates"):
-        runs = {r.name: r for r in control_runs(pr.cfg) + control_runs(pr.cfg, RFT)}
+        runs = {r.name: r for r in sft_runs(pr)}
         lines += ["", "the learning-rate sweep, chosen on the same held-out rows (rate and step):"]
         for model, name in sweep_choice(pr).items():
             c = read_selection(select_dir(pr, pr.out / runs[name].folder))["chosen"]

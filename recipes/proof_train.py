@@ -13,7 +13,7 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.proof_config import (HERE, RFT, START_DATA, ControlRun, control_follows, control_runs, control_steps,
-                                  seed_list, seeded)
+                                  rft_data, seed_list, seeded)
 from recipes.proof_inputs import Proof, config_reader, continued_options, flags, shown
 from rewards.levels import accuracy_reward_name
 
@@ -263,7 +263,8 @@ def rft_budget(pr: Proof) -> tuple[int, int, int]:
 def rft_records(samples: Path, prompts: Path, dest: Path, dry: bool) -> int:
     """OUT/rft[_s<seed>]_data.jsonl: one training record per strict-correct sample of `samples` (an eval run's
     samples.jsonl on `prompts`), the prompt file's record with the sample as its `completion` (sft_warmup.py trains
-    on a record's own completion); rewritten only when it changes. Returns the rows; none is one line."""
+    on a record's own completion); rewritten only when it changes. Returns the rows; with none it is written empty
+    (rft_empty: that seed's RFT control is the model it would train from, as SFT on no rows would leave it)."""
     if dry:
         return 0
     recs = {}
@@ -277,8 +278,6 @@ def rft_records(samples: Path, prompts: Path, dest: Path, dry: bool) -> int:
             x = json.loads(line)
             if x.get("strict") and x["id"] in recs:
                 rows.append(json.dumps({**recs[x["id"]], "completion": x["completion"]}, ensure_ascii=False) + "\n")
-    if not rows:
-        raise TaseError(f"{shown(samples)}: no sample is strict-correct; the RFT control has nothing to train on")
     text = "".join(rows)
     if not dest.is_file() or dest.read_text(encoding="utf-8") != text:
         dest.write_text(text, encoding="utf-8")
@@ -311,15 +310,19 @@ def stage_rft(pr: Proof) -> None:
                f"{g.temperature:g}", "--max-new-tokens", str(g.max_completion_length), "--seed", str(s or 0),
                "--no-progress"]
         cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
-        data = out / f"{seeded(RFT, s)}_data.jsonl"
+        data = rft_data(out, s)
         if not pr.skip(k, f"RFT samples {samples.name}", samples / "results.json", cmd, f"{k} RFT"):
             pr.step(k, f"RFT samples: {per} per prompt from {shown(pr.origin)} (temperature {g.temperature:g}; "
                        "resumes)", cmd, stage=f"{k} RFT")
         print(f"# writes {shown(data)}: the strict-correct samples of {shown(samples / 'samples.jsonl')}, each its "
               "prompt's record with the sample as completion")
         rows = rft_records(samples / "samples.jsonl", prompts, data, pr.dry)
-        if rows:
+        if not pr.dry:
             print(f"   {rows} strict-correct samples of {n_prompts * per}")
+        if not pr.dry and not rows:
+            print(f"# no sample is strict-correct: {seeded(RFT, s)} is {shown(pr.origin)} (SFT on no rows changes "
+                  "nothing); its runs are not trained, selected or evaluated apart")
+            continue
         for run in (r for r in control_runs(pr.cfg, RFT) if r.seed == s):
             length, budget, note = control_budget(pr, run, out / run.folder / "model.safetensors")
             section = {**pr.cfg["control"], "options": {**pr.cfg["control"]["options"], **run_options(run)}}
