@@ -35,17 +35,53 @@ class RunError(TaseError, RuntimeError):
     """A run that cannot proceed (one clear line for the CLI)."""
 
 
-SELECTIONS = ("spread", "first")
+SELECTIONS = ("spread", "first", "stratified")
+MAX_KINDS = 12  # a file whose gold answers take at most this many values is a classification: its answers are kinds
+
+
+def row_kinds(rows: list[dict[str, Any]]) -> list[str]:
+    """Each row's kind within its file, what `stratified` keeps in proportion: the DIFF variation
+    (unchanged/add/delete/modify) where rows have one, else the gold answer where the file's answers take at most
+    MAX_KINDS values, each twice on average (a classification file: its classes; a short file of distinct answers is
+    not one), else one kind for the whole file."""
+    if any(r.get("variation") for r in rows):
+        return [str(r.get("variation") or "") for r in rows]
+    answers = [str(r.get("answer", "")) for r in rows]
+    return answers if len(set(answers)) <= min(MAX_KINDS, len(rows) // 2) else [""] * len(rows)
+
+
+def stratified(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """`limit` rows of one file in file order, each kind (row_kinds) given its share of them (largest remainder,
+    ties to the kind seen first, every kind at least one row while limit allows) and its rows spread evenly within
+    the kind. Why: a stride over a file that cycles through its kinds (diff_tokens: unchanged, add, delete,
+    modify, ...) can land on some kinds only (every 2nd row sees 2 of the 4)."""
+    kinds = row_kinds(rows)
+    members: dict[str, list[int]] = {}
+    for i, k in enumerate(kinds):
+        members.setdefault(k, []).append(i)
+    order = list(members)
+    share = {k: limit * len(members[k]) / len(rows) for k in order}
+    take = {k: min(len(members[k]), int(share[k])) for k in order}
+    for k in order:  # every kind at least one row
+        if take[k] == 0 and sum(take.values()) < limit:
+            take[k] = 1
+    for k in sorted(order, key=lambda k: (-(share[k] - int(share[k])), order.index(k))):
+        if sum(take.values()) >= limit:
+            break
+        if take[k] < len(members[k]):
+            take[k] += 1
+    keep = sorted(i for k in order for i in (members[k][int(j * len(members[k]) / take[k])] for j in range(take[k])))
+    return [rows[i] for i in keep]
 
 
 def select(records: Iterable[dict[str, Any]], limit: int | None, how: str = "spread") -> list[dict[str, Any]]:
-    """At most `limit` rows per file: spread evenly (`spread`, the official runner's max_eval stride) or
-    the file's first `limit` rows (`first`, what lm-eval's --limit takes per task, i.e. per file of an
-    `export-lm-eval` folder).
+    """At most `limit` rows per file: spread evenly (`spread`, the official runner's max_eval stride), the
+    file's first `limit` rows (`first`, what lm-eval's --limit takes per task, i.e. per file of an
+    `export-lm-eval` folder), or each row kind in proportion (`stratified`: see `stratified`).
 
     Ids must be unique: resuming and the paired comparison both key on them."""
     if how not in SELECTIONS:
-        raise DataError(f"unknown row selection {how!r}; use {' or '.join(SELECTIONS)}")
+        raise DataError(f"unknown row selection {how!r}; use {', '.join(SELECTIONS)}")
     by_file: dict[str, list[dict[str, Any]]] = {}
     seen: set[str] = set()
     for r in records:
@@ -61,6 +97,8 @@ def select(records: Iterable[dict[str, Any]], limit: int | None, how: str = "spr
             out += rows
         elif how == "first":
             out += rows[:limit]
+        elif how == "stratified":
+            out += stratified(rows, limit)
         else:
             step = len(rows) / limit
             out += [rows[int(i * step)] for i in range(limit)]

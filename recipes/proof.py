@@ -15,14 +15,23 @@ numbers of the later ones close up):
 - control (with `control:`): the more-SFT control, gold answers on the GRPO arms' data, for the fine arm's (or
   `follows:` arm's) train_runtime (--max_train_seconds), or for `steps:` fixed steps (reproducible on any machine;
   the shipped configs use it);
+  with `control: learning_rates: [...]`, one run per rate (the selection chooses, per seed, the rate and step);
+- rft (with `control: rft: true`): rejection-sampling SFT, the origin's own strict-correct samples of the GRPO arms'
+  first prompts, as many completions as the followed arm generated, trained like the control;
 - sets: the training sets written out, and a generated held-out set guarded against them and the release (with
-  `select: n, seed`, a second one for the selection, guarded against those too);
+  `select: n, seed`, a second one for the selection, guarded against those too; with `transfer: harder`, harder
+  rows beyond the official range, `synth --harder`, guarded likewise);
 - select (with `select:`): each arm's and the control's checkpoint chosen on held-out rows only
   (recipes/select_checkpoint.py); the evaluations take the chosen checkpoints;
 - evaluate: greedy evaluations of every model on OUT/official and on the held-out set;
 - compare: `eval compare` per data set; completions: per-row completion files, re-scored with `eval score` (must
   match);
-- summary: accuracy per model, paired gains with 95% CIs, wall time per stage.
+- summary: accuracy per model, paired gains with 95% CIs, wall time per stage; with `seeds: [...]` (every arm and
+  control once per seed) each seed's gains and the gains pooled over seeds (mean of the seeds' gains, 95% bootstrap
+  over seeds and rows); with `transfer:` (harder rows; `files:` untrained official files, `rows:` a stratified slice
+  of each) a table of in-distribution, harder, untrained accuracy and retention (the mean change on the untrained
+  files against the origin), with paired gains on those sets. `grpo: lr_matched: ARM` adds ARM_lr_matched: ARM at
+  its rate divided by its share of groups with a learning signal (what dynamic sampling does to the dapo loss).
 Each step is printed as the command it runs and timed; a stage whose output exists is skipped, so rerunning the
 same command resumes. Relative paths in the config are relative to the repository root. Nothing is written outside
 OUT unless named for the run (--completions DIR). OUT is a new or empty folder, or an earlier proof's (its
@@ -41,7 +50,7 @@ from recipes.proof_inputs import Proof, setup, shown
 from recipes.proof_eval import stage_evaluate, stage_sets
 from recipes.proof_report import completions_stage, summary
 from recipes.proof_select import selection_lines, stage_select
-from recipes.proof_train import stage_control, stage_subset, stage_train
+from recipes.proof_train import stage_control, stage_rft, stage_subset, stage_train
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -87,6 +96,8 @@ def stages(pr: Proof) -> int:
     stage_train(pr)
     if pr.control:
         stage_control(pr)
+    if pr.rft:
+        stage_rft(pr)
     heldout = stage_sets(pr)
     chosen = stage_select(pr) if pr.select else None  # each selected run's chosen checkpoint, by model name
     models, data = stage_evaluate(pr, heldout, chosen)

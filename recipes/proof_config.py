@@ -16,15 +16,17 @@ from rewards.levels import COARSE, FINE, STRICT
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 # the stages in order; "start", "control" and "select" exist only with their config section (stage_names)
-STAGES = ("subset", "sft", "start", "grpo", "control", "sets", "select", "evaluate", "compare", "completions",
+STAGES = ("subset", "sft", "start", "grpo", "control", "rft", "sets", "select", "evaluate", "compare", "completions",
           "summary")
-OPTIONAL_STAGES = ("start", "control", "select")
+OPTIONAL_STAGES = ("start", "control", "rft", "select")  # rft: with control: rft
 ARMS = (COARSE, FINE)  # the accuracy levels (rewards/levels.py) a proof may train an arm on, each its folder's name
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
+RFT = "rft"  # the rejection-sampling SFT control's model name and folder (control: rft)
+LR_MATCHED = "_lr_matched"  # grpo: lr_matched: ARM adds the arm ARM<LR_MATCHED>
 START = "start"  # the start's model name and folder (OUT/start): what the arms and the control train from
 # names a named arm cannot take: the other models' names and OUT's own folders (an arm's folder is OUT/<name>)
 RESERVED = ("base", "warm-up", "sft", START, "control", CONTROL, "official", "data", "eval", "comparison",
-            "completions", "rescore")
+            "completions", "rescore", RFT, "transfer_official")
 OPTIONAL = object()
 # eval.dtype (optional, passed as `eval run --dtype`): pin it (float32) so the numbers do not depend on the CPU,
 # whose default is bfloat16 where it has bf16 natively and float32 elsewhere
@@ -38,10 +40,23 @@ SCHEMA: dict[str, Any] = {
     # stages, each from the one before (start_stages)
     "start": ((dict, list), OPTIONAL),
     # arms: accuracy levels (coarse, fine) and/or named arms (ARM_SCHEMA)
-    "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL)},
+    # lr_matched: a plain (no dynamic sampling) arm's name: one more arm, that arm at its learning rate divided by
+    # the share of its groups that had a learning signal (lr_matched_rate), the rate dynamic sampling in effect trains at
+    "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL),
+             "lr_matched": (str, OPTIONAL)},
     # follows: the arm whose train_runtime is the control's --max_train_seconds (default fine); steps: instead, a fixed
-    # step count (--max_steps, no time budget), so that the control reproduces on any machine
-    "control": ({"options": (dict, OPTIONAL), "follows": (str, OPTIONAL), "steps": (int, OPTIONAL)}, OPTIONAL),
+    # step count (--max_steps, no time budget), so that the control reproduces on any machine; learning_rates: the
+    # control as a sweep over these rates (select: chooses among rates and steps); rft: true adds the rejection-
+    # sampling SFT control (the origin's own strict-correct samples on the GRPO prompts, as many as GRPO generated)
+    "control": ({"options": (dict, OPTIONAL), "follows": (str, OPTIONAL), "steps": (int, OPTIONAL),
+                 "learning_rates": (list, OPTIONAL), "rft": (bool, OPTIONAL)}, OPTIONAL),
+    # the training seed (--seed) of every arm and control run, each seed its own run (names suffixed _s<seed>)
+    "seeds": (list, OPTIONAL),
+    # every model also evaluated on harder generated rows of the trained task (heldout:'s task, lang, subtask drawn
+    # with synth --harder: beyond the official files' range) and on a stratified slice (rows per file) of official
+    # files it did not train on
+    "transfer": ({"harder": ({"n": int, "seed": int}, OPTIONAL), "files": (list, OPTIONAL),
+                  "rows": (int, OPTIONAL)}, OPTIONAL),
     # held-out checkpoint selection of every GRPO arm and the control: n/seed its own held-out set, else heldout:'s
     "select": ({"n": (int, OPTIONAL), "seed": (int, OPTIONAL), "metric": (str, OPTIONAL)}, OPTIONAL),
     "heldout": {"task": str, "lang": str, "n": int, "seed": int, "max_len": (int, OPTIONAL),
@@ -147,12 +162,17 @@ def load_config(path: str) -> dict[str, Any]:
                 raise TaseError(f"--config {path}: control: steps fixes the control's step count; drop {why}")
     elif "control" in cfg:
         follows = control_follows(cfg)
-        if follows not in arm_specs(cfg):
+        if follows not in arm_specs(cfg, expand=False):
             raise TaseError(f"--config {path}: the control trains for the {follows} arm's train_runtime: grpo arms must "
                             f"include {follows}" + ("" if "follows" in cfg["control"] else
                                                     " (or name another arm in control: follows)"))
     if "select" in cfg:
         check_select(path, cfg["select"])
+    check_seeds(path, cfg)
+    check_sweep(path, cfg)
+    check_lr_matched(path, cfg)
+    if "transfer" in cfg:
+        check_transfer(path, cfg)
     return cfg
 
 
@@ -176,6 +196,97 @@ def check_values(path: str, cfg: dict[str, Any]) -> None:
         combos(ho["task"], ho["lang"], ho.get("subtask"))
     except SynthError as e:
         raise TaseError(f"--config {path}: heldout: {e}") from None
+
+
+def check_seeds(path: str, cfg: dict[str, Any]) -> None:
+    """`seeds:` a non-empty list of distinct integers >= 0, and no arm or control option `seed` beside it."""
+    if "seeds" not in cfg:
+        return
+    seeds = cfg["seeds"]
+    if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds) \
+            or len(set(seeds)) != len(seeds):
+        raise TaseError(f"--config {path}: seeds must list distinct whole numbers >= 0, got {bounded(seeds)}")
+    where = [("grpo options", cfg["grpo"]["options"]), *((f"grpo arm {a['name']!r} options", a["options"])
+                                                          for a in cfg["grpo"]["arms"] if isinstance(a, dict)),
+             *((("control options", cfg["control"]["options"]),) if "control" in cfg else ())]
+    for name, opts in where:
+        if "seed" in opts:
+            raise TaseError(f"--config {path}: seeds: sets every arm's and control's seed; drop {name}: seed")
+
+
+def check_sweep(path: str, cfg: dict[str, Any]) -> None:
+    """`control: learning_rates` (distinct rates > 0, with select: to choose among them, no control option
+    learning_rate) and `control: rft` (GRPO data of one stream, no skip_examples: its prompts are the GRPO arms'
+    first ones)."""
+    ctl = cfg.get("control")
+    if ctl is None:
+        return
+    if "learning_rates" in ctl:
+        rates = ctl["learning_rates"]
+        if not rates or not all(isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r < 1 for r in rates) \
+                or len(set(rates)) != len(rates):
+            raise TaseError(f"--config {path}: control: learning_rates must list distinct learning rates in (0, 1), "
+                            f"got {bounded(rates)}")
+        if "learning_rate" in ctl["options"]:
+            raise TaseError(f"--config {path}: control: learning_rates sweeps the control's rate; drop control: "
+                            "options: learning_rate")
+        if "select" not in cfg:
+            raise TaseError(f"--config {path}: control: learning_rates needs select: (the held-out selection "
+                            "chooses among the rates and steps)")
+
+
+def check_lr_matched(path: str, cfg: dict[str, Any]) -> None:
+    """`grpo: lr_matched: ARM`: ARM is an arm without dynamic sampling, and some arm has it (else nothing to match)."""
+    ref = cfg["grpo"].get("lr_matched")
+    if ref is None:
+        return
+    arms = arm_specs(cfg, expand=False)
+    if ref not in arms:
+        raise TaseError(f"--config {path}: grpo: lr_matched must name one of the arms ({', '.join(arms)}), got "
+                        f"{bounded(ref)}")
+    if dynamic(arms[ref], cfg):
+        raise TaseError(f"--config {path}: grpo: lr_matched: {ref} samples dynamically; name an arm without "
+                        "dynamic_sampling (the one whose rate is matched)")
+    if not any(dynamic(a, cfg) for a in arms.values()):
+        raise TaseError(f"--config {path}: grpo: lr_matched: no arm has dynamic_sampling true: there is no "
+                        "effective learning rate to match")
+    if any((a if isinstance(a, str) else a["name"]) == ref + LR_MATCHED for a in cfg["grpo"]["arms"]):
+        raise TaseError(f"--config {path}: grpo: lr_matched adds the arm {ref + LR_MATCHED}; an arm has that name")
+
+
+def dynamic(arm: Arm, cfg: dict[str, Any]) -> bool:
+    """Whether an arm samples dynamically (its options over grpo options; a YAML true or "true")."""
+    return str(arm.grpo_options(cfg).get("dynamic_sampling", False)).lower() == "true"
+
+
+def check_transfer(path: str, cfg: dict[str, Any]) -> None:
+    """`transfer:` harder rows (n >= 1, a task heldout: has harder rows for), untrained official files (each a
+    <group>/<task>/<file>.csv not among files:), rows >= 1; at least one of harder and files."""
+    from synth.core import SynthError, check_harder, combos
+
+    tr = cfg["transfer"]
+    if "harder" not in tr and "files" not in tr:
+        raise TaseError(f"--config {path}: transfer: give harder: (n, seed) and/or files: (untrained official files)")
+    if "harder" in tr:
+        if tr["harder"]["n"] < 1:
+            raise TaseError(f"--config {path}: transfer: harder: n must be at least 1, got {bounded(tr['harder']['n'])}")
+        ho = cfg["heldout"]
+        try:
+            check_harder(combos(ho["task"], ho["lang"], ho.get("subtask")))
+        except SynthError as e:
+            raise TaseError(f"--config {path}: transfer: harder: {e}".replace("--harder: ", "")) from None
+    files = tr.get("files")
+    if files is not None:
+        if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files) \
+                or len(set(files)) != len(files):
+            raise TaseError(f"--config {path}: transfer: files must list official files as <group>/<task>/<file>.csv, "
+                            f"each once, got {bounded(files)}")
+        trained = [f for f in files if f in cfg["files"]]
+        if trained:
+            raise TaseError(f"--config {path}: transfer: files are the files the models did not train on; "
+                            f"{trained[0]} is in files:")
+    if tr.get("rows", 1) < 1:
+        raise TaseError(f"--config {path}: transfer: rows must be at least 1, got {bounded(tr['rows'])}")
 
 
 def check_options(path: str, part: str, options: dict[str, Any], taken: tuple[str, ...], data: str | None) -> None:
@@ -215,23 +326,95 @@ def check_arm(path: str, i: int, arm: dict[str, Any], seen: list[str]) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Arm:
-    """A GRPO arm: its name (folder OUT/<name>, model name), accuracy level, and its own options over grpo.options."""
+    """A GRPO arm: its name (folder OUT/<name>, model name), accuracy level, and its own options over grpo.options;
+    with seeds:, `base` is the arm's name in the config and `seed` this run's; an lr_matched arm names in
+    `lr_from` the run whose logged signal share sets its learning rate (proof_train.lr_matched_rate)."""
 
     name: str
     level: str
     options: dict[str, Any]
+    base: str = ""
+    seed: int | None = None
+    lr_from: str | None = None
 
     def grpo_options(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The options its grpo.py run takes: grpo.options, then its own (each key once, its value winning)."""
         return {**cfg["grpo"]["options"], **self.options}
 
 
-def arm_specs(cfg: dict[str, Any]) -> dict[str, Arm]:
+def seed_list(cfg: dict[str, Any]) -> list[int | None]:
+    """The seeds every arm and control run is trained with (seeds:), or [None]: one run each, named as before."""
+    return list(cfg.get("seeds") or [None])
+
+
+def seeded(name: str, seed: int | None) -> str:
+    """A run's name for a seed: `name_s<seed>` (seeds:), else `name`."""
+    return name if seed is None else f"{name}_s{seed}"
+
+
+def arm_specs(cfg: dict[str, Any], expand: bool = True) -> dict[str, Arm]:
     """The config's GRPO arms by name, in order: a level `fine` is the arm named fine with no options of its own;
-    a named arm (ARM_SCHEMA) is its name, accuracy and options. The one reading of grpo: arms."""
-    return {a.name: a for a in (Arm(x, x, {}) if isinstance(x, str) else Arm(x["name"], x["accuracy"],
-                                                                            x.get("options") or {})
-                                for x in cfg["grpo"]["arms"])}
+    a named arm (ARM_SCHEMA) is its name, accuracy and options; with `grpo: lr_matched: X` the arm X_lr_matched
+    last. With seeds: (and `expand`), every arm once per seed, named <arm>_s<seed> with option seed (seed by seed).
+    The one reading of grpo: arms."""
+    arms = [Arm(x, x, {}, x) if isinstance(x, str) else Arm(x["name"], x["accuracy"], x.get("options") or {},
+                                                             x["name"]) for x in cfg["grpo"]["arms"]]
+    ref = cfg["grpo"].get("lr_matched")
+    if ref is not None and ref in {a.name for a in arms}:
+        r = next(a for a in arms if a.name == ref)
+        arms.append(Arm(ref + LR_MATCHED, r.level, r.options, ref + LR_MATCHED, lr_from=ref))
+    if not expand or "seeds" not in cfg:
+        return {a.name: a for a in arms}
+    return {seeded(a.name, s): Arm(seeded(a.name, s), a.level, {**a.options, "seed": s},
+                                                a.name, s, None if a.lr_from is None else
+                                                seeded(a.lr_from, s))
+            for s in seed_list(cfg) for a in arms}
+
+
+@dataclasses.dataclass(frozen=True)
+class ControlRun:
+    """One SFT control run: its folder (OUT/<folder>), its name in the selection and report, the model name its
+    seed's chosen control is evaluated as (`model`), its seed and (a sweep) learning rate."""
+
+    folder: str
+    name: str
+    model: str
+    seed: int | None
+    lr: float | None
+
+
+def control_runs(cfg: dict[str, Any], kind: str = "control") -> list[ControlRun]:
+    """The runs of the more-SFT control (`kind` control) or of the rejection-sampling SFT control (`kind` rft, with
+    control: rft): one (OUT/control, sft_control; OUT/rft, rft), or per seed (control_s<seed>), or per rate and
+    seed (control_lr<rate>_s<seed>: the selection chooses, per seed, the rate whose chosen checkpoint scores best
+    on the held-out rows, evaluated as sft_control_s<seed>)."""
+    if "control" not in cfg or (kind == RFT and not rft_on(cfg)):
+        return []
+    folder, model = ("control", CONTROL) if kind == "control" else (RFT, RFT)
+    rates = cfg["control"].get("learning_rates") or [None]
+    out = []
+    for s in seed_list(cfg):
+        for r in rates:
+            tag = "" if r is None else f"_lr{r:g}"
+            out.append(ControlRun(seeded(folder + tag, s), seeded(model + tag, s), seeded(model, s), s, r))
+    return out
+
+
+def rft_data(out: Path, seed: int | None) -> Path:
+    """OUT/rft[_s<seed>]_data.jsonl: the RFT control's training rows of that seed (proof_train.rft_records)."""
+    return out / f"{seeded(RFT, seed)}_data.jsonl"
+
+
+def rft_empty(out: Path, run: ControlRun) -> bool:
+    """Whether an RFT run has no rows: none of its seed's samples was strict-correct, so SFT on them changes nothing
+    and the RFT control of that seed is the model it would train from (written empty by proof_train.rft_records)."""
+    f = rft_data(out, run.seed)
+    return run.folder.startswith(RFT) and f.is_file() and f.stat().st_size == 0
+
+
+def rft_on(cfg: dict[str, Any]) -> bool:
+    """Whether the config has the rejection-sampling SFT control (control: rft: true)."""
+    return bool((cfg.get("control") or {}).get("rft"))
 
 
 def start_stages(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -251,7 +434,7 @@ def control_follows(cfg: dict[str, Any]) -> str:
     trains for no arm's time; then this is only the arm the summary compares with the control first."""
     follows = cfg["control"].get("follows")
     if follows is None and "steps" in cfg["control"]:
-        arms = list(arm_specs(cfg))
+        arms = list(arm_specs(cfg, expand=False))
         return FINE if FINE in arms else arms[0]
     return FINE if follows is None else follows
 

@@ -7,8 +7,11 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.config import data_streams
-from recipes.proof_config import CONTROL
+from recipes.proof_config import RFT, control_runs, rft_empty
 from recipes.proof_inputs import Proof, shown
+
+HARDER, UNTRAINED = "harder", "untrained"
+ROWS = 200  # transfer: rows per untrained file, by default  # the transfer data sets' names (eval/<name>/, comparison/<name>/)
 
 
 def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, folder: Path) -> tuple[list, list]:
@@ -43,12 +46,14 @@ def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, fold
     return cmds, files
 
 
-def heldout_cmd(pr: Proof, ho: dict[str, Any], n: int, seed: int, out: Path, guard_files: list[Path]) -> list[str]:
+def heldout_cmd(pr: Proof, ho: dict[str, Any], n: int, seed: int, out: Path, guard_files: list[Path],
+                harder: bool = False) -> list[str]:
     """`python -m synth` writing n generated rows of heldout:'s task, lang (subtask, max_len) with `seed`, guarded
-    against the release and every file in guard_files."""
+    against the release and every file in guard_files; `harder`: beyond the official range (synth --harder, no
+    max_len cap)."""
     cmd = [pr.py, "-m", "synth", "--task", ho["task"], "--lang", ho["lang"], "-n", str(n), "--seed", str(seed)]
     cmd += ["--subtask", ho["subtask"]] if ho.get("subtask") else []
-    cmd += ["--max-len", str(ho["max_len"])] if ho.get("max_len") else []
+    cmd += ["--harder"] if harder else ["--max-len", str(ho["max_len"])] if ho.get("max_len") else []
     cmd += ["--no-progress", "--out", shown(out), "--exclude", pr.guard]
     for f in guard_files:
         cmd += ["--exclude-exact", shown(f)]
@@ -74,6 +79,12 @@ def stage_sets(pr: Proof) -> Path:
         sets.append((pr.select_heldout, heldout_cmd(pr, ho, sel["n"], sel["seed"], pr.select_heldout,
                                                     [*guard_files, heldout])))
         titles[pr.select_heldout] = f"held-out set for checkpoint selection ({sel['n']} rows)"
+    harder = (pr.cfg.get("transfer") or {}).get("harder")
+    if harder:  # beyond the official range, guarded like the held-out set and against the sets before it
+        f = pr.out / "transfer_harder.jsonl"
+        sets.append((f, heldout_cmd(pr, ho, harder["n"], harder["seed"], f, [*guard_files, *(x for x, _ in sets)],
+                                    harder=True)))
+        titles[f] = f"harder rows for transfer ({harder['n']} rows, synth --harder)"
     k = pr.k("sets")
     for f, cmd in sets:
         title = titles.get(f) or f"training set {f.stem} (held-out guard)"
@@ -91,17 +102,24 @@ def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = Non
     models = {"base": pr.base_model, "warm-up": shown(out / "sft")}
     models.update({name: shown(out / name) for name, _ in pr.starts})  # start1 .. start
     models.update({arm: shown(out / arm) for arm in pr.arms})
-    if pr.control:
-        models[CONTROL] = shown(out / "control")
+    for run in control_runs(pr.cfg) + control_runs(pr.cfg, RFT):  # without a sweep, a model is its one run
+        models.setdefault(run.model, shown(pr.origin if rft_empty(out, run) else out / run.folder))
     models.update(chosen or {})
     k_eval, k_cmp = pr.k("evaluate"), pr.k("compare")
     data = {"official": f"official:{shown(out / 'official')}", "heldout": shown(heldout)}
+    tr = pr.cfg.get("transfer") or {}
+    if tr.get("harder"):
+        data[HARDER] = shown(out / "transfer_harder.jsonl")
+    if tr.get("files"):
+        data[UNTRAINED] = f"official:{shown(out / 'transfer_official')}"
     ev = pr.cfg["eval"]
     for dname, spec in data.items():
         for name, model in models.items():
             cmd = [pr.py, "-m", "eval", "run", "--model", model, "--data", spec, "--out",
                    shown(out / "eval" / dname / name), "--backend", pr.backend, "--max-new-tokens",
                    str(ev["max_new_tokens"]), "--no-progress"]
+            if dname == UNTRAINED:  # a fixed slice of each file, every row kind in proportion
+                cmd += ["--limit", str(tr.get("rows", ROWS)), "--select", "stratified"]
             cmd += ["--batch-size", str(ev["batch_size"])] if ev.get("batch_size") else []
             cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
             pr.step(k_eval, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,

@@ -19,7 +19,7 @@ from recipes.parser import read_yaml
 from recipes.pipeline import Steps
 from rewards.levels import accuracy_reward_name
 from recipes.proof_config import (DATA_KEYS, OPTIONAL_STAGES, ROOT, STAGES, START, START_DATA, Arm, arm_specs,
-                                  load_config, start_stages)
+                                  load_config, rft_on, start_stages)
 
 
 def flags(options: dict[str, Any]) -> list[str]:
@@ -160,6 +160,7 @@ class Proof:
     data: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # sft, start, grpo: data_args, once
     base_model: str = "default"  # the model the sft recipe starts from (the comparison's base), as parsed
     read: Callable[[str | Path], Any] = dataclasses.field(default_factory=config_reader)  # each file read once
+    parsed: dict[str, tuple] = dataclasses.field(default_factory=dict)  # check_recipe_options': by stage
 
     @property
     def guard(self) -> str:
@@ -169,6 +170,11 @@ class Proof:
     def control(self) -> bool:
         """Whether the config has a control section (the control stage)."""
         return "control" in self.cfg
+
+    @property
+    def rft(self) -> bool:
+        """Whether the config has the rejection-sampling SFT control (control: rft: true; its own stage)."""
+        return rft_on(self.cfg)
 
     @property
     def start(self) -> bool:
@@ -217,8 +223,9 @@ class Proof:
 
 
 def stage_names(cfg: dict[str, Any]) -> list[str]:
-    """The stages this config runs, in order: STAGES less the optional ones it has no section for."""
-    return [s for s in STAGES if s not in OPTIONAL_STAGES or s in cfg]
+    """The stages this config runs, in order: STAGES less the optional ones it has no section for (rft: no
+    control: rft)."""
+    return [s for s in STAGES if s not in OPTIONAL_STAGES or (rft_on(cfg) if s == "rft" else s in cfg)]
 
 
 def setup(args: argparse.Namespace) -> Proof:
@@ -232,6 +239,9 @@ def setup(args: argparse.Namespace) -> Proof:
     for f in cfg["files"]:
         if not (official / "tasks" / f).is_file():
             raise TaseError(f"--official {args.official}: no tasks/{f} (the config's files must be in the release)")
+    for f in (cfg.get("transfer") or {}).get("files") or []:
+        if not (official / "tasks" / f).is_file():
+            raise TaseError(f"--official {args.official}: no tasks/{f} (transfer: files must be in the release)")
     out = Path(args.out).resolve() if args.out else ROOT / cfg["out"]
     completions = completions_dir(args, cfg, out)
     sft_config, grpo_config = ROOT / cfg["sft"]["config"], ROOT / cfg["grpo"]["config"]
@@ -249,6 +259,8 @@ def setup(args: argparse.Namespace) -> Proof:
             starts[name] = data_args(grpo_config, {**cfg["grpo"]["options"], **own}, read, where=f"{name}: ")
         data = {"sft": data["sft"], **starts, "grpo": data["grpo"]}
     parsed = check_recipe_options(cfg, sft_config, grpo_config, read)
+    if rft_on(cfg):
+        check_rft_data(args.config, data["grpo"])
     base_model = str(parsed["sft"][2].model_name_or_path or "default")  # (DataArgs, SFTConfig, ModelConfig, ...)
     from eval.backends import default_backend
 
@@ -258,4 +270,15 @@ def setup(args: argparse.Namespace) -> Proof:
         backend = default_backend()
     step = Steps("proof", len(stage_names(cfg)), ROOT, dry_run=args.dry_run, quote=True)
     return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run, completions=completions,
-                 data=data, base_model=base_model, read=read)
+                 data=data, base_model=base_model, read=read, parsed=parsed)
+
+
+def check_rft_data(config: str, data: dict[str, Any]) -> None:
+    """control: rft samples the GRPO arms' first prompts, written by one `python -m synth` call: the GRPO data must
+    be generated (synth), one task x lang (x subtask) stream, and start at its first row (no skip_examples)."""
+    from recipes.config import data_streams
+
+    streams = data_streams(data["tasks"], data["langs"], data["subtasks"]) if data["train_data"] == "synth" else []
+    if len(streams) != 1 or data.get("skip_examples") or "all" in streams[0][:2]:
+        raise TaseError(f"--config {config}: control: rft samples the GRPO arms' first prompts as one synth stream: "
+                        "the GRPO data must be generated, of one task, lang (and subtask), without skip_examples")

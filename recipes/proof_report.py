@@ -9,7 +9,8 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
-from recipes.proof_config import ARMS, CONTROL, START, arm_specs, control_follows, start_stages
+from recipes.proof_config import (ARMS, CONTROL, RFT, START, arm_specs, control_follows, seed_list, seeded,
+                                  start_stages)
 from recipes.proof_inputs import shown
 from rewards.levels import COARSE, FINE
 
@@ -81,18 +82,162 @@ def completions_stage(step: Steps, out: Path, files: list[str], models: list[str
 def summary_pairs(cfg: dict[str, Any], models: list[str]) -> tuple[tuple[str, str, str], ...]:
     """The summary's paired gains, (label, baseline model, model): every arm against the baseline (the start where
     the models have one, else the warm-up), fine vs coarse with both level arms, every arm against the control (the
-    arm it is timed against first), the control against the baseline, then each stage before it against the one
-    before (start vs warm-up, or start vs start<k-1> ... start1 vs warm-up; warm-up vs base)."""
-    arms, base = list(arm_specs(cfg)), START if START in models else "warm-up"
-    pairs = tuple((f"GRPO {arm} vs {base}", base, arm) for arm in reversed(arms))
-    pairs += ((f"{FINE} vs {COARSE}", COARSE, FINE),) if set(arms) == set(ARMS) else ()
-    if CONTROL in models:
-        follows = control_follows(cfg)
-        pairs += tuple((f"GRPO {arm} vs control", CONTROL, arm) for arm in [follows, *(a for a in arms if a != follows)])
-        pairs += ((f"control vs {base}", base, CONTROL),)
+    arm it is timed against first), the control against the baseline, (control: rft) every arm against the RFT
+    control, RFT against the baseline and the control; with seeds: all of these seed by seed (each arm against its
+    own seed's controls); then each stage before it against the one before (start vs warm-up, or start vs
+    start<k-1> ... start1 vs warm-up; warm-up vs base)."""
+    base = START if START in models else "warm-up"
+    pairs: tuple[tuple[str, str, str], ...] = ()
+    for s in seed_list(cfg):
+        specs = [a for a in arm_specs(cfg).values() if a.seed == s]
+        arms = [a.name for a in specs]
+        pairs += tuple((f"GRPO {arm} vs {base}", base, arm) for arm in reversed(arms))
+        if {a.base for a in specs if a.lr_from is None} == set(ARMS):
+            fine, coarse = seeded(FINE, s), seeded(COARSE, s)
+            pairs += ((f"{fine} vs {coarse}", coarse, fine),)
+        control, rft = seeded(CONTROL, s), seeded(RFT, s)
+        if control in models:
+            follows = seeded(control_follows(cfg), s)
+            ctl = seeded("control", s)
+            pairs += tuple((f"GRPO {arm} vs {ctl}", control, arm)
+                           for arm in [follows, *(a for a in arms if a != follows)])
+            pairs += ((f"{ctl} vs {base}", base, control),)
+        if rft in models:
+            pairs += tuple((f"GRPO {arm} vs {rft}", rft, arm) for arm in arms)
+            pairs += ((f"{rft} vs {base}", base, rft),) + (((f"{rft} vs {seeded('control', s)}", control, rft),)
+                                                           if control in models else ())
     chain = ["warm-up", *(name for name, _ in start_stages(cfg))] if START in models else []
     pairs += tuple((f"{b} vs {a}", a, b) for a, b in reversed(list(zip(chain, chain[1:]))))  # start vs start1 ...
     return pairs + (("warm-up vs base", "base", "warm-up"),)
+
+
+def pooled_pairs(cfg: dict[str, Any], models: list[str]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """With seeds:, the comparisons pooled over seeds: (label, [(baseline, model) per seed]) for every arm of the
+    config against the baseline, the control and the RFT control, and the controls against the baseline."""
+    if "seeds" not in cfg:
+        return []
+    base = START if START in models else "warm-up"
+    seeds = seed_list(cfg)
+    out = []
+    names = list(dict.fromkeys(a.base for a in arm_specs(cfg).values()))
+    for other, label in ((None, base), (CONTROL, "control"), (RFT, RFT)):
+        if other is not None and seeded(other, seeds[0]) not in models:
+            continue
+        for arm in names:
+            out.append((f"GRPO {arm} vs {label}", [(base if other is None else seeded(other, s), seeded(arm, s))
+                                                   for s in seeds]))
+    for other, label in ((CONTROL, "control"), (RFT, RFT)):
+        if seeded(other, seeds[0]) in models:
+            out.append((f"{label} vs {base}", [(base, seeded(other, s)) for s in seeds]))
+    return out
+
+
+def pooled_gain(evals: Path, pairs: list[tuple[str, str]], n_boot: int, seed: int = 0) -> dict[str, Any] | None:
+    """The mean over seeds of a paired gain (B - A, points, the overall macro of `eval compare`) with a 95% interval
+    from a bootstrap over seeds and rows: each replicate draws the seeds with replacement and, within each drawn
+    seed, that seed's paired rows with replacement, file by file (eval compare's resampling), and averages the
+    seeds' macro gains. Why: "GRPO beats SFT" should hold on average over training seeds, not for the best one,
+    and the seeds' spread belongs in the interval. None when a pair shares no rows."""
+    import numpy as np
+
+    from eval.compare import bootstrap_delta, load_run
+
+    rng = np.random.default_rng(seed)
+    per_seed = []
+    for a, b in pairs:
+        ra, rb = load_run(evals / a)[2], load_run(evals / b)[2]
+        d = bootstrap_delta(ra, rb, n_boot, seed)
+        if not d["n_shared"]:
+            return None
+        per_seed.append(d)
+    # each seed's n_boot row replicates (the same resampling eval compare does), then seeds drawn per replicate
+    reps = np.stack([np.asarray(row_replicates(evals, a, b, n_boot, seed + j)) for j, (a, b) in enumerate(pairs)])
+    pick = rng.integers(0, len(pairs), (n_boot, len(pairs)))
+    boot = reps[pick, np.arange(n_boot)[:, None]].mean(axis=1)
+    lo, hi = (round(float(x), 2) for x in np.percentile(boot, [2.5, 97.5]))
+    delta = round(float(np.mean([d["overall"]["delta"] for d in per_seed])), 2)
+    return {"delta": delta, "lo": lo, "hi": hi, "n": sum(d["n_shared"] for d in per_seed),
+            "beyond": "gain" if lo > 0 else "loss" if hi < 0 else None,
+            "seeds": [d["overall"]["delta"] for d in per_seed]}
+
+
+def row_replicates(evals: Path, a: str, b: str, n_boot: int, seed: int) -> list[float]:
+    """n_boot bootstrap replicates (points) of run b's overall gain over run a: eval compare's file-stratified
+    paired resampling of the shared rows, its macro statistic."""
+    import numpy as np
+
+    from eval.aggregate import macro
+    from eval.compare import in_lang_table, load_run
+
+    ra, rb = load_run(evals / a)[2], load_run(evals / b)[2]
+    by_file: dict[str, list[float]] = {}
+    info: dict[str, dict[str, Any]] = {}
+    for i in sorted(set(ra) & set(rb)):
+        f = ra[i]["file"]
+        by_file.setdefault(f, []).append(float(rb[i]["coarse"]) - float(ra[i]["coarse"]))
+        info.setdefault(f, {"task": ra[i]["task"], "lang": ra[i]["lang"], "in_lang_table": in_lang_table(ra[i])})
+    rng = np.random.default_rng(seed)
+    boot = {}
+    for f in sorted(by_file):
+        d = np.asarray(by_file[f])
+        boot[f] = d[rng.integers(0, len(d), (n_boot, len(d)))].mean(axis=1)
+    return list(100 * macro(boot, info, lambda xs: np.stack(xs, axis=-1).mean(axis=-1))["overall"])
+
+
+def transfer_lines(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int) -> list[str]:
+    """transfer: every model in distribution (the files' average), on the harder rows and on the untrained files'
+    slice (overall), and its retention: the mean change, file by file, on the untrained files against the model the
+    arms train from (the start, else the warm-up); then the paired gains on those sets, per seed and pooled."""
+    from recipes.proof_eval import HARDER, UNTRAINED
+    from recipes.pipeline import paired_gains
+
+    tr = cfg["transfer"]
+    sets = [d for d in (HARDER, UNTRAINED) if tr.get("harder" if d == HARDER else "files")]
+    origin = START if START in models else "warm-up"
+
+    def res(dname: str, name: str) -> dict[str, Any]:
+        return json.loads((out / "eval" / dname / name / "results.json").read_text(encoding="utf-8"))
+
+    head = ["in distribution", *(("harder rows",) if HARDER in sets else ()),
+            *(("untrained files", f"retention (vs {origin})") if UNTRAINED in sets else ())]
+    lines = ["", "transfer, accuracy % (in distribution: the files' average; harder rows: synth --harder, beyond the "
+                 "official range; untrained files: a stratified slice of each; retention: the mean change on the "
+                 "untrained files, file by file):", "", "| model | " + " | ".join(head) + " |",
+             "|---|" + "---:|" * len(head)]
+    files = cfg["files"]
+    for name in models:
+        o = res("official", name)
+        cells = [f"{sum(o['by_file'][f]['accuracy'] for f in files) / len(files):.2f}"]
+        if HARDER in sets:
+            cells.append(f"{res(HARDER, name)['overall']:.2f}")
+        if UNTRAINED in sets:
+            u, base = res(UNTRAINED, name)["by_file"], res(UNTRAINED, origin)["by_file"]
+            change = sum(u[f]["accuracy"] - base[f]["accuracy"] for f in tr["files"]) / len(tr["files"])
+            cells += [f"{res(UNTRAINED, name)['overall']:.2f}", f"{change:+.2f}"]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    pairs = summary_pairs(cfg, models)
+    pooled = pooled_pairs(cfg, models)
+    for dname in sets:
+        lines += ["", f"gains on {dname} (points; paired 95% bootstrap, {n_boot} resamples):"]
+        g = paired_gains(out / "eval" / dname, pairs, n_boot)
+        lines += ["  the evaluations share no rows"] if g is None else [gain_line(k, x, 22) for k, x in g.items()]
+        lines += pooled_lines(out / "eval" / dname, pooled, n_boot, dname)
+    return lines
+
+
+def pooled_lines(evals: Path, pooled: list[tuple[str, list[tuple[str, str]]]], n_boot: int, dname: str) -> list[str]:
+    """The pooled comparisons on one data set, each with its per-seed gains."""
+    if not pooled:
+        return []
+    lines = ["", f"pooled over seeds on {dname} (mean of the seeds' gains; 95% bootstrap over seeds and rows, "
+                 f"{n_boot} resamples):"]
+    for label, pairs in pooled:
+        g = pooled_gain(evals, pairs, n_boot)
+        if g is None:
+            lines.append(f"  {label}: the evaluations share no rows")
+            continue
+        lines.append(gain_line(label, g, 22) + "; per seed " + ", ".join(f"{x:+.2f}" for x in g["seeds"]))
+    return lines
 
 
 def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step: Steps, total: float,
@@ -116,6 +261,9 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
                       f"bootstrap, {n_boot} resamples):"]
         g = paired_gains(out / "eval" / dname, pairs, n_boot)
         lines += ["  the evaluations share no rows"] if g is None else [gain_line(k, x, 22) for k, x in g.items()]
+        lines += pooled_lines(out / "eval" / dname, pooled_pairs(cfg, models), n_boot, dname)
+    if "transfer" in cfg:
+        lines += transfer_lines(out, cfg, models, n_boot)
     lines += answer_class_lines(out / "eval" / "official", models, files)
     lines += ["", "wall time per stage (this invocation; skipped stages count 0):", "", step.table(),
               "", f"proof finished in {total:.0f} s; comparisons: {shown(out / 'comparison')}"]

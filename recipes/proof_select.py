@@ -8,16 +8,36 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import CONTROL, HERE, ROOT
+from recipes.proof_config import HERE, RFT, ROOT, ControlRun, control_runs, rft_empty
 from recipes.proof_inputs import Proof, shown
 
 
 def selected_runs(pr: Proof) -> dict[str, Path]:
-    """The runs the selection chooses a checkpoint of, by model name: every GRPO arm, then the control."""
+    """The runs the selection chooses a checkpoint of, by run name: every GRPO arm, then the control's runs (one per
+    rate and seed: control_runs), then the RFT control's."""
     runs = {arm: pr.out / arm for arm in pr.arms}
-    if pr.control:
-        runs[CONTROL] = pr.out / "control"
+    for run in sft_runs(pr):
+        runs[run.name] = pr.out / run.folder
     return runs
+
+
+def sft_runs(pr: Proof) -> list[ControlRun]:
+    """The control's runs, then the RFT control's that trained (not those of a seed without a strict-correct
+    sample: rft_empty)."""
+    return [r for r in control_runs(pr.cfg) + control_runs(pr.cfg, RFT) if not rft_empty(pr.out, r)]
+
+
+def sweep_choice(pr: Proof) -> dict[str, str]:
+    """With control: learning_rates, the run each control model (per seed, sft_control[_s<seed>], rft[_s<seed>])
+    is: the rate whose chosen checkpoint scores best on the selection's held-out rows (the first listed rate on a
+    tie); without a sweep, each model is its one run. By model name."""
+    best: dict[str, tuple[float, str]] = {}
+    for run in sft_runs(pr):
+        done = select_dir(pr, pr.out / run.folder) / "selection.json"
+        score = read_selection(done.parent)["chosen"]["heldout"] if done.is_file() else float("-inf")
+        if run.model not in best or score > best[run.model][0]:
+            best[run.model] = (score, run.name)
+    return {model: name for model, (_, name) in best.items()}
 
 
 def select_dir(pr: Proof, run: Path) -> Path:
@@ -80,6 +100,20 @@ def stage_select(pr: Proof) -> dict[str, str]:
             chosen[name] = chosen_model(read_selection(out)["chosen"]["path"])
         else:  # only under --dry-run: the step above wrote it otherwise
             chosen[name] = f"<chosen checkpoint in {shown(done)}>"
+    if pr.cfg["control"].get("learning_rates") if pr.control else False:  # a sweep: each seed's best rate
+        runs = {r.name: r for r in sft_runs(pr)}
+        picked = sweep_choice(pr) if not pr.dry else {}
+        for model in dict.fromkeys(r.model for r in runs.values()):
+            if model in picked:
+                chosen[model] = chosen[picked[model]]
+            else:  # under --dry-run: the rates' selections are not there yet
+                chosen[model] = (f"<best of {', '.join(n for n, r in runs.items() if r.model == model)} on "
+                                 f"{heldout.name}>")
+        for name in runs:
+            del chosen[name]
+    else:
+        for run in sft_runs(pr):
+            chosen[run.model] = chosen.pop(run.name)
     return chosen
 
 
@@ -95,6 +129,12 @@ def selection_lines(pr: Proof) -> list[str]:
         c, last = sel["chosen"], max(sel.get("candidates") or [sel["chosen"]], key=lambda x: x["step"])
         lines.append(f"| {name} | {c['step']} | {chosen_model(c['path'])} | {c['heldout']:.2f} | {last['step']} | "
                      f"{last['heldout']:.2f} |")
+    if pr.control and pr.cfg["control"].get("learning_rates"):
+        runs = {r.name: r for r in sft_runs(pr)}
+        lines += ["", "the learning-rate sweep, chosen on the same held-out rows (rate and step):"]
+        for model, name in sweep_choice(pr).items():
+            c = read_selection(select_dir(pr, pr.out / runs[name].folder))["chosen"]
+            lines.append(f"  {model}: lr {runs[name].lr:g}, step {c['step']} (held-out {c['heldout']:.2f}; run {name})")
     if heldout == pr.out / "heldout.jsonl":
         lines += ["", "the selection used the proof's held-out set: the held-out column of a selected run is the score "
                       "it was chosen by, not an independent measure"]

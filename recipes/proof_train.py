@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import HERE, START_DATA, control_follows, control_steps
+from recipes.proof_config import (HERE, RFT, START_DATA, ControlRun, control_follows, control_runs, control_steps,
+                                  rft_data, seed_list, seeded)
 from recipes.proof_inputs import Proof, config_reader, continued_options, flags, shown
 from rewards.levels import accuracy_reward_name
 
@@ -50,6 +51,10 @@ def stage_subset(pr: Proof) -> None:
     step.header(1, f"official subset: {len(pr.cfg['files'])} whole files linked into {shown(out / 'official')}")
     t = time.time()
     cmds = link_subset(pr.official, pr.cfg["files"], out / "official", pr.dry)
+    files = (pr.cfg.get("transfer") or {}).get("files")
+    if files:  # the untrained files of transfer:, sliced at evaluation (proof_eval)
+        print(f"# and the {len(files)} untrained files of transfer: into {shown(out / 'transfer_official')}")
+        cmds += link_subset(pr.official, files, out / "transfer_official", pr.dry)
     for cmd in cmds:
         step.show(cmd)
     if not cmds:
@@ -72,13 +77,54 @@ def stage_train(pr: Proof) -> None:
     k = pr.k("grpo")
     for name, arm in pr.arms.items():
         reward = accuracy_reward_name(arm.level)  # the arm's accuracy reward, named by rewards/levels.py
+        options, note = arm.grpo_options(cfg), None
+        if arm.lr_from is not None:  # the plain arm at the rate dynamic sampling in effect trains at
+            done = out / name / "model.safetensors"
+            lr = arm_learning_rate(pr, arm.lr_from)
+            rate, share = lr_matched_rate(out / arm.lr_from, lr, pr.dry or done.exists())
+            options = {**options, "learning_rate": rate}
+            note = (f"# --learning_rate: {arm.lr_from}'s {lr:g} / {share}, the share of its groups with a learning "
+                    f"signal (1 - mean frac_reward_zero_std of {shown(out / arm.lr_from / 'trainer_state.json')})")
         cmd = [pr.py, shown(HERE / "grpo.py"), "--config", shown(pr.grpo_config), "--model_name_or_path",
                shown(pr.origin), "--exclude", pr.guard, "--output_dir", shown(out / name), "--reward_funcs",
-               reward, *cfg["grpo"]["reward_funcs"], *flags(arm.grpo_options(cfg)),
-               "--resume_from_checkpoint", "true"]
+               reward, *cfg["grpo"]["reward_funcs"], *flags(options), "--resume_from_checkpoint", "true"]
         if not pr.skip(k, f"GRPO {name}", out / name / "model.safetensors", cmd, f"{k} GRPO {name}"):
-            step(k, f"GRPO {name} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
-                 stage=f"{k} GRPO {name}")
+            step.header(k, f"GRPO {name} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})")
+            if note:
+                print(note)
+            step.run(f"GRPO {name} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
+                     stage=f"{k} GRPO {name}")
+
+
+def arm_learning_rate(pr: Proof, name: str) -> float:
+    """An arm's learning rate as the GRPO recipe's parser made it (its options over grpo options over the config)."""
+    return float(pr.parsed.get(f"grpo:{name}", pr.parsed.get("grpo"))[1].learning_rate)
+
+
+def lr_matched_rate(run: Path, lr: float, placeholder: bool) -> tuple[Any, str]:
+    """The learning rate at which plain GRPO matches what dynamic sampling does to the dapo loss: that loss divides
+    by the tokens of the whole generation batch, and a group whose completions all score alike adds tokens but no
+    gradient; dynamic sampling fills the batch with groups that do score differently, so per token of signal it
+    takes a step 1/share times larger, share = 1 - the mean frac_reward_zero_std the plain run `run` logged. Returns
+    (rate, share as text); with `placeholder` and no log yet (dry run, or a finished matched arm), a placeholder."""
+    state = run / "trainer_state.json"
+    if placeholder and not state.is_file():
+        return f"<{lr:g} / signal share of {shown(state)}>", "<its signal share>"
+    try:
+        history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
+    except (OSError, ValueError, AttributeError, RecursionError) as e:
+        raise TaseError(f"{shown(state)}: cannot read the {run.name} arm's log ({getattr(e, 'strerror', None) or e}); "
+                        f"the lr-matched arm takes its rate from it")
+    zero = [h["frac_reward_zero_std"] for h in history
+            if isinstance(h, dict) and isinstance(h.get("frac_reward_zero_std"), (int, float))]
+    if not zero:
+        raise TaseError(f"{shown(state)}: no frac_reward_zero_std in its log_history (did the {run.name} arm log?); "
+                        "the lr-matched arm takes its rate from it")
+    share = 1.0 - sum(zero) / len(zero)
+    if share <= 0:
+        raise TaseError(f"{shown(state)}: every group of the {run.name} arm scored alike (frac_reward_zero_std 1): no "
+                        "learning signal to match a rate to")
+    return f"{lr / share:.6g}", f"{share:.4f}"
 
 
 def control_config_text(sft_config: Path, data: dict[str, Any], read: Callable[[str | Path], Any] | None = None,
@@ -156,6 +202,28 @@ def train_runtime(run: Path) -> float:
     return float(times[-1])
 
 
+def control_budget(pr: Proof, run: ControlRun, done: Path) -> tuple[str, list[str], str]:
+    """How long a control run trains: control: steps (--max_steps), else the followed arm's (of the run's seed)
+    train_runtime (--max_train_seconds); returns (words, flags, note line)."""
+    out, arm, steps = pr.out, seeded(control_follows(pr.cfg), run.seed), control_steps(pr.cfg)
+    if steps is not None:  # control: steps, a fixed step count that reproduces on any machine
+        return (f"{steps} steps", ["--max_steps", str(steps)],
+                f"# --max_steps {steps} (control: steps): a fixed step count, no time budget")
+    state = out / arm / "trainer_state.json"
+    if not state.is_file() and (pr.dry or done.exists()):
+        seconds = f"<train_runtime of {shown(state)}>"  # read once the followed arm has trained
+    else:
+        seconds = f"{train_runtime(out / arm):g}"
+    return (f"for the {arm} arm's train_runtime", ["--max_train_seconds", seconds],
+            f"# --max_train_seconds: the {arm} arm's train_runtime, from {shown(state)}")
+
+
+def run_options(run: ControlRun) -> dict[str, Any]:
+    """A control run's own options over control.options: its sweep rate and its seed (seeds:), where it has them."""
+    return {**({"learning_rate": run.lr} if run.lr is not None else {}),
+            **({"seed": run.seed} if run.seed is not None else {})}
+
+
 def stage_control(pr: Proof) -> None:
     """The control stage, the more-SFT control: sft_warmup.py from the warm-up (or the start) with gold answers on
     the GRPO arms' data, for --max_train_seconds = the followed arm's train_runtime (control: follows, default
@@ -163,19 +231,103 @@ def stage_control(pr: Proof) -> None:
     count (--max_steps, no time budget), so that it reproduces on any machine. Its --config is
     OUT/control_config.yaml, the sft recipe config with every data option set to the GRPO arms' (the grpo config's,
     then grpo.options; an unset one as null, which no flag can say); then the sft options but data and model, then
-    control.options. Its prompts are the GRPO arms', so the held-out guard (the sets stage) covers them."""
-    out, arm, steps = pr.out, control_follows(pr.cfg), control_steps(pr.cfg)
-    if steps is not None:  # control: steps, a fixed step count that reproduces on any machine
-        length, budget = f"{steps} steps", ["--max_steps", str(steps)]
-        note = f"# --max_steps {steps} (control: steps): a fixed step count, no time budget"
-    else:
-        state, done = out / arm / "trainer_state.json", out / "control" / "model.safetensors"
-        if not state.is_file() and (pr.dry or done.exists()):
-            seconds = f"<train_runtime of {shown(state)}>"  # read once the followed arm has trained
-        else:
-            seconds = f"{train_runtime(out / arm):g}"
-        length, budget = f"for the {arm} arm's train_runtime", ["--max_train_seconds", seconds]
-        note = f"# --max_train_seconds: the {arm} arm's train_runtime, from {shown(state)}"
-    continued_sft(pr, pr.k("control"), pr.cfg["control"], "more-SFT control",
-                  f"more-SFT control (gold answers on the GRPO data, {length})", out / "control_config.yaml",
-                  pr.data["grpo"], "the GRPO arms' data options", pr.origin, out / "control", budget, [note])
+    control.options. Its prompts are the GRPO arms', so the held-out guard (the sets stage) covers them. With
+    control: learning_rates and/or seeds:, one run per rate and seed (control_runs), each its rate and seed as
+    options of its own."""
+    out = pr.out
+    for run in control_runs(pr.cfg):
+        length, budget, note = control_budget(pr, run, out / run.folder / "model.safetensors")
+        section = {**pr.cfg["control"], "options": {**pr.cfg["control"]["options"], **run_options(run)}}
+        name = "more-SFT control" + ("" if run.folder == "control" else f" {run.folder}")
+        continued_sft(pr, pr.k("control"), section, name,
+                      f"{name} (gold answers on the GRPO data, {length})", out / "control_config.yaml",
+                      pr.data["grpo"], "the GRPO arms' data options", pr.origin, out / run.folder, budget, [note])
+
+
+def rft_budget(pr: Proof) -> tuple[int, int, int]:
+    """(completions, prompts, samples per prompt) of the RFT control: as many completions as the followed GRPO arm
+    generated (its schedule: a generation batch of generation_batch_size completions every steps_per_generation x
+    num_iterations micro-steps of max_steps x gradient_accumulation_steps; dynamic sampling's re-draws not
+    counted), on its first prompts, num_generations samples per prompt (more per prompt when the GRPO data has
+    fewer prompts than that needs)."""
+    import math
+
+    arm = control_follows(pr.cfg)
+    g = pr.parsed.get(f"grpo:{seeded(arm, seed_list(pr.cfg)[0])}", pr.parsed["grpo"])[1]
+    events = math.ceil(g.max_steps * g.gradient_accumulation_steps / (g.steps_per_generation * g.num_iterations))
+    completions = events * g.generation_batch_size
+    prompts = min(math.ceil(completions / g.num_generations), pr.data["grpo"]["num_train_examples"])
+    return completions, prompts, math.ceil(completions / prompts)
+
+
+def rft_records(samples: Path, prompts: Path, dest: Path, dry: bool) -> int:
+    """OUT/rft[_s<seed>]_data.jsonl: one training record per strict-correct sample of `samples` (an eval run's
+    samples.jsonl on `prompts`), the prompt file's record with the sample as its `completion` (sft_warmup.py trains
+    on a record's own completion); rewritten only when it changes. Returns the rows; with none it is written empty
+    (rft_empty: that seed's RFT control is the model it would train from, as SFT on no rows would leave it)."""
+    if dry:
+        return 0
+    recs = {}
+    with prompts.open(encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            recs[r["id"]] = r
+    rows = []
+    with samples.open(encoding="utf-8") as fh:
+        for line in fh:
+            x = json.loads(line)
+            if x.get("strict") and x["id"] in recs:
+                rows.append(json.dumps({**recs[x["id"]], "completion": x["completion"]}, ensure_ascii=False) + "\n")
+    text = "".join(rows)
+    if not dest.is_file() or dest.read_text(encoding="utf-8") != text:
+        dest.write_text(text, encoding="utf-8")
+    return len(rows)
+
+
+def stage_rft(pr: Proof) -> None:
+    """The rft stage (control: rft), rejection-sampling SFT: the GRPO arms' first prompts (OUT/data/rft_prompts.jsonl,
+    `python -m synth` as the GRPO data), sampled by the model the arms train from with the GRPO config's
+    temperature and completion length, as many completions as the followed arm generated (rft_budget); the
+    strict-correct ones (rft_records) are SFT data for sft_warmup.py from that model, with the control's options
+    and length (control_budget), one run per seed and rate as the control. Its prompts are the GRPO arms', so the
+    held-out guard covers them."""
+    from recipes.proof_eval import training_set_cmds
+
+    out, k, ev = pr.out, pr.k("rft"), pr.cfg["eval"]
+    completions, n_prompts, per = rft_budget(pr)
+    g = pr.parsed["grpo"][1]
+    cmds, files = training_set_cmds(pr.py, "rft_prompts", {**pr.data["grpo"], "num_train_examples": n_prompts},
+                                    pr.guard, out / "data")
+    (prompts, cmd), = cmds
+    if not pr.skip(k, "RFT prompts", prompts, cmd, f"{k} RFT"):
+        pr.step.header(k, f"RFT prompts: the GRPO arms' first {n_prompts} ({completions} completions as the "
+                          f"{control_follows(pr.cfg)} arm generated, {per} per prompt)")
+        pr.step.run("RFT prompts", cmd, stage=f"{k} RFT")
+    for s in dict.fromkeys(r.seed for r in control_runs(pr.cfg, RFT)):
+        samples = out / seeded("rft_samples", s)
+        cmd = [pr.py, "-m", "eval", "run", "--model", shown(pr.origin), "--data", shown(prompts), "--out",
+               shown(samples), "--backend", pr.backend, "--num-samples", str(per), "--temperature",
+               f"{g.temperature:g}", "--max-new-tokens", str(g.max_completion_length), "--seed", str(s or 0),
+               "--no-progress"]
+        cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
+        data = rft_data(out, s)
+        if not pr.skip(k, f"RFT samples {samples.name}", samples / "results.json", cmd, f"{k} RFT"):
+            pr.step(k, f"RFT samples: {per} per prompt from {shown(pr.origin)} (temperature {g.temperature:g}; "
+                       "resumes)", cmd, stage=f"{k} RFT")
+        print(f"# writes {shown(data)}: the strict-correct samples of {shown(samples / 'samples.jsonl')}, each its "
+              "prompt's record with the sample as completion")
+        rows = rft_records(samples / "samples.jsonl", prompts, data, pr.dry)
+        if not pr.dry:
+            print(f"   {rows} strict-correct samples of {n_prompts * per}")
+        if not pr.dry and not rows:
+            print(f"# no sample is strict-correct: {seeded(RFT, s)} is {shown(pr.origin)} (SFT on no rows changes "
+                  "nothing); its runs are not trained, selected or evaluated apart")
+            continue
+        for run in (r for r in control_runs(pr.cfg, RFT) if r.seed == s):
+            length, budget, note = control_budget(pr, run, out / run.folder / "model.safetensors")
+            section = {**pr.cfg["control"], "options": {**pr.cfg["control"]["options"], **run_options(run)}}
+            continued_sft(pr, k, section, f"RFT {run.folder}", f"RFT {run.folder} (its own strict-correct "
+                          f"samples, {length})", out / f"{seeded(RFT, s)}_config.yaml",
+                          {**pr.data["grpo"], "train_data": shown(data), "num_train_examples": completions},
+                          "the GRPO arms' data options, train_data its strict-correct samples", pr.origin,
+                          out / run.folder, budget, [note])

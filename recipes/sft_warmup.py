@@ -51,7 +51,9 @@ def wall_clock_stop(seconds: float):
 
 def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = None):
     """Prompt-completion rows (TRL trains on the completion only); examples without a writable gold
-    answer (no gold, no known solution) and prompts over max_prompt_tokens are skipped. With `max_length`
+    answer (no gold, no known solution) and prompts over max_prompt_tokens are skipped. A record (from a
+    --train_data file) that carries its own `completion` string trains on it instead of the gold answer's turn:
+    recipes/proof.py's rejection-sampling control, the policy's own strict-correct samples. With `max_length`
     (SFTConfig's, truncation keep_start) an example whose prompt alone fills max_length tokens is dropped
     here and counted in one line: TRL would truncate its answer away and drop it silently, and with every row
     dropped fail with "num_samples=0"; then this fails in one line naming max_length."""
@@ -65,7 +67,8 @@ def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = N
     rows, too_long, longest = [], 0, 0
     try:
         for r in data.iter_records(args):
-            resp = sft_completion(r)
+            own = r.get("completion")
+            resp = own if isinstance(own, str) and own else sft_completion(r)
             if resp is None or (measure and measure(r) > args.max_prompt_tokens):
                 continue
             n = length(r) if length else 0

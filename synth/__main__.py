@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "replaced only when synth wrote it, never inside another command's output")
     p.add_argument("--paraphrase", action="store_true", help="draw prompt wording from paraphrased templates")
     p.add_argument("--max-len", type=int, default=None, help="cap sequence lengths (tokens) for shorter prompts")
+    p.add_argument("--harder", action="store_true", help="rows beyond the official files' range (longer words, "
+                   "more pieces, more digits: each task's `harder` fields), a transfer test set; a task without "
+                   "them is refused")
     p.add_argument(
         "--text-source",
         default="real",
@@ -129,7 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_len is not None and args.max_len < 1:
             raise SynthError(f"--max-len must be >= 1 (tokens), got {args.max_len}")
         available()
-        combos(args.task, args.lang, args.subtask)  # validate before opening the output
+        cells = combos(args.task, args.lang, args.subtask)  # validate before opening the output
+        if args.harder:
+            from .core import check_harder
+
+            check_harder(cells)
         if args.text_source not in TEXT_SOURCES:
             raise SynthError(f"unknown text source {args.text_source!r}; choose from: {', '.join(TEXT_SOURCES)}")
         if args.out != "-":
@@ -156,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         stream = generate(
             args.task, args.lang, sys.maxsize if guard else args.n, args.seed, args.subtask,
             paraphrase=args.paraphrase, weights=weights, max_len=args.max_len, text_source=args.text_source,
-            stats=stats,
+            stats=stats, harder=args.harder,
         )
         if guard:
             stream = itertools.islice(guard.filter(stream), args.n)

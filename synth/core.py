@@ -59,6 +59,16 @@ class Generator:
     # graded hints for guided GRPO (recipes/guidance.py, issue 63): how many levels `hint(record, level)` offers,
     # level 0 the strongest; each hint is built only from that record's own gold answer. 0: never hinted.
     hint_levels: ClassVar[int] = 0
+    # rows harder than the official files' range (`generate(harder=True)`, `python -m synth --harder`): the Config
+    # fields that move past it (longer words, more pieces, more digits), for measuring transfer beyond what a model
+    # trained on; never a curriculum level. Empty: the task has none. `harder_knob` says what moves, in words.
+    harder: ClassVar[dict[str, Any]] = {}
+    harder_knob: ClassVar[str] = ""
+
+    @classmethod
+    def has_harder(cls, lang: str, subtask: str) -> bool:
+        """Whether the cell (lang, subtask) has harder rows: its `harder` fields move something there."""
+        return bool(cls.harder)
 
     @dataclass
     class Config:
@@ -250,6 +260,16 @@ def _salt(task: str, lang: str, subtask: str) -> int:
     return zlib.crc32(f"{task}/{lang}/{subtask}".encode())
 
 
+def check_harder(cells: list[tuple[str, str, str]]) -> None:
+    """Every (task, lang, subtask) cell has harder rows (Generator.has_harder), else one SynthError line naming the
+    first that has none."""
+    for t, lang, sub in cells:
+        if not GENERATORS[t].has_harder(lang, sub):
+            cell = "/".join(x for x in (t, lang, sub) if x)
+            raise SynthError(f"--harder: {cell} has no harder rows (rows beyond the official files' range; "
+                             f"{GENERATORS[t].harder_knob or 'the task has none'})")
+
+
 def generate(
     task: str,
     lang: str,
@@ -263,6 +283,7 @@ def generate(
     text_source: str = "real",
     stats: dict[str, int] | None = None,
     level: Callable[[str], int | None] | None = None,
+    harder: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Stream `n` records for `task`/`lang` (either may be "all"), deterministic for `seed`.
 
@@ -286,7 +307,10 @@ def generate(
     plain config; it is read at every draw, so a level changed while the stream is being read reaches the next
     record drawn. A task without `levels` ignores it. Each record drawn at a level carries it in `meta["level"]`.
     A cell whose level has no new prompts left starts that level's prompts again instead of stopping (a curriculum
-    stream must not end while a model is stuck at an easy level)."""
+    stream must not end while a model is stuck at an easy level).
+
+    `harder`: every task drawn with its `harder` Config fields (rows beyond the official files' range: a transfer
+    test set); a task without them is a SynthError line."""
     if n < 0:
         raise SynthError(f"n must be >= 0, got {n}")
     if text_source not in TEXT_SOURCES:
@@ -296,6 +320,9 @@ def generate(
         t: GENERATORS[t](GENERATORS[t].Config(paraphrase=paraphrase, max_len=max_len, text_source=text_source))
         for t in {c[0] for c in cells}
     }
+    if harder:
+        check_harder(cells)
+        gens = {t: GENERATORS[t](replace(g.config, **g.harder)) for t, g in gens.items()}
     at_level: dict[tuple[str, int], Generator] = {}  # one generator per (task, level) drawn at
     salts = [_salt(*c) for c in cells]
     counters = [0] * len(cells)

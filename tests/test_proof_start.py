@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "fixtures" / "proof_dry_runs"
 CONFIG = ROOT / "recipes" / "configs" / "proof_combine_sft_grpo_cpu.yaml"
 FIXTURE = ROOT / "tests" / "fixtures" / "tase_official_sample"
-# the configs shipped before the start stage: their dry runs must not change
+# the configs shipped before the start stage: their dry runs must not change; and issue 64's transfer, seeds, sweep,
+# RFT and lr-matched configs (en_combine, digital), pinned from their first version
 SHIPPED = ("proof_cpu", "proof_charcls_cpu", "proof_charcls_fast_cpu", "proof_combine_cpu", "proof_combine_gpu",
-           "proof_combine_long_cpu")
+           "proof_combine_long_cpu", "proof_combine_transfer_cpu", "proof_digital_transfer_cpu")
 
 
 def render(config: Path, official: Path, out: Path) -> tuple[int, str, str]:

@@ -62,9 +62,10 @@ T_COMBINE = {
 
 
 @lru_cache(maxsize=None)
-def en_words(max_len: int | None = None) -> tuple[str, ...]:
-    """Vocabulary words of more than 5 letters (the official minimum), at most `max_len` letters when given."""
-    return tuple(w for w in word_list("en").words if 5 < len(w) <= (max_len or len(w)))
+def en_words(max_len: int | None = None, min_len: int = 6) -> tuple[str, ...]:
+    """Vocabulary words of at least `min_len` letters (the official minimum, 6, by default), at most `max_len`
+    letters when given."""
+    return tuple(w for w in word_list("en").words if max(min_len, 6) <= len(w) <= (max_len or len(w)))
 
 
 @lru_cache(maxsize=None)
@@ -78,9 +79,10 @@ def en_vocab() -> frozenset[str]:
     return frozenset(word_list("en").words)
 
 
-def cut(rng: random.Random, w: str, max_parts: int = 4) -> list[str]:
-    """2-`max_parts` (at most 4) parts of >= 2 letters, lengths drawn uniformly among such compositions' shapes."""
-    k = rng.randint(2, min(max_parts, 4, len(w) // 2))
+def cut(rng: random.Random, w: str, max_parts: int = 4, min_parts: int = 2) -> list[str]:
+    """`min_parts`-`max_parts` parts of >= 2 letters (as many as the word allows), lengths drawn uniformly among
+    such compositions' shapes."""
+    k = rng.randint(min(min_parts, len(w) // 2), min(max_parts, len(w) // 2))
     extra = len(w) - 2 * k
     bars = sorted(rng.randint(0, extra) for _ in range(k - 1))
     lengths = [2 + b - a for a, b in zip([0, *bars], [*bars, extra])]
@@ -122,11 +124,17 @@ class ComponentSplit(Generator):
     levels = LEVELS
     level_knob = ("en: longest word (letters) and most pieces; zh: most parts per decomposition and the most "
                   "frequent characters drawn from; ko: 2-jamo syllables only, then 2-3")
+    # beyond the official range (en only: 2-4 pieces of 6-21-letter words there): 5-6 pieces of words of 12 or more
+    # letters; zh and ko have nothing harder to draw (synth --harder refuses them)
+    harder = {"min_word_len": 12, "min_parts": 5, "max_parts": 6}
+    harder_knob = "en: 5-6 pieces (the official files: 2-4) of words of 12 or more letters"
 
     @dataclass
     class Config(Generator.Config):
         max_word_len: int | None = None  # en: longest word drawn (None: the official 6-21 letters)
-        max_parts: int = 4  # en: pieces per word (2..max_parts); zh: parts per decomposition
+        max_parts: int = 4  # en: pieces per word (min_parts..max_parts); zh: parts per decomposition
+        min_word_len: int = 6  # en: shortest word drawn (the official minimum; `harder` raises it)
+        min_parts: int = 2  # en: fewest pieces per word (`harder` raises it past the official 4)
         hanzi: int = 3500  # zh: characters drawn from this many most frequent ones
         ko_final: bool = True  # ko: syllables with a final consonant (3 jamo) too; False: 2 jamo only
 
@@ -155,6 +163,10 @@ class ComponentSplit(Generator):
             return kind, LANG_OF_STEM[prefix]
         return None
 
+    @classmethod
+    def has_harder(cls, lang: str, subtask: str) -> bool:
+        return lang == "en"
+
     def make(self, rng: random.Random, lang: str, subtask: str):
         t = self.template(rng, T_SPLIT if subtask == "split" else T_COMBINE, lang)
         if lang == "en":
@@ -182,8 +194,8 @@ class ComponentSplit(Generator):
         return self._rec(lang, subtask, t.format(parts=" ".join(dec)), ch, {"char": ch, "parts": list(dec)})
 
     def _en(self, rng: random.Random, subtask: str, t: str):
-        w = rng.choice(en_words(self.config.max_word_len))
-        parts = cut(rng, w, self.config.max_parts)
+        w = rng.choice(en_words(self.config.max_word_len, self.config.min_word_len))
+        parts = cut(rng, w, self.config.max_parts, self.config.min_parts)
         if "".join(parts) != w:  # pragma: no cover - cut() partitions the word
             return None
         if subtask == "split":

@@ -12,6 +12,7 @@ OpenCC, radicals and kana from the confusables table), punctuation untouched ("�
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from functools import lru_cache
 
 from common.record import make_record
@@ -108,6 +109,18 @@ class VariantNormalize(Generator):
         r"(?P<i>以下是被扰动后的文本，请你还原出原始文本，不修改标点符号)(?P<k>：.*)",
     )
     unit_in_prompt = True  # tokstats: the asked-about unit is quoted in the prompt
+    # beyond the official range (the digit file only: 4-13 digits there): 14-24 digits; en and zh have nothing
+    # harder to draw (synth --harder refuses them)
+    harder = {"digits": (14, 24)}
+    harder_knob = "digital: 14-24 digits (the official file: 4-13)"
+
+    @dataclass
+    class Config(Generator.Config):
+        digits: tuple[int, int] = (4, 13)  # digital: the number's length range (the official file's)
+
+    @classmethod
+    def has_harder(cls, lang: str, subtask: str) -> bool:
+        return subtask == "digital"
 
     @classmethod
     def official_file(cls, stem: str) -> tuple[str, str] | None:
@@ -120,7 +133,7 @@ class VariantNormalize(Generator):
 
     def make(self, rng: random.Random, lang: str, subtask: str):
         if subtask == "digital":
-            orig = "".join(rng.choice("0123456789") for _ in range(rng.randint(4, 13)))
+            orig = "".join(rng.choice("0123456789") for _ in range(rng.randint(*self.config.digits)))
             x = perturb(rng, orig, homoglyphs("digits"), rng.uniform(*RATE))
             key = "digital"
         elif lang == "en":
