@@ -76,6 +76,12 @@ for var, sub in {
 }.items():
     os.environ[var] = str(_SESSION_CACHE / sub)
 os.environ["HF_HUB_OFFLINE"] = "1"  # no model hub here: a test that reaches for it fails fast
+# The tests train and generate in their own processes (xdist workers) and in CLIs they start: OpenMP threads that
+# spin while waiting collapse when two workers share 2 cores (bench/grpo_step.py's GRPO step: 29.5 s spinning,
+# 9.3 s passive, beside one other busy process). The entry points set this (common/process.apply); the test
+# process is not one, so it sets it here, before anything imports torch (an explicit setting still wins).
+TORCH_BEFORE_CONFTEST = "torch" in sys.modules
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def stub_hub_snapshot(hub: Path, repo_id: str, config: dict) -> Path:
@@ -108,6 +114,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ONE_WORKER = {"test_vllm.py", "test_eval_api.py", "test_slurm.py", "test_async_grpo.py", "test_vllm_orphans.py"}
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: `-p no:xdist` runs still load this file
 def pytest_xdist_make_scheduler(config, log):
     """loadfile's scheduler with the vLLM files as one scope (the hook is pytest-xdist's, called on the controller)."""
     if config.getvalue("dist") != "loadfile":
