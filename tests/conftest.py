@@ -111,8 +111,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # `make test` runs two pytest-xdist workers with --dist loadfile: each test file is one unit on one worker (its
 # module fixtures start once). The files that start engines of the default model (SmolLM2, ~3.5 GB each: test_vllm
 # holds two at once) are one unit together; the files whose engines serve the tiny random Llama (tiny64: SLURM plan,
-# async GRPO, the API server, the orphan check) are units of their own, so the two workers share them (all in one
-# unit they were ~2/3 of the suite's wall time on one worker) and at most one default-model unit runs at a time.
+# async GRPO, the API server, the orphan check) are units of their own, so the two workers share them (in one unit their
+# minutes added up on one worker: the SLURM plan, async GRPO, the API server) and at most one default-model unit runs at a time.
 # (Spread over both workers, default-model engines once took the machine's memory to 18 GB of 24.) xdist's own
 # `loadgroup` cannot say this here: it renames items' `_nodeid`, which pytest 9 no longer reads.
 ONE_WORKER = {"test_vllm.py"}
