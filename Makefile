@@ -73,8 +73,9 @@ lock:
 	rm -rf .venv-lock
 
 # Two pytest workers (pytest-xdist), each test file whole on one worker (--dist loadfile: a module's shared
-# fixture, such as test_eval_api's one `vllm serve`, starts once; tests/conftest.py puts the files that start
-# vLLM on one worker together). Most of the suite's time is single-threaded (interpreter start-up and
+# fixture, such as test_eval_api's one `vllm serve`, starts once; tests/conftest.py hands out the files with the
+# most slow tests first and keeps the default model's vLLM engines on one worker; the test processes wait for
+# OpenMP passively, as the entry points do). Most of the suite's time is single-threaded (interpreter start-up and
 # imports of the CLIs it runs), so two workers on 2 cores took 582 s where one took 875 s (docs/benchmarks.md).
 # TEST_WORKERS=0 runs everything in one process.
 # PYTEST_ARGS: more pytest options (.ci/run adds its skip report: -rs --junitxml=...).

@@ -19,6 +19,12 @@ every core (bench/_load.py). Each `--variant` adds a row per generator with thos
 compile:torch_compile=true --variant 1-thread:threads=1 --variant short:max_completion_length=24`);
 a variant whose options all start with `vllm_` runs for the vLLM generator only;
 `threads=N` sets torch's intra-op threads in the child instead of a recipe option.
+
+The process settings of the entry points (common/process.apply: OpenMP's passive waits, above all) are made first
+thing, before torch loads, in this process and so in every child: the recipe's own `main` makes them too late
+here, after the child imported transformers. Each row also says how busy the machine was while it ran: the cores
+the other processes used (from /proc/stat, less this benchmark's own CPU time), so a "quiet" row run beside other
+work says it is not quiet.
 """
 from __future__ import annotations
 
@@ -35,6 +41,53 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+QUIET_CORES = 0.25  # other processes using less than this many cores on average: the machine was quiet
+
+
+def busy_seconds() -> float | None:
+    """CPU seconds all processes spent busy since boot (/proc/stat: every state but idle and iowait), or None off
+    Linux."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def own_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (a row's child has, once it is timed)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class OtherLoad:
+    """The cores other processes kept busy while a block ran: (all busy CPU time - ours) / wall time."""
+
+    def __enter__(self) -> "OtherLoad":
+        self.t, self.busy, self.own, self.cores = time.time(), busy_seconds(), own_seconds(), None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        busy, wall = busy_seconds(), time.time() - self.t
+        if busy is not None and self.busy is not None and wall > 0:
+            self.cores = max(0.0, (busy - self.busy) - (own_seconds() - self.own)) / wall
+
+    def text(self) -> str:
+        return "n/a" if self.cores is None else f"{self.cores:.2f}"
+
+
+def load_verdict(cond: str, others: list[float]) -> str:
+    """One line on what the rows of a condition ran beside, from the measured load (not from the condition's
+    name: `quiet` only means this benchmark added no load)."""
+    if not others:
+        return f"# {cond}: the other processes' load could not be measured (no /proc/stat)"
+    worst = max(others)
+    if cond == "quiet" and worst < QUIET_CORES:
+        return f"# {cond}: other processes used at most {worst:.2f} of {os.cpu_count()} cores during these rows"
+    what = "NOT quiet: " if cond == "quiet" else ""
+    return (f"# {cond}: {what}other processes used up to {worst:.2f} of {os.cpu_count()} cores during these rows"
+            + ("; these timings are loaded" if cond == "quiet" else " (the spinning processes included)"))
 
 
 def child(args: argparse.Namespace) -> int:
@@ -139,8 +192,9 @@ def trainer_table(args: argparse.Namespace) -> int:
 
     print(f"# sync vs async GRPO: {Path(args.config).name}, {args.steps} optimizer steps each (first = warm-up), "
           f"CPU x{os.cpu_count()}; {' '.join(args.set) or 'config as is'}")
-    print(f"{'trainer':<8} {'s/step':>7} {'samples/s':>10} {'samples/step':>13} {'run wall s':>11}  notes")
-    rows = {}
+    print(f"# load average {os.getloadavg()[0]:.2f} at the start; others = cores other processes used during the row")
+    print(f"{'trainer':<8} {'s/step':>7} {'samples/s':>10} {'samples/step':>13} {'run wall s':>11} {'others':>6}  notes")
+    rows, others = {}, []
     for kind in args.trainer:
         why = skip_reason("vllm")
         if why:
@@ -152,7 +206,8 @@ def trainer_table(args: argparse.Namespace) -> int:
                    str(args.steps), "--result", str(result), "--output_dir", str(Path(tmp) / "run"),
                    *sum((["--set", s] for s in args.set), [])]
             env = {**os.environ, "VLLM_CPU_CI_ENV": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+            with OtherLoad() as load:
+                proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
             if proc.returncode != 0 or not result.exists():
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
                 print(f"{kind:<8} failed: {tail[0]}")
@@ -170,7 +225,10 @@ def trainer_table(args: argparse.Namespace) -> int:
                     + f"; generation {o['generate_s']:.0f} s and optimizer steps {o['train_s']:.0f} s overlapped "
                       f"{o['overlap_s']:.0f} s; weight syncs {o['sync_s']:.1f} s in the engine")
         rows[kind] = per
-        print(f"{kind:<8} {per:>7.2f} {n / per:>10.3f} {n:>13} {r['wall_s']:>11.0f}  {note}", flush=True)
+        others += [] if load.cores is None else [load.cores]
+        print(f"{kind:<8} {per:>7.2f} {n / per:>10.3f} {n:>13} {r['wall_s']:>11.0f} {load.text():>6}  {note}",
+              flush=True)
+    print(load_verdict("quiet", others))
     if "sync" in rows and "async" in rows:
         print(f"# async / sync samples/s: {rows['sync'] / rows['async']:.2f}x")
     print("# s/step = median wall time between successive optimizer-step ends after the first (generation, "
@@ -218,6 +276,9 @@ def skip_reason(gen: str) -> str | None:
 
 
 def main() -> int:
+    from common import process
+
+    process.apply()  # before torch loads, here and in every child (they inherit the environment)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=str(ROOT / "recipes/configs/grpo_smollm2_cpu.yaml"))
     p.add_argument("--steps", type=int, default=4, help="optimizer steps per generator (first = warm-up)")
@@ -257,14 +318,16 @@ def main() -> int:
         hw = platform.machine()
     print(f"# GRPO step anatomy: {Path(args.config).name}, {args.steps} steps per generator (first = warm-up), {hw}")
     print(f"{'generator':<14} {'step s':>7} {'generate':>9} {'rewards':>8} {'sync':>6} {'prep':>6} {'loss fwd':>9} "
-          f"{'bwd+opt':>8} {'tokens':>7} {'rollout tok/s':>14} {'vs hf':>6} {'step/hf':>9}")
+          f"{'bwd+opt':>8} {'tokens':>7} {'rollout tok/s':>14} {'vs hf':>6} {'step/hf':>9} {'others':>6}")
     from contextlib import nullcontext
 
     from _load import busy_cores
 
     for cond in conditions:
-        print(f"# {cond}" + (f": {os.cpu_count()} spinning processes beside the recipe" if cond == "loaded" else "")
-              + f", load average {os.getloadavg()[0]:.2f}", flush=True)
+        others: list[float] = []
+        print(f"# {cond}" + (f": {os.cpu_count()} spinning processes beside the recipe" if cond == "loaded" else
+                             ": the machine as it is, nothing added")
+              + f"; load average {os.getloadavg()[0]:.2f} at the start", flush=True)
         with busy_cores() if cond == "loaded" else nullcontext():
             ref = ref_step = None
             for gen, (label, extra) in [(g.strip(), v) for g in args.generators.split(",") if g.strip()
@@ -281,21 +344,24 @@ def main() -> int:
                     cmd = [sys.executable, __file__, "--child", gen, "--config", args.config, "--steps", str(args.steps),
                            "--result", str(result), "--output_dir", str(Path(tmp) / "run"),
                            *sum((["--set", s] for s in [*args.set, *extra]), [])]
-                    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+                    with OtherLoad() as load:
+                        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
                     if proc.returncode != 0 or not result.exists():
                         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
                         print(f"{name:<14} failed: {tail[0]}")
                         continue
                     s = summarise(json.loads(result.read_text()))
+                others += [] if load.cores is None else [load.cores]
                 ref = ref or s["tok_per_s"]
                 ref_step = ref_step or s["step_s"]
                 ratio = f"{s['tok_per_s'] / ref:.2f}x" if ref else "n/a"
                 print(f"{name:<14} {s['step_s']:>7.2f} {s['gen_s']:>9.2f} {s['reward_s']:>8.4f} {s['sync_s']:>6.2f} "
                       f"{s['other_prep_s']:>6.2f} {s['loss_s']:>9.2f} {s['backward_s']:>8.2f} {s['tokens']:>7.0f} "
-                      f"{s['tok_per_s']:>14.1f} {ratio:>6} {s['step_s'] / ref_step:>8.2f}x", flush=True)
+                      f"{s['tok_per_s']:>14.1f} {ratio:>6} {s['step_s'] / ref_step:>8.2f}x {load.text():>6}", flush=True)
+        print(load_verdict(cond, others), flush=True)
     print("# seconds per optimizer step (medians); prep = old log-probs and advantages; loss fwd = policy forward "
           "in compute_loss; bwd+opt = the rest of the step; vs hf = rollout tok/s ratio; step/hf = step time ratio "
-          "(below 1: faster than the first generator)")
+          "(below 1: faster than the first generator); others = cores other processes kept busy during the row")
     return 0
 
 

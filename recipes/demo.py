@@ -61,25 +61,6 @@ def logged_steps(metrics: Path) -> list[dict]:
         return []
 
 
-def grpo_summary(rows: list[dict]) -> str:
-    """One line per GRPO step: total reward, per-function means, share of zero-variance groups, and the tase/
-    metrics (official and strict accuracy, loophole share, zero-variance groups on the accuracy) where logged."""
-    lines = []
-    for m in rows:
-        per_fn = " ".join(f"{k.split('/')[1]} {v:.2f}" for k, v in m.items() if k.startswith("rewards/")
-                          and k.endswith("/mean"))
-        tase = (f"; official {m['tase/official_acc']:.2f}, strict {m['tase/strict_acc']:.2f}, loophole share "
-                f"{m['tase/loophole_share']:.2f}, zero-variance groups {m['tase/zero_var_groups']:.2f}"
-                if all(f"tase/{k}" in m for k in ("official_acc", "strict_acc", "loophole_share", "zero_var_groups"))
-                else "")
-        dyn = (f"; trained on {m['tase/dynamic/groups_kept']:.0f} mixed groups of {m['tase/dynamic/groups_drawn']:.0f}"
-               f" drawn ({m['tase/dynamic/rounds']:.0f} re-draw rounds)" if "tase/dynamic/groups_kept" in m else "")
-        lines.append(f"   step {m['step']}: reward {m['reward']:.3f} ({per_fn}), frac_reward_zero_std "
-                     f"{m.get('frac_reward_zero_std', float('nan')):.2f}{tase}{dyn}, "
-                     f"{m.get('step_time', float('nan')):.0f} s")
-    return "\n".join(lines)
-
-
 def stage_gains(evals: Path, n_boot: int = 1000) -> str:
     """Overall gain of each stage with its paired, file-stratified 95% bootstrap interval (the same
     statistic as `eval compare`), and which stage the gain over the base model came from."""
@@ -233,8 +214,7 @@ def main(argv: list[str] | None = None) -> int:
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
               "--save_steps", str(args.grpo_steps), "--dynamic_sampling", "true", "--resume_from_checkpoint", "true",
               *engine])
-    steps = logged_steps(out / "grpo" / "metrics.jsonl")
-    print(grpo_summary(steps))
+    steps = logged_steps(out / "grpo" / "metrics.jsonl")  # the training printed one line per step (recipes/tracking)
     step.run("plot the GRPO training curves (reward, official/strict accuracy, loophole and zero-variance shares)",
              [py, "-m", "eval", "plot-training", str(out / "grpo"), "--out", str(out / "training.png")])
     step(5, "export the tuned model",
@@ -257,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     print(stage_gains(out / "eval"))
     print(grpo_signal(steps))
     print(answer_spread(out / "eval"))
-    print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}")
-    if not args.verbose:
-        print(f"library warnings of the steps: {out / 'logs' / 'steps.log'} (--verbose shows them, and INFO)")
+    print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}"
+          + ("" if args.verbose else f"; library warnings of the steps: {out / 'logs' / 'steps.log'} (--verbose "
+             "shows them, and INFO)"))
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "
           f"plot: {out / 'comparison' / 'comparison.png'}; training curves: {out / 'training.png'}; "
           f"model: {out / 'tuned'}")

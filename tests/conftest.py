@@ -1,5 +1,6 @@
 """Test session set-up: every cache the project (and the libraries it drives) writes points into one
 temporary folder for the session, so no test depends on what an earlier run left on the machine."""
+import functools
 import os
 import shutil
 import signal
@@ -76,6 +77,12 @@ for var, sub in {
 }.items():
     os.environ[var] = str(_SESSION_CACHE / sub)
 os.environ["HF_HUB_OFFLINE"] = "1"  # no model hub here: a test that reaches for it fails fast
+# The tests train and generate in their own processes (xdist workers) and in CLIs they start: OpenMP threads that
+# spin while waiting collapse when two workers share 2 cores (bench/grpo_step.py's GRPO step: 29.5 s spinning,
+# 9.3 s passive, beside one other busy process). The entry points set this (common/process.apply); the test
+# process is not one, so it sets it here, before anything imports torch (an explicit setting still wins).
+TORCH_BEFORE_CONFTEST = "torch" in sys.modules
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def stub_hub_snapshot(hub: Path, repo_id: str, config: dict) -> Path:
@@ -103,14 +110,38 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 # `make test` runs two pytest-xdist workers with --dist loadfile: each test file is one unit on one worker (its
-# module fixtures start once), and the files that start a vLLM engine or server are one unit together, so two
-# engines never run at once (spread over both workers they took the machine's memory to 18 GB of 24). xdist's own
+# module fixtures start once). The files that start engines of the default model (SmolLM2, ~3.5 GB each: test_vllm
+# holds two at once) are one unit together; the files whose engines serve the tiny random Llama (tiny64: SLURM plan,
+# async GRPO, the API server, the orphan check) are units of their own, so the two workers share them (in one unit their
+# minutes added up on one worker: the SLURM plan, async GRPO, the API server) and at most one default-model unit runs at a time.
+# (Spread over both workers, default-model engines once took the machine's memory to 18 GB of 24.) xdist's own
 # `loadgroup` cannot say this here: it renames items' `_nodeid`, which pytest 9 no longer reads.
-ONE_WORKER = {"test_vllm.py", "test_eval_api.py", "test_slurm.py", "test_async_grpo.py", "test_vllm_orphans.py"}
+ONE_WORKER = {"test_vllm.py"}
 
 
+# The longest files, longest first, from a fresh clone's `make test --durations` (issue 65: the SLURM plan 107 s,
+# test_recipes' ablation 100 s, async GRPO 98 s, the CPU speed equivalence 98 s, ZeRO-3 69 s, vLLM 67 s and 52 s): handed
+# out before the rest, whatever their number of slow marks. A stale order costs balance, never a test.
+LONGEST_FIRST = ("test_vllm.py", "test_slurm.py", "test_recipes.py", "test_async_grpo.py", "test_cpu_speed.py",
+                 "test_eval_api.py", "test_zero3_cpu.py")
+
+
+@functools.lru_cache(maxsize=None)
+def slow_marks(file: str) -> int:
+    """How many `pytest.mark.slow` a test file holds (read from its source on the xdist controller, which collects
+    nothing itself): the scheduler's estimate of how long the file takes."""
+    try:
+        return (ROOT / file).read_text(encoding="utf-8").count("pytest.mark.slow")
+    except OSError:
+        return 0
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: `-p no:xdist` runs still load this file
 def pytest_xdist_make_scheduler(config, log):
-    """loadfile's scheduler with the vLLM files as one scope (the hook is pytest-xdist's, called on the controller)."""
+    """loadfile's scheduler with the default-model vLLM files as one scope, and the longest units handed out first
+    (LONGEST_FIRST, then the most slow tests; the hook is pytest-xdist's, called on the controller). xdist orders
+    units by their number of tests, which put the single-test minutes-long files (SLURM plan, ZeRO-3) last, on one
+    worker while the other idled; longest first is the classic schedule for two machines."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -119,6 +150,16 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             file = nodeid.split("::", 1)[0]
             return "vLLM files" if Path(file).name in ONE_WORKER else file
+
+        def _assign_work_unit(self, node) -> None:
+            def longest_first(item) -> tuple[int, int, int]:
+                files = {nodeid.split("::", 1)[0] for nodeid in item[1]}
+                known = [LONGEST_FIRST.index(Path(f).name) for f in files if Path(f).name in LONGEST_FIRST]
+                return min(known, default=len(LONGEST_FIRST)), -sum(slow_marks(f) for f in files), -len(item[1])
+
+            for scope, _ in sorted(self.workqueue.items(), key=longest_first):  # stable: ties keep xdist's order
+                self.workqueue.move_to_end(scope)
+            super()._assign_work_unit(node)
 
     return VllmFilesTogether(config, log)
 
@@ -191,6 +232,14 @@ def tiny_model(tmp_path_factory, default_model) -> Path:
     """Hidden 64, 4 heads of 16, SmolLM2's tokenizer: the recipes' wiring runs (tests/test_recipes.py,
     tests/test_bad_inputs.py) and the ZeRO-3 comparison (tests/test_zero3_cpu.py), fast on 2 cores."""
     return write_tiny_llama(tmp_path_factory.mktemp("tiny"), default_model, hidden=64, heads=4, kv_heads=2)
+
+
+@pytest.fixture(scope="session")
+def tiny64(tmp_path_factory, default_model) -> Path:
+    """A 2-layer random Llama with head_dim 64 (vLLM's CPU attention has no kernel for smaller heads), SmolLM2's
+    tokenizer: the SLURM plan's trainers and vLLM server (tests/test_slurm.py) and the async GRPO steps with their
+    in-process engine (tests/test_async_grpo.py), which check wiring, not learning."""
+    return write_tiny_llama(tmp_path_factory.mktemp("tiny64"), default_model, hidden=128, heads=2, kv_heads=1)
 
 
 # --- a CLI's main(argv) in-process (issue 39): bad-input cases without a fresh interpreter each ----------------------

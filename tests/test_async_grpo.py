@@ -1,5 +1,6 @@
 """trainer: async (TRL's AsyncGRPOTrainer) on CPU: recipes/async_grpo/patches.py's tree attention, the one-line option
-errors, and a few real async GRPO steps on the default model with the in-process vLLM engine (slow)."""
+errors, and a few real async GRPO steps on a tiny random Llama (tests/conftest.py `tiny64`: the wiring, not learning)
+with the in-process vLLM engine (slow)."""
 from __future__ import annotations
 
 import json
@@ -57,15 +58,15 @@ def test_async_refuses_sync_only_options_in_one_line():
 
 
 @pytest.mark.slow
-def test_async_grpo_steps_on_cpu(vllm_env, default_model, tmp_path):
-    """2 async GRPO steps, SmolLM2-135M, 4 completions of <= 8 tokens per step, max_staleness 1: generation in
+def test_async_grpo_steps_on_cpu(vllm_env, tiny64, tmp_path):
+    """2 async GRPO steps, a tiny random Llama with SmolLM2's tokenizer and chat template, 4 completions of <= 8 tokens per step, max_staleness 1: generation in
     the rollout process overlaps optimizer steps; every weight sync reaches the engine (versions 1, 2, ...) and the
     worker's policy version follows; no trained sample is more than max_staleness syncs old; both reward functions
     are logged at every step."""
     trace, out = tmp_path / "trace.jsonl", tmp_path / "run"
     steps, staleness = 2, 1
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
-           "--trainer", "async", "--output_dir", str(out), "--max_steps", str(steps), "--num_generations", "4",
+           "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", str(steps), "--num_generations", "4",
            "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1", "--max_completion_length",
            "8", "--max_staleness", str(staleness), "--save_strategy", "no", "--num_train_examples", "16",
            "--learning_rate", "1e-4", "--async_trace", str(trace), "--async_max_model_len", "512"]

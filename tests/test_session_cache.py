@@ -53,3 +53,15 @@ def test_sigterm_still_removes_the_session_cache(tmp_path):
     out, _ = p.communicate(timeout=60)
     assert p.returncode != 0, out
     assert not cache.exists(), out
+
+
+def test_test_processes_wait_passively():
+    """The workers train in-process: OpenMP's wait policy must be set before torch loads (libgomp reads it once),
+    and the CLIs the tests start inherit it."""
+    import conftest
+
+    assert not conftest.TORCH_BEFORE_CONFTEST, "torch was imported before tests/conftest.py set OMP_WAIT_POLICY"
+    assert os.environ.get("OMP_WAIT_POLICY"), "OMP_WAIT_POLICY is not set for the test processes"
+    out = subprocess.run([sys.executable, "-c", "import os; print(os.environ['OMP_WAIT_POLICY'])"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == os.environ["OMP_WAIT_POLICY"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, write_tiny_llama
+from conftest import ROOT
 from tests.slurm_cluster import LocalSlurm, ensure_installed
 
 PROBE = [1, 2, 3, 4, 5, 6]
@@ -36,12 +36,6 @@ def cluster(tmp_path_factory):
         yield c
     finally:
         c.stop()
-
-
-@pytest.fixture(scope="module")
-def tiny64(tmp_path_factory, default_model) -> Path:
-    """A 2-layer random Llama with head_dim 64 (vLLM's CPU attention has no kernel for smaller heads)."""
-    return write_tiny_llama(tmp_path_factory.mktemp("tiny64"), default_model, hidden=128, heads=2, kv_heads=1)
 
 
 def test_cluster_runs_jobs_on_three_nodes_with_fake_gpus(cluster):

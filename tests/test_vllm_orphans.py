@@ -23,10 +23,11 @@ def _gone(p) -> bool:
 
 
 @pytest.mark.slow  # a real vLLM engine start: ~40-70 s on 2 busy cores
-def test_kill_9_of_eval_run_leaves_no_engine_process(vllm_env, default_model, fixture_root, tmp_path):
+def test_kill_9_of_eval_run_leaves_no_engine_process(vllm_env, tiny64, fixture_root, tmp_path):
+    """The engine of a tiny random Llama (tests/conftest.py): what is checked is its processes, not its answers."""
     import psutil
 
-    cmd = [sys.executable, "-m", "eval", "run", "--model", "default", "--data", f"official:{fixture_root}",
+    cmd = [sys.executable, "-m", "eval", "run", "--model", str(tiny64), "--data", f"official:{fixture_root}",
            "--limit", "2", "--backend", "vllm", "--max-new-tokens", "256", "--out", str(tmp_path / "run")]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=vllm_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     kids: list = []
