@@ -51,7 +51,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="output folder (default: the config's out, runs/proof)")
     p.add_argument("--completions", default=None, metavar="DIR", help="where the per-row completion files go "
                    "(default: OUT/completions, or OUT/<the config's completions:>); nothing is written outside OUT "
-                   "unless named here, e.g. --completions docs/results/proof_cpu to refresh the committed files")
+                   "unless named here, e.g. --completions docs/results/component_count_proof_cpu to refresh the committed files")
     p.add_argument("--dry-run", action="store_true", help="print every stage's commands, run nothing")
     one_line_errors(p)
     return p.parse_args(argv)

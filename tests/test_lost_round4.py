@@ -176,7 +176,7 @@ def test_mixture_duplicate_key_is_one_line(tmp_path):
 
 PROOF = """\
 out: runs/proof
-completions: docs/results/proof_cpu
+completions: docs/results/component_count_proof_cpu
 files: [token_structure/component_count/english.csv]
 sft:
   config: recipes/configs/sft_smollm2_cpu.yaml

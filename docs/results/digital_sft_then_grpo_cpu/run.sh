@@ -4,7 +4,7 @@
 # (C: runs/proof_digital/control of `make proof ... PROOF_CONFIG=recipes/configs/proof_digital_cpu.yaml`, or the
 # hand run's; the same weights). `make proof` with recipes/configs/proof_digital_sft_grpo_cpu.yaml runs the same
 # commands under the names fine and control. From the repository root:
-#   TASE=/path/to/Tase C=<the control> E=<a work folder> bash docs/results/proof_cpu_digital_sft_grpo/run.sh
+#   TASE=/path/to/Tase C=<the control> E=<a work folder> bash docs/results/digital_sft_then_grpo_cpu/run.sh
 set -euo pipefail
 : "${TASE:?set TASE}" "${C:?set C}" "${E:?set E}"
 # E/official: digital.csv alone, in the release's layout (links into TASE)

@@ -2,7 +2,7 @@
 # Issue 49, the third file: variant_normalize/digital (session 19; docs/results.md, "Issue 49, a third file
 # (session 19)"). Run by hand, not by `make proof`: the two warm-up stages, GRPO, the time-matched control, and the
 # evaluations. From the repository root:
-#   TASE=/path/to/Tase E=<a work folder> bash docs/results/proof_cpu_digital/commands.sh
+#   TASE=/path/to/Tase E=<a work folder> bash docs/results/digital_proof_cpu/commands.sh
 set -euo pipefail
 : "${TASE:?set TASE}" "${E:?set E}"
 # E/official: digital.csv alone, in the release's layout (links into TASE)
