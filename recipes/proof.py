@@ -59,8 +59,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    """The stages in order (eight, one more each with a start, a control, a selection; docs/results.md, "make
-    proof"); 1 when a re-scored file disagrees."""
+    """The stages in order (eight, one more each with a start, a control, a selection; docs/proof.md); 1 when a re-scored file disagrees."""
     pr = setup(parse_args(argv))
     t0 = time.time()
     stage_subset(pr)

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Issue 49, session 21 (docs/results.md, "Issue 49, the controls' learning rate"): the three jobs as they ran, in
+# Issue 49, the 2026-11-28 run (docs/experiments/2026-11-28-control-learning-rate.md): the three jobs as they ran, in
 # /work/main with the official release at /work/Tase. Job 1 and job 2 (digital) need runs/proof_digital_sft_grpo of
 # `make proof ... PROOF_CONFIG=recipes/configs/proof_digital_sft_grpo_cpu.yaml`; job 3 (en_combine) needs
 # runs/proof_combine_sft_grpo of `make proof ... PROOF_CONFIG=recipes/configs/proof_combine_sft_grpo_cpu.yaml`.
 # Jobs 2 and 3 ran side by side, job 1 alone before them, job 4 alone after them.
 
 job1() {
-  # Issue 49 follow-up (session 21): the skeptic's arms on digital SFT then GRPO.
-  # From the digital start C (runs/proof_digital_sft_grpo/start = proof_digital's control, 64.60; session 20 took it
+  # Issue 49 follow-up (2026-11-28): the skeptic's arms on digital SFT then GRPO.
+  # From the digital start C (runs/proof_digital_sft_grpo/start = proof_digital's control, 64.60; the 2026-11-28 run took it
   # for the best SFT model, which this job disproved):
   #   sft_lr5e-5, sft_lr1e-4: more SFT, 88 steps, constant lr (the en_combine control's 5e-5, and 1e-4 between it
   #   and 3e-4)
@@ -41,7 +41,7 @@ job1() {
 }
 
 job2() {
-  # Issue 49 follow-up (session 21), job A: SFT then GRPO on digital from the held-out-best SFT model
+  # Issue 49 follow-up (2026-11-28), job A: SFT then GRPO on digital from the held-out-best SFT model
   # S2 = /work/exp21/sft_lr1.0e-4 (78.40 whole file, 95.83 held-out), on fresh rows (synth_seed 781, 928 rows):
   #   a_grpo: GRPO fine as the committed arm (seed 42); a_sft1e-4, a_sft5e-5: 88 more SFT steps at those lrs
   set -euo pipefail
@@ -73,7 +73,7 @@ job2() {
 }
 
 job3() {
-  # Issue 49 follow-up (session 21), job B: en_combine's more-SFT control at other learning rates.
+  # Issue 49 follow-up (2026-11-28), job B: en_combine's more-SFT control at other learning rates.
   # From C0 (runs/proof_combine_sft_grpo/start, 25.30) on the same rows as the committed control (control_config.yaml:
   # component_split/en/combine, 2,000 rows of synth_seed 779), constant lr, 329 steps (the committed control's count),
   # checkpoints at 100, 200, 300 and the final 329, chosen on the 300 held-out selection rows as the committed arms.
@@ -97,7 +97,7 @@ job3() {
 }
 
 job4() {
-  # Issue 49 (session 21), job 4: a third seed (11) of en_combine's GRPO with dynamic sampling from C0, chosen on the
+  # Issue 49 (2026-11-28), job 4: a third seed (11) of en_combine's GRPO with dynamic sampling from C0, chosen on the
   # held-out selection rows like seeds 42 and 7, compared with the held-out-best more-SFT control (lr 2e-5, job 3)
   set -euo pipefail
   cd /work/main; export PATH=/work/main/.venv/bin:$PATH

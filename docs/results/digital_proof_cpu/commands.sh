@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Issue 49, the third file: variant_normalize/digital (session 19; docs/results.md, "Issue 49, a third file
-# (session 19)"). Run by hand, not by `make proof`: the two warm-up stages, GRPO, the time-matched control, and the
+# Issue 49, the third file: variant_normalize/digital (docs/experiments/2026-11-28-digital-third-file.md). Run by hand, not by `make proof`: the two warm-up stages, GRPO, the time-matched control, and the
 # evaluations. From the repository root:
 #   TASE=/path/to/Tase E=<a work folder> bash docs/results/digital_proof_cpu/commands.sh
 set -euo pipefail

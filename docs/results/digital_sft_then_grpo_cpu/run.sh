@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Issue 49, SFT then GRPO on variant_normalize/digital (session 20; docs/results.md, "Issue 49, the third file as one
-# command"): the two final stages as they first ran by hand, from the best SFT model, the digital proof's control
+# Issue 49, SFT then GRPO on variant_normalize/digital (docs/experiments/2026-11-28-digital-as-one-command.md): the two final stages as they first ran by hand, from the best SFT model, the digital proof's control
 # (C: runs/proof_digital/control of `make proof ... PROOF_CONFIG=recipes/configs/proof_digital_cpu.yaml`, or the
 # hand run's; the same weights). `make proof` with recipes/configs/proof_digital_sft_grpo_cpu.yaml runs the same
 # commands under the names fine and control. From the repository root:

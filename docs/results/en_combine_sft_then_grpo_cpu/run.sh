@@ -19,12 +19,12 @@ done
   --out $R/heldout300.jsonl --exclude official:$T --exclude-exact $R/data/sft.jsonl --exclude-exact $R/data/grpo778.jsonl \
   --exclude-exact $R/data/grpo779.jsonl --no-progress || exit 1
 stamp data
-# C0: the held-out-selected control of session 12 (300 steps of gold-answer SFT on the seed-778 GRPO prompts, lr 5e-5 constant)
+# C0: the held-out-selected control of the 2026-11-26 run (300 steps of gold-answer SFT on the seed-778 GRPO prompts, lr 5e-5 constant)
 [ -f $R/c0/model.safetensors ] || nice -n -5 $PY recipes/sft_warmup.py --config $R/c0_config.yaml --model_name_or_path $W \
   --learning_rate 5e-05 --lr_scheduler_type constant --warmup_steps 0 --max_steps 300 --logging_steps 8 \
   --exclude official:$T --output_dir $R/c0 --save_strategy no > $R/c0.log 2>&1 || exit 1
 stamp c0
-# GRPO from C0 on fresh prompts (seed 779): the session-12 recipe (fine reward, num_iterations 2), 150 steps
+# GRPO from C0 on fresh prompts (seed 779): the 2026-11-26 recipe (fine reward, num_iterations 2), 150 steps
 [ -f $R/grpo/model.safetensors ] || nice -n -5 $PY recipes/grpo.py --config recipes/configs/grpo_combine_cpu.yaml \
   --model_name_or_path $R/c0 --exclude official:$T --output_dir $R/grpo --reward_funcs accuracy_fine format length_penalty \
   --cpu_bf16 false --subtasks combine --synth_seed 779 --max_steps 150 --num_iterations 2 --save_steps 50 \

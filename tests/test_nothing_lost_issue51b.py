@@ -1,4 +1,4 @@
-"""Issue 51 ("Nothing lost, round four"), part B: user rewards checked on every batch, trackers known but not
+"""Issue 51 ("Nothing lost"), part B: user rewards checked on every batch, trackers known but not
 installed, LoRA export against its base, YAML values and duplicate keys, eval score's list contents and header-only
 CSVs. Each case is one line (a TaseError, exit 2 where a command runs) or a correct result. Fast: in-process calls."""
 from __future__ import annotations

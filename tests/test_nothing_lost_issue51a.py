@@ -1,4 +1,4 @@
-"""Nothing lost, round four (issue 51, part A): output names never taken as globs, nothing written outside
+"""Nothing lost (issue 51, part A): output names never taken as globs, nothing written outside
 --out, the one output rule for plot-training and select_checkpoint, a guard that always ends, and JSON errors
 worded the same way by every reader. Each case calls the real entry point (in-process where it can) and checks
 the exit code, the one stderr line and that nothing was lost."""

@@ -1,4 +1,4 @@
-"""Nothing silent, round three (issue 36): inputs that were scored as empty answers, trained on as NaN, dropped
+"""Nothing silent (issue 36): inputs that were scored as empty answers, trained on as NaN, dropped
 from a table or ended in a traceback now give one line and exit 2 (or a correct result), one test per class.
 
 The entry points run in-process (`eval.__main__.main`, `synth.__main__.main`, the recipes' `main`), as
