@@ -19,7 +19,7 @@
 #
 # The en_combine proof takes about 11 min on one H100 and one call at most 10, so each run stops itself after --budget
 # seconds (default 540, counted from the script's start), packs what it has, and --resume goes on from the
-# finished stages. Device time for all four calls: about 14 of the 15 minutes a session is lent.
+# finished stages. Device time for all four calls: about 14 of the 15 minutes of device time lent.
 #
 # Call 3 and --resume write $OUT/gpu_proof.tgz (every text file the proof wrote: samples, results, trainer states,
 # summary; no weights),
