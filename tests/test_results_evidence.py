@@ -87,11 +87,22 @@ def test_manifest_accuracies_rescore_with_the_official_release(tmp_path):
     if not src:
         pytest.skip("TASE_OFFICIAL_SRC is not set (path of the official TASE release): the manifests' "
                     "completeness and summaries are checked without it")
+    def one_file(official_file: str) -> Path:
+        """The release's layout holding only that file (and the release's data/): half the time of the whole one."""
+        folder = tmp_path / "official" / official_file.replace("/", "_")
+        if not folder.is_dir():
+            (folder / official_file).parent.mkdir(parents=True)
+            (folder / official_file).symlink_to(Path(src) / official_file)
+            if (Path(src) / "data").is_dir():
+                (folder / "data").symlink_to(Path(src) / "data")
+        return folder
+
     checked = 0
     for path in MANIFESTS:
         for rel, c in load(path)["completions"].items():
             out = tmp_path / f"s{checked}"
-            res = subprocess.run([sys.executable, "-m", "eval", "score", "--data", f"official:{src}", "--predictions",
+            data = one_file("tasks/" + c["official_file"])
+            res = subprocess.run([sys.executable, "-m", "eval", "score", "--data", f"official:{data}", "--predictions",
                                   str(path.parent / rel), "--out", str(out)], capture_output=True, text=True,
                                  cwd=ROOT, timeout=600)
             assert res.returncode == 0, res.stderr[-1000:]
