@@ -92,7 +92,7 @@ test-fast: install
 demo: install
 	$(PY) recipes/demo.py
 
-# The proof on whole official files, on CPU, in one command (docs/results.md, "make proof"): every config in
+# The proof on whole official files, on CPU, in one command (docs/proof.md): every config in
 # PROOF_CONFIG in turn (each resumes: a finished stage is skipped), then the wall time of the whole run.
 #   make proof TASE=/path/to/Tase [PROOF_CONFIG="a.yaml b.yaml"] [PROOF_ARGS=--dry-run]
 # PROOF_LONG=1: the named long configuration instead of the default two (issue #41's 300-step en_combine run with

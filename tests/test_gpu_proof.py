@@ -1,5 +1,5 @@
 """bench/gpu_proof.sh (issue 49's GPU run): its CPU-side checks. The GPU runs themselves are recorded in
-docs/results/proof_gpu_combine and docs/results/proof_gpu_digital; here, bad input is one line and exit 2, before
+docs/results/en_combine_proof_h100 and docs/results/digital_proof_h200; here, bad input is one line and exit 2, before
 anything is written."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing silent, round two (issue 30): each case of the issue, as a test.
+"""Nothing lost, nothing silent (issue 30): each case of the issue, as a test.
 
 Most cases call the real entry points in-process (`eval.__main__.main`, `synth.__main__.main`, the recipes'
 `main`) and check the exit code, the one stderr line and that nothing was lost; a subprocess is used where

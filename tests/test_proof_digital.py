@@ -1,7 +1,7 @@
 """Issue 49's third file as proof configurations (recipes/configs/proof_digital_cpu.yaml and its SFT then GRPO,
 proof_digital_sft_grpo_cpu.yaml): `skip_examples`, the data option that lets stages draw consecutive, disjoint
 slices of one seed's rows; the digital config's plan, whose three training stages are the hand run's three slices
-of one 4,000-row stream (docs/results/proof_cpu_digital/commands.sh); and `start:` as a list of stages, each from
+of one 4,000-row stream (docs/results/digital_proof_cpu/commands.sh); and `start:` as a list of stages, each from
 the one before. Real synth rows and dry runs; nothing trains."""
 from __future__ import annotations
 

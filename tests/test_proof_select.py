@@ -169,7 +169,7 @@ def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised
 def test_the_long_config_is_the_committed_300_step_run(fixture_root):
     """recipes/configs/proof_combine_long_cpu.yaml loads and parses with every recipe's own parser (setup, dry run):
     the fine arm only, 300 steps with num_iterations 2 and a checkpoint every 50; the control for the 751 steps the
-    fine arm's train_runtime bought in session 12 (control: steps), lr 5e-5 constant, a checkpoint every 150;
+    fine arm's train_runtime bought on 2026-11-26 (control: steps), lr 5e-5 constant, a checkpoint every 150;
     selection on 300 rows of seed 4243; evaluation float32 vLLM."""
     from recipes import proof_config, proof_inputs
     from recipes.proof import parse_args

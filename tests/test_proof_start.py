@@ -78,7 +78,7 @@ ARM_OPTS = {"grpo": "--max_steps 150 --save_steps 50",
 
 
 def test_the_sft_then_grpo_config_plans_the_committed_run(tmp_path):
-    """The committed run's commands (docs/results/proof_cpu_combine_sft_grpo/run*.sh): the start from the warm-up,
+    """The committed run's commands (docs/results/en_combine_sft_then_grpo_cpu/run*.sh): the start from the warm-up,
     300 fixed steps on seed-778 prompts; three named arms from the start on seed-779 prompts, each with its own
     steps, dynamic sampling and seed; the control from the start for the grpo arm's train_runtime; selection on
     300 rows of seed 4243 guarded against every prompt set; the start evaluated as it is."""

@@ -151,7 +151,7 @@ def test_any_mixture_value_is_weights_or_one_line(value):
         assert all(isinstance(w, float) and w >= 0 for w in weights.values())
 
 
-PROOF = {"out": "runs/proof", "completions": "docs/results/proof_cpu",
+PROOF = {"out": "runs/proof", "completions": "docs/results/component_count_proof_cpu",
          "files": ["token_structure/component_count/english.csv"],
          "sft": {"config": "recipes/configs/sft_smollm2_cpu.yaml", "options": {"tasks": ["component_count"]}},
          "grpo": {"config": "recipes/configs/grpo_proof_cpu.yaml", "arms": ["coarse", "fine"], "reward_funcs": ["format"]},

@@ -312,7 +312,7 @@ PROOF_FILES = [f"token_structure/component_count/{f}.csv" for f in ("english", "
 def test_proof_dry_run_prints_every_stage_and_runs_nothing(tmp_path, fixture_root):
     assert all((fixture_root / "tasks" / f).is_file() for f in PROOF_FILES)  # the default config's files
     out = tmp_path / "proof"
-    committed = ROOT / "docs" / "results" / "proof_cpu"  # the measured completion files (docs/results.md)
+    committed = ROOT / "docs" / "results" / "component_count_proof_cpu"  # the measured completion files (docs/results.md)
 
     def snapshot() -> dict:
         return {p: p.stat().st_mtime_ns for p in committed.rglob("*")} if committed.exists() else {}
