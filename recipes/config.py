@@ -10,6 +10,9 @@ from common.prompts import SYSTEM_PROMPT
 from common.errors import TaseError
 from rewards.levels import COARSE, DEFAULT, FINE, STRICT, check_level
 
+GUIDANCE_MODES = ("none", "hint", "gold", "both")  # recipes/guidance.py
+GUIDANCE_SCHEDULES = ("success", "step", "fixed")
+
 
 @dataclass
 class DataArgs:
@@ -249,9 +252,28 @@ class TaseArgs(DataArgs):
         from recipes.dynamic_sampling import check_options
 
         check_options(self)
-        from recipes import guidance
+        self.check_guidance()
 
-        guidance.check_options(self)
+    def check_guidance(self) -> None:
+        """The guidance options (recipes/guidance.py), one ValueError line each: checked here, not there, since
+        guidance reads the data streams from this module."""
+        if self.guidance not in GUIDANCE_MODES:
+            raise ValueError(f"guidance must be one of {', '.join(GUIDANCE_MODES)}, got {self.guidance!r}")
+        if self.guidance_schedule not in GUIDANCE_SCHEDULES:
+            raise ValueError(f"guidance_schedule must be one of {', '.join(GUIDANCE_SCHEDULES)}, "
+                             f"got {self.guidance_schedule!r}")
+        for key, low in (("guidance_start_level", 0), ("guidance_window", 1), ("guidance_step_every", 1)):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ValueError(f"{key} must be an integer >= {low}, got {v!r}")
+        up, down = self.guidance_up, self.guidance_down
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (up, down)) \
+                or not 0.0 <= down < up <= 1.0:
+            raise ValueError(f"guidance_down and guidance_up must be numbers with 0 <= down < up <= 1, got down "
+                             f"{down!r}, up {up!r}")
+        if self.guidance != "none" and self.trainer != "sync":
+            raise ValueError("guidance works with trainer: sync only (AsyncGRPOTrainer's rollout worker generates and "
+                             "scores on its own; re-generating a group there is not built)")
 
     def check_curriculum(self) -> None:
         """The curriculum options (recipes/curriculum.py), one ValueError line each."""

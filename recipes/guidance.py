@@ -38,31 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
+from recipes.config import GUIDANCE_MODES, GUIDANCE_SCHEDULES
 
 PREFIX = "tase/guide/"
 STATE_FILE = "guidance.json"
-MODES = ("none", "hint", "gold", "both")
-SCHEDULES = ("success", "step", "fixed")
-
-
-def check_options(tase: Any) -> None:
-    """The guidance options (TaseArgs.__post_init__): one ValueError line each."""
-    if tase.guidance not in MODES:
-        raise ValueError(f"guidance must be one of {', '.join(MODES)}, got {tase.guidance!r}")
-    if tase.guidance_schedule not in SCHEDULES:
-        raise ValueError(f"guidance_schedule must be one of {', '.join(SCHEDULES)}, got {tase.guidance_schedule!r}")
-    for key, low in (("guidance_start_level", 0), ("guidance_window", 1), ("guidance_step_every", 1)):
-        v = getattr(tase, key)
-        if not isinstance(v, int) or isinstance(v, bool) or v < low:
-            raise ValueError(f"{key} must be an integer >= {low}, got {v!r}")
-    up, down = tase.guidance_up, tase.guidance_down
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (up, down)) \
-            or not 0.0 <= down < up <= 1.0:
-        raise ValueError(f"guidance_down and guidance_up must be numbers with 0 <= down < up <= 1, got down "
-                         f"{down!r}, up {up!r}")
-    if tase.guidance != "none" and tase.trainer != "sync":
-        raise ValueError("guidance works with trainer: sync only (AsyncGRPOTrainer's rollout worker generates and "
-                         "scores on its own; re-generating a group there is not built)")
+MODES, SCHEDULES = GUIDANCE_MODES, GUIDANCE_SCHEDULES  # checked with the other options (recipes/config.py)
 
 
 def check_run(tase: Any, cfg: Any, processes: int) -> None:

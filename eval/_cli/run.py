@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     r.add_argument("--select", choices=["spread", "first", "stratified"], default="spread",
                    help="which rows --limit keeps per file: spread evenly (default, as the official runner), "
                         "the first N (as lm_eval --limit N takes them from an export-lm-eval folder), or stratified: "
-                        "each row kind (diff_tokens' variation, a classification file's answer) in proportion, "
-                        "spread within the kind (a stride can miss kinds: every 2nd diff_tokens row sees 2 of 4)")
+                        "each row kind (a DIFF row's variation, a classification file's answer) in proportion, "
+                        "spread within the kind (a stride can miss kinds: every 2nd row of a DIFF file sees 2 of 4)")
     r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
     add_generation_args(r)
     r.add_argument("--num-samples", type=num_samples, default=1, metavar="K",
