@@ -68,14 +68,16 @@ def blocker_line(out: Path, flag: str, include_self: bool = False) -> str | None
     return f"{flag} {out}: {'it' if d == out else d} is {BLOCKS[why]}"
 
 
-def out_folder_refusal(out: Path, command: str) -> str | None:
+def out_folder_refusal(out: Path, command: str, new_or_own: bool = False) -> str | None:
     """The one refusal line of a command whose --out is a folder it resumes into (ablate, select, proof): where
-    nothing can be written, a folder that is or holds another command's output, or a folder that is not an earlier
-    output of `command` and holds anything (the user's own `ablation.md` or `summary.md` would be replaced: such a
-    command writes fixed names into its folder); None when `command` may write there."""
+    nothing can be written, or a folder that is or holds another command's output; None when `command` may write
+    there. With `new_or_own` (ablate, proof: a layout of many names, some the user's own, such as arm names) also a
+    folder that is not an earlier output of `command` and holds anything: the user's own `ablation.md` or
+    `summary.md` was replaced. (select_checkpoint keeps a user's other files and refuses only its own names there,
+    file_refusal.)"""
     line = blocker_line(out, "--out", include_self=True) or (
         f"--out {why}; write elsewhere" if (why := output_refusal(out, command, replace=False)) else None)
-    if line or not out.is_dir() or is_own(out, command):
+    if line or not new_or_own or not out.is_dir() or is_own(out, command):
         return line
     try:
         first = next((e for e in sorted(os.listdir(out)) if e != MARKER), None)

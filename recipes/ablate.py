@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 def check_out(out: Path) -> None:
     """The one output rule for --out (common/paths.py): a folder that can be written, that is not and does not hold
     another command's output; an earlier ablation (its marker) resumes, its arms' runs and evaluations its own."""
-    why = out_folder_refusal(out, "ablate")
+    why = out_folder_refusal(out, "ablate", new_or_own=True)
     if why:
         raise TaseError(why)
 

@@ -57,11 +57,11 @@ def check(args: Any, cfg: Any, trainer: str = "sync") -> None:
     if trainer != "sync":
         raise TaseError("held_out_rows: evaluation during training runs with trainer: sync (AsyncGRPOTrainer has no "
                         "evaluation loop); use recipes/select_checkpoint.py on an async run's checkpoints")
-    best = Path(cfg.output_dir) / BEST_FILE
+    best = Path(getattr(cfg, "output_dir", None) or os.devnull) / BEST_FILE
     if best.exists() and not best.is_file():  # written at every save: a folder there crashed the run mid-training
         raise TaseError(f"output_dir {cfg.output_dir}: {BEST_FILE} is a folder, where the run writes its best "
                         "checkpoint; rename or remove it")
-    if args.train_data != "synth":  # the held-out rows come from the file's cells: none synth makes is one line now
+    if getattr(args, "train_data", "synth") != "synth":  # the held-out rows come from the file's cells: none synth makes is one line now
         from recipes.heldout_rows import file_streams
 
         file_streams(args.train_data)

@@ -72,14 +72,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """The stages in order (eight, one more each with a start, a control, a selection; docs/proof.md); 1 when a re-scored file disagrees."""
     pr = setup(parse_args(argv))
-    why = out_folder_refusal(pr.out, "proof")  # common/paths.py: the one output rule, a dry run's too
+    why = out_folder_refusal(pr.out, "proof", new_or_own=True)  # common/paths.py: the one output rule, a dry run's too
     if why:
         raise TaseError(why)
     if pr.dry:
         return stages(pr)
     try:
         with hold_output(pr.out):  # one writer per OUT: two proofs into one folder would train the same models
-            if why := out_folder_refusal(pr.out, "proof"):
+            if why := out_folder_refusal(pr.out, "proof", new_or_own=True):
                 raise TaseError(why)
             pr.out.mkdir(parents=True, exist_ok=True)
             write_marker(pr.out, "proof", [])  # known as this command's folder from the start: a rerun resumes

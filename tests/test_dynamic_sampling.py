@@ -111,8 +111,9 @@ def test_options_are_checked_in_one_line(tmp_path):
     from recipes.dynamic_sampling import check_run
     from common.errors import TaseError
 
-    for kw, want in (({"dynamic_sampling_max_rounds": -1}, "integer >= 0"),
-                     ({"dynamic_sampling_max_rounds": True}, "integer >= 0"),
+    for kw, want in (({"dynamic_sampling_max_rounds": -1}, "integer from 0 to 32"),
+                     ({"dynamic_sampling_max_rounds": True}, "integer from 0 to 32"),
+                     ({"dynamic_sampling_max_rounds": 33}, "integer from 0 to 32"),
                      ({"dynamic_sampling_verdict": "total"}, "auto, strict, coarse or fine"),
                      ({"dynamic_sampling": True, "trainer": "async"}, "trainer: sync only")):
         with pytest.raises(ValueError, match=want):

@@ -61,16 +61,19 @@ def test_an_earlier_output_is_resumed_and_known_without_its_marker(tmp_path):
     (mine / "coarse").mkdir(parents=True)
     (mine / "coarse" / "trainer_state.json").write_text("{}")
     write_marker(mine, "ablate", [])
-    assert out_folder_refusal(mine, "ablate") is None  # its own arms' runs inside
-    assert "is an `recipes/ablate.py` output" in out_folder_refusal(mine, "proof")
+    assert out_folder_refusal(mine, "ablate", True) is None  # its own arms' runs inside
+    assert "is an `recipes/ablate.py` output" in out_folder_refusal(mine, "proof", True)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "n.txt").write_text("x")
+    assert "not an earlier recipes/proof.py folder" in out_folder_refusal(tmp_path / "notes", "proof", True)
     old = tmp_path / "proof"  # a proof from before its marker: OUT/official and OUT/sft
     (old / "official").mkdir(parents=True)
     (old / "sft").mkdir()
     (old / "sft" / "trainer_state.json").write_text("{}")
-    assert out_folder_refusal(old, "proof") is None
-    assert out_folder_refusal(tmp_path / "new", "proof") is None
+    assert out_folder_refusal(old, "proof", True) is None
+    assert out_folder_refusal(tmp_path / "new", "proof", True) is None
     (tmp_path / "empty").mkdir()
-    assert out_folder_refusal(tmp_path / "empty", "proof") is None
+    assert out_folder_refusal(tmp_path / "empty", "proof", True) is None
 
 
 def test_gpu_memory_table_bad_input_is_one_line(tmp_path, capsys):
