@@ -1,4 +1,4 @@
-"""Issue 62 ("Nothing lost, round five"): the ablation grid, the proof's stages, curriculum and selection state, presets
+"""Issue 62 (nothing lost on the newer surfaces): the ablation grid, the proof's stages, curriculum and selection state, presets
 and gpu_memory_table under bad input. One test per class of failure: the output rule (a user's file is never
 replaced), names that become paths, state files read on resume, dry runs that refuse what the real start refuses
 (compared on the same inputs; the real start refuses before anything trains), presets composed with explicit
