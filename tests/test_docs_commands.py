@@ -10,11 +10,18 @@ A run's command is the documented one with the listed rewrites only: `/path/to/T
 official release, `default` (the model) the session's tiny random Llama where a real model adds nothing but time,
 and sizes (`-n`, `--limit`, `--max_steps`) small. The commands share one folder, so a path the docs evaluate must be
 one an earlier command made (runs/grpo_smollm2_cpu, models/tuned, heldout.jsonl, runs/rob/base ...).
+
+A plain `python -m MODULE ...` or `python SCRIPT ...` runs in one shared interpreter (tests/docs_worker.py: runpy,
+as `python` would, argv, folder and environment restored after each), so torch and transformers are imported once
+rather than once per command; a shell line (bash, accelerate, a pipe) and a command whose output must be free of
+library warnings (`quiet`) run in a fresh interpreter of their own.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,7 +31,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ("README.md", "docs/training.md", "docs/evaluation.md")
+DOCS = ("README.md", "docs/data.md", "docs/training.md", "docs/evaluation.md")
 SKIP_FILE = ROOT / "tests" / "docs_commands_skip.yaml"
 SKIP_KINDS = ("gpu", "slurm", "network", "slow", "release", "extra")  # why CI cannot run it (the file says more)
 FENCE = re.compile(r"^```(bash|sh|shell)\s*$")
@@ -95,7 +102,7 @@ class Run:
 
 
 OFFICIAL = ("/path/to/Tase", "{official}")
-TINY_GRPO = ("--max_steps 2 --save_steps 1 --per_device_train_batch_size 2 --num_generations 2 "
+TINY_GRPO = ("--max_steps 2 --save_steps 2 --per_device_train_batch_size 2 --num_generations 2 "
              "--max_completion_length 8 --num_train_examples 8 --report_to none")
 HF_TINY = "--backend hf --max-new-tokens 4"
 
@@ -118,6 +125,9 @@ RUNS: dict[str, Run] = {
         Run((("-n 2000", "-n 5"),), lines=5),
     "python -m synth --task execute --lang all -n 1000 --seed 0 --out execute.jsonl":
         Run((("-n 1000", "-n 25"),), lines=25),
+    "python -m synth --task component_count --lang all -n 200 --seed 1 --out runs/data/count.jsonl":
+        Run((("-n 200", "-n 6"),), lines=6),
+    ". .venv/bin/activate": Run(),
     # --- training (README "Training", docs/training.md quick start): the one chain, tiny model, a few steps
     "python recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml":
         Run(((".yaml", ".yaml --model_name_or_path {tiny} --max_steps 1 --per_device_train_batch_size 2 "
@@ -152,6 +162,12 @@ RUNS: dict[str, Run] = {
             r"overall"),
     "python -m eval run --model models/tuned --data official:/path/to/Tase --backend vllm --out runs/eval/tuned":
         Run((OFFICIAL, ("--backend vllm", "--limit 1 " + HF_TINY)), r"overall"),
+    "python -m eval run --model default --data official:/path/to/Tase --backend hf --out runs/eval/base --limit 1 "
+    "--max-new-tokens 64":
+        Run((OFFICIAL, ("default", "{tiny}"), ("--max-new-tokens 64", "--max-new-tokens 4")), r"overall"),  # resumes
+    "python -m eval run --model models/tuned --data official:/path/to/Tase --out runs/eval/tuned --limit 1 "
+    "--max-new-tokens 64":
+        Run((OFFICIAL, ("--max-new-tokens 64", "--max-new-tokens 4 --backend hf")), r"overall"),  # resumes
     "python -m eval run --model default --data official:/path/to/Tase --out runs/eval/base --limit 100":
         Run((OFFICIAL, ("default", "{tiny}"), ("--limit 100", "--limit 1 " + HF_TINY)), r"overall"),  # resumes
     "python -m eval gold --data official:/path/to/Tase --out gold.jsonl":
@@ -176,6 +192,9 @@ RUNS: dict[str, Run] = {
         Run(expect=r"robustness\.md", makes=("runs/rob/cmp/robustness.png",)),
     # --- the paper recipe's plan, anywhere (no GPU, no weights)
     "accelerate launch recipes/grpo_qwen14b.py --dry-run": Run(expect=r"effective batch"),
+    # the launcher is the one above's (and tests/test_quiet_output.py's): this one plans in the shared interpreter
+    "accelerate launch recipes/grpo_qwen14b.py --dry-run --config recipes/configs/grpo_qwen14b_sync.yaml":
+        Run((("accelerate launch", "python"),), r"effective batch"),
     "bash launch/slurm/grpo.sbatch --dry-run --nodes 3": Run(expect=r"vllm-serve"),
     "bash launch/slurm/grpo.sbatch --dry-run --cpu": Run(expect=r"CPU plan"),
     # --- option variants of the chain's GRPO run: their options resolve (dry run; the chain above trains)
@@ -240,6 +259,43 @@ def workspace(tmp_path_factory, tiny_model, fixture_root) -> dict[str, str]:
     return {"dir": str(ws), "official": str(fixture_root), "tiny": str(tiny_model), "env": env}
 
 
+@pytest.fixture(scope="module")
+def worker(workspace):
+    """The shared interpreter for plain python commands (tests/docs_worker.py), started once for the module."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "docs_worker.py")], cwd=workspace["dir"],
+                            env=workspace["env"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    yield proc
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def in_worker(line: str, spec: Run) -> list[str] | None:
+    """The arguments after `python` when the line can run in the shared interpreter, else None: a plain python
+    command (no shell syntax) whose output need not be free of library warnings."""
+    if spec.quiet or any(ch in line for ch in "|&;<>`$()*?~"):
+        return None
+    argv = shlex.split(line)
+    return argv[1:] if argv[0] == "python" and len(argv) > 1 else None
+
+
+def run_line(line: str, spec: Run, ws: dict, proc: subprocess.Popen) -> tuple[int, str]:
+    """Exit status and output (stdout and stderr together) of one rewritten command."""
+    argv = in_worker(line, spec)
+    if argv is None:
+        res = subprocess.run(["bash", "-c", line], cwd=ws["dir"], env=ws["env"], capture_output=True, text=True,
+                             timeout=900)
+        return res.returncode, res.stdout + res.stderr
+    assert proc.poll() is None, "the shared interpreter ended early"
+    proc.stdin.write(json.dumps({"argv": argv, "cwd": ws["dir"]}) + "\n")
+    proc.stdin.flush()
+    reply = json.loads(proc.stdout.readline())
+    return reply["code"], reply["out"]
+
+
 def rewritten(cmd: str, spec: Run, ws: dict) -> str:
     line = cmd
     for old, new in spec.subs:
@@ -250,15 +306,13 @@ def rewritten(cmd: str, spec: Run, ws: dict) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cmd", list(RUNS), ids=[f"{i:02d} {c[:72]}" for i, c in enumerate(RUNS)])
-def test_documented_command_works(cmd, workspace):
+def test_documented_command_works(cmd, workspace, worker):
     if cmd not in documented():
         pytest.fail(f"not in the docs any more; remove it from RUNS: {cmd!r}")
     spec = RUNS[cmd]
     line = rewritten(cmd, spec, workspace)
-    res = subprocess.run(["bash", "-c", line], cwd=workspace["dir"], env=workspace["env"], capture_output=True,
-                         text=True, timeout=900)
-    out = res.stdout + res.stderr
-    assert res.returncode == spec.code, f"{line}\nexit {res.returncode}:\n{out[-3000:]}"
+    code, out = run_line(line, spec, workspace, worker)
+    assert code == spec.code, f"{line}\nexit {code}:\n{out[-3000:]}"
     assert TRACEBACK not in out, out[-3000:]
     if spec.quiet:
         noise = [m.group(0) for m in LIBRARY_WARNING.finditer(out)]
@@ -279,21 +333,24 @@ def python_blocks(text: str) -> list[str]:
 
 def test_readme_python_snippets_run_as_written(fixture_root):
     """The README's Python snippets run as shown (the release path the fixture sample), each in a fresh namespace,
-    and the rewards snippet's `s` is the Score its comment prints."""
-    blocks = python_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert len(blocks) >= 3, "the README shows the synth, load_official and rewards snippets"
+    and a line that shows what it gives in a `# Score(...)` comment gives that Score (`...`: the fields it elides)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = python_blocks(text)
+    shown = "".join(blocks)
+    for api in ("synth.generate", "rewards.score", "load_official"):
+        assert api in shown, f"the README's Python shows {api}"
     script = (
         "import sys, json, re\n"
         "blocks = json.loads(sys.argv[1])\n"
         "for b in blocks:\n"
         "    ns = {}\n"
         "    exec(compile(b, 'README snippet', 'exec'), ns)\n"
-        "    m = re.search(r'^s = .*#\\s*(Score\\(.*\\))\\s*$', b, re.M)\n"
-        "    if m:\n"
-        "        assert repr(ns['s']) == m.group(1), (repr(ns['s']), m.group(1))\n"
-        "        print('checked', m.group(1))\n")
-    import json
-
+        "    for expr, want in re.findall(r'^(\\S.*?)\\s*#\\s*(Score\\(.*\\))\\s*$', b, re.M):\n"
+        "        expr = expr.split('=', 1)[1] if re.match(r'\\w+ = ', expr) else expr\n"
+        "        got = repr(eval(expr, ns))\n"
+        "        head = want[:-len(', ...)')] if want.endswith(', ...)') else want\n"
+        "        assert got.startswith(head) and (head != want or got == want), (got, want)\n"
+        "        print('checked', want)\n")
     blocks = [b.replace("/path/to/Tase", str(fixture_root)) for b in blocks]
     res = subprocess.run([sys.executable, "-c", script, json.dumps(blocks)], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
