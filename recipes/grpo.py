@@ -17,7 +17,7 @@ from typing import Any
 
 from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings, pop_verbose
-from recipes import adapters, curriculum, distributed, dynamic_sampling, guidance, heldout, tracking, vllm_server_cpu
+from recipes import adapters, curriculum, distributed, dynamic_sampling, guidance, guidance_trainer, heldout, tracking, vllm_server_cpu
 from recipes.config import TaseArgs
 from recipes.cpu_speed import speed_up as cpu_speed_up
 from recipes.data import build_dataset
@@ -81,7 +81,7 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
     trainer_cls, extra = GRPOTrainer, {}
     if tase.guidance != "none":  # recipes/guidance.py: all-fail groups hinted and/or given a gold member
         hints = guidance.start(tase, resume)
-        trainer_cls = guidance.trainer_class()
+        trainer_cls = guidance_trainer.trainer_class()
         extra = guidance.trainer_args(tase, hints, rewards.funcs, rewards.weights)
         callbacks = [*(callbacks or []), *guidance.callbacks(hints)]
     if tase.max_train_seconds:  # a wall-clock budget, as the SFT warm-up's (arms compared at equal time)
