@@ -228,40 +228,40 @@ def watch(funcs: list[Any], cur: Curriculum | None) -> list[Any]:
     raise TaseError("curriculum needs a synchronous reward function to read the verdicts from; every one is async")
 
 
-def write_state(folder: str | Path, cur: Curriculum) -> None:
-    """curriculum.json in `folder`, replaced atomically (a kill leaves the old file or the new one)."""
-    folder = Path(folder)
-    tmp = folder / f".{STATE_FILE}.tmp"
-    tmp.write_text(json.dumps(cur.state(), indent=2), encoding="utf-8")
-    os.replace(tmp, folder / STATE_FILE)
+def state_callback(name: str, file: str, snapshot: Callable[[], dict[str, Any]]) -> Any:
+    """A trainer callback, its class named `name` (its key in trainer_state.json's stateful_callbacks), that keeps
+    `snapshot()` with every checkpoint and the final model: `state()` goes into trainer_state.json as the Trainer
+    writes the checkpoint (before it is complete); on_save and on_train_end write `file` beside it, replaced atomically
+    (a kill leaves the old file or the new one). The curriculum's and guidance's schedules both use it."""
+    from transformers import TrainerCallback
+    from transformers.trainer_callback import ExportableState
+
+    def write(folder: str | Path) -> None:
+        tmp = Path(folder) / f".{file}.tmp"
+        tmp.write_text(json.dumps(snapshot(), indent=2), encoding="utf-8")
+        os.replace(tmp, Path(folder) / file)
+
+    class StateCallback(TrainerCallback, ExportableState):
+        def state(self) -> dict[str, Any]:
+            return {"args": {}, "attributes": {"saved": snapshot()}}
+
+        def on_train_begin(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            # a run resumed from a checkpoint made without this callback: its state has no entry of ours, which
+            # transformers' _save_checkpoint indexes (KeyError: 'CurriculumCallback' at the first save)
+            state.stateful_callbacks.setdefault(type(self).__name__, self.state())
+
+        def on_save(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and ckpt.is_dir():
+                write(ckpt)
+
+        def on_train_end(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            if state.is_world_process_zero:
+                write(args.output_dir)
+
+    return type(name, (StateCallback,), {})()
 
 
 def callbacks(cur: Curriculum | None) -> list[Any]:
     """The trainer callback that saves the curriculum with every checkpoint and the final model (none without one)."""
-    if cur is None:
-        return []
-    from transformers import TrainerCallback
-    from transformers.trainer_callback import ExportableState
-
-    class CurriculumCallback(TrainerCallback, ExportableState):
-        """`state()` goes into trainer_state.json's stateful_callbacks as the Trainer writes the checkpoint (before it
-        is complete); on_save and on_train_end write curriculum.json beside it."""
-
-        def state(self) -> dict[str, Any]:
-            return {"args": {}, "attributes": {"saved": cur.state()}}
-
-        def on_train_begin(self, args, state, control, **kw):
-            # a run resumed from a checkpoint made without the curriculum: its state has no entry of ours, which
-            # transformers' _save_checkpoint indexes (KeyError: 'CurriculumCallback' at the first save)
-            state.stateful_callbacks.setdefault(type(self).__name__, self.state())
-
-        def on_save(self, args, state, control, **kw):
-            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if state.is_world_process_zero and ckpt.is_dir():
-                write_state(ckpt, cur)
-
-        def on_train_end(self, args, state, control, **kw):
-            if state.is_world_process_zero:
-                write_state(args.output_dir, cur)
-
-    return [CurriculumCallback()]
+    return [] if cur is None else [state_callback("CurriculumCallback", STATE_FILE, cur.state)]

@@ -31,7 +31,6 @@ unhinted pass only.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -199,35 +198,14 @@ def start(tase: Any, resume: str | None) -> HintSchedule | None:
     return sched
 
 
-def write_state(folder: str | Path, sched: HintSchedule) -> None:
-    """guidance.json in `folder`, replaced atomically."""
-    folder = Path(folder)
-    tmp = folder / f".{STATE_FILE}.tmp"
-    tmp.write_text(json.dumps(sched.state(), indent=2), encoding="utf-8")
-    os.replace(tmp, folder / STATE_FILE)
-
-
 def callbacks(sched: HintSchedule | None) -> list[Any]:
-    """The callback saving the schedule with every checkpoint and the final model (none without guidance)."""
+    """The callback saving the schedule with every checkpoint and the final model (none without guidance): the
+    curriculum's (recipes/curriculum.py, `state_callback`), so a resume also works from a run made without it."""
     if sched is None:
         return []
-    from transformers import TrainerCallback
-    from transformers.trainer_callback import ExportableState
+    from recipes.curriculum import state_callback
 
-    class GuidanceCallback(TrainerCallback, ExportableState):
-        def state(self) -> dict[str, Any]:
-            return {"args": {}, "attributes": {"saved": sched.state()}}
-
-        def on_save(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
-            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if state.is_world_process_zero and ckpt.is_dir():
-                write_state(ckpt, sched)
-
-        def on_train_end(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
-            if state.is_world_process_zero:
-                write_state(args.output_dir, sched)
-
-    return [GuidanceCallback()]
+    return [state_callback("GuidanceCallback", STATE_FILE, sched.state)]
 
 
 def trainer_args(tase: Any, sched: HintSchedule | None, funcs: list[Any], weights: list[float] | None) -> dict:
