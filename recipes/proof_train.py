@@ -101,6 +101,18 @@ def arm_learning_rate(pr: Proof, name: str) -> float:
     return float(pr.parsed.get(f"grpo:{name}", pr.parsed.get("grpo"))[1].learning_rate)
 
 
+def logged(run: Path, key: str, what: str, why: str) -> list[float]:
+    """Every number `key` has in the log_history of `run`'s trainer_state.json (both recipes save it); an unreadable
+    file is one line naming `what` was read and `why` the proof needs it."""
+    state = run / "trainer_state.json"
+    try:
+        history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
+    except (OSError, ValueError, AttributeError, RecursionError) as e:
+        raise TaseError(f"{shown(state)}: cannot read the {run.name} arm's {what} ({getattr(e, 'strerror', None) or e}); "
+                        f"{why}") from None
+    return [h[key] for h in history if isinstance(h, dict) and isinstance(h.get(key), (int, float))]
+
+
 def lr_matched_rate(run: Path, lr: float, placeholder: bool) -> tuple[Any, str]:
     """The learning rate at which plain GRPO matches what dynamic sampling does to the dapo loss: that loss divides
     by the tokens of the whole generation batch, and a group whose completions all score alike adds tokens but no
@@ -110,13 +122,7 @@ def lr_matched_rate(run: Path, lr: float, placeholder: bool) -> tuple[Any, str]:
     state = run / "trainer_state.json"
     if placeholder and not state.is_file():
         return f"<{lr:g} / signal share of {shown(state)}>", "<its signal share>"
-    try:
-        history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
-    except (OSError, ValueError, AttributeError, RecursionError) as e:
-        raise TaseError(f"{shown(state)}: cannot read the {run.name} arm's log ({getattr(e, 'strerror', None) or e}); "
-                        f"the lr-matched arm takes its rate from it")
-    zero = [h["frac_reward_zero_std"] for h in history
-            if isinstance(h, dict) and isinstance(h.get("frac_reward_zero_std"), (int, float))]
+    zero = logged(run, "frac_reward_zero_std", "log", "the lr-matched arm takes its rate from it")
     if not zero:
         raise TaseError(f"{shown(state)}: no frac_reward_zero_std in its log_history (did the {run.name} arm log?); "
                         "the lr-matched arm takes its rate from it")
@@ -189,13 +195,7 @@ def train_runtime(run: Path) -> float:
     only. Missing or unreadable: one line (the control needs it to train for as long); `run`'s folder name is the
     arm's name."""
     state, arm = run / "trainer_state.json", run.name
-    try:
-        history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
-    except (OSError, ValueError, AttributeError, RecursionError) as e:
-        raise TaseError(f"{shown(state)}: cannot read the {arm} arm's train_runtime "
-                        f"({getattr(e, 'strerror', None) or e}); the control trains for as long as the {arm} arm did")
-    times = [h["train_runtime"] for h in history
-             if isinstance(h, dict) and isinstance(h.get("train_runtime"), (int, float))]
+    times = logged(run, "train_runtime", "train_runtime", f"the control trains for as long as the {arm} arm did")
     if not times or not times[-1] > 0:
         raise TaseError(f"{shown(state)}: no train_runtime in its log_history (did the {arm} arm finish?); the control "
              f"trains for as long as the {arm} arm did")
