@@ -18,8 +18,6 @@ ALLOWED = {  # a reason's text -> why that skip is optional
     "a GPU is visible here": "a CPU-only check, skipped on a GPU machine",
     "this machine has a GPU": "a CPU-only check, skipped on a GPU machine",
     "the CPU engine's chunked-prefill rewind": "a check of vLLM's CPU engine, skipped on a GPU machine",
-    "opt-in (TASE_TINY_PROOF=1)": "issue 64's tiny end-to-end proof (about 60 recipe steps: 47 min on a loaded 2-core "
-                                   "machine) is run by hand until its steps run in-process; its dry runs are in the suite",
 }
 
 

@@ -16,6 +16,78 @@ from typing import Any
 from common.errors import StepFailed
 from common.process import die_with_parent
 
+ROOT = Path(__file__).resolve().parents[1]
+_IN_PROCESS = False  # run_in_process(): a process setting, made by an entry point (recipes/proof.py --in-process)
+
+
+def run_in_process(on: bool = True) -> None:
+    """From now on, every Steps of this process runs a step that is this interpreter running one of the project's
+    entry points (`PY -m eval ...`, `PY -m synth ...`, `PY recipes/x.py ...`) as that module's `main(argv)` here,
+    not in a fresh interpreter: torch, transformers and TRL are imported once, not once a step (about 20 s of a
+    step's 25-35 s for a tiny model on 2 busy cores). Why it is not the default: a step's leaks (memory, threads,
+    the run folder's write lock, held until the process ends) stay with the pipeline, a step that crashes the
+    interpreter ends it, and a multi-process launch (accelerate, torchrun) needs its own processes. Any other
+    command still runs as a subprocess."""
+    global _IN_PROCESS
+    _IN_PROCESS = on
+
+
+def entry_main(cmd: list[str], cwd: Path) -> tuple[Callable[[list[str]], Any], list[str], str] | None:
+    """(main, argv, argv[0]) of a command that runs a project entry point with this interpreter: `PY -m PKG ARGS`
+    (PKG.__main__, or the module itself) or `PY FILE.py ARGS` for a FILE inside the repository; None for anything
+    else (another program or interpreter, a module outside the project, a module without `main`)."""
+    import importlib
+    import importlib.util
+
+    if len(cmd) < 2 or cmd[0] != sys.executable:
+        return None
+    if cmd[1] == "-m" and len(cmd) > 2:
+        name, argv, prog = cmd[2], cmd[3:], cmd[2]
+        spec = importlib.util.find_spec(name.split(".")[0])
+        if spec is None or not spec.origin or ROOT not in Path(spec.origin).resolve().parents:
+            return None  # not the project's (python -m pip, -m pytest ...)
+        if importlib.util.find_spec(name).submodule_search_locations is not None:
+            name += ".__main__"
+    elif cmd[1].endswith(".py"):
+        path = (cwd / cmd[1]).resolve()
+        if ROOT not in path.parents or not path.is_file():
+            return None
+        name, argv, prog = ".".join(path.relative_to(ROOT).with_suffix("").parts), cmd[2:], cmd[1]
+    else:
+        return None
+    main = getattr(importlib.import_module(name), "main", None)
+    return (main, argv, prog) if callable(main) else None
+
+
+def call_in_process(main: Callable[[list[str]], Any], argv: list[str], prog: str, cwd: Path) -> int:
+    """`main(argv)` from `cwd` with sys.argv as the interpreter would have it; its exit status as the interpreter
+    would give it (SystemExit's code; an uncaught exception: its traceback and 1). The working folder, sys.argv
+    and the environment (entry points set process settings there, e.g. trackers' folders) are restored, so one
+    step's settings do not reach the next, as they would not from a subprocess."""
+    import traceback
+
+    env, old_cwd, old_argv = dict(os.environ), os.getcwd(), sys.argv
+    os.chdir(cwd)
+    sys.argv = [prog, *argv]
+    try:
+        code: Any = main(list(argv))
+    except SystemExit as e:
+        code = e.code
+    except Exception:  # noqa: BLE001 - what the interpreter prints for an uncaught exception
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.chdir(old_cwd)
+        sys.argv = old_argv
+        os.environ.clear()
+        os.environ.update(env)
+    if isinstance(code, str):  # sys.exit("message"): printed to stderr, exit 1
+        print(code, file=sys.stderr, flush=True)
+        return 1
+    return int(code or 0)
+
 
 class Steps:
     """Runs numbered steps (`== k/n title`, then `+ command`), stops the pipeline at the first failing one (raises
@@ -52,9 +124,19 @@ class Steps:
         t = time.time()
         import tempfile
 
+        entry = entry_main(cmd, self.cwd) if _IN_PROCESS else None
         with tempfile.TemporaryFile() as out:
             sink = out if show else None
-            if self.log_dir is None:
+            if entry is not None:  # run_in_process(): the step's main(argv) in this interpreter
+                import contextlib
+                import io
+
+                text = io.StringIO()
+                with contextlib.redirect_stdout(text) if show else contextlib.nullcontext():
+                    code = call_in_process(*entry, self.cwd)
+                out.write(text.getvalue().encode("utf-8"))
+                log = None
+            elif self.log_dir is None:
                 code = subprocess.run(cmd, cwd=self.cwd, stdout=sink, preexec_fn=die_with_parent()).returncode
                 log = None
             else:

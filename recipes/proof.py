@@ -1,7 +1,7 @@
 """`make proof TASE=DIR`: the proof that GRPO teaches token awareness, on whole official files, on CPU.
 
     python recipes/proof.py --config recipes/configs/proof_cpu.yaml --official /path/to/Tase [--out DIR] [--dry-run]
-        [--completions DIR]
+        [--completions DIR] [--in-process]
 
 The stages, in order (numbered as they run: an optional stage exists only with its config section, and the
 numbers of the later ones close up):
@@ -44,7 +44,9 @@ import time
 
 from common.errors import TaseError, one_line_exit
 from common.paths import OutputBusy, hold_output, out_folder_refusal, write_marker
+from common.process import apply as process_settings
 from recipes.parser import one_line_errors
+from recipes.pipeline import run_in_process
 from recipes.proof_config import HERE
 from recipes.proof_inputs import Proof, setup, shown
 from recipes.proof_eval import stage_evaluate, stage_sets
@@ -64,6 +66,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    "(default: OUT/completions, or OUT/<the config's completions:>); nothing is written outside OUT "
                    "unless named here, e.g. --completions docs/results/component_count_proof_cpu to refresh the committed files")
     p.add_argument("--dry-run", action="store_true", help="print every stage's commands, run nothing")
+    p.add_argument("--in-process", action="store_true", help="run each step's entry point (the recipes, python -m "
+                   "eval/synth) in this process, importing torch and TRL once instead of once a step: for tiny runs "
+                   "(the suite's tiny proof), where that import is most of a step's time; the commands, outputs and "
+                   "resuming are the same. A step's memory and its run folder's lock stay until the proof ends")
     one_line_errors(p)
     return p.parse_args(argv)
 
@@ -71,7 +77,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
     """The stages in order (eight, one more each with a start, a control, a selection; docs/proof.md); 1 when a re-scored file disagrees."""
-    pr = setup(parse_args(argv))
+    args = parse_args(argv)
+    if args.in_process:  # process settings, before setup imports torch: the steps' own come too late in-process
+        process_settings()
+        run_in_process()
+    pr = setup(args)
     why = out_folder_refusal(pr.out, "proof", new_or_own=True)  # common/paths.py: the one output rule, a dry run's too
     if why:
         raise TaseError(why)

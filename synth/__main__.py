@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--n", type=int, required=True, help="number of examples to write")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", default="-", help="output .jsonl file ('-' = stdout); an existing file is "
-                   "replaced only when synth wrote it, never inside another command's output")
+                   "replaced only when synth wrote it, never inside another command's output but a proof's (its held-out "
+                   "sets)")
     p.add_argument("--paraphrase", action="store_true", help="draw prompt wording from paraphrased templates")
     p.add_argument("--max-len", type=int, default=None, help="cap sequence lengths (tokens) for shorter prompts")
     p.add_argument("--harder", action="store_true", help="rows beyond the official files' range (longer words, "
@@ -146,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
                 if Path(i).exists() and Path(i).resolve() == Path(args.out).resolve():
                     raise SynthError(f"--out {args.out} is an input of this command ({i}); write elsewhere")
             # the one rule for every output (common/paths.py): replace only an earlier synth file (records),
-            # never a file of the user's own or a file inside another command's output
-            why = file_refusal(Path(args.out), "synth", own=lambda f: jsonl_with_keys(f, ("id", "task", "prompt")))
+            # never a file of the user's own or a file inside another command's output but a proof's (its held-out
+            # sets, OUT/heldout.jsonl and the like, are written by this command into the proof's marked folder)
+            why = file_refusal(Path(args.out), "synth", own=lambda f: jsonl_with_keys(f, ("id", "task", "prompt")),
+                               inside=("proof",))
             if why:
                 raise SynthError(f"--out {why}; write elsewhere")
             # one writer per file, before any work; the temp files of killed runs are then surely stale

@@ -5,7 +5,6 @@ comparison over seeds. The shipped config's whole dry run is pinned in tests/tes
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -264,15 +263,14 @@ compare:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("TASE_TINY_PROOF") != "1", reason="opt-in (TASE_TINY_PROOF=1): about 60 recipe and "
-                    "eval subprocesses, over 30 min on a loaded 2-core machine, far past the suite's budget")
 def test_a_tiny_proof_with_transfer_seeds_rft_and_a_sweep_runs_end_to_end(tmp_path, tiny_model):
     """The whole proof on a 2-layer random Llama: two seeds of one GRPO arm, a 2-rate control sweep chosen on held-out
     rows, the RFT control (a random model samples nothing strict-correct: it is the warm-up, said so), harder rows
     and a stratified slice of two untrained files; every completion file re-scores exactly and the summary has the
-    per-seed, pooled and transfer parts. Real recipes and CLIs, as `make proof` runs them. Opt-in: each of its ~60
-    steps is a fresh interpreter importing torch and TRL, so it cannot fit the suite's time (issue 64 asks for it
-    there; that needs steps run in-process or fewer of them)."""
+    per-seed, pooled and transfer parts. Real recipes and CLIs, as `make proof` runs them, in one proof process
+    (`--in-process`: each of its ~90 steps a fresh interpreter importing torch and TRL took 47 min on a loaded 2-core
+    machine); one step is run again as the subprocess `make proof` spawns, and writes the same bytes."""
+    import shlex
     import subprocess
     import sys
     import time
@@ -282,7 +280,7 @@ def test_a_tiny_proof_with_transfer_seeds_rft_and_a_sweep_runs_end_to_end(tmp_pa
     out = tmp_path / "out"
     t = time.time()
     res = subprocess.run([sys.executable, "recipes/proof.py", "--config", str(cfg), "--official", str(FIXTURE),
-                          "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+                          "--out", str(out), "--in-process"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     took = time.time() - t
     assert res.returncode == 0, (res.stdout[-3000:], res.stderr[-3000:])
     summary = (out / "summary.md").read_text(encoding="utf-8")
@@ -296,4 +294,11 @@ def test_a_tiny_proof_with_transfer_seeds_rft_and_a_sweep_runs_end_to_end(tmp_pa
     kinds = {r["id"]: r["variation"] for r in __import__("eval.data").data.load_official(FIXTURE)}
     assert len(rows) == 6 and {kinds[r["id"]] for r in rows if r["task"] == "diff_tokens"} == {"unchanged", "delete"}
     assert "MISMATCH" not in res.stdout and len(list((out / "completions").glob("*/*/*.jsonl"))) == 8
+    # the harder rows' step as a subprocess, its printed command to another --out: the same file
+    (cmd,) = [shlex.split(x[2:]) for x in res.stdout.splitlines()
+              if x.startswith("+ ") and "--out " + str(out / "transfer_harder.jsonl") in x]
+    cmd[cmd.index("--out") + 1] = str(tmp_path / "again.jsonl")
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again.jsonl").read_bytes() == (out / "transfer_harder.jsonl").read_bytes() != b""
     print(f"tiny proof: {took:.0f} s")
