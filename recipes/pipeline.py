@@ -1,5 +1,6 @@
 """Pieces shared by the multi-stage recipes (recipes/demo.py, recipes/proof.py): numbered steps that print
-the real command before running it and time it, and the paired bootstrap gains between evaluation runs.
+the real command before running it and time it (a subprocess each; after `run_in_process()`, a project entry point's
+`main(argv)` in this interpreter), and the paired bootstrap gains between evaluation runs.
 """
 from __future__ import annotations
 
@@ -35,27 +36,31 @@ def run_in_process(on: bool = True) -> None:
 def entry_main(cmd: list[str], cwd: Path) -> tuple[Callable[[list[str]], Any], list[str], str] | None:
     """(main, argv, argv[0]) of a command that runs a project entry point with this interpreter: `PY -m PKG ARGS`
     (PKG.__main__, or the module itself) or `PY FILE.py ARGS` for a FILE inside the repository; None for anything
-    else (another program or interpreter, a module outside the project, a module without `main`)."""
+    else (another program or interpreter, a module outside the project, a module without `main`
+    or one that does not import: the subprocess then reports it as it would)."""
     import importlib
     import importlib.util
 
     if len(cmd) < 2 or cmd[0] != sys.executable:
         return None
-    if cmd[1] == "-m" and len(cmd) > 2:
-        name, argv, prog = cmd[2], cmd[3:], cmd[2]
-        spec = importlib.util.find_spec(name.split(".")[0])
-        if spec is None or not spec.origin or ROOT not in Path(spec.origin).resolve().parents:
-            return None  # not the project's (python -m pip, -m pytest ...)
-        if importlib.util.find_spec(name).submodule_search_locations is not None:
-            name += ".__main__"
-    elif cmd[1].endswith(".py"):
-        path = (cwd / cmd[1]).resolve()
-        if ROOT not in path.parents or not path.is_file():
+    try:
+        if cmd[1] == "-m" and len(cmd) > 2:
+            name, argv, prog = cmd[2], cmd[3:], cmd[2]
+            spec = importlib.util.find_spec(name.split(".")[0])
+            if spec is None or not spec.origin or ROOT not in Path(spec.origin).resolve().parents:
+                return None  # not the project's (python -m pip, -m pytest ...)
+            if importlib.util.find_spec(name).submodule_search_locations is not None:
+                name += ".__main__"
+        elif cmd[1].endswith(".py"):
+            path = (cwd / cmd[1]).resolve()
+            if ROOT not in path.parents or not path.is_file():
+                return None
+            name, argv, prog = ".".join(path.relative_to(ROOT).with_suffix("").parts), cmd[2:], cmd[1]
+        else:
             return None
-        name, argv, prog = ".".join(path.relative_to(ROOT).with_suffix("").parts), cmd[2:], cmd[1]
-    else:
+        main = getattr(importlib.import_module(name), "main", None)
+    except Exception:  # noqa: BLE001 - a module that does not import: its subprocess says why, in its own words
         return None
-    main = getattr(importlib.import_module(name), "main", None)
     return (main, argv, prog) if callable(main) else None
 
 

@@ -32,7 +32,8 @@ def test_only_this_interpreter_running_a_project_entry_point_is_called_in_proces
                 ["ln", "-s", "a", "b"],  # another program
                 [PY, "-c", "print(1)"],
                 [PY, "recipes/no_such_recipe.py"],
-                [PY, "recipes/config.py"]):  # a module without main
+                [PY, "recipes/config.py"],  # a module without main
+                [PY, "-m", "recipes.no_such_module"]):  # not importable: the subprocess says why
         assert entry_main(cmd, ROOT) is None, cmd
 
 
