@@ -39,7 +39,8 @@ MAX_ROUNDS = 32  # re-draw rounds per generation batch at most: a step then cost
 
 
 def check_options(tase: Any) -> None:
-    """The dynamic sampling options (TaseArgs.__post_init__): one ValueError line each."""
+    """The dynamic sampling options (TaseArgs.__post_init__): one ValueError line each (the trainers it works with are
+    declared in recipes/features/dynamic_sampling.py)."""
     if not isinstance(tase.dynamic_sampling, bool):
         raise ValueError(f"dynamic_sampling must be true or false, got {tase.dynamic_sampling!r}")
     r = tase.dynamic_sampling_max_rounds
@@ -49,9 +50,6 @@ def check_options(tase: Any) -> None:
     if tase.dynamic_sampling_verdict not in ("auto", *LEVELS):
         raise ValueError(f"dynamic_sampling_verdict must be auto, strict, coarse or fine, got "
                          f"{tase.dynamic_sampling_verdict!r}")
-    if tase.dynamic_sampling and tase.trainer == "async":
-        raise ValueError("dynamic_sampling works with trainer: sync only (AsyncGRPOTrainer's rollout worker fills "
-                         "its queue on its own; filtering there is not built)")
 
 
 def check_run(tase: Any, cfg: Any, processes: int) -> None:

@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.config import GUIDANCE_MODES, GUIDANCE_SCHEDULES
+from recipes.features.guidance import MODES as GUIDANCE_MODES, SCHEDULES as GUIDANCE_SCHEDULES
 
 PREFIX = "tase/guide/"
 STATE_FILE = "guidance.json"
-MODES, SCHEDULES = GUIDANCE_MODES, GUIDANCE_SCHEDULES  # checked with the other options (recipes/config.py)
+MODES, SCHEDULES = GUIDANCE_MODES, GUIDANCE_SCHEDULES  # checked with the other options (recipes/features/guidance.py)
 
 
 def check_run(tase: Any, cfg: Any, processes: int) -> None:

@@ -96,13 +96,13 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     (issue 36). The range checks are config.TRAINER_RANGES'; the recipes check the rest (model, data, output
     folder) when they start. Returns each stage's parsed dataclasses, by stage ("grpo:<name>" for a named arm
     with options)."""
-    from trl import GRPOConfig, ModelConfig, SFTConfig
+    from trl import GRPOConfig, ModelConfig
 
     from recipes.config import TaseArgs, check_trainer_ranges
     from recipes.parser import ConfigFile, RecipeParser
-    from recipes.sft_warmup import BudgetArgs
+    from recipes.sft_warmup import option_types
 
-    sft = (DataArgs, SFTConfig, ModelConfig, BudgetArgs)
+    sft = option_types()
     common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
     grpo = (TaseArgs, GRPOConfig, ModelConfig)
     parts = [("sft", "sft", sft, sft_config, cfg["sft"]["options"], [])]
