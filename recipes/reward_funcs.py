@@ -40,16 +40,15 @@ def resolve_rewards(tase: Any, cfg: Any) -> ResolvedRewards:
     """The run's rewards: explicit `reward_funcs`, else the accuracy reward of `reward_granularity` (+ format, +
     soft_overlong); each loaded (an unknown one: one line) and weighted. Given reward_weights must be finite and
     one per function (one line). `cfg` is read, never changed: the trainer's reward_weights are set from this."""
-    from recipes.presets import SOFT_OVERLONG
+    from recipes import features
 
     names = list(tase.reward_funcs) if tase.reward_funcs else _default_names(tase)
-    if tase.reward_funcs and tase.soft_overlong and SOFT_OVERLONG not in names:
-        names.append(SOFT_OVERLONG)  # soft_overlong: true (preset dapo) adds it to explicit names too, as it says
+    names = features.reward_names(names, tase)  # soft_overlong: true (preset dapo) adds it, explicit names too
     twice = sorted({str(n) for n in names if names.count(n) > 1})
     if twice:
         raise TaseError(f"reward_funcs: {', '.join(twice)} given twice; each reward once (weight it with "
                         "reward_weights instead)")
-    funcs = load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
+    funcs = load_reward_funcs(names, cfg.max_completion_length, **features.reward_kwargs(tase))
     given = getattr(cfg, "reward_weights", None)  # AsyncGRPOConfig has none (grpo_args refuses it there)
     if given:
         if len(given) != len(names):
@@ -63,14 +62,11 @@ def resolve_rewards(tase: Any, cfg: Any) -> ResolvedRewards:
 
 
 def _default_names(tase: Any) -> list[str]:
-    """Without explicit names: the accuracy reward of reward_granularity, format (format_reward) and soft_overlong."""
-    from recipes.presets import SOFT_OVERLONG
-
+    """Without explicit names: the accuracy reward of reward_granularity and format (format_reward); the features add
+    theirs (soft_overlong)."""
     names = [accuracy_reward_name(tase.reward_granularity)]
     if tase.format_reward:
         names.append("format")
-    if tase.soft_overlong:
-        names.append(SOFT_OVERLONG)
     return names
 
 

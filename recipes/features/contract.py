@@ -10,6 +10,7 @@ A feature is a `Feature` subclass; every hook has a do-nothing default, so a fea
   time, or TaseError at check time with `refuse_at = "check"`), or without a refusal it is left out there;
 - `check_options` (parse time, ValueError; `check_enabled` after the trainer's refusal), `check` (a dry run and a real start alike, TaseError), `ranges`
   (option -> (accepts, what it must be), as config.TRAINER_RANGES);
+- `reward_names` / `reward_kwargs`: rewards the feature adds by name, and how they are built;
 - `overlay` / `argv`: the command line before the parser exists (a preset's values, a resolved `--bf16`);
 - `environment`: process variables a run sets before it starts (setdefault);
 - `setup` (its state, once the run's folder and model are known), `wrap_rewards`, `callbacks`, `trainer_class`
@@ -80,6 +81,7 @@ class Feature:
     refusal: str | None = None
     refuse_at: str = "parse"  # or "check"
     ranges: dict[str, tuple[Any, str]] = {}
+    modules: tuple[str, ...] = ()  # the modules that implement it (they, and only they, read its options too)
 
     def enabled(self, args: Any) -> bool:
         """Whether the run asked for it (a feature with no switch of its own: always)."""
@@ -96,6 +98,14 @@ class Feature:
 
     def overlay(self, config: Any, route: Any) -> None:
         pass
+
+    def reward_names(self, names: list[str], args: Any) -> list[str]:
+        """The run's reward names (explicit or default) with the feature's own added."""
+        return names
+
+    def reward_kwargs(self, args: Any) -> dict[str, Any]:
+        """Keyword arguments of recipes/reward_funcs.load_reward_funcs that come from the feature's options."""
+        return {}
 
     def argv(self, config: Any, route: Any, trainer: str) -> list[str]:
         return []

@@ -18,6 +18,7 @@ class CpuSpeedOptions:
 
 class CpuSpeed(Feature):
     name = "cpu_speed"
+    modules = ("recipes/cpu_speed.py",)
     options = CpuSpeedOptions
     after = "async_max_model_len"
     trainers = frozenset({SYNC})

@@ -52,6 +52,7 @@ def check_levels(args: Any) -> None:
 
 class Curriculum(Feature):
     name = "curriculum"
+    modules = ("recipes/curriculum.py",)
     options = CurriculumOptions
     after = "async_trace"
     trainers = frozenset({SYNC})

@@ -25,6 +25,7 @@ class DynamicSamplingOptions:
 
 class DynamicSampling(Feature):
     name = "dynamic_sampling"
+    modules = ("recipes/dynamic_sampling.py",)
     options = DynamicSamplingOptions
     after = "curriculum_down"
     trainers = frozenset({SYNC})

@@ -48,6 +48,7 @@ def check_guidance(args: Any) -> None:
 
 class Guidance(Feature):
     name = "guidance"
+    modules = ("recipes/guidance.py", "recipes/guidance_trainer.py")
     options = GuidanceOptions
     after = "dynamic_sampling_verdict"
     trainers = frozenset({SYNC})

@@ -35,6 +35,7 @@ def heldout_problem(args: Any) -> None:
 
 class Heldout(Feature):
     name = "heldout"
+    modules = ("recipes/heldout.py", "recipes/heldout_rows.py")
     options = HeldoutOptions
     data_options = True
     trainers = frozenset({SYNC, SFT})

@@ -21,9 +21,20 @@ class PresetOptions:
 
 class Presets(Feature):
     name = "presets"
+    modules = ("recipes/presets.py",)
     options = PresetOptions
     after = "format_weight"
     trainers = frozenset({SYNC, ASYNC})
+
+    def reward_names(self, names: list[str], args: Any) -> list[str]:
+        from recipes.presets import SOFT_OVERLONG
+
+        if args.soft_overlong and SOFT_OVERLONG not in names:  # preset dapo sets it; explicit reward_funcs get it too
+            return [*names, SOFT_OVERLONG]
+        return names
+
+    def reward_kwargs(self, args: Any) -> dict[str, Any]:
+        return {"overlong_cache": args.soft_overlong_cache}
 
     def overlay(self, config: Any, route: Any) -> None:
         from recipes import presets

@@ -9,6 +9,7 @@ from recipes.features.contract import SYNC, Feature, Run
 
 class RewardLog(Feature):
     name = "reward_log"
+    modules = ("recipes/reward_log.py",)
     trainers = frozenset({SYNC})
 
     def wrap_rewards(self, funcs: list[Any], run: Run) -> list[Any]:

@@ -10,6 +10,7 @@ from recipes.features.contract import Feature, Run
 
 class Tracking(Feature):
     name = "tracking"
+    modules = ("recipes/tracking.py",)
 
     def check(self, run: Run) -> None:
         from common.errors import TaseError

@@ -19,6 +19,7 @@ class VllmCpuOptions:
 
 class VllmCpu(Feature):
     name = "vllm_cpu"
+    modules = ("recipes/vllm_server_cpu.py", "recipes/vllm_sync.py")
     options = VllmCpuOptions
     after = "min_gpus"
     trainers = frozenset({SYNC})
