@@ -135,8 +135,8 @@ def import_shadowed(name: str, spec: Any) -> Any:
 
 def load_one(spec: str, max_completion_length: int = 256, overlong_cache: int | None = None) -> Any:
     """The reward function `spec` names; one line and exit 2 where it names none. `soft_overlong` (DAPO's soft
-    overlong punishment, recipes/presets.py) is built for the run's max_completion_length."""
-    from recipes.presets import SOFT_OVERLONG, soft_overlong
+    overlong punishment, rewards/overlong.py) is built for the run's max_completion_length."""
+    from rewards.overlong import SOFT_OVERLONG, soft_overlong
     from rewards import REWARD_FUNCS
 
     if spec == SOFT_OVERLONG:
@@ -169,7 +169,7 @@ def load_reward_funcs(names: Sequence[str], max_completion_length: int = 256, ov
     nothing). The lengths build `soft_overlong` (TRL's default max_completion_length is 256)."""
     from rewards import REWARD_FUNCS
 
-    from recipes.presets import SOFT_OVERLONG
+    from rewards.overlong import SOFT_OVERLONG
     from recipes.reward_checks import checked
 
     if not names:

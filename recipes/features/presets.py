@@ -27,7 +27,7 @@ class Presets(Feature):
     trainers = frozenset({SYNC, ASYNC})
 
     def reward_names(self, names: list[str], args: Any) -> list[str]:
-        from recipes.presets import SOFT_OVERLONG
+        from rewards.overlong import SOFT_OVERLONG
 
         if args.soft_overlong and SOFT_OVERLONG not in names:  # preset dapo sets it; explicit reward_funcs get it too
             return [*names, SOFT_OVERLONG]
