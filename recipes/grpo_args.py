@@ -43,7 +43,7 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if trainer not in features.GRPO_TRAINERS:
         raise TaseError(f"trainer must be {' or '.join(features.GRPO_TRAINERS)}, got {trainer!r}")
     if features.trainer_kind(trainer).rollout_worker:
-        from recipes.async_grpo.guard import check_trl_version
+        from recipes.async_grpo.trl_checks import check_trl_version
         from recipes.async_grpo.options import check_async_options
 
         check_trl_version()  # outside the tested TRL range: one line (older refused, newer warned)

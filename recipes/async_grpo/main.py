@@ -1,6 +1,6 @@
 """The async GRPO entry (`trainer: async`): TRL's AsyncGRPOTrainer on the same data, rewards, logging and output
 layout as sync. recipes/grpo.py parses, validates and hands a real async start to `main`; the rest of this
-subpackage is what only async needs (cpu_engine, gloo_transfer, patches, metrics, options, guard)."""
+subpackage is what only async needs (cpu_engine, gloo_transfer, patches, metrics, options, trl_checks)."""
 from __future__ import annotations
 
 import os
