@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,13 @@ def config_value(path: str | Path, key: str) -> str:
     if value is None:
         return ""
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def renamed_options() -> dict[str, str]:
+    """Former option name -> its new name, as the features declare them (recipes/features: `renamed`)."""
+    from recipes.features import renamed
+
+    return renamed()
 
 
 class ConfigFile:
@@ -83,13 +91,34 @@ class RecipeParser:
         self.parser = _Parser(types, allow_abbrev=False)
 
     def options(self) -> set[str]:
-        """Every option name the parser knows (dest)."""
-        return {a.dest for a in self._actions()}
+        """Every option name the parser knows (dest), and the former names of renamed ones (still accepted)."""
+        known = {a.dest for a in self._actions()}
+        return known | {old for old, new in renamed_options().items() if new in known}
+
+    def rename(self, values: dict, argv: list[str]) -> list[str]:
+        """Former option names (recipes/features: a feature's `renamed`) in the YAML `values` (changed in place) and
+        on the command line, given their new names; one deprecation line on stderr per name used."""
+        known = {a.dest for a in self._actions()}
+        argv = list(argv)
+        for old, new in renamed_options().items():
+            if new not in known:
+                continue
+            used = old in values
+            if used:
+                values[new] = values.pop(old)
+            for i, a in enumerate(argv):
+                name = a[2:].split("=")[0]
+                if a.startswith("--") and name.replace("-", "_") == old:
+                    argv[i], used = "--" + new + a[2 + len(name):], True
+            if used:
+                print(f"{old} is deprecated: use {new} (the old name is accepted for one more release)", file=sys.stderr)
+        return argv
 
     def parse(self, config: ConfigFile) -> tuple:
         """The dataclasses, as TrlParser.parse_args_and_config builds them (YAML `env:` set first, unknown YAML
         keys refused after the command line is read), from the YAML read once."""
         values = dict(config.values)
+        argv = self.rename(values, config.argv)
         if values:
             self.check_types(config.path, values)
         try:
@@ -100,7 +129,7 @@ class RecipeParser:
                 for key, value in env.items():
                     os.environ[key] = str(value)
             unknown = self.parser.set_defaults_with_config(**values)
-            out = self.parser.parse_args_into_dataclasses(args=config.argv)
+            out = self.parser.parse_args_into_dataclasses(args=argv)
             if unknown:
                 raise ValueError(f"Unknown arguments from config file: {unknown}. Please remove them, add them to the "
                                  "dataclass, or set `fail_with_unknown_args=False`.")

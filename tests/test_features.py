@@ -188,3 +188,28 @@ def test_entry_points_fold_the_one_list():
             named |= (set(module.split(".")) | {n.strip() for n in names.split(",")}) & mechanisms
         assert named == set(), (path, named)
         assert "features." in text, path
+
+
+def test_a_renamed_option_still_works_with_one_deprecation_line(tmp_path, capsys):
+    """dynamic_sampling_verdict is now dynamic_sampling_granularity (one name for the reward's granularity): the old
+    name, on the command line or in the YAML, still sets the option, with exactly one deprecation line on stderr; the
+    new name prints none."""
+    from conftest import call_main
+    from recipes.grpo_args import parse
+
+    cfg = tmp_path / "old.yaml"
+    cfg.write_text("dynamic_sampling_verdict: coarse\n")
+    note = ("dynamic_sampling_verdict is deprecated: use dynamic_sampling_granularity (the old name is accepted for "
+            "one more release)")
+    for argv, want, old in ((["--dynamic_sampling_verdict", "fine"], "fine", True),
+                            (["--dynamic-sampling-verdict=strict"], "strict", True),
+                            (["--config", str(cfg)], "coarse", True),
+                            (["--dynamic_sampling_granularity", "fine"], "fine", False)):
+        tase, _, _ = parse([*argv, "--output_dir", str(tmp_path / "o"), "--dry-run"])
+        assert tase.dynamic_sampling_granularity == want
+        err = capsys.readouterr().err
+        assert [line for line in err.splitlines() if "deprecated" in line] == ([note] if old else [])
+    code, err = call_main(["recipes/grpo.py", "--dynamic_sampling_verdict", "total", "--output_dir",
+                           str(tmp_path / "o"), "--dry-run"])
+    assert code == 2 and err.splitlines()[0] == note
+    assert "--dynamic_sampling_granularity" in err.splitlines()[-1] and "invalid choice: 'total'" in err  # its new name

@@ -17,7 +17,7 @@ from recipes.features.contract import ASYNC, GRPO_TRAINERS, SFT, SYNC, TRAINERS,
 __all__ = ["FEATURES", "Feature", "Run", "TrainerKind", "TRAINERS", "GRPO_TRAINERS", "SYNC", "ASYNC", "SFT", "trainer_kind",
            "feature", "option_fields", "check_options", "ranges", "check", "environment", "setup", "wrap_rewards",
            "callbacks", "trainer_class", "trainer_kwargs", "after_build", "after_train", "dry_run_lines", "overlay",
-           "argv", "sft_option_types", "merged", "reward_names", "reward_kwargs"]
+           "argv", "sft_option_types", "merged", "reward_names", "reward_kwargs", "renamed"]
 
 FEATURES: list[Feature] = [tracking.FEATURE, presets.FEATURE, curriculum.FEATURE, reward_log.FEATURE, heldout.FEATURE,
                            vllm_cpu.FEATURE, cpu_speed.FEATURE, dynamic_sampling.FEATURE, guidance.FEATURE,
@@ -90,6 +90,11 @@ def overlay(config: Any, route: Any) -> None:
     """Before the parser exists: features that lay values over the --config YAML (a preset)."""
     for f in FEATURES:
         f.overlay(config, route)
+
+
+def renamed() -> dict[str, str]:
+    """Former option names -> new ones, accepted with a deprecation line (recipes/parser.py RecipeParser.rename)."""
+    return {old: new for f in FEATURES for old, new in f.renamed.items()}
 
 
 def reward_names(names: list[str], args: Any) -> list[str]:

@@ -10,6 +10,7 @@ A feature is a `Feature` subclass; every hook has a do-nothing default, so a fea
   time, or TaseError at check time with `refuse_at = "check"`), or without a refusal it is left out there;
 - `check_options` (parse time, ValueError; `check_enabled` after the trainer's refusal), `check` (a dry run and a real start alike, TaseError), `ranges`
   (option -> (accepts, what it must be), as config.TRAINER_RANGES);
+- `renamed`: former option names, still accepted with a one-line deprecation note;
 - `reward_names` / `reward_kwargs`: rewards the feature adds by name, and how they are built;
 - `overlay` / `argv`: the command line before the parser exists (a preset's values, a resolved `--bf16`);
 - `environment`: process variables a run sets before it starts (setdefault);
@@ -81,6 +82,7 @@ class Feature:
     refusal: str | None = None
     refuse_at: str = "parse"  # or "check"
     ranges: dict[str, tuple[Any, str]] = {}
+    renamed: dict[str, str] = {}  # former option name -> new name (accepted for one release, with one line)
     modules: tuple[str, ...] = ()  # the modules that implement it (they, and only they, read its options too)
 
     def enabled(self, args: Any) -> bool:

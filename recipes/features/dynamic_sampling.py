@@ -17,8 +17,8 @@ class DynamicSamplingOptions:
     dynamic_sampling_max_rounds: int = field(default=4, metadata={
         "help": "dynamic sampling: most re-draw rounds per generation batch; past it the batch is filled with "
                 "uniform groups that carry no loss (0: drop uniform groups from the loss, never re-draw)"})
-    dynamic_sampling_verdict: str = field(default="auto", metadata={
-        "help": "dynamic sampling: the verdict a group must mix: auto (strict for fine and strict runs, coarse for "
+    dynamic_sampling_granularity: str = field(default="auto", metadata={
+        "help": "dynamic sampling: the granularity of the verdict a group must mix (formerly dynamic_sampling_verdict): auto (strict for fine and strict runs, coarse for "
                 "coarse runs), strict, coarse or fine (partial credit: groups that differ only in it count as mixed)",
         "choices": ["auto", STRICT, COARSE, FINE]})
 
@@ -29,6 +29,7 @@ class DynamicSampling(Feature):
     options = DynamicSamplingOptions
     after = "curriculum_down"
     trainers = frozenset({SYNC})
+    renamed = {"dynamic_sampling_verdict": "dynamic_sampling_granularity"}  # one name per idea (issue 61)
     refusal = ("dynamic_sampling works with trainer: sync only (AsyncGRPOTrainer's rollout worker fills its queue on "
                "its own; filtering there is not built)")
 

@@ -50,7 +50,7 @@ class Guidance(Feature):
     name = "guidance"
     modules = ("recipes/guidance.py", "recipes/guidance_trainer.py")
     options = GuidanceOptions
-    after = "dynamic_sampling_verdict"
+    after = "dynamic_sampling_granularity"
     trainers = frozenset({SYNC})
     refusal = ("guidance works with trainer: sync only (AsyncGRPOTrainer's rollout worker generates and scores on its "
                "own; re-generating a group there is not built)")
