@@ -10,6 +10,7 @@ from typing import Any
 from common.prompts import SYSTEM_PROMPT
 from common.errors import TaseError
 from recipes import features
+from recipes.streams import data_streams, level_counts  # noqa: F401  (named here before; recipes/streams.py)
 from rewards.levels import DEFAULT, check_level
 
 
@@ -23,6 +24,7 @@ def _compose(name: str, template: type, methods: type, data: bool, bases: tuple 
     """The options class `name`: `template`'s fields with the listed features' options folded in (recipes/features),
     and `methods`' methods; module-level here, so pickles and TrlParser's type hints resolve."""
     namespace = {k: v for k, v in vars(methods).items() if k not in ("__dict__", "__weakref__")}
+    namespace["renamed_options"] = features.renamed()  # former option names, still accepted (recipes/parser.py)
     cls = dataclasses.make_dataclass(name, features.option_fields(_specs(template), data), bases=bases,
                                      namespace=namespace)
     cls.__module__ = __name__
@@ -113,50 +115,7 @@ class _DataMethods:
         return out
 
 
-def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None) -> list[tuple[str, str, str | None]]:
-    """The synth streams the recipes interleave (recipes/data.py iter_records), as (task, lang, subtask) for
-    `synth.generate(task, lang, subtask=subtask)`: one per task x lang (subtask None: all of the cell's), or with
-    `subtasks` one per task x lang x listed subtask that cell has. Kept in one place so that the recipes and
-    proof.py's written-out training sets cannot disagree. A bad request is one ValueError line."""
-    from synth.core import SynthError, available, combos
-
-    streams: list[tuple[str, str, str | None]] = []
-    for t in tasks:
-        for lang in langs:
-            try:
-                combos(t, lang)
-            except SynthError as e:
-                raise ValueError(f"tasks/langs: {e}") from None
-            if subtasks is None:
-                streams.append((t, lang, None))
-                continue
-            if t != "all" and not set(subtasks) & set(available()[t].subtasks):
-                names = ", ".join(s for s in available()[t].subtasks if s)
-                has = f"its subtasks: {names}" if names else "it has no subtasks"
-                raise ValueError(f"subtasks: task {t!r} has none of {', '.join(subtasks)} ({has})")
-            found = []
-            for s in dict.fromkeys(subtasks):
-                try:
-                    combos(t, lang, s)
-                except SynthError:
-                    continue
-                found.append((t, lang, s))
-            if not found:
-                raise ValueError(f"subtasks: nothing to generate for task {t} lang {lang} subtasks "
-                                 f"{', '.join(subtasks)}")
-            streams += found
-    return streams
-
-
 DataArgs = _compose("DataArgs", _DataFields, _DataMethods, data=True)
-
-
-def level_counts(streams: list[tuple[str, str, str | None]]) -> dict[str, int]:
-    """Task -> number of difficulty levels (0: none) of every task the synth streams cover (`all` expanded), from the
-    registry (each task module declares its `levels`): what a curriculum moves (recipes/curriculum.py)."""
-    from synth.core import combos, level_count
-
-    return {t: level_count(t) for task, lang, sub in streams for t, _, _ in combos(task, lang, sub)}
 
 
 @dataclass

@@ -145,7 +145,7 @@ def start(tase: Any, cfg: Any, resume: str | None) -> Curriculum | None:
     is turned off: synth draws in random order already."""
     if not tase.curriculum:
         return None
-    from recipes.config import data_streams, level_counts
+    from recipes.streams import data_streams, level_counts
 
     if getattr(cfg, "restore_callback_states_from_checkpoint", False):
         raise TaseError("curriculum restores its own state on resume; set restore_callback_states_from_checkpoint false")

@@ -33,7 +33,7 @@ def records(args: Any) -> list[dict[str, Any]]:
 
     import synth
     from common.guard import normalize_prompt
-    from recipes.config import data_streams
+    from recipes.streams import data_streams
     from synth.guard import guard_from_specs
     from synth.mixture import load_mixture
 

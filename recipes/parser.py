@@ -45,13 +45,6 @@ def config_value(path: str | Path, key: str) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def renamed_options() -> dict[str, str]:
-    """Former option name -> its new name, as the features declare them (recipes/features: `renamed`)."""
-    from recipes.features import renamed
-
-    return renamed()
-
-
 class ConfigFile:
     """The --config YAML of a command line, read once: `path`, `values` (a mapping), and `argv` without it. `read`
     is the reader (read_yaml): proof.py passes one that reads each recipe config once for all its stages."""
@@ -87,20 +80,26 @@ class RecipeParser:
             def error(self, message: str):  # argparse's usage text + exit 2 -> one line
                 raise TaseError(f"{where}{message}")
 
-        self.where = where
+        self.where, self.types = where, tuple(types)
         self.parser = _Parser(types, allow_abbrev=False)
 
     def options(self) -> set[str]:
         """Every option name the parser knows (dest), and the former names of renamed ones (still accepted)."""
         known = {a.dest for a in self._actions()}
-        return known | {old for old, new in renamed_options().items() if new in known}
+        return known | {old for old, new in self.renamed.items() if new in known}
+
+    @property
+    def renamed(self) -> dict[str, str]:
+        """Former option name -> new name, as the options classes declare them (`renamed_options`: TaseArgs gets its
+        features' `renamed`, recipes/config.py)."""
+        return {old: new for t in self.types for old, new in getattr(t, "renamed_options", {}).items()}
 
     def rename(self, values: dict, argv: list[str]) -> list[str]:
-        """Former option names (recipes/features: a feature's `renamed`) in the YAML `values` (changed in place) and
+        """Former option names (an options class's `renamed_options`) in the YAML `values` (changed in place) and
         on the command line, given their new names; one deprecation line on stderr per name used."""
         known = {a.dest for a in self._actions()}
         argv = list(argv)
-        for old, new in renamed_options().items():
+        for old, new in self.renamed.items():
             if new not in known:
                 continue
             used = old in values

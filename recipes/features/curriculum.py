@@ -39,7 +39,7 @@ def check_curriculum(args: Any) -> None:
 
 def check_levels(args: Any) -> None:
     """Some task of the run has difficulty levels (after the trainer check, as before)."""
-    from recipes.config import data_streams, level_counts
+    from recipes.streams import data_streams, level_counts
 
     counts = level_counts(data_streams(args.tasks, args.langs, args.subtasks))
     if not any(counts.values()):

@@ -7,8 +7,7 @@ from typing import Any
 
 from recipes.features.contract import SYNC, Feature, Run
 
-MODES = ("none", "hint", "gold", "both")
-SCHEDULES = ("success", "step", "fixed")
+from recipes.guidance import MODES, SCHEDULES
 
 
 @dataclass
