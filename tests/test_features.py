@@ -195,6 +195,7 @@ def test_a_renamed_option_still_works_with_one_deprecation_line(tmp_path, capsys
     name, on the command line or in the YAML, still sets the option, with exactly one deprecation line on stderr; the
     new name prints none."""
     from conftest import call_main
+
     from recipes.grpo_args import parse
 
     cfg = tmp_path / "old.yaml"

@@ -10,9 +10,29 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from recipes.features import budget, cpu_speed, curriculum, dynamic_sampling, guidance, heldout, presets, \
-    reward_log, tracking, vllm_cpu
-from recipes.features.contract import ASYNC, GRPO_TRAINERS, SFT, SYNC, TRAINERS, Feature, Run, TrainerKind, trainer_kind
+from recipes.features import (
+    budget,
+    cpu_speed,
+    curriculum,
+    dynamic_sampling,
+    guidance,
+    heldout,
+    presets,
+    reward_log,
+    tracking,
+    vllm_cpu,
+)
+from recipes.features.contract import (
+    ASYNC,
+    GRPO_TRAINERS,
+    SFT,
+    SYNC,
+    TRAINERS,
+    Feature,
+    Run,
+    TrainerKind,
+    trainer_kind,
+)
 
 __all__ = ["FEATURES", "Feature", "Run", "TrainerKind", "TRAINERS", "GRPO_TRAINERS", "SYNC", "ASYNC", "SFT", "trainer_kind",
            "feature", "option_fields", "check_options", "ranges", "check", "environment", "setup", "wrap_rewards",

@@ -56,7 +56,8 @@ def trainer_kind(name: str) -> TrainerKind:
 class Run:
     """What the hooks see of one run: its options (TaseArgs, or DataArgs plus the SFT options), the trainer's
     config and ModelConfig, the trainer kind, and what the run resolved so far. `state` holds each feature's own
-    state (setup's return value) under its name; `level` is a curriculum's task -> level for the data."""
+    state (setup's return value) under its name; `difficulty` is a curriculum's task -> difficulty level for the data
+    (apart from the reward's granularity, `rewards.level`)."""
 
     args: Any
     cfg: Any
@@ -67,7 +68,7 @@ class Run:
     path: str | None = None
     processes: int = 1
     state: dict[str, Any] = field(default_factory=dict)
-    level: Any = None
+    difficulty: Any = None
 
 
 class Feature:

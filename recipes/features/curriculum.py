@@ -71,7 +71,7 @@ class Curriculum(Feature):
         from recipes import curriculum
 
         cur = curriculum.start(run.args, run.cfg, run.resume)
-        run.level = cur and cur.level  # the data stream reads each task's level at every draw
+        run.difficulty = cur and cur.level  # the data stream reads each task's difficulty level at every draw
         return cur
 
     def wrap_rewards(self, funcs: list[Any], run: Run) -> list[Any]:

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recipes.features.contract import SYNC, Feature, Run
-
 from recipes.guidance import MODES, SCHEDULES
 
 
