@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 PY = sys.executable
@@ -99,6 +100,7 @@ def _drive(tmp_path: Path, argvs: list[list[str]]) -> subprocess.CompletedProces
                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_a_toy_feature_is_one_module_and_one_list_entry(tiny_model, tmp_path):
     """The toy module plus one FEATURES entry: its option is on the command line and in the dry run's plan, its
     option check and its declared trainers refuse in one line each, and one CPU step runs with its reward wrapper,
