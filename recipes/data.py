@@ -26,7 +26,7 @@ def iter_records(args: DataOptions, limit: int | None = -1, level: Level | None 
     """Training records from synth (with the contamination guard) or a JSONL file; `limit` defaults to
     num_train_examples, None streams without end (synth) or to the end of the file, after the first skip_examples
     rows (counted after the guard, as num_train_examples is). Synth rows come round-robin from one
-    `synth.generate` stream per task x lang (x subtask with `subtasks`; config.data_streams).
+    `synth.generate` stream per task x lang (x subtask with `subtasks`; streams.data_streams).
     With `repeat_answers` (ANSWER=K) each drawn row whose gold answer is ANSWER is yielded K times: `limit`
     counts drawn rows, so the data holds more rows than that (the trainers shuffle them). `level` (a curriculum's
     task -> level, read at every draw) is passed to `synth.generate`."""

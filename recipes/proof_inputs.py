@@ -276,7 +276,7 @@ def setup(args: argparse.Namespace) -> Proof:
 def check_rft_data(config: str, data: dict[str, Any]) -> None:
     """control: rft samples the GRPO arms' first prompts, written by one `python -m synth` call: the GRPO data must
     be generated (synth), one task x lang (x subtask) stream, and start at its first row (no skip_examples)."""
-    from recipes.config import data_streams
+    from recipes.streams import data_streams
 
     streams = data_streams(data["tasks"], data["langs"], data["subtasks"]) if data["train_data"] == "synth" else []
     if len(streams) != 1 or data.get("skip_examples") or "all" in streams[0][:2]:
