@@ -21,8 +21,10 @@ def quantization_problem(model_args: Any, trainer: str = "sync", use_cpu: bool =
     if not getattr(model_args, "use_peft", False):
         return (f"{opt} (QLoRA) trains LoRA adapters on frozen quantized weights: add --use_peft true, or remove "
                 f"{opt} for a full fine-tune")
-    if trainer == "async":
-        return f"trainer: async does not take {opt} (TRL's AsyncGRPOTrainer has no quantization_config); use trainer: sync"
+    from recipes.features import trainer_kind
+
+    if not trainer_kind(trainer).quantization:
+        return f"trainer: {trainer} does not take {opt} (TRL's AsyncGRPOTrainer has no quantization_config); use trainer: sync"
     if not hardware:
         return None
     import torch

@@ -3,20 +3,37 @@ the command line) and the trainer ranges checked after parsing. The rewards the 
 by recipes/reward_funcs.resolve_rewards."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from common.prompts import SYSTEM_PROMPT
 from common.errors import TaseError
-from rewards.levels import COARSE, DEFAULT, FINE, STRICT, check_level
+from recipes import features
+from recipes.streams import data_streams, level_counts  # noqa: F401  (named here before; recipes/streams.py)
+from rewards.levels import DEFAULT, check_level
 
-GUIDANCE_MODES = ("none", "hint", "gold", "both")  # recipes/guidance.py
-GUIDANCE_SCHEDULES = ("success", "step", "fixed")
+
+def _specs(template: type) -> list[tuple[str, Any, Any]]:
+    """A dataclass's fields as make_dataclass specs (the features' options are inserted among them)."""
+    return [(x.name, x.type, field(default=x.default, default_factory=x.default_factory, metadata=x.metadata))
+            for x in dataclasses.fields(template)]
+
+
+def _compose(name: str, template: type, methods: type, data: bool, bases: tuple = ()) -> type:
+    """The options class `name`: `template`'s fields with the listed features' options folded in (recipes/features),
+    and `methods`' methods; module-level here, so pickles and TrlParser's type hints resolve."""
+    namespace = {k: v for k, v in vars(methods).items() if k not in ("__dict__", "__weakref__")}
+    namespace["renamed_options"] = features.renamed()  # former option names, still accepted (recipes/parser.py)
+    cls = dataclasses.make_dataclass(name, features.option_fields(_specs(template), data), bases=bases,
+                                     namespace=namespace)
+    cls.__module__ = __name__
+    return cls
 
 
 @dataclass
-class DataArgs:
-    """Training-data options shared by GRPO and the SFT warm-up (YAML and command line alike)."""
+class _DataFields:
+    """The data options that are not a feature's (DataArgs adds those of the features with data options)."""
 
     train_data: str = field(default="synth", metadata={"help": "'synth' (generated on the fly) or a .jsonl of records"})
     tasks: list[str] = field(default_factory=lambda: ["all"], metadata={"help": "tasks to generate, or 'all'"})
@@ -42,13 +59,10 @@ class DataArgs:
                                              "kana=6 greek=6 symbol=2); num_train_examples counts rows before"})
     allow_pickle_weights: bool = field(default=False, metadata={"help": "accept a model folder without safetensors "
                                        "weights (pickle files can run code; trusted folders only)"})
-    held_out_rows: int = field(default=0, metadata={"help": "score this many generated held-out rows with the "
-                               "project's evaluator at each evaluation (eval_strategy/eval_steps; 0: off; "
-                               "recipes/heldout.py, docs/training.md)"})
-    held_out_seed: int | None = field(default=None, metadata={"help": "synth seed of the held-out rows (default: "
-                                      "synth_seed + 1; must differ from synth_seed)"})
-    held_out_max_new_tokens: int | None = field(default=None, metadata={"help": "greedy tokens per held-out "
-                                                "answer (default: max_completion_length in GRPO, 128 in SFT)"})
+
+
+class _DataMethods:
+    """Training-data options shared by GRPO and the SFT warm-up (YAML and command line alike)."""
 
     def __post_init__(self) -> None:
         """Bad data options fail at parse time in one line (ValueError), not minutes later in a traceback."""
@@ -71,7 +85,7 @@ class DataArgs:
                                           or not all(isinstance(x, str) for x in self.subtasks)):
             raise ValueError(f"subtasks must be a non-empty list of strings (or unset), got {self.subtasks!r}")
         self.answer_repeats()
-        heldout_problem(self)
+        features.check_options(self, data=True)  # the data options of features (held_out_*)
         if self.train_data == "synth":
             data_streams(self.tasks, self.langs, self.subtasks)
             if self.mixture is not None:
@@ -101,65 +115,12 @@ class DataArgs:
         return out
 
 
-def heldout_problem(args: Any) -> None:
-    """The held_out_* data options (DataArgs.__post_init__): a bad value is one ValueError line at parse time."""
-    for key, low in (("held_out_rows", 0), ("held_out_seed", None), ("held_out_max_new_tokens", 1)):
-        v = getattr(args, key)
-        if v is None and key != "held_out_rows":
-            continue
-        if not isinstance(v, int) or isinstance(v, bool) or (low is not None and v < low):
-            raise ValueError(f"{key} must be an integer" + (f" >= {low}" if low is not None else "") + f", got {v!r}")
-    if args.held_out_rows and args.held_out_seed == args.synth_seed:
-        raise ValueError(f"held_out_seed {args.held_out_seed} equals synth_seed: the held-out rows must come from "
-                         "another seed than the training rows")
-
-
-def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None) -> list[tuple[str, str, str | None]]:
-    """The synth streams the recipes interleave (recipes/data.py iter_records), as (task, lang, subtask) for
-    `synth.generate(task, lang, subtask=subtask)`: one per task x lang (subtask None: all of the cell's), or with
-    `subtasks` one per task x lang x listed subtask that cell has. Kept in one place so that the recipes and
-    proof.py's written-out training sets cannot disagree. A bad request is one ValueError line."""
-    from synth.core import SynthError, available, combos
-
-    streams: list[tuple[str, str, str | None]] = []
-    for t in tasks:
-        for lang in langs:
-            try:
-                combos(t, lang)
-            except SynthError as e:
-                raise ValueError(f"tasks/langs: {e}") from None
-            if subtasks is None:
-                streams.append((t, lang, None))
-                continue
-            if t != "all" and not set(subtasks) & set(available()[t].subtasks):
-                names = ", ".join(s for s in available()[t].subtasks if s)
-                has = f"its subtasks: {names}" if names else "it has no subtasks"
-                raise ValueError(f"subtasks: task {t!r} has none of {', '.join(subtasks)} ({has})")
-            found = []
-            for s in dict.fromkeys(subtasks):
-                try:
-                    combos(t, lang, s)
-                except SynthError:
-                    continue
-                found.append((t, lang, s))
-            if not found:
-                raise ValueError(f"subtasks: nothing to generate for task {t} lang {lang} subtasks "
-                                 f"{', '.join(subtasks)}")
-            streams += found
-    return streams
-
-
-def level_counts(streams: list[tuple[str, str, str | None]]) -> dict[str, int]:
-    """Task -> number of difficulty levels (0: none) of every task the synth streams cover (`all` expanded), from the
-    registry (each task module declares its `levels`): what a curriculum moves (recipes/curriculum.py)."""
-    from synth.core import combos, level_count
-
-    return {t: level_count(t) for task, lang, sub in streams for t, _, _ in combos(task, lang, sub)}
+DataArgs = _compose("DataArgs", _DataFields, _DataMethods, data=True)
 
 
 @dataclass
-class TaseArgs(DataArgs):
-    """GRPO options on top of the data options."""
+class _TaseFields:
+    """The GRPO options that are not a feature's (TaseArgs adds the features' options: recipes/features/)."""
 
     reward_granularity: str = field(default=DEFAULT, metadata={
         "help": "fine (partial credit on the strict verdict: hedges and echoes earn 0), strict (the strict 0/1 "
@@ -168,21 +129,11 @@ class TaseArgs(DataArgs):
                                            "accuracy_<granularity> (+ format)"})
     format_reward: bool = field(default=True, metadata={"help": "add the answer-tag format reward (cold start)"})
     format_weight: float = field(default=0.2, metadata={"help": "weight of the format reward"})
-    preset: str | None = field(default=None, metadata={"help": "a loss preset laid over --config (the command line "
-                               "still overrides it): gspo, dr_grpo, dapo, grpo (recipes/configs/presets/)"})
-    soft_overlong: bool = field(default=False, metadata={"help": "add DAPO's soft overlong punishment reward "
-                                "(`soft_overlong`, weight 1; preset dapo sets it)"})
-    soft_overlong_cache: int | None = field(default=None, metadata={"help": "soft_overlong: tokens before "
-                                            "max_completion_length where the penalty starts (default a fifth)"})
     dry_run: bool = field(default=False, metadata={"help": "print the resolved configuration and exit"})
     local_files_only: bool = field(default=False, metadata={"help": "a hub id (owner/name) is read from the local "
                                    "Hugging Face cache only; by default a real start downloads one the cache lacks, as "
                                    "TRL does (HF_HUB_OFFLINE=1 refuses in one line)"})
     min_gpus: int = field(default=0, metadata={"help": "refuse to start with fewer CUDA devices than this"})
-    vllm_reload_sync: str = field(default="auto", metadata={
-        "help": "colocated vLLM weight sync through vLLM's reload API (recipes/vllm_sync.py): auto (CPU engines, "
-                "where TRL's load_weights sync fails), always, never", "choices": ["auto", "always", "never"]})
-
     trainer: str = field(default="sync", metadata={
         "help": "sync: TRL's GRPOTrainer (generation and optimizer steps take turns); async: TRL's AsyncGRPOTrainer "
                 "(a rollout worker generates while the trainer trains; FSDP2 only, see docs/training.md)",
@@ -196,109 +147,26 @@ class TaseArgs(DataArgs):
                 "by launch/local.sh --async"})
     async_max_model_len: int = field(default=2048, metadata={
         "help": "async cpu_engine: max_model_len of the in-process vLLM engine (prompt + completion)"})
-    cpu_bf16: str = field(default="false", metadata={
-        "help": "sync runs on CPU: auto (bf16 autocast with float32 weights where the CPU has native bf16, "
-                "avx512_bf16 or AMX; else float32), true, false; an explicit bf16 wins (recipes/cpu_speed.py)",
-        "choices": ["auto", "true", "false"]})
     async_trace: str | None = field(default=None, metadata={
         "help": "async cpu_engine: append one JSON line per generation batch and weight sync to this file "
                 "(times, policy versions; the async test and bench read it)"})
-    curriculum: bool = field(default=False, metadata={
-        "help": "adaptive curriculum (recipes/curriculum.py; needs --streaming true): each task with difficulty levels "
-                "moves up/down by the strict accuracy of its last curriculum_window GRPO groups"})
-    curriculum_start_level: int = field(default=0, metadata={"help": "curriculum: every task's first level (0: the "
-                                        "easiest; capped at a task's top level, the official range)"})
-    curriculum_window: int = field(default=20, metadata={"help": "curriculum: groups per task a move is judged on"})
-    curriculum_up: float = field(default=0.70, metadata={"help": "curriculum: one level up at this mean strict accuracy"})
-    curriculum_down: float = field(default=0.10, metadata={"help": "curriculum: one level down at or below this"})
-    dynamic_sampling: bool = field(default=False, metadata={
-        "help": "sync only: DAPO's dynamic sampling (recipes/dynamic_sampling.py): train only on groups whose "
-                "accuracy verdicts differ, re-drawing fresh prompts from the data stream to fill the batch"})
-    dynamic_sampling_max_rounds: int = field(default=4, metadata={
-        "help": "dynamic sampling: most re-draw rounds per generation batch; past it the batch is filled with "
-                "uniform groups that carry no loss (0: drop uniform groups from the loss, never re-draw)"})
-    dynamic_sampling_verdict: str = field(default="auto", metadata={
-        "help": "dynamic sampling: the verdict a group must mix: auto (strict for fine and strict runs, coarse for "
-                "coarse runs), strict, coarse or fine (partial credit: groups that differ only in it count as mixed)",
-        "choices": ["auto", STRICT, COARSE, FINE]})
-    guidance: str = field(default="none", metadata={
-        "help": "sync only: guide groups whose strict verdicts all fail (recipes/guidance.py, docs/training.md): "
-                "hint (generate the group again with the task's graded hint in the prompt and train on it), gold "
-                "(put the row's gold completion in the group as one member), both, or none",
-        "choices": ["none", "hint", "gold", "both"]})
-    guidance_schedule: str = field(default="success", metadata={
-        "help": "guidance: how the hint weakens: success (one level weaker when the unhinted strict accuracy of a "
-                "task's last guidance_window groups reaches guidance_up), step (every guidance_step_every steps), "
-                "fixed", "choices": ["success", "step", "fixed"]})
-    guidance_start_level: int = field(default=0, metadata={"help": "guidance: first hint level (0: the strongest)"})
-    guidance_window: int = field(default=8, metadata={"help": "guidance: groups per task a success move is judged on"})
-    guidance_up: float = field(default=0.5, metadata={"help": "guidance: a weaker hint at this mean unhinted accuracy"})
-    guidance_down: float = field(default=0.0, metadata={"help": "guidance: a stronger hint at or below this"})
-    guidance_step_every: int = field(default=50, metadata={"help": "guidance step schedule: steps per level"})
-    max_train_seconds: float | None = field(default=None, metadata={
-        "help": "sync only: stop after this many seconds of training (checked after each step) and save; arms compared "
-                "at equal wall time (max_steps still sets the learning-rate schedule)"})
+
+
+class _TaseMethods:
+    """GRPO options on top of the data options; each feature's options come from its module (recipes/features/)."""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        DataArgs.__post_init__(self)
         check_level(self.reward_granularity)
         import math
 
         if isinstance(self.format_weight, bool) or not isinstance(self.format_weight, (int, float)) \
                 or not math.isfinite(self.format_weight):  # nan trained with weights [1.0, nan] (issue 36)
             raise ValueError(f"format_weight must be a finite number, got {self.format_weight!r}")
-        self.check_curriculum()
+        features.check_options(self, data=False)  # each feature's options, then the trainers it works with
 
-        from recipes.dynamic_sampling import check_options
 
-        check_options(self)
-        self.check_guidance()
-
-    def check_guidance(self) -> None:
-        """The guidance options (recipes/guidance.py), one ValueError line each: checked here, not there, since
-        guidance reads the data streams from this module."""
-        if self.guidance not in GUIDANCE_MODES:
-            raise ValueError(f"guidance must be one of {', '.join(GUIDANCE_MODES)}, got {self.guidance!r}")
-        if self.guidance_schedule not in GUIDANCE_SCHEDULES:
-            raise ValueError(f"guidance_schedule must be one of {', '.join(GUIDANCE_SCHEDULES)}, "
-                             f"got {self.guidance_schedule!r}")
-        for key, low in (("guidance_start_level", 0), ("guidance_window", 1), ("guidance_step_every", 1)):
-            v = getattr(self, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise ValueError(f"{key} must be an integer >= {low}, got {v!r}")
-        up, down = self.guidance_up, self.guidance_down
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (up, down)) \
-                or not 0.0 <= down < up <= 1.0:
-            raise ValueError(f"guidance_down and guidance_up must be numbers with 0 <= down < up <= 1, got down "
-                             f"{down!r}, up {up!r}")
-        if self.guidance != "none" and self.trainer != "sync":
-            raise ValueError("guidance works with trainer: sync only (AsyncGRPOTrainer's rollout worker generates and "
-                             "scores on its own; re-generating a group there is not built)")
-
-    def check_curriculum(self) -> None:
-        """The curriculum options (recipes/curriculum.py), one ValueError line each."""
-        window, start = self.curriculum_window, self.curriculum_start_level
-        for key, v, low in (("curriculum_window", window, 1), ("curriculum_start_level", start, 0)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise ValueError(f"{key} must be an integer >= {low}, got {v!r}")
-        up, down = self.curriculum_up, self.curriculum_down
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (up, down)) \
-                or not 0.0 <= down < up <= 1.0:
-            raise ValueError(f"curriculum_down and curriculum_up must be numbers with 0 <= down < up <= 1, got down "
-                             f"{down!r}, up {up!r}")
-        if not self.curriculum:
-            return
-        if self.train_data != "synth" or not self.streaming:
-            raise ValueError("curriculum needs synth data drawn as the run reads it: --train_data synth --streaming true")
-        if self.trainer != "sync":
-            raise ValueError("curriculum runs with trainer: sync only (the async rollout worker draws its own data)")
-        counts = level_counts(data_streams(self.tasks, self.langs, self.subtasks))
-        if not any(counts.values()):
-            from synth.core import available
-
-            have = ", ".join(t for t, g in available().items() if g.levels)
-            raise ValueError(f"curriculum: none of the run's tasks ({', '.join(counts)}) has difficulty levels; these "
-                             f"do: {have}")
+TaseArgs = _compose("TaseArgs", _TaseFields, _TaseMethods, data=False, bases=(DataArgs,))
 
 
 def _inf() -> float:
@@ -317,7 +185,6 @@ TRAINER_RANGES: dict[str, tuple[Any, str]] = {
     "gradient_accumulation_steps": (lambda v: v >= 1, ">= 1"),
     "save_steps": (lambda v: v > 0, "> 0"),
     "logging_steps": (lambda v: v > 0, "> 0"),
-    "max_train_seconds": (lambda v: v is None or 0 < v < _inf(), "> 0"),
     "temperature": (lambda v: 0 < v < _inf(), "> 0"),
     "top_p": (lambda v: 0 < v <= 1, "in (0, 1]"),
     "top_k": (lambda v: v >= 0, ">= 0 (0: off)"),
@@ -328,8 +195,9 @@ TRAINER_RANGES: dict[str, tuple[Any, str]] = {
 
 
 def check_trainer_ranges(*parsed: Any, where: str = "") -> None:
-    """TRAINER_RANGES on the parsed option objects (the recipe's dataclasses): the first bad value is one line."""
-    for key, (ok, want) in TRAINER_RANGES.items():
+    """TRAINER_RANGES and the features' ranges on the parsed option objects (the recipe's dataclasses): the first bad
+    value is one line."""
+    for key, (ok, want) in {**TRAINER_RANGES, **features.ranges()}.items():
         for obj in parsed:
             if hasattr(obj, key) and not ok(getattr(obj, key)):
                 raise TaseError(f"{where}{key} must be {want}, got {getattr(obj, key)}")

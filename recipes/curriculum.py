@@ -2,7 +2,7 @@
 `--curriculum true` (sync GRPO, `streaming: true`).
 
 Each task module declares its levels (`levels` in synth/tasks/<task>.py, easiest first, the last one the official
-files' range; read through the registry, `recipes.config.level_counts`); a task without levels stays static. Every
+files' range; read through the registry, `recipes.streams.level_counts`); a task without levels stays static. Every
 task of the run starts at `curriculum_start_level` (capped at its top level) and moves as reasoning-gym moves its
 datasets: over the last `curriculum_window` GRPO groups of the task drawn at its current level, a mean strict
 accuracy >= `curriculum_up` moves it one level up, <= `curriculum_down` one level down; a move empties the window.
@@ -145,7 +145,7 @@ def start(tase: Any, cfg: Any, resume: str | None) -> Curriculum | None:
     is turned off: synth draws in random order already."""
     if not tase.curriculum:
         return None
-    from recipes.config import data_streams, level_counts
+    from recipes.streams import data_streams, level_counts
 
     if getattr(cfg, "restore_callback_states_from_checkpoint", False):
         raise TaseError("curriculum restores its own state on resume; set restore_callback_states_from_checkpoint false")

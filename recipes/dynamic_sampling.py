@@ -3,7 +3,7 @@ completions score differently, so a generation batch keeps only the groups whose
 is filled with groups generated for fresh prompts drawn from the trainer's own data stream.
 
 The decision reads each completion's verdict (`rewards.trl.batch_scores`: strict for fine and strict runs, coarse
-for coarse runs; `dynamic_sampling_verdict` says otherwise), never the float total reward: a format or length term
+for coarse runs; `dynamic_sampling_granularity` says otherwise), never the float total reward: a format or length term
 must not make a group look mixed, and float noise in a weighted sum (std 1.5e-8 for a group whose every total is
 0.2) must not either. After `dynamic_sampling_max_rounds` re-draw rounds the batch is filled with uniform groups
 whose loss mask and advantages are zeroed: they reach neither the loss nor its token count (docs/training.md,
@@ -39,19 +39,17 @@ MAX_ROUNDS = 32  # re-draw rounds per generation batch at most: a step then cost
 
 
 def check_options(tase: Any) -> None:
-    """The dynamic sampling options (TaseArgs.__post_init__): one ValueError line each."""
+    """The dynamic sampling options (TaseArgs.__post_init__): one ValueError line each (the trainers it works with are
+    declared in recipes/features/dynamic_sampling.py)."""
     if not isinstance(tase.dynamic_sampling, bool):
         raise ValueError(f"dynamic_sampling must be true or false, got {tase.dynamic_sampling!r}")
     r = tase.dynamic_sampling_max_rounds
     if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r <= MAX_ROUNDS:
         raise ValueError(f"dynamic_sampling_max_rounds must be an integer from 0 to {MAX_ROUNDS}, got {r!r} (each "
                          "re-draw round generates a whole batch more: a step costs at most that many + 1 batches)")
-    if tase.dynamic_sampling_verdict not in ("auto", *LEVELS):
-        raise ValueError(f"dynamic_sampling_verdict must be auto, strict, coarse or fine, got "
-                         f"{tase.dynamic_sampling_verdict!r}")
-    if tase.dynamic_sampling and tase.trainer == "async":
-        raise ValueError("dynamic_sampling works with trainer: sync only (AsyncGRPOTrainer's rollout worker fills "
-                         "its queue on its own; filtering there is not built)")
+    if tase.dynamic_sampling_granularity not in ("auto", *LEVELS):
+        raise ValueError(f"dynamic_sampling_granularity must be auto, strict, coarse or fine, got "
+                         f"{tase.dynamic_sampling_granularity!r}")
 
 
 def check_run(tase: Any, cfg: Any, processes: int) -> None:
@@ -68,11 +66,11 @@ def check_run(tase: Any, cfg: Any, processes: int) -> None:
 
 
 def verdict_level(tase: Any, level: str | None) -> str:
-    """The verdict a group must mix: dynamic_sampling_verdict, or with auto the 0/1 verdict the run's resolved accuracy
+    """The verdict a group must mix: dynamic_sampling_granularity, or with auto the 0/1 verdict the run's resolved accuracy
     `level` is built on (rewards.levels.binary: strict for a fine or strict run, coarse for a coarse run; strict
     without one)."""
-    if tase.dynamic_sampling_verdict != "auto":
-        return tase.dynamic_sampling_verdict
+    if tase.dynamic_sampling_granularity != "auto":
+        return tase.dynamic_sampling_granularity
     return binary(level)
 
 

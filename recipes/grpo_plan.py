@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recipes import features
 from recipes.config import TaseArgs
 
 if TYPE_CHECKING:
@@ -130,11 +131,11 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards)
     print(yaml.safe_dump(plain(out), sort_keys=False, allow_unicode=True).rstrip())
     print(f"effective batch: {cfg.per_device_train_batch_size} per device x {cfg.gradient_accumulation_steps} "
           f"accumulation x {n} process(es) = {batch_line(eff, cfg.num_generations)}")
-    gpus = n if n > 1 else max(tase.min_gpus - (tase.vllm_gpus if tase.trainer == "async" else 0), 1)
+    kind = features.trainer_kind(tase.trainer)
+    gpus = n if n > 1 else max(tase.min_gpus - (tase.vllm_gpus if kind.rollout_worker else 0), 1)
     per_step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * gpus
     if n == 1 and gpus > 1:
-        launcher = "recipes/accelerate/fsdp2.yaml" if tase.trainer == "async" else "recipes/accelerate/zero3.yaml"
-        print(f"on {gpus} GPUs ({launcher}): {batch_line(per_step, cfg.num_generations)}")
+        print(f"on {gpus} GPUs ({kind.launcher}): {batch_line(per_step, cfg.num_generations)}")
     if cfg.max_steps > 0:
         print(f"training length: max_steps {cfg.max_steps}")
     elif not tase.streaming and cfg.num_generations:
@@ -143,13 +144,16 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards)
         steps = math.ceil(cfg.num_train_epochs * -(-tase.num_train_examples // max(prompts, 1)))
         print(f"training length: ~{steps} optimizer steps on {gpus} GPU(s) ({tase.num_train_examples} prompts x "
               f"{cfg.num_train_epochs:g} epochs / {prompts} prompts per step), a checkpoint every {cfg.save_steps:g}")
-    if tase.trainer == "async":
+    if kind.rollout_worker:
         print(async_split(tase, cfg, n))
         print(memory_estimate(model, max(n, tase.min_gpus - tase.vllm_gpus, 1)).replace(
             "DeepSpeed ZeRO-3 estimator", "DeepSpeed ZeRO-3 estimator (FSDP2 full sharding holds the same model "
             "states)").replace("recipes/accelerate/zero3.yaml is the", "the"))
     else:
         print(memory_estimate(model, max(n, tase.min_gpus, 1)))
+    for line in features.dry_run_lines(features.Run(tase, cfg, model_args, trainer=tase.trainer, rewards=rewards,
+                                                    processes=n)):
+        print(line)  # what each feature would do (recipes/features/: dry_run_line)
 
 
 def async_split(tase: TaseArgs, cfg: Any, n_procs: int) -> str:

@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.config import GUIDANCE_MODES, GUIDANCE_SCHEDULES
 
 PREFIX = "tase/guide/"
 STATE_FILE = "guidance.json"
-MODES, SCHEDULES = GUIDANCE_MODES, GUIDANCE_SCHEDULES  # checked with the other options (recipes/config.py)
+MODES = ("none", "hint", "gold", "both")  # the `guidance` option (checked in recipes/features/guidance.py)
+SCHEDULES = ("success", "step", "fixed")
 
 
 def check_run(tase: Any, cfg: Any, processes: int) -> None:
@@ -173,7 +173,7 @@ def start(tase: Any, resume: str | None) -> HintSchedule | None:
 
     if tase.guidance == "none":
         return None
-    from recipes.config import data_streams
+    from recipes.streams import data_streams
     from synth.core import combos, hint_count
 
     counts = {t: hint_count(t) for task, lang, sub in data_streams(tase.tasks, tase.langs, tase.subtasks)

@@ -40,10 +40,10 @@ def _strategy(cfg: Any, key: str = "eval_strategy") -> str:
     return str(getattr(v, "value", v))
 
 
-def check(args: Any, cfg: Any, trainer: str = "sync") -> None:
+def check(args: Any, cfg: Any) -> None:
     """The evaluation options together (one TaseError line each), called by a dry run and a real start alike:
     held_out_rows needs an eval_strategy and the other way round (the recipes evaluate on the held-out set, not
-    on a TRL eval_dataset), sync trainers only; and metric_for_best_model filled in: unset (or transformers'
+    on a TRL eval_dataset; sync trainers only, declared in recipes/features/heldout.py); and metric_for_best_model filled in: unset (or transformers'
     `loss` default) becomes tase/heldout/strict_acc, a given one must be a held-out accuracy (greater is better)."""
     strategy = _strategy(cfg)
     if not args.held_out_rows:
@@ -54,9 +54,6 @@ def check(args: Any, cfg: Any, trainer: str = "sync") -> None:
     if strategy == "no":
         raise TaseError(f"held_out_rows {args.held_out_rows} is scored at each evaluation: set eval_strategy steps "
                         "with eval_steps N (or epoch)")
-    if trainer != "sync":
-        raise TaseError("held_out_rows: evaluation during training runs with trainer: sync (AsyncGRPOTrainer has no "
-                        "evaluation loop); use recipes/select_checkpoint.py on an async run's checkpoints")
     best = Path(getattr(cfg, "output_dir", None) or os.devnull) / BEST_FILE
     if best.exists() and not best.is_file():  # written at every save: a folder there crashed the run mid-training
         raise TaseError(f"output_dir {cfg.output_dir}: {BEST_FILE} is a folder, where the run writes its best "

@@ -1,7 +1,7 @@
 """The held-out rows of evaluation during training (recipes/heldout.py) and the training stream's guard against
 them, apart from the evaluation so that recipes/data.py can guard its stream without importing the trainer side.
 
-The rows are drawn from the training streams (config.data_streams: the same tasks, languages, subtasks, mixture,
+The rows are drawn from the training streams (streams.data_streams: the same tasks, languages, subtasks, mixture,
 lengths and paraphrasing, interleaved as recipes/data.py interleaves them) with another synth seed, through the
 training data's `exclude` guard (the release), with distinct prompts; the training stream then drops every row whose
 prompt is a held-out prompt (exact prompt, as `synth --exclude-exact` guards a held-out split: the 13-gram rule
@@ -33,7 +33,7 @@ def records(args: Any) -> list[dict[str, Any]]:
 
     import synth
     from common.guard import normalize_prompt
-    from recipes.config import data_streams
+    from recipes.streams import data_streams
     from synth.guard import guard_from_specs
     from synth.mixture import load_mixture
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,17 +80,44 @@ class RecipeParser:
             def error(self, message: str):  # argparse's usage text + exit 2 -> one line
                 raise TaseError(f"{where}{message}")
 
-        self.where = where
+        self.where, self.types = where, tuple(types)
         self.parser = _Parser(types, allow_abbrev=False)
 
     def options(self) -> set[str]:
-        """Every option name the parser knows (dest)."""
-        return {a.dest for a in self._actions()}
+        """Every option name the parser knows (dest), and the former names of renamed ones (still accepted)."""
+        known = {a.dest for a in self._actions()}
+        return known | {old for old, new in self.renamed.items() if new in known}
+
+    @property
+    def renamed(self) -> dict[str, str]:
+        """Former option name -> new name, as the options classes declare them (`renamed_options`: TaseArgs gets its
+        features' `renamed`, recipes/config.py)."""
+        return {old: new for t in self.types for old, new in getattr(t, "renamed_options", {}).items()}
+
+    def rename(self, values: dict, argv: list[str]) -> list[str]:
+        """Former option names (an options class's `renamed_options`) in the YAML `values` (changed in place) and
+        on the command line, given their new names; one deprecation line on stderr per name used."""
+        known = {a.dest for a in self._actions()}
+        argv = list(argv)
+        for old, new in self.renamed.items():
+            if new not in known:
+                continue
+            used = old in values
+            if used:
+                values[new] = values.pop(old)
+            for i, a in enumerate(argv):
+                name = a[2:].split("=")[0]
+                if a.startswith("--") and name.replace("-", "_") == old:
+                    argv[i], used = "--" + new + a[2 + len(name):], True
+            if used:
+                print(f"{old} is deprecated: use {new} (the old name is accepted for one more release)", file=sys.stderr)
+        return argv
 
     def parse(self, config: ConfigFile) -> tuple:
         """The dataclasses, as TrlParser.parse_args_and_config builds them (YAML `env:` set first, unknown YAML
         keys refused after the command line is read), from the YAML read once."""
         values = dict(config.values)
+        argv = self.rename(values, config.argv)
         if values:
             self.check_types(config.path, values)
         try:
@@ -100,7 +128,7 @@ class RecipeParser:
                 for key, value in env.items():
                     os.environ[key] = str(value)
             unknown = self.parser.set_defaults_with_config(**values)
-            out = self.parser.parse_args_into_dataclasses(args=config.argv)
+            out = self.parser.parse_args_into_dataclasses(args=argv)
             if unknown:
                 raise ValueError(f"Unknown arguments from config file: {unknown}. Please remove them, add them to the "
                                  "dataclass, or set `fail_with_unknown_args=False`.")

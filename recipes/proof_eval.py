@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.config import data_streams
+from recipes.streams import data_streams
 from recipes.proof_config import RFT, control_runs, rft_empty
 from recipes.proof_inputs import Proof, shown
 
@@ -18,7 +18,7 @@ def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, fold
     """Commands writing what the recipe trains on, and the files to guard the held-out set against.
 
     The recipes draw their rows on the fly (recipes/data.py iter_records): for each stream in turn (a task x
-    lang cell, or with `subtasks` a task x lang x subtask cell: config.data_streams), the next row of
+    lang cell, or with `subtasks` a task x lang x subtask cell: streams.data_streams), the next row of
     `synth.generate(task, lang, ..., synth_seed, subtask)` (the same call `python -m synth --task T --lang L
     [--subtask S]` makes), round-robin, then the contamination guard, up to num_train_examples rows. So the
     first skip_examples + num_train_examples guarded rows of every stream, written by `python -m synth` with the

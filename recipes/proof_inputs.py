@@ -96,13 +96,13 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     (issue 36). The range checks are config.TRAINER_RANGES'; the recipes check the rest (model, data, output
     folder) when they start. Returns each stage's parsed dataclasses, by stage ("grpo:<name>" for a named arm
     with options)."""
-    from trl import GRPOConfig, ModelConfig, SFTConfig
+    from trl import GRPOConfig, ModelConfig
 
     from recipes.config import TaseArgs, check_trainer_ranges
     from recipes.parser import ConfigFile, RecipeParser
-    from recipes.sft_warmup import BudgetArgs
+    from recipes.sft_warmup import option_types
 
-    sft = (DataArgs, SFTConfig, ModelConfig, BudgetArgs)
+    sft = option_types()
     common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
     grpo = (TaseArgs, GRPOConfig, ModelConfig)
     parts = [("sft", "sft", sft, sft_config, cfg["sft"]["options"], [])]
@@ -276,7 +276,7 @@ def setup(args: argparse.Namespace) -> Proof:
 def check_rft_data(config: str, data: dict[str, Any]) -> None:
     """control: rft samples the GRPO arms' first prompts, written by one `python -m synth` call: the GRPO data must
     be generated (synth), one task x lang (x subtask) stream, and start at its first row (no skip_examples)."""
-    from recipes.config import data_streams
+    from recipes.streams import data_streams
 
     streams = data_streams(data["tasks"], data["langs"], data["subtasks"]) if data["train_data"] == "synth" else []
     if len(streams) != 1 or data.get("skip_examples") or "all" in streams[0][:2]:

@@ -40,16 +40,15 @@ def resolve_rewards(tase: Any, cfg: Any) -> ResolvedRewards:
     """The run's rewards: explicit `reward_funcs`, else the accuracy reward of `reward_granularity` (+ format, +
     soft_overlong); each loaded (an unknown one: one line) and weighted. Given reward_weights must be finite and
     one per function (one line). `cfg` is read, never changed: the trainer's reward_weights are set from this."""
-    from recipes.presets import SOFT_OVERLONG
+    from recipes import features
 
     names = list(tase.reward_funcs) if tase.reward_funcs else _default_names(tase)
-    if tase.reward_funcs and tase.soft_overlong and SOFT_OVERLONG not in names:
-        names.append(SOFT_OVERLONG)  # soft_overlong: true (preset dapo) adds it to explicit names too, as it says
+    names = features.reward_names(names, tase)  # soft_overlong: true (preset dapo) adds it, explicit names too
     twice = sorted({str(n) for n in names if names.count(n) > 1})
     if twice:
         raise TaseError(f"reward_funcs: {', '.join(twice)} given twice; each reward once (weight it with "
                         "reward_weights instead)")
-    funcs = load_reward_funcs(names, cfg.max_completion_length, tase.soft_overlong_cache)
+    funcs = load_reward_funcs(names, cfg.max_completion_length, **features.reward_kwargs(tase))
     given = getattr(cfg, "reward_weights", None)  # AsyncGRPOConfig has none (grpo_args refuses it there)
     if given:
         if len(given) != len(names):
@@ -63,14 +62,11 @@ def resolve_rewards(tase: Any, cfg: Any) -> ResolvedRewards:
 
 
 def _default_names(tase: Any) -> list[str]:
-    """Without explicit names: the accuracy reward of reward_granularity, format (format_reward) and soft_overlong."""
-    from recipes.presets import SOFT_OVERLONG
-
+    """Without explicit names: the accuracy reward of reward_granularity and format (format_reward); the features add
+    theirs (soft_overlong)."""
     names = [accuracy_reward_name(tase.reward_granularity)]
     if tase.format_reward:
         names.append("format")
-    if tase.soft_overlong:
-        names.append(SOFT_OVERLONG)
     return names
 
 
@@ -139,8 +135,8 @@ def import_shadowed(name: str, spec: Any) -> Any:
 
 def load_one(spec: str, max_completion_length: int = 256, overlong_cache: int | None = None) -> Any:
     """The reward function `spec` names; one line and exit 2 where it names none. `soft_overlong` (DAPO's soft
-    overlong punishment, recipes/presets.py) is built for the run's max_completion_length."""
-    from recipes.presets import SOFT_OVERLONG, soft_overlong
+    overlong punishment, rewards/overlong.py) is built for the run's max_completion_length."""
+    from rewards.overlong import SOFT_OVERLONG, soft_overlong
     from rewards import REWARD_FUNCS
 
     if spec == SOFT_OVERLONG:
@@ -173,7 +169,7 @@ def load_reward_funcs(names: Sequence[str], max_completion_length: int = 256, ov
     nothing). The lengths build `soft_overlong` (TRL's default max_completion_length is 256)."""
     from rewards import REWARD_FUNCS
 
-    from recipes.presets import SOFT_OVERLONG
+    from rewards.overlong import SOFT_OVERLONG
     from recipes.reward_checks import checked
 
     if not names:

@@ -10,43 +10,21 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from dataclasses import dataclass, field
 
 from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings, pop_verbose
-from recipes import adapters, config, data, heldout, model, run_dir, tracking
+from recipes import adapters, config, data, features, model, run_dir
 from recipes.config import DataArgs
+from recipes.features.budget import BudgetArgs, wall_clock_stop  # noqa: F401  (their old home: kept importable)
 from recipes.parser import parse_config
 
 
-@dataclass
-class BudgetArgs:
-    """A wall-clock budget: the proof's more-SFT control arm trains for as long as a GRPO arm did, so that
-    "GRPO vs more supervised data" compares equal compute time, not equal steps."""
+def option_types() -> tuple[type, ...]:
+    """The dataclasses the warm-up parses: DataArgs, TRL's SFTConfig and ModelConfig, then the options of the features
+    that declare SFT (recipes/features/: a wall-clock budget); proof.py checks its SFT stages with the same."""
+    from trl import ModelConfig, SFTConfig
 
-    max_train_seconds: float | None = field(default=None, metadata={
-        "help": "stop after this many seconds of training (checked after each step) and save; max_steps still "
-                "sets the learning-rate schedule"})
-
-
-def wall_clock_stop(seconds: float):
-    """A TrainerCallback that ends training once `seconds` have passed since its first step began."""
-    from transformers import TrainerCallback
-
-    class WallClockStop(TrainerCallback):
-        start: float | None = None
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.start = time.monotonic()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if self.start is not None and time.monotonic() - self.start >= seconds:
-                print(f"max_train_seconds {seconds:g} reached at step {state.global_step}; stopping", flush=True)
-                control.should_training_stop = True
-            return control
-
-    return WallClockStop()
+    return (DataArgs, SFTConfig, ModelConfig, *features.sft_option_types())
 
 
 def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = None):
@@ -93,18 +71,20 @@ def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = N
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    """Parse (recipes/parser.py), check, build the SFTTrainer and train."""
+    """Parse (recipes/parser.py), check, build the SFTTrainer and train; the features that declare SFT (held-out
+    evaluation, tracking, a wall-clock budget) are folded from recipes/features/ as GRPO's are."""
     argv, verbose = pop_verbose(argv)  # --verbose: the full log dict each step and the libraries' messages
     process_settings(verbose or None)  # OpenMP wait policy, before torch loads; quiet libraries (common/process.py)
-    from trl import ModelConfig, SFTConfig, SFTTrainer, get_peft_config
+    from trl import SFTTrainer, get_peft_config
 
-    data_args, cfg, model_args, budget = parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv)
-    config.check_trainer_ranges(cfg, budget)  # max_steps -5, learning_rate nan, max_train_seconds 0: one line
-    heldout.check(data_args, cfg)  # held_out_rows with eval_strategy; metric_for_best_model (recipes/heldout.py)
-    why = tracking.check_trackers(cfg) or adapters.quantization_problem(model_args, "sync", cfg.use_cpu)
+    data_args, cfg, model_args, *extra = parse_config(option_types(), argv)
+    config.check_trainer_ranges(cfg, *extra)  # max_steps -5, learning_rate nan, max_train_seconds 0: one line
+    job = features.Run(features.merged(data_args, *extra), cfg, model_args, trainer=features.SFT)
+    features.check(job)  # held_out_rows with eval_strategy, installed trackers, ...
+    why = adapters.quantization_problem(model_args, features.SFT, cfg.use_cpu)
     if why:
         raise TaseError(why)
-    for k, v in tracking.tracker_env(cfg).items():  # W&B's files under the run folder
+    for k, v in features.environment(cfg).items():  # W&B's files under the run folder
         os.environ.setdefault(k, v)
     from transformers import AutoTokenizer
 
@@ -119,21 +99,23 @@ def main(argv: list[str] | None = None) -> int:
     if model_args.dtype:
         init.setdefault("dtype", model_args.dtype)
     cfg.model_init_kwargs = init
-    held = heldout.prepare(data_args, cfg, "sft")  # before the training rows: they are guarded against it
+    job.resume, job.path = resume, path
+    features.setup(job)  # before the training rows: a held-out set is guarded against
     keep_start = getattr(cfg, "truncation_mode", "keep_start") == "keep_start" and not getattr(cfg, "packing", False)
     ds = build_sft_dataset(data_args, tok, cfg.max_length if keep_start else None)
     run_dir.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
-    trainer = heldout.trainer_class(SFTTrainer, held)(model=path, args=cfg, train_dataset=ds, processing_class=tok,
+    trainer = features.trainer_class(SFTTrainer, job)(model=path, args=cfg, train_dataset=ds, processing_class=tok,
                          peft_config=get_peft_config(model_args),  # use_peft: LoRA (recipes/adapters.py)
                          quantization_config=adapters.quantization_config(model_args))
-    if budget.max_train_seconds:
-        trainer.add_callback(wall_clock_stop(budget.max_train_seconds))
-    tracking.short_logs(trainer)  # one line per logged step; the whole dict in trainer_state.json (--verbose prints it)
+    for callback in features.callbacks(job):
+        trainer.add_callback(callback)
+    features.after_build(trainer, job)  # one line per logged step; the whole dict in trainer_state.json
     from recipes.grpo_run import quiet_tied_head
 
     quiet_tied_head(trainer, resume)  # transformers' "missing keys ['lm_head.weight']" of a tied head on resume
     trainer.train(resume_from_checkpoint=resume)
+    features.after_train(trainer, job)
     trainer.save_model(cfg.output_dir)
     trainer.save_state()
     tok.save_pretrained(cfg.output_dir)

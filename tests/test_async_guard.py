@@ -44,7 +44,7 @@ def test_absent_peer_fails_in_one_line():
 def test_trl_version_range():
     import trl
 
-    from recipes.async_grpo.guard import TESTED_TRL, trl_version_problem
+    from recipes.async_grpo.trl_checks import TESTED_TRL, trl_version_problem
 
     assert trl_version_problem(trl.__version__) is None  # the venv's TRL is the tested one
     kind, line = trl_version_problem("1.15.2")

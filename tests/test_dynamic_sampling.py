@@ -58,7 +58,7 @@ def test_format_term_alone_never_makes_a_group_mixed():
     coarse = TaseArgs(tasks=["freq_count"], langs=["en"], reward_granularity="coarse")
     assert verdict_level(coarse, resolve_rewards(coarse, cfg).level) == "coarse"
     assert verdict_level(args, None) == "strict"  # no accuracy reward of ours: strict
-    assert verdict_level(TaseArgs(tasks=["freq_count"], langs=["en"], dynamic_sampling_verdict="fine"), None) == "fine"
+    assert verdict_level(TaseArgs(tasks=["freq_count"], langs=["en"], dynamic_sampling_granularity="fine"), None) == "fine"
     with pytest.raises(ValueError, match="groups of 4"):
         mixed_groups(verdicts[:6], 4)
 
@@ -114,7 +114,7 @@ def test_options_are_checked_in_one_line(tmp_path):
     for kw, want in (({"dynamic_sampling_max_rounds": -1}, "integer from 0 to 32"),
                      ({"dynamic_sampling_max_rounds": True}, "integer from 0 to 32"),
                      ({"dynamic_sampling_max_rounds": 33}, "integer from 0 to 32"),
-                     ({"dynamic_sampling_verdict": "total"}, "auto, strict, coarse or fine"),
+                     ({"dynamic_sampling_granularity": "total"}, "auto, strict, coarse or fine"),
                      ({"dynamic_sampling": True, "trainer": "async"}, "trainer: sync only")):
         with pytest.raises(ValueError, match=want):
             TaseArgs(tasks=["freq_count"], langs=["en"], **kw)

@@ -98,8 +98,11 @@ def test_option_checks_are_one_line(tmp_path):
     cfg = SimpleNamespace(eval_strategy="steps", metric_for_best_model="eval_tase/heldout/official_acc")
     check(data_args(), cfg)
     assert cfg.metric_for_best_model == "tase/heldout/official_acc"
+    from recipes import features  # the trainers it works with are declared (recipes/features/heldout.py)
+
     with pytest.raises(Exception, match="trainer: sync"):
-        check(data_args(), SimpleNamespace(eval_strategy="steps", metric_for_best_model=None), "async")
+        features.check(features.Run(data_args(), SimpleNamespace(eval_strategy="steps", metric_for_best_model=None,
+                                                                 report_to=[]), trainer="async"))
 
 
 def test_best_record_takes_the_highest_and_the_earlier_of_equals(tmp_path):

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from common.errors import TaseError
-from recipes.async_grpo.guard import stalled_sync_line
+from recipes.async_grpo.trl_checks import stalled_sync_line
 
 
 def free_port() -> int:

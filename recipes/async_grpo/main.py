@@ -1,16 +1,16 @@
 """The async GRPO entry (`trainer: async`): TRL's AsyncGRPOTrainer on the same data, rewards, logging and output
 layout as sync. recipes/grpo.py parses, validates and hands a real async start to `main`; the rest of this
-subpackage is what only async needs (cpu_engine, gloo_transfer, patches, metrics, options, guard)."""
+subpackage is what only async needs (cpu_engine, gloo_transfer, patches, metrics, options, trl_checks)."""
 from __future__ import annotations
 
 import os
 from typing import Any
 
 from common.errors import TaseError
+from recipes import features
 from recipes.config import TaseArgs
 from recipes.data import build_dataset
 from recipes.grpo_run import MetricsLogger, save, start_run, tokenizer, train
-from recipes.tracking import short_logs
 from recipes.reward_funcs import ResolvedRewards
 from recipes.run_dir import save_tase_config
 from rewards.levels import watched
@@ -44,7 +44,9 @@ def generation_mode(tase: TaseArgs, cfg: Any) -> str:
 
 def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, callbacks: list | None = None
                ) -> int:
-    """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync."""
+    """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync. The
+    features that declare async (recipes/features/) are folded from the same list as sync's; the rollout worker
+    scores and weights the rewards itself, so reward wrappers and trainer mixins are sync's alone."""
     generation = generation_mode(tase, cfg)
     start = start_run(tase, cfg, model_args)
     if start is None:
@@ -58,7 +60,9 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
     funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(rewards.funcs, rewards.weights)]  # TRL's async sums with weight 1
     tok = tokenizer(path)
     async_patches.plain_chatml_response(tok)
-    dataset = build_dataset(tase, tok)
+    job = features.Run(tase, cfg, model_args, trainer=tase.trainer, rewards=rewards, resume=resume, path=path)
+    features.setup(job)
+    dataset = build_dataset(tase, tok, level=job.difficulty)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
     kw: dict[str, Any] = {}
@@ -73,11 +77,12 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
         trainer = AsyncGRPOTrainer(
             model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
             peft_config=get_peft_config(model_args),
-            callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or [])], **kw)
+            callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
+                       *features.callbacks(job)], **kw)
     except (ValueError, NotImplementedError, TypeError) as e:
         raise TaseError(f"trainer: async: {str(e).splitlines()[0]}")
     trainer_ref.append(trainer)
-    short_logs(trainer)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
+    features.after_build(trainer, job)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
     if generation == "cpu_engine":
         async_cpu.finish_cpu_setup(trainer, transfer)
     else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_grpo/metrics.py)
@@ -88,5 +93,6 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
         f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
         f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")
     train(trainer, resume)
+    features.after_train(trainer, job)
     save(trainer, tok, cfg.output_dir)
     return 0

@@ -1,4 +1,5 @@
-"""What keeps `trainer: async` from failing silently (issue 50): TRL's AsyncGRPOTrainer is experimental and changes
+"""Checks on TRL's experimental async trainer (issue 50; named apart from the contamination guard, synth/guard.py):
+what keeps `trainer: async` from failing silently. TRL's AsyncGRPOTrainer is experimental and changes
 between releases (recipes/async_grpo/cpu_engine.py subclasses its rollout loop; the configs set options it added late, such as
 `weight_sync_timeout`, PR #6913), so the installed TRL is checked against the range this project ran it with; and a
 weight sync that stalls ends the run in one line within `weight_sync_timeout` (recipes/async_grpo/gloo_transfer.py on CPU, TRL's

@@ -1,0 +1,45 @@
+"""CPU speed (recipes/cpu_speed.py): `cpu_bf16` resolved into `--bf16` before the parser exists, and on CPU the bf16
+generation cast once and the completion-only LM head. Sync."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from recipes.features.contract import SYNC, Feature, Run
+
+
+@dataclass
+class CpuSpeedOptions:
+    cpu_bf16: str = field(default="false", metadata={
+        "help": "sync runs on CPU: auto (bf16 autocast with float32 weights where the CPU has native bf16, "
+                "avx512_bf16 or AMX; else float32), true, false; an explicit bf16 wins (recipes/cpu_speed.py)",
+        "choices": ["auto", "true", "false"]})
+
+
+class CpuSpeed(Feature):
+    name = "cpu_speed"
+    modules = ("recipes/cpu_speed.py",)
+    options = CpuSpeedOptions
+    after = "async_max_model_len"
+    trainers = frozenset({SYNC})
+
+    def argv(self, config: Any, route: Any, trainer: str) -> list[str]:
+        """`--bf16 true` where cpu_bf16 resolves on for this run (a sync run on CPU, no explicit bf16); a bad value is
+        one line."""
+        from common.errors import TaseError
+        from recipes.cpu_speed import bf16_argv
+
+        on_cpu = str(route("use_cpu")).lower() in ("true", "1", "yes")
+        try:
+            return bf16_argv(route("cpu_bf16"), config.given(), on_cpu, trainer)
+        except ValueError as e:
+            raise TaseError(str(e)) from None
+
+    def after_build(self, trainer: Any, run: Run) -> None:
+        from recipes.cpu_speed import speed_up
+
+        for what in speed_up(trainer):  # CPU: bf16 generation cast once, completion-only LM head (issue 52)
+            trainer.accelerator.print(f"cpu speed: {what}")
+
+
+FEATURE = CpuSpeed()

@@ -1,0 +1,51 @@
+"""vLLM rollouts of a sync run, CPU included: a `vllm serve` without CUDA gets its weights as a safetensors file
+(recipes/vllm_server_cpu.py), a colocated CPU engine through vLLM's reload API (recipes/vllm_sync.py); one line says
+how the run generates and syncs."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recipes.features.contract import SYNC, Feature, Run
+
+
+@dataclass
+class VllmCpuOptions:
+    vllm_reload_sync: str = field(default="auto", metadata={
+        "help": "colocated vLLM weight sync through vLLM's reload API (recipes/vllm_sync.py): auto (CPU engines, "
+                "where TRL's load_weights sync fails), always, never", "choices": ["auto", "always", "never"]})
+
+
+class VllmCpu(Feature):
+    name = "vllm_cpu"
+    modules = ("recipes/vllm_server_cpu.py", "recipes/vllm_sync.py")
+    options = VllmCpuOptions
+    after = "min_gpus"
+    trainers = frozenset({SYNC})
+
+    def setup(self, run: Run) -> Any:
+        from recipes import vllm_server_cpu
+
+        cfg = run.cfg
+        return cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
+
+    def after_build(self, trainer: Any, run: Run) -> None:
+        """One line: how a sync run generates and syncs weights (choosing vLLM's reload API where it applies)."""
+        if run.state.get(self.name):
+            trainer.accelerator.print("rollouts: vLLM server without CUDA; weight sync every step: safetensors file + "
+                                      "/collective_rpc tase_reload_weights (recipes/vllm_server_cpu.py)")
+        elif run.cfg.use_vllm:
+            from recipes.vllm_sync import use_reload_sync
+
+            how = "vLLM reload API" if use_reload_sync(trainer, run.args.vllm_reload_sync) else "TRL load_weights"
+            trainer.accelerator.print(f"rollouts: vLLM {run.cfg.vllm_mode}; weight sync every step: {how}")
+        else:
+            trainer.accelerator.print("rollouts: transformers generate")
+
+    def after_train(self, trainer: Any, run: Run) -> None:
+        if run.state.get(self.name):  # TRL syncs before each generation; the server gets the last step's weights too
+            trainer.vllm_generation.sync_weights()
+
+
+FEATURE = VllmCpu()
