@@ -64,7 +64,7 @@ def own_seconds() -> float:
 class OtherLoad:
     """The cores other processes kept busy while a block ran: (all busy CPU time - ours) / wall time."""
 
-    def __enter__(self) -> "OtherLoad":
+    def __enter__(self) -> OtherLoad:
         self.t, self.busy, self.own, self.cores = time.time(), busy_seconds(), own_seconds(), None
         return self
 
@@ -214,7 +214,7 @@ def trainer_table(args: argparse.Namespace) -> int:
                 continue
             r = json.loads(result.read_text())
         ends = [s["end"] for s in r["steps"]]
-        per = statistics.median([b - a for a, b in zip(ends, ends[1:])]) if len(ends) > 1 else float("nan")
+        per = statistics.median([b - a for a, b in zip(ends, ends[1:], strict=False)]) if len(ends) > 1 else float("nan")
         n = r["completions_per_step"]
         note = ""
         if "staleness" in r:

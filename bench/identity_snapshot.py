@@ -126,7 +126,7 @@ class Snapshot:
                     "--seed", str(SEED), "--out", str(path), "--no-progress"]
             jobs.append((f"synth/{task}/{lang}/{sub}", path, argv))
         results = self.in_one_process("synth.__main__", [argv for _, _, argv in jobs])
-        for (name, path, _), res in zip(jobs, results):
+        for (name, path, _), res in zip(jobs, results, strict=False):
             self.record(name, path.read_text(encoding="utf-8") if path.exists() else "", res["rc"], res["stderr"])
 
     def evaluation(self) -> None:
@@ -164,7 +164,7 @@ class Snapshot:
         res = self.command("help/eval", ["PY", "-m", "eval", "--help"])
         subs = re.search(r"\{([a-z_,-]+)\}", res.stdout)
         subs = subs.group(1).split(",") if subs else []
-        for sub, res in zip(subs, self.in_one_process("eval.__main__", [[sub, "--help"] for sub in subs])):
+        for sub, res in zip(subs, self.in_one_process("eval.__main__", [[sub, "--help"] for sub in subs]), strict=False):
             self.record(f"help/eval/{sub}", res["stdout"], res["rc"], res["stderr"])
         for script in sorted((self.root / "recipes").glob("*.py")):
             # a script: it has a main guard (a module that only mentions __main__ in a docstring is not)

@@ -59,13 +59,13 @@ def audit(records: list[dict]) -> tuple[list[dict], list[str]]:
         if any(g.fine != 1.0 or g.strict != 1.0 for g in gold if g.valid):
             bad.append(f"{f}: a gold answer gets less than 1.0")
         opts = [valid_answers(r, pool) for r in rows]
-        random_fine = mean([mean([score(r, tag(v)).fine for v in o]) for r, o in zip(rows, opts)])
+        random_fine = mean([mean([score(r, tag(v)).fine for v in o]) for r, o in zip(rows, opts, strict=False)])
         swap = typ in SWAPPABLE
 
         def bound(r: dict, o: list[str], ans: str) -> float:
             return mean([score(relabel(r, g), tag(ans)).fine for g in o])
 
-        random_bound = mean([mean([bound(r, o, v) for v in o]) for r, o in zip(rows, opts)]) if swap else None
+        random_bound = mean([mean([bound(r, o, v) for v in o]) for r, o in zip(rows, opts, strict=False)]) if swap else None
         strat = [strategies(r, pool) for r in rows]
         names = list(dict.fromkeys(n for s in strat for n in s))
         consts = sorted({v for o in opts for v in o})[:200] if typ != "SHUFFLE" else []
@@ -74,9 +74,9 @@ def audit(records: list[dict]) -> tuple[list[dict], list[str]]:
             best = max(consts, key=lambda c: mean([score(r, tag(c)).fine for r in rows]))
             cands[f"best constant ({best[:20]})"] = [best] * len(rows)
         for n, answers in cands.items():
-            sc = [score(r, tag(a)) for r, a in zip(rows, answers)]
+            sc = [score(r, tag(a)) for r, a in zip(rows, answers, strict=False)]
             fine = mean([s.fine for s in sc])
-            b = mean([bound(r, o, a) for r, o, a in zip(rows, opts, answers)]) if swap else None
+            b = mean([bound(r, o, a) for r, o, a in zip(rows, opts, answers, strict=False)]) if swap else None
             line = {"file": f, "type": typ, "n": len(rows), "strategy": n,
                     "official": 100 * mean([s.coarse for s in sc]), "strict": 100 * mean([s.strict for s in sc]),
                     "fine": fine, "random": random_fine, "bound": b, "random_bound": random_bound}

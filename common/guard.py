@@ -118,7 +118,7 @@ class Guard:
         return self.dropped_exact + self.dropped_ngram + self.dropped_answer
 
     @classmethod
-    def from_records(cls, records: Iterable[dict[str, Any]], ngram: bool = True) -> "Guard":
+    def from_records(cls, records: Iterable[dict[str, Any]], ngram: bool = True) -> Guard:
         prompts = set()
         vocab = _Vocab()
         groups: dict[tuple, list[np.ndarray]] = {}
@@ -139,7 +139,7 @@ class Guard:
         g = cls(frozenset(prompts), vocab=vocab, answers=frozenset(answers))
         kept = []
         g.thin = tuple(key for key, rows in groups.items() if len(rows) < MIN_TEMPLATE_ROWS)
-        for key, rows in groups.items():
+        for rows in groups.values():
             if len(rows) < MIN_TEMPLATE_ROWS:  # exact prompt and answer only (module docstring)
                 continue
             k4 = [np.unique(ngram_hashes(ids, TEMPLATE_K)) for ids in rows]

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from common.errors import TaseError
 
-
 BLOCKS = {"file": "a file, not a folder", "unwritable": "not writable",
           "too long": "a name longer than the file system allows"}  # how callers word write_blocker's reasons
 

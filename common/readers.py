@@ -20,7 +20,6 @@ from common.errors import TaseError, bounded
 from common.record import LANGS, TASKS
 from common.types import type_info, type_names
 
-
 REQUIRED_JSONL_KEYS = ("id", "task", "lang", "type", "prompt", "answer")
 CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
 
@@ -74,7 +73,7 @@ def read_csv(path: Path, rel: str) -> Iterator[tuple[int, dict[str, str]]]:
                 continue
             if len(row) != len(header):
                 raise DataError(f"{rel}: row {i}: expected {len(header)} fields ({','.join(header)}), got {len(row)}")
-            yield i, dict(zip(header, row))
+            yield i, dict(zip(header, row, strict=False))
 
 
 JSON_ERRORS = (ValueError, RecursionError)  # what json.loads raises on any input (RecursionError is no ValueError)

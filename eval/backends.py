@@ -7,10 +7,12 @@ which `make install` puts beside the CPU torch build). It is the default whereve
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .gen_config import BackendError, GenConfig  # noqa: F401  (re-exported: the backends' shared types)
+
 
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU computes bfloat16 in hardware (AVX512-BF16 or AMX). Without it torch and vLLM emulate
@@ -73,7 +75,7 @@ class HFBackend:
             raise BackendError(f"{model_path}: tokenizer has no chat template (base model?); use an instruct model")
 
     @classmethod
-    def live(cls, model: Any, tok: Any, cfg: GenConfig) -> "HFBackend":
+    def live(cls, model: Any, tok: Any, cfg: GenConfig) -> HFBackend:
         """A backend on a model already in memory (a trainer's policy: recipes/heldout.py scores it while it
         trains, with no second copy and no engine to start). The caller puts the model in eval mode and the
         tokenizer on left padding for the calls, as `load_model_and_tokenizer` does for a loaded one."""

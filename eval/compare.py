@@ -156,7 +156,7 @@ def _ratio_notes(names: list[str], results: list[dict[str, Any]]) -> list[str]:
     for t in RATIO_TASKS:
         rule, code = TASKS[t].official_ratio, code_of(t)
         assert rule is not None
-        adj = [(n, _ratio_scores(r)[code]) for n, r in zip(names, results) if code in _ratio_scores(r)]
+        adj = [(n, _ratio_scores(r)[code]) for n, r in zip(names, results, strict=False) if code in _ratio_scores(r)]
         if adj:
             lines += ["", f"{code} above is the plain mean of the {t} files. The release's merge_result.py instead "
                           f"divides the {rule.label}' mean by {rule.denominator} accuracy: "
@@ -183,18 +183,18 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
              "release aggregates); micro = accuracy over all rows pooled.", "",
              "| model | " + " | ".join(task_cols) + " | Avg | micro | n |",
              "|---|" + "---:|" * (len(task_cols) + 3)]
-    for n, r in zip(names, results):
+    for n, r in zip(names, results, strict=False):
         lines.append(_row(n, r["by_task"], task_cols, [r["overall"], r["micro"]["overall"]]) + f" {r['n']} |")
     lines += _ratio_notes(names, results)
     lines += ["", "## Table 2: accuracy (%) by language", "",
               f"{off_table_text()} are left out, as in the official table; "
               "Avg = mean of the language scores.", "",
               "| model | " + " | ".join(lang_cols) + " | Avg |", "|---|" + "---:|" * (len(lang_cols) + 1)]
-    for n, r in zip(names, results):
+    for n, r in zip(names, results, strict=False):
         vals = [r["by_lang"][c] for c in lang_cols if c in r["by_lang"]]
         avg = r.get("by_lang_avg", sum(vals) / len(vals) if vals else None)
         lines.append(_row(n, r["by_lang"], lang_cols, [avg if vals else None]))
-    deltas = {n: bootstrap_delta(runs[0][2], run[2], n_boot, seed) for n, run in zip(names[1:], runs[1:])}
+    deltas = {n: bootstrap_delta(runs[0][2], run[2], n_boot, seed) for n, run in zip(names[1:], runs[1:], strict=False)}
     lines += ["", f"## Differences against {names[0]} (points; paired, file-stratified bootstrap, 95% CI, "
                   f"{n_boot} resamples, seed {seed}; * = interval excludes 0)", "",
               "| model | shared | Avg | " + " | ".join(task_cols) + " |", "|---|" + "---:|" * (len(task_cols) + 2)]
@@ -220,14 +220,14 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
     plot = plot_tasks(names, results, task_cols, lang_cols, out / "comparison.png", levels)
     md = "\n".join(lines) + f"\n\nPlot: {plot}\n"
     (out / "comparison.md").write_text(md, encoding="utf-8")
-    summary = {"runs": dict(zip(names, dirs)), "by_task": {n: r["by_task"] for n, r in zip(names, results)},
-               "by_lang": {n: r["by_lang"] for n, r in zip(names, results)},
-               "overall": {n: r["overall"] for n, r in zip(names, results)},
-               "micro": {n: r["micro"]["overall"] for n, r in zip(names, results)},
-               "strict": {n: r.get("strict") for n, r in zip(names, results)},
-               "loophole": {n: r.get("loophole") for n, r in zip(names, results)},
-               "pass_at_k": {n: r["pass_at_k"] for n, r in zip(names, results) if r.get("pass_at_k")},
-               "deltas": deltas, "warnings": notes, "ci95": {n: lv for n, lv in zip(names, levels)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
+    summary = {"runs": dict(zip(names, dirs, strict=False)), "by_task": {n: r["by_task"] for n, r in zip(names, results, strict=False)},
+               "by_lang": {n: r["by_lang"] for n, r in zip(names, results, strict=False)},
+               "overall": {n: r["overall"] for n, r in zip(names, results, strict=False)},
+               "micro": {n: r["micro"]["overall"] for n, r in zip(names, results, strict=False)},
+               "strict": {n: r.get("strict") for n, r in zip(names, results, strict=False)},
+               "loophole": {n: r.get("loophole") for n, r in zip(names, results, strict=False)},
+               "pass_at_k": {n: r["pass_at_k"] for n, r in zip(names, results, strict=False) if r.get("pass_at_k")},
+               "deltas": deltas, "warnings": notes, "ci95": {n: lv for n, lv in zip(names, levels, strict=False)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     write_marker(out, "compare", ["comparison.md", "comparison.json", "comparison.png"])
     return summary
@@ -240,7 +240,7 @@ def coverage_notes(names: list[str], runs: list[tuple[str, dict[str, Any], dict[
     so the two need not agree; say so, with the counts, rather than let a reader take one for the other."""
     base = set(runs[0][2])
     out = []
-    for n, (_, res, samples) in zip(names[1:], runs[1:]):
+    for n, (_, _res, samples) in zip(names[1:], runs[1:], strict=False):
         if set(samples) != base:
             out.append(f"warning: {n} and {names[0]} scored different rows ({len(samples)} and {len(base)} valid; "
                        f"{deltas[n]['n_shared']} shared): Tables 1-3 show each run over its own rows, the "
@@ -258,7 +258,7 @@ def strict_table(names: list[str], results: list[dict[str, Any]], task_cols: lis
              "passes = rows the official verdict passed only through one. Task cells: official / strict.", "",
              "| model | " + " | ".join(task_cols) + " | Avg official | Avg strict | micro official | micro strict "
              "| loophole passes | n |", "|---|" + "---:|" * (len(task_cols) + 6)]
-    for n, r in zip(names, results):
+    for n, r in zip(names, results, strict=False):
         st = r.get("strict")
         if not st:
             lines.append(f"| {n} | " + " | ".join("–" for _ in task_cols) + f" | {r['overall']:.2f} | – | "
@@ -267,7 +267,7 @@ def strict_table(names: list[str], results: list[dict[str, Any]], task_cols: lis
         cells = [f"{r['by_task'][c]:.1f} / {st['by_task'][c]:.1f}" if c in st["by_task"] else "–" for c in task_cols]
         lines.append(f"| {n} | " + " | ".join(cells) + f" | {r['overall']:.2f} | {st['overall']:.2f} | "
                      f"{r['micro']['overall']:.2f} | {st['micro']:.2f} | {r['loophole']['n']} | {r['n']} |")
-    hit = [(n, {f: k for f, k in r["loophole"]["by_file"].items() if k}) for n, r in zip(names, results)
+    hit = [(n, {f: k for f, k in r["loophole"]["by_file"].items() if k}) for n, r in zip(names, results, strict=False)
            if r.get("loophole")]
     if any(files for _, files in hit):
         lines += ["", "Loophole passes by file: " + "; ".join(
@@ -278,7 +278,7 @@ def strict_table(names: list[str], results: list[dict[str, Any]], task_cols: lis
 def pass_at_k_lines(names: list[str], results: list[dict[str, Any]]) -> list[str]:
     """The pass@k table of the runs sampled k times (`eval run --num-samples K`), per file and overall: pass@1,
     pass@K, their gap (what RL can sharpen) and the share of mixed rows; [] when no run has one."""
-    runs = [(n, r["pass_at_k"]) for n, r in zip(names, results) if r.get("pass_at_k")]
+    runs = [(n, r["pass_at_k"]) for n, r in zip(names, results, strict=False) if r.get("pass_at_k")]
     if not runs:
         return []
     lines = ["", "## pass@k (unbiased estimator, Chen et al. 2021; K samples per row)", "",
@@ -319,23 +319,23 @@ def plot_tasks(names: list[str], results: list[dict[str, Any]], cols: list[str],
     axes = fig.subplots(1, len(panels), gridspec_kw={"width_ratios": widths}, squeeze=False)
     w = 0.8 / len(names)
     top = 0.0
-    for ax, (title, cs, key, avg_key) in zip(axes[0], panels):
+    for ax, (title, cs, key, avg_key) in zip(axes[0], panels, strict=False):
         x = np.arange(len(cs) + 1)
-        for k, (n, r) in enumerate(zip(names, results)):
+        for k, (n, r) in enumerate(zip(names, results, strict=False)):
             vals = [r[key].get(c, 0.0) for c in cs]
             vals.append(r[avg_key] if avg_key else r.get("by_lang_avg", sum(vals) / len(vals) if vals else 0.0))
             err, hi = None, [0.0] * len(vals)
             if levels and levels[k].get("n_shared"):
                 lv = levels[k]
                 cis = [lv[key].get(c, {}).get("ci95") for c in cs] + [lv["overall"]["ci95"] if avg_key else None]
-                lo = [v - ci[0] if ci else 0.0 for v, ci in zip(vals, cis)]
-                hi = [ci[1] - v if ci else 0.0 for v, ci in zip(vals, cis)]
+                lo = [v - ci[0] if ci else 0.0 for v, ci in zip(vals, cis, strict=False)]
+                hi = [ci[1] - v if ci else 0.0 for v, ci in zip(vals, cis, strict=False)]
                 err = np.clip(np.array([lo, hi]), 0, None)
-                top = max(top, max(v + h for v, h in zip(vals, hi)))
+                top = max(top, max(v + h for v, h in zip(vals, hi, strict=False)))
             top = max(top, max(vals))
             xs = x + (k - (len(names) - 1) / 2) * w
             ax.bar(xs, vals, w, label=n, yerr=err, capsize=2, error_kw={"elinewidth": 0.8, "alpha": 0.6})
-            for xi, v, h in zip(xs, vals, hi):  # the value above its whisker, so neither hides the other
+            for xi, v, h in zip(xs, vals, hi, strict=False):  # the value above its whisker, so neither hides the other
                 ax.text(xi, v + h + 1, f"{v:.1f}", ha="center", va="bottom", fontsize=6, rotation=90)
         ax.set_xticks(x, cs + ["Avg"], fontsize=8)
         ax.set_title(title, fontsize=10)

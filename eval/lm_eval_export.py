@@ -47,7 +47,7 @@ LANGS = ("en", "zh", "ko")
 INSTALL_HINT = ("the TASE lm-eval tasks score with tase-grpo's `rewards`: install tase-grpo in lm-eval's "
                 "environment (pip install -e /path/to/tase-grpo)")
 
-UTILS = '''"""lm-evaluation-harness hooks for the TASE tasks written by `python -m eval export-lm-eval` (tase-grpo).
+UTILS = f'''"""lm-evaluation-harness hooks for the TASE tasks written by `python -m eval export-lm-eval` (tase-grpo).
 
 Scoring is tase-grpo's own `rewards.score` (the official verdict), so tase-grpo must be installed where
 lm-eval runs. Rows are read from data/ next to this file, so the folder can be moved.
@@ -58,7 +58,7 @@ from pathlib import Path
 try:
     from rewards import score
 except ImportError as e:  # lm-eval would only say "No module named 'rewards'"
-    raise ImportError("{hint}") from e
+    raise ImportError("{INSTALL_HINT}") from e
 
 HERE = Path(__file__).resolve().parent
 
@@ -110,7 +110,7 @@ def file_fine(items):
 def overall_share(items):
     """This file's share of the `tase` row's `overall` (its accuracy times its weight)."""
     return file_accuracy(items) * items[0][2] if items else 0.0
-'''.format(hint=INSTALL_HINT)
+'''
 
 TASK_YAML = """# {file} ({n} rows), exported by tase-grpo. Scored by rewards.score; see utils.py.
 task: {name}

@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060")
@@ -47,7 +47,7 @@ def _math_styles() -> tuple[tuple[int, int], ...]:
     return ((0x1D400, 0x1D41A), (0x1D5A0, 0x1D5BA), (0x1D5D4, 0x1D5EE), (0x1D670, 0x1D68A))
 
 
-@lru_cache(maxsize=None)
+@cache
 def latin_homoglyphs() -> dict[str, tuple[str, ...]]:
     """ASCII letter -> Cyrillic/Greek look-alikes from the Unicode confusables table (via
     `synth.structural.homoglyphs`), excluding styled forms that NFKC folds back (those are `math_style`)
@@ -118,7 +118,7 @@ def hyphenation(word: str, rng: random.Random) -> str | None:
 _QWERTY = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _neighbours(rows: tuple[str, ...]) -> dict[str, str]:
     """Key -> keys next to it on the same row or diagonally above/below (staggered rows)."""
     pos = {c: (r, i) for r, row in enumerate(rows) for i, c in enumerate(row)}
@@ -185,7 +185,7 @@ def ocr_typo(word: str, rng: random.Random) -> str | None:
     return word[:i] + b + word[i + len(a):]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _s2t():
     import opencc
 
@@ -245,7 +245,7 @@ _UNIT_SAFE = frozenset(KINDS) - {"hyphenation"}
 # spans (when a layout has i* groups, text outside every group is kept too).
 
 
-@lru_cache(maxsize=None)
+@cache
 def _from_registry() -> tuple[dict[str, frozenset[str]], dict[str, tuple[re.Pattern[str], ...]]]:
     """(PAYLOAD_KINDS, LAYOUTS), read from the registry on first use: importing this module stays light
     (the CLI lists KINDS in its help without loading every task module)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from common.paths import blocker_line, OutputBusy, file_refusal, followed, hold_output
+from common.paths import OutputBusy, blocker_line, file_refusal, followed, hold_output
 from common.readers import JSON_ERRORS, json_problem
 from rewards.levels import COARSE, STRICT, accuracy_reward_name
 
@@ -165,9 +165,9 @@ def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | No
     colors = rcParams["axes.prop_cycle"].by_key()["color"]
     markers = "os^D"
     all_steps: set[int] = set()
-    for ax, (title, curves) in zip(axes.flat, panels):
+    for ax, (title, curves) in zip(axes.flat, panels, strict=False):
         drawn = 0
-        for k, (name, rows) in enumerate(zip(names, logs)):
+        for k, (name, rows) in enumerate(zip(names, logs, strict=False)):
             for j, (label, keys, style) in enumerate(curves):
                 key, steps, vals = curve(rows, keys)
                 if key is None:

@@ -215,7 +215,7 @@ def write_report(dirs: list[str], out: str | Path, metric: str = "coarse", n_boo
     names = names or [Path(d).name or str(d) for d in dirs]
     if len(set(names)) != len(names):
         names = [f"{n}-{i}" for i, n in enumerate(names)]
-    rep = report({n: load_samples(d) for n, d in zip(names, dirs)}, metric, n_boot, seed)
+    rep = report({n: load_samples(d) for n, d in zip(names, dirs, strict=False)}, metric, n_boot, seed)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     md = markdown(rep)

@@ -317,7 +317,7 @@ def _generate(be: Any, todo: list[dict[str, Any]], done: dict[str, dict[str, Any
         if getattr(be, "streams", False):  # vLLM: one call may be a whole file; write each sample as it ends
             be.generate_streaming(msgs, lambda j, text, batch=batch: keep([make_line(batch[j], text)]))
         else:
-            keep([make_line(r, c) for r, c in zip(batch, be.generate(msgs))])
+            keep([make_line(r, c) for r, c in zip(batch, be.generate(msgs), strict=False)])
     if bar:
         bar.close()
 
@@ -327,8 +327,9 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         backend_options: dict[str, Any] | None = None, allow_pickle_weights: bool = False,
         select_how: str = "spread") -> dict[str, Any]:
     """Generate, score and aggregate; resumes from `out/samples.jsonl` (finished ids are skipped)."""
-    from .backends import GenConfig, make_backend
     from common.models import resolve_model
+
+    from .backends import GenConfig, make_backend
 
     gen = gen or GenConfig()
     if gen.num_samples > 1 and gen.temperature <= 0:

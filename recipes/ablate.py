@@ -26,9 +26,9 @@ import sys
 import time
 from pathlib import Path
 
+from common.errors import StepFailed, TaseError, one_line_exit
 from common.paths import OutputBusy, hold_output, out_folder_refusal, write_marker
 from common.process import die_with_parent
-from common.errors import StepFailed, TaseError, one_line_exit
 from rewards.levels import COARSE, FINE, LEVELS
 
 HERE = Path(__file__).resolve().parent

@@ -71,7 +71,7 @@ def expand(axes: list[tuple[str, list[str]]]) -> list[Arm]:
 
     arms = []
     for combo in itertools.product(*[values for _, values in axes]):
-        arms.append(Arm(arm_name(list(combo)), {k: v for (k, _), v in zip(axes, combo)}))
+        arms.append(Arm(arm_name(list(combo)), {k: v for (k, _), v in zip(axes, combo, strict=False)}))
     names = [a.name for a in arms]
     if len(set(names)) != len(names):
         raise TaseError(f"--vary: arms would share a folder name ({', '.join(names)}); use values that differ "

@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.prompts import SYSTEM_PROMPT
 from common.errors import TaseError
+from common.prompts import SYSTEM_PROMPT
 from recipes import features
 from recipes.streams import data_streams, level_counts  # noqa: F401  (named here before; recipes/streams.py)
 from rewards.levels import DEFAULT, check_level

@@ -180,7 +180,7 @@ class CurriculumReward:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = self.func(*args, **kwargs)
-        metrics = self.update({**dict(zip(("prompts", "completions"), args)), **kwargs})  # TRL passes keywords
+        metrics = self.update({**dict(zip(("prompts", "completions"), args, strict=False)), **kwargs})  # TRL passes keywords
         log = kwargs.get("log_metric")
         if callable(log):
             for k, v in metrics.items():
@@ -195,7 +195,7 @@ class CurriculumReward:
         columns = {k: v for k, v in kwargs.items() if k not in ("prompts", "completions")}
         vs = verdicts(kwargs.get("prompts"), kwargs.get("completions"), columns)
         levels = list(kwargs.get(LEVEL_COLUMN) or [-1] * len(vs))
-        parts = _gather([(v, lv) for v, lv in zip(vs, levels)])
+        parts = _gather([(v, lv) for v, lv in zip(vs, levels, strict=False)])
         rows = [x for p in parts for x in p]
         by_group = groups([v for v, _ in rows])
         drawn: dict[str, list[int]] = {}

@@ -59,7 +59,7 @@ def _iter_drawn(args: DataOptions, limit: int | None, level: Level | None = None
         streams.append(synth.generate(t, lang, sys.maxsize, args.synth_seed, sub, paraphrase=args.paraphrase,
                                       weights=weights if t == "all" else None, max_len=args.max_len,
                                       level=level))
-    stream = (r for group in zip(*streams) for r in group)  # interleave the requested cells
+    stream = (r for group in zip(*streams, strict=False) for r in group)  # interleave the requested cells
     guard = heldout_rows.guard_training(args, guard_from_specs(args.exclude))  # + the held-out prompts, exact
     if guard:
         stream = guard.filter(stream)
@@ -131,7 +131,7 @@ def build_dataset(args: DataOptions, tokenizer: Any = None, level: Level | None 
     try:
         data = list(rows(args, tokenizer, stats=stats))
     except DataError as e:
-        raise TaseError(str(e))
+        raise TaseError(str(e)) from e
     if stats["dropped"]:
         print(f"dropped {stats['dropped']} examples with prompts over {args.max_prompt_tokens} tokens", file=sys.stderr)
     if not data:

@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from common.paths import foreign_entry
 from common.errors import one_line_exit
+from common.paths import foreign_entry
 from recipes.pipeline import Steps, gain_line, paired_gains
 
 HERE = Path(__file__).resolve().parent
@@ -164,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     """The demo's steps in order: data, SFT warm-up, GRPO, export, evaluations, comparison (docs/results.md)."""
     args = parse_args(argv)
     quiet_steps(args.verbose)
-    from eval.backends import default_backend
     from common.record import TASKS as CATALOGUE
+    from eval.backends import default_backend
 
     tasks = [next(t for t, info in CATALOGUE.items() if info.code == c) for c in DEMO_CODES]
 

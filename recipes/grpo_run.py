@@ -94,7 +94,7 @@ def train(trainer: Any, resume: str | None) -> None:
     try:
         trainer.train(resume_from_checkpoint=resume)
     except RewardInputError as e:
-        raise TaseError(str(e))
+        raise TaseError(str(e)) from e
 
 
 

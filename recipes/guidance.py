@@ -158,7 +158,7 @@ def saved_state(ckpt: str | Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         pass
     except (OSError, ValueError) as e:
-        raise TaseError(f"{ckpt / STATE_FILE}: unreadable guidance state ({e})")
+        raise TaseError(f"{ckpt / STATE_FILE}: unreadable guidance state ({e})") from e
     try:
         st = json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -7,8 +7,7 @@ import functools
 from typing import Any
 
 from common.errors import TaseError
-
-from recipes.guidance import PREFIX, failed_groups, gold_text, plan_hints, HintSchedule
+from recipes.guidance import PREFIX, HintSchedule, failed_groups, gold_text, plan_hints
 
 
 def _widen(t: Any, width: int, value: Any, left: bool) -> Any:

@@ -115,7 +115,7 @@ class HeldoutSet:
                 for i in range(0, len(todo), gen.batch_size):
                     batch = todo[i : i + gen.batch_size]
                     texts = be.generate([build_messages(r, False, self.system_prompt) for r in batch])
-                    lines += [sample_line(r, t) for r, t in zip(batch, texts)]
+                    lines += [sample_line(r, t) for r, t in zip(batch, texts, strict=False)]
             self.seconds.append(time.monotonic() - start)
             logs = {PREFIX + k: v for k, v in headline(lines).items()}
             logs[PREFIX + "seconds"] = round(self.seconds[-1], 3)

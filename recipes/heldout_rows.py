@@ -47,7 +47,7 @@ def records(args: Any) -> list[dict[str, Any]]:
         streams = [synth.generate(t, lang, sys.maxsize, seed, sub, paraphrase=args.paraphrase,
                                   weights=weights if t == "all" else None, max_len=args.max_len)
                    for t, lang, sub in cells]
-        stream = (r for group in zip(*streams) for r in group)  # as recipes/data.py interleaves the cells
+        stream = (r for group in zip(*streams, strict=False) for r in group)  # as recipes/data.py interleaves the cells
         guard = guard_from_specs(args.exclude)
         if guard:
             stream = guard.filter(stream)

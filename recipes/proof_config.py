@@ -13,7 +13,6 @@ from recipes.parser import read_yaml
 from recipes.proof_values import check_seeds, check_sweep, check_transfer, check_values
 from rewards.levels import COARSE, FINE, STRICT
 
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 # the stages in order; "start", "control" and "select" exist only with their config section (stage_names)

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.streams import data_streams
 from recipes.proof_config import RFT, control_runs, rft_empty
 from recipes.proof_inputs import Proof, shown
+from recipes.streams import data_streams
 
 HARDER, UNTRAINED = "harder", "untrained"
 ROWS = 200  # transfer: rows per untrained file, by default  # the transfer data sets' names (eval/<name>/, comparison/<name>/)
@@ -31,7 +31,7 @@ def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, fold
     try:
         streams = data_streams(data["tasks"], data["langs"], data["subtasks"])
     except ValueError as e:
-        raise TaseError(f"{name}: {e}")
+        raise TaseError(f"{name}: {e}") from e
     cmds, files = [], []
     for task, lang, sub in streams:
         f = folder / (f"{name}_{task}_{lang}.jsonl" if sub is None else f"{name}_{task}_{lang}_{sub}.jsonl")

@@ -13,13 +13,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from recipes.config import DataArgs
 from common.errors import TaseError
+from recipes.config import DataArgs
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
+from recipes.proof_config import (
+    DATA_KEYS,
+    OPTIONAL_STAGES,
+    ROOT,
+    STAGES,
+    START,
+    START_DATA,
+    Arm,
+    arm_specs,
+    load_config,
+    rft_on,
+    start_stages,
+)
 from rewards.levels import accuracy_reward_name
-from recipes.proof_config import (DATA_KEYS, OPTIONAL_STAGES, ROOT, STAGES, START, START_DATA, Arm, arm_specs,
-                                  load_config, rft_on, start_stages)
 
 
 def flags(options: dict[str, Any]) -> list[str]:

@@ -9,8 +9,7 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
-from recipes.proof_config import (ARMS, CONTROL, RFT, START, arm_specs, control_follows, seed_list, seeded,
-                                  start_stages)
+from recipes.proof_config import ARMS, CONTROL, RFT, START, arm_specs, control_follows, seed_list, seeded, start_stages
 from recipes.proof_inputs import shown
 from rewards.levels import COARSE, FINE
 
@@ -57,7 +56,7 @@ def completions_stage(step: Steps, out: Path, files: list[str], models: list[str
         samples = out / "eval" / "official" / name / "samples.jsonl"
         print(f"# writes {shown(completions / name)}/<task>/<file>.jsonl (id, completion) from {shown(samples)}")
         paths = completion_files(samples, files, completions / name, step.dry_run)
-        for f, path in zip(files, paths):
+        for f, path in zip(files, paths, strict=False):
             rescored = out / "rescore" / name / path.relative_to(completions / name).with_suffix("")
             checks.append((name, f, rescored))
             cmd = [sys.executable, "-m", "eval", "score", "--data", official, "--predictions", shown(path),
@@ -107,7 +106,7 @@ def summary_pairs(cfg: dict[str, Any], models: list[str]) -> tuple[tuple[str, st
             pairs += ((f"{rft} vs {base}", base, rft),) + (((f"{rft} vs {seeded('control', s)}", control, rft),)
                                                            if control in models else ())
     chain = ["warm-up", *(name for name, _ in start_stages(cfg))] if START in models else []
-    pairs += tuple((f"{b} vs {a}", a, b) for a, b in reversed(list(zip(chain, chain[1:]))))  # start vs start1 ...
+    pairs += tuple((f"{b} vs {a}", a, b) for a, b in reversed(list(zip(chain, chain[1:], strict=False))))  # start vs start1 ...
     return pairs + (("warm-up vs base", "base", "warm-up"),)
 
 
@@ -188,8 +187,8 @@ def transfer_lines(out: Path, cfg: dict[str, Any], models: list[str], n_boot: in
     """transfer: every model in distribution (the files' average), on the harder rows and on the untrained files'
     slice (overall), and its retention: the mean change, file by file, on the untrained files against the model the
     arms train from (the start, else the warm-up); then the paired gains on those sets, per seed and pooled."""
-    from recipes.proof_eval import HARDER, UNTRAINED
     from recipes.pipeline import paired_gains
+    from recipes.proof_eval import HARDER, UNTRAINED
 
     tr = cfg["transfer"]
     sets = [d for d in (HARDER, UNTRAINED) if tr.get("harder" if d == HARDER else "files")]

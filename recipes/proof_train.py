@@ -12,8 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import (HERE, RFT, START_DATA, ControlRun, control_follows, control_runs, control_steps,
-                                  rft_data, seed_list, seeded)
+from recipes.proof_config import (
+    HERE,
+    RFT,
+    START_DATA,
+    ControlRun,
+    control_follows,
+    control_runs,
+    control_steps,
+    rft_data,
+    seed_list,
+    seeded,
+)
 from recipes.proof_inputs import Proof, config_reader, continued_options, flags, shown
 from rewards.levels import accuracy_reward_name
 

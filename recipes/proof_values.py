@@ -9,7 +9,6 @@ from typing import Any
 from common.errors import TaseError, bounded
 
 
-
 def check_values(path: str, cfg: dict[str, Any]) -> None:
     """The values of heldout:, eval: and compare: that the later stages take (synth's task, lang and subtask, n >= 1,
     max_new_tokens, batch_size, n_boot), checked here so that a dry run refuses them as the real run would, before

@@ -136,8 +136,8 @@ def import_shadowed(name: str, spec: Any) -> Any:
 def load_one(spec: str, max_completion_length: int = 256, overlong_cache: int | None = None) -> Any:
     """The reward function `spec` names; one line and exit 2 where it names none. `soft_overlong` (DAPO's soft
     overlong punishment, rewards/overlong.py) is built for the run's max_completion_length."""
-    from rewards.overlong import SOFT_OVERLONG, soft_overlong
     from rewards import REWARD_FUNCS
+    from rewards.overlong import SOFT_OVERLONG, soft_overlong
 
     if spec == SOFT_OVERLONG:
         return soft_overlong(max_completion_length, overlong_cache)
@@ -152,9 +152,9 @@ def load_one(spec: str, max_completion_length: int = 256, overlong_cache: int | 
     try:
         mod = import_module(module)
     except ModuleNotFoundError as e:
-        raise TaseError(f"reward_funcs {spec}: cannot import {module} (no module named {e.name!r})")
+        raise TaseError(f"reward_funcs {spec}: cannot import {module} (no module named {e.name!r})") from e
     except Exception as e:  # noqa: BLE001 - the user's module failed while importing: name it, in one line
-        raise TaseError(f"reward_funcs {spec}: importing {module} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        raise TaseError(f"reward_funcs {spec}: importing {module} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
     func = getattr(mod, attr, None)
     if func is None:
         raise TaseError(f"reward_funcs {spec}: module {module} has no {attr!r}")
@@ -167,10 +167,9 @@ def load_reward_funcs(names: Sequence[str], max_completion_length: int = 256, ov
                       ) -> list[Any]:
     """Every reward function of a run, in order; none at all is one line (a trainer without a reward learns
     nothing). The lengths build `soft_overlong` (TRL's default max_completion_length is 256)."""
-    from rewards import REWARD_FUNCS
-
-    from rewards.overlong import SOFT_OVERLONG
     from recipes.reward_checks import checked
+    from rewards import REWARD_FUNCS
+    from rewards.overlong import SOFT_OVERLONG
 
     if not names:
         raise TaseError(f"no reward functions given; choose from: {', '.join(REWARD_FUNCS)}, or an import path")

@@ -61,4 +61,4 @@ def log_weighted(funcs: list[Any], weights: Sequence[float]) -> list[Any]:
 
     if len(funcs) != len(weights):
         raise ValueError(f"{len(weights)} weights for {len(funcs)} reward functions")
-    return [f if is_async_callable(f) else WeightedLog(f, w) for f, w in zip(funcs, weights)]
+    return [f if is_async_callable(f) else WeightedLog(f, w) for f, w in zip(funcs, weights, strict=False)]

@@ -171,7 +171,7 @@ def hold_output_dir(output_dir: str) -> None:
     try:
         lock.__enter__()
     except OutputBusy as e:
-        raise TaseError(str(e))
+        raise TaseError(str(e)) from e
     atexit.register(lock.__exit__, None, None, None)
 
 

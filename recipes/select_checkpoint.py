@@ -22,11 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common.paths import (OutputBusy, file_refusal, hold_output, is_own, out_folder_refusal, read_marker,
-                          write_marker)
+from common.errors import TaseError, one_line_exit
+from common.paths import OutputBusy, file_refusal, hold_output, is_own, out_folder_refusal, read_marker, write_marker
 from eval.headline import headline
 from eval.runner import iter_samples
-from common.errors import TaseError, one_line_exit
 from recipes.pipeline import Steps
 from recipes.run_dir import final_state, weights_problem
 

@@ -37,8 +37,8 @@ def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = N
     dropped fail with "num_samples=0"; then this fails in one line naming max_length."""
     from datasets import Dataset
 
-    from synth.gold import sft_completion
     from common.readers import DataError
+    from synth.gold import sft_completion
 
     measure = data.PromptLength(tokenizer, args.system_prompt) if args.max_prompt_tokens and tokenizer else None
     length = data.PromptLength(tokenizer, args.system_prompt) if max_length and tokenizer else None

@@ -103,7 +103,7 @@ def verdicts(prompts: Any, completions: Any, columns: dict[str, Any]) -> list[Ve
     ids = column("id") or [repr(p) for p in (prompts if isinstance(prompts, (list, tuple)) else [None] * n)]
     tasks, langs = column("task") or [None] * n, column("lang") or [None] * n
     return [Verdict(str(i), t, lang, s.coarse, s.strict, s.fine, s.extracted)
-            for i, t, lang, s in zip(ids, tasks, langs, scores)]
+            for i, t, lang, s in zip(ids, tasks, langs, scores, strict=False)]
 
 
 def _gather(local: Any) -> list:

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SYNC_DIR_ENV = "TASE_VLLM_SYNC_DIR"
 

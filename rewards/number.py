@@ -24,7 +24,7 @@ _INT = re.compile(r"\d+")  # Unicode digits included, as in the official regex
 def last_integer(text: str) -> str | None:
     """The last run of digits, without materialising every match (1 MB completions stay cheap)."""
     m = None
-    for m in _INT.finditer(text):
+    for m in _INT.finditer(text):  # noqa: B007 - the loop only keeps the last match
         pass
     return m.group() if m else None
 

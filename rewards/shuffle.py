@@ -135,7 +135,7 @@ def kept_python(orig: Original, shuf: list[str]) -> int | None:
     if not all(map(operator.eq, map(shuf.__getitem__, s_idx), orig.sorted_toks)):
         return None
     pos = [0] * n
-    for a, b in zip(s_idx, orig.o_idx):  # j-th occurrence in the answer -> j-th original position
+    for a, b in zip(s_idx, orig.o_idx, strict=False):  # j-th occurrence in the answer -> j-th original position
         pos[a] = b
     diffs = list(map(operator.sub, pos[1:], pos))
     return diffs.count(1) + diffs.count(-1)

@@ -23,8 +23,7 @@ from common.types import ANSWER, PROMPT, type_info
 
 from .base import Score
 from .extract import completion_text
-from .format import format_score
-from .format import length_penalty as _length_penalty
+from .format import format_score, length_penalty as _length_penalty
 from .levels import COARSE, FINE, STRICT, accuracy_reward_name
 from .router import SCORERS, score
 
@@ -179,14 +178,14 @@ def _pays(level: str) -> Callable[[RewardFunc], RewardFunc]:
 def accuracy_coarse(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Official binary verdict (the benchmark's accuracy) as the reward; invalid rows give 0."""
     rows = _rows(prompts, _check_completions(accuracy_coarse.__name__, completions), columns)
-    return [score(r, c).coarse for r, c in zip(rows, completions)]
+    return [score(r, c).coarse for r, c in zip(rows, completions, strict=False)]
 
 
 @_pays(STRICT)
 def accuracy_strict(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
     """Strict binary verdict: the official one without its loopholes (hedges, echoes earn 0); invalid rows 0."""
     rows = _rows(prompts, _check_completions(accuracy_strict.__name__, completions), columns)
-    return [score(r, c).strict for r, c in zip(rows, completions)]
+    return [score(r, c).strict for r, c in zip(rows, completions, strict=False)]
 
 
 @_pays(FINE)
@@ -194,7 +193,7 @@ def accuracy_fine(prompts: Sequence[Any], completions: Sequence[Any], **columns:
     """Partial credit in [0, 1] built on the strict verdict: 1 exactly when it is 1, and no credit an
     answer-independent strategy (a constant, an echo, a list of every option) could collect."""
     rows = _rows(prompts, _check_completions(accuracy_fine.__name__, completions), columns)
-    return [score(r, c).fine for r, c in zip(rows, completions)]
+    return [score(r, c).fine for r, c in zip(rows, completions, strict=False)]
 
 
 def batch_scores(prompts: Sequence[Any] | None, completions: Sequence[Any], **columns: Any) -> list[Score]:
@@ -202,7 +201,7 @@ def batch_scores(prompts: Sequence[Any] | None, completions: Sequence[Any], **co
     and with the same checks as the accuracy rewards: what a training run logs beside the reward it trains on
     (recipes/tracking.py), so that loophole passes show while it trains. RewardInputError as theirs."""
     rows = _rows(prompts, _check_completions("accuracy", completions), columns)
-    return [score(r, c) for r, c in zip(rows, completions)]
+    return [score(r, c) for r, c in zip(rows, completions, strict=False)]
 
 
 def format_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:

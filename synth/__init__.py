@@ -2,8 +2,8 @@
 from common import record
 from common.record import LANGS, TASKS, Example, make_record
 
-from .core import GENERATORS, Generator, SynthError, available, combos, generate, register
 from . import tasks  # noqa: F401  (the package imports its parts: this registers every task's generator)
+from .core import GENERATORS, Generator, SynthError, available, combos, generate, register
 
 
 def __getattr__(name: str):

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from common.errors import TaseError, one_line
-from common.paths import (blocker_line, file_refusal, followed, hold_output, jsonl_with_keys, leftovers, os_error_line)
+from common.paths import blocker_line, file_refusal, followed, hold_output, jsonl_with_keys, leftovers, os_error_line
 from common.record import LANGS, TASKS
 
 from .core import TEXT_SOURCES, SynthError, available, combos, generate

@@ -12,11 +12,11 @@ package ships one), matched as substrings.
 from __future__ import annotations
 
 import re
-
-import numpy as np
-from functools import lru_cache
+from functools import cache
 from importlib import resources as ir
 from pathlib import Path
+
+import numpy as np
 
 EN_RUN = re.compile(r"[a-z0-9]+")
 
@@ -35,7 +35,7 @@ def en_list_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "profanity_wordlist.txt"
 
 
-@lru_cache(maxsize=None)
+@cache
 def terms(lang: str) -> tuple[str, ...]:
     """The listed terms for `lang` (English lower-cased), in file order without duplicates."""
     if lang == "en":
@@ -139,7 +139,7 @@ class Denylist:
         return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def denylist(lang: str) -> Denylist:
     """The cached denylist for `lang`."""
     return Denylist(lang)

@@ -16,7 +16,7 @@ import random
 import re
 from array import array
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -50,7 +50,7 @@ class WordList:
         return rng.choices(self.words, cum_weights=self.cum_weights, k=k)
 
 
-@lru_cache(maxsize=None)
+@cache
 def word_list(lang: str) -> WordList:
     """Frequency-weighted word list for `lang` from wordfreq (cached per process)."""
     import wordfreq
@@ -104,7 +104,7 @@ class Corpus:
         return self.joined[start : start + n]
 
 
-@lru_cache(maxsize=None)
+@cache
 def corpus(lang: str) -> Corpus:
     """Build (once per process) the deterministic unigram token stream for `lang` (the
     `--text-source unigram` ablation), from the denylist-clean word list; units next to which a listed
@@ -117,7 +117,7 @@ def corpus(lang: str) -> Corpus:
     if lang == "en":
         return _english_corpus(wl, rng, dl)
     units, seps = _cjk_units(lang, wl, rng)
-    keep = _drop_joined_matches([([u + s for u, s in zip(units, seps)], ""), (units, "")], dl)
+    keep = _drop_joined_matches([([u + s for u, s in zip(units, seps, strict=False)], ""), (units, "")], dl)
     pos, end = array("i"), array("i")
     parts: list[str] = []
     off = 0
@@ -203,13 +203,13 @@ def _clean_word_list(lang: str) -> WordList:
     return WordList(lang, words, tuple(cum))
 
 
-@lru_cache(maxsize=None)
+@cache
 def clean_word_list(lang: str) -> WordList:
     """Cached `_clean_word_list`."""
     return _clean_word_list(lang)
 
 
-@lru_cache(maxsize=None)
+@cache
 def freq_vocab(lang: str) -> tuple[tuple[str, ...], np.ndarray | None]:
     """FREQ's token inventory, built like the official files (and denylist-clean): English, the
     60,000-word list drawn uniformly; Chinese, characters with cumulative frequency weights (summed over
@@ -236,7 +236,7 @@ def freq_vocab(lang: str) -> tuple[tuple[str, ...], np.ndarray | None]:
 FREQ_STREAM = {"en": 600_000, "zh": 1_500_000, "ko": 1_500_000}
 
 
-@lru_cache(maxsize=None)
+@cache
 def freq_stream(lang: str) -> Corpus:
     """A fixed stream of FREQ tokens drawn as `freq_vocab` says (seeded with `CORPUS_SEED`, not the
     user's seed), with listed terms that formed across neighbours cut out. FREQ texts are random
@@ -425,7 +425,7 @@ class RealText:
         return idx
 
 
-@lru_cache(maxsize=None)
+@cache
 def real_text(lang: str) -> RealText:
     """Build (once per process) the denylist-clean running text for `lang`."""
     from .denylist import denylist

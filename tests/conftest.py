@@ -129,7 +129,7 @@ LONGEST_FIRST = ("test_vllm.py", "test_recipes.py", "test_zero3_cpu.py", "test_d
                  "test_cpu_speed.py")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def slow_marks(file: str) -> int:
     """How many `pytest.mark.slow` a test file holds (read from its source on the xdist controller, which collects
     nothing itself): the scheduler's estimate of how long the file takes."""
@@ -211,7 +211,6 @@ def run_shellcheck(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[
 
 
 from vllm_fixtures import vllm_env, vllm_llm  # noqa: E402,F401  (h14: one shared vLLM engine per session)
-
 
 # --- tiny random Llamas (issue 39): written once per session, not once per module that uses them ---------------------
 

@@ -130,7 +130,7 @@ PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe
         self.procs.append(subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                            start_new_session=True))
 
-    def start(self, timeout: float = 60) -> "LocalSlurm":
+    def start(self, timeout: float = 60) -> LocalSlurm:
         why = ensure_installed()
         if why:
             raise RuntimeError(why)
@@ -200,7 +200,7 @@ PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe
                 p.wait()
         self.procs.clear()
 
-    def __enter__(self) -> "LocalSlurm":
+    def __enter__(self) -> LocalSlurm:
         return self.start()
 
     def __exit__(self, *exc) -> None:

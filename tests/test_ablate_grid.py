@@ -7,8 +7,8 @@ tests/test_recipes.py::test_ablate_two_arms_same_data_and_comparison."""
 import json
 
 import pytest
-
 from conftest import call_main
+
 from common.errors import TaseError
 from recipes.ablate_grid import comparison_table, expand, parse_vary
 

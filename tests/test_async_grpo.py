@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import call_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,8 +20,9 @@ def test_cpu_tree_attention_matches_causal_attention_per_path():
     attention over its root-to-segment path (grouped-query heads, as SmolLM2)."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl.experimental.async_grpo")
-    from recipes.async_grpo.patches import cpu_tree_attention
     from trl.experimental.async_grpo.packing import TreeRow
+
+    from recipes.async_grpo.patches import cpu_tree_attention
 
     row = TreeRow()
     for ids in ([5, 6, 7, 8, 9], [5, 6, 7, 3, 4, 2], [5, 6, 1]):

@@ -6,8 +6,8 @@ import time
 
 import pytest
 import torch
-
 from conftest import ROOT
+
 from common.errors import TaseError
 
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, ROOT, call_main, entry_point
 from test_recipes import TINY_ARGS  # tiny_model: the session fixture in tests/conftest.py
 

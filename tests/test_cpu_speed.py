@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import ROOT
+
 from common.errors import TaseError
 from recipes import cpu_speed
 
@@ -70,8 +70,8 @@ def _trainer(tmp_path, cpu_bf16: str, model):
     from trl import GRPOTrainer
 
     from recipes.data import build_dataset
-    from recipes.grpo_run import tokenizer
     from recipes.grpo_args import parse
+    from recipes.grpo_run import tokenizer
     from recipes.model import resolve
     from recipes.reward_funcs import resolve_rewards
 

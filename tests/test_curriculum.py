@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 PY = sys.executable
@@ -69,7 +68,7 @@ def test_task_levels_declared_in_their_modules():
     for task in with_levels:
         top = level_count(task) - 1
         plain = [r["prompt"] for r in synth.generate(task, "all", 12, 3)]
-        assert plain == [r["prompt"] for r in synth.generate(task, "all", 12, 3, level=lambda t: top)], task
+        assert plain == [r["prompt"] for r in synth.generate(task, "all", 12, 3, level=lambda t, top=top: top)], task
     easy = list(synth.generate("component_split", "all", 60, 3, level=lambda t: 0))
     assert {r["meta"]["level"] for r in easy} == {0}
     for r in easy:
@@ -132,8 +131,7 @@ def test_guard_applies_at_every_level(tmp_path, fixture_root):
     first at that level, and the official sample, are both excluded from what the curriculum stream yields."""
     from common.guard import normalize_prompt
     from recipes import data
-    from recipes.config import TaseArgs
-    from recipes.config import data_streams, level_counts
+    from recipes.config import TaseArgs, data_streams, level_counts
     from synth.guard import guard_from_specs
 
     official = guard_from_specs([f"official:{fixture_root}"])
@@ -212,9 +210,9 @@ def test_start_restores_from_curriculum_json_or_trainer_state(tmp_path, capsys):
     turned off (it would read 1,000 rows ahead of every level change)."""
     from types import SimpleNamespace
 
+    from common.errors import TaseError
     from recipes.config import TaseArgs
     from recipes.curriculum import STATE_FILE, start
-    from common.errors import TaseError
 
     tase = TaseArgs(tasks=["sentence_length", "component_split", "freq_count"], langs=["en"], streaming=True,
                     curriculum=True, curriculum_start_level=1)

@@ -5,10 +5,10 @@ import shutil
 from collections import Counter
 
 import pytest
+from conftest import run_module
 
 from common.readers import DataError
 from synth.readers import load_data, load_official
-from conftest import run_module
 
 
 def test_the_contract_name_is_an_alias_of_the_real_home():

@@ -10,7 +10,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import ROOT, call_main
 
 PY = sys.executable
@@ -49,7 +48,7 @@ def test_format_term_alone_never_makes_a_group_mixed():
     assert level == "strict" and run.names == ["accuracy_fine", "format"]
     w = run.weights
     cols = {k: [v] * 4 for k, v in reward_columns(row).items()}
-    totals = [w[0] * a + w[1] * f for a, f in zip(accuracy_fine(None, wrong, **cols), format_reward(None, wrong))]
+    totals = [w[0] * a + w[1] * f for a, f in zip(accuracy_fine(None, wrong, **cols), format_reward(None, wrong), strict=False)]
     assert len(set(totals)) > 1  # the float total says "mixed"
     verdicts = [getattr(s, level) for s in scores(row, wrong + mixed)]
     assert verdicts[:4] == [0.0] * 4 and verdicts[4:] == [1.0, 0.0, 0.0, 0.0]
@@ -107,9 +106,9 @@ def test_uniform_groups_never_reach_the_loss():
 
 
 def test_options_are_checked_in_one_line(tmp_path):
+    from common.errors import TaseError
     from recipes.config import TaseArgs
     from recipes.dynamic_sampling import check_run
-    from common.errors import TaseError
 
     for kw, want in (({"dynamic_sampling_max_rounds": -1}, "integer from 0 to 32"),
                      ({"dynamic_sampling_max_rounds": True}, "integer from 0 to 32"),
@@ -168,7 +167,7 @@ def source_digest(name: str) -> str:
 
     head, *rest = name.split(".")
     obj = {"trl": trl, "transformers": transformers}[head]
-    for i, part in enumerate(rest):
+    for _i, part in enumerate(rest):
         try:
             obj = getattr(obj, part)
         except AttributeError:

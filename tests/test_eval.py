@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, run_module
-from synth.readers import load_official
+
 from synth.gold import gold_completion
+from synth.readers import load_official
 
 
 def write_preds(path: Path, rows, correct) -> None:
@@ -53,7 +53,7 @@ def test_gold_answers_give_100_everywhere(fixture_root, rows, tmp_path):
     s = json.loads(lines[0])
     assert {"id", "task", "lang", "prompt", "completion", "extracted", "coarse", "fine"} <= set(s)
     # constructed answers where the release has no label: REORD reorderings and LENOP-generate texts
-    built = {r["id"]: p["completion"] for r, p in zip(rows, preds) if r["type"] in ("SHUFFLE", "LENGTH")}
+    built = {r["id"]: p["completion"] for r, p in zip(rows, preds, strict=False) if r["type"] in ("SHUFFLE", "LENGTH")}
     assert len(built) == 36 and all(c != "<answer></answer>" for c in built.values())
 
 
@@ -197,7 +197,7 @@ def test_run_bad_input_one_line(fixture_root, tmp_path, args, msg, default_model
     if "--device" in args and torch.cuda.is_available():
         pytest.skip("a GPU is visible here")
     base = {"--model": "default", "--data": f"official:{fixture_root}", "--backend": "hf"}
-    for k, v in zip(args[::2], args[1::2]):
+    for k, v in zip(args[::2], args[1::2], strict=False):
         base[k] = v
     out = tmp_path / "o"
     res = run_module(["eval", "run", *[x for kv in base.items() for x in kv], "--out", str(out),
@@ -249,10 +249,10 @@ def test_real_hf_backend_and_kill_resume(rows, tmp_path, default_model):
     samples_ = [json.loads(l) for l in lines]
     assert all(isinstance(s["completion"], str) and s["completion"] for s in samples_)
     # greedy: the two rows of one batch decode as they would alone (left padding is right)
-    from eval.backends import GenConfig, HFBackend
-    from common.prompts import build_messages
-
     import torch
+
+    from common.prompts import build_messages
+    from eval.backends import GenConfig, HFBackend
 
     threads = torch.get_num_threads()
     try:  # 1 thread: this process has no passive OpenMP wait (see eval/__main__.py)

@@ -4,9 +4,9 @@ import json
 import pytest
 
 from common.prompts import SYSTEM_PROMPT, build_messages
+from common.readers import DataError
 from eval.aggregate import aggregate, file_key, official_filename_lang
 from eval.compare import bootstrap_delta
-from common.readers import DataError
 from eval.runner import select
 
 
@@ -44,7 +44,7 @@ def test_generated_jsonl_cells_and_the_language_table():
     keys = [file_key(r) for r in recs]
     assert keys == ["dot_matrix/char_classification/mul", "variant_normalize/digital/ko", "variant_normalize/zh",
                     "component_split/split/ko"]
-    s = [dict(smp(k, r["task"], r["lang"], c, subtask=r["subtask"]), id=k) for k, r, c in zip(keys, recs, [1, 1, 0, 1])]
+    s = [dict(smp(k, r["task"], r["lang"], c, subtask=r["subtask"]), id=k) for k, r, c in zip(keys, recs, [1, 1, 0, 1], strict=False)]
     res = aggregate(s)
     assert res["by_lang"] == {"zh": 0.0, "ko": 100.0}  # DOT (mul) and the digital file are left out
     assert res["by_task"] == {"COMPM": 100.0, "DOT": 100.0, "VAR": 50.0}
@@ -135,7 +135,7 @@ def test_bootstrap_point_delta_is_the_difference_of_the_aggregates():
              ("v2.csv", "variant_normalize", "en", "")]
     sizes = [rng.randint(3, 9) for _ in cells]
     runs = [[smp(f, t, lang, rng.random() < 0.5, subtask=sub, i=k)
-             for (f, t, lang, sub), size in zip(cells, sizes) for k in range(size)] for _ in range(2)]
+             for (f, t, lang, sub), size in zip(cells, sizes, strict=False) for k in range(size)] for _ in range(2)]
     ra, rb = aggregate(runs[0]), aggregate(runs[1])
     d = bootstrap_delta({s["id"]: s for s in runs[0]}, {s["id"]: s for s in runs[1]}, n_boot=50, seed=1)
     assert abs(d["overall"]["delta"] - (rb["overall"] - ra["overall"])) < 0.03
@@ -150,8 +150,8 @@ def test_a_second_language_free_task_is_aggregated_by_its_own_declarations():
     """The official rules are declarations on the task (common.record.TaskInfo): a test-only language-free
     task, put first in the catalogue, stays out of the language table and of the file-name language rule,
     keeps its plain mean in the official overall, and leaves DOT's ratio score to DOT."""
-    from eval.aggregate import off_table_text
     from common.record import TASKS, TaskInfo
+    from eval.aggregate import off_table_text
 
     saved = dict(TASKS)
     TASKS.clear()

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_module
 
 FAKE_KEY = "sk-tase-FAKE-4f1c9e-never-on-disk"

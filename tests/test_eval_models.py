@@ -7,8 +7,15 @@ import time
 import pytest
 import torch
 
-from common.models import (ModelError, find_default_gguf, install_default_model, installed_default, is_converted,
-                         load_model_and_tokenizer, resolve_model)
+from common.models import (
+    ModelError,
+    find_default_gguf,
+    install_default_model,
+    installed_default,
+    is_converted,
+    load_model_and_tokenizer,
+    resolve_model,
+)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import sys
 from math import comb
 
 import pytest
-
 from conftest import ROOT, run_module
+
 from eval.aggregate import pass_at_k_estimate
 
 

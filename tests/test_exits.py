@@ -155,8 +155,7 @@ def test_library_errors_are_one_family():
 
 def test_main_returns_the_status_of_its_one_line(capsys):
     """A decorated `main` returns (a test or another command can call it); StepFailed keeps the step's own code."""
-    from common.errors import StepFailed, TaseError
-    from common.errors import one_line_exit
+    from common.errors import StepFailed, TaseError, one_line_exit
 
     @one_line_exit
     def main(e: Exception) -> int:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-
 GOOD = [{"id": f"r{i}", "task": "freq_count", "lang": "en", "type": "NUMBER", "prompt": f"How many a in {'a ' * i}?",
          "answer": str(i)} for i in (1, 2)]
 
@@ -143,7 +142,7 @@ def place(zoo: Path, member: str, tmp: Path, nested: bool) -> Path:
 
 def cases() -> list:
     out = []
-    for cmd, (_, _, how) in COMMANDS.items():
+    for cmd, (_, _, _how) in COMMANDS.items():
         for member in MEMBERS:
             for nested in (False, True):
                 if OWN.get(cmd) == member and not nested:
@@ -241,8 +240,8 @@ def test_eval_run_never_writes_into_another_output(member, zoo, src, tmp_path, c
 def test_demo_fresh_deletes_only_a_demo_folder(tmp_path, capsys, monkeypatch):
     """`recipes/demo.py --fresh` removes its --out whole: only when it holds nothing but what the demo writes
     (the layout DEMO_FILES lists); a notes file or an eval run two levels down stops it, untouched."""
-    from recipes import demo
     from common.paths import foreign_entry
+    from recipes import demo
 
     for var in ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS"):
         monkeypatch.setenv(var, "1")  # the demo sets these for its steps; restored after the test

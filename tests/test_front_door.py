@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from common.yamlfile import YamlFileError, read
-from conftest import ROOT
 from recipes.parser import config_value
 
 

@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from tests.fsdp_cpu_check import compare
 
 PY = sys.executable

@@ -9,7 +9,6 @@ import importlib.util
 import json
 
 import pytest
-
 from conftest import ROOT
 
 _spec = importlib.util.spec_from_file_location("gpu_memory_table", ROOT / "bench" / "gpu_memory_table.py")

@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import run_shellcheck
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_shellcheck
 
 _spec = importlib.util.spec_from_file_location("gpu_smoke", ROOT / "bench" / "gpu_smoke.py")

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, call_main
 
 PY = sys.executable
@@ -167,9 +166,10 @@ def test_guided_run_hints_all_fail_groups_only_with_dynamic_sampling(tiny_model,
     whose answer is 1 or 2, the model restricted to '**', '1', '2' and the tags (so some groups mix): every generation
     logs its guided groups and hint level, exactly the failed groups are hinted (a mixed one is not), and the
     held-out evaluation's samples carry no hint."""
+    from test_dynamic_sampling import restricted_vocab
+
     import synth
     from synth.core import HINT_PREFIX
-    from test_dynamic_sampling import restricted_vocab
 
     rows = [r for r in synth.generate("freq_count", "en", 200, 1234, max_len=6) if r["answer"] in ("1", "2")][:24]
     data = tmp_path / "train.jsonl"

@@ -13,7 +13,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import ROOT, call_main
 
 TINY = ["--use_cpu", "true", "--bf16", "false", "--tasks", "sort_lengths", "freq_count", "--langs", "en",

@@ -288,7 +288,7 @@ def test_task_names_only_in_task_modules_and_catalogue():
     assert len(TASE_TASKS) == 10
     names = re.compile(r"\b(?:" + "|".join(TASE_TASKS) + r")\b")
     hits = []
-    for mod, path in _modules().items():
+    for _mod, path in _modules().items():
         rel = path.relative_to(ROOT).as_posix()
         if rel.startswith(TASK_NAME_HOMES):
             continue
@@ -313,7 +313,7 @@ def test_type_names_only_in_the_catalogue_and_the_scorer_modules():
 
     homes = {t.score.__module__.replace(".", "/") + ".py" for t in REGISTRY.values()}
     hits = []
-    for mod, path in _modules().items():
+    for _mod, path in _modules().items():
         rel = path.relative_to(ROOT).as_posix()
         if rel.startswith(TYPE_NAME_HOMES) or rel in homes:
             continue
@@ -351,8 +351,8 @@ def test_rewards_reads_only_the_catalogue_from_synth():
 def test_task_modules_declare_what_the_registry_is_asked():
     """Every registered task takes its subtasks from the catalogue and names an answer type for each;
     its languages agree with the catalogue's `no_lang` (only `mul`, or the real languages)."""
-    from synth.core import available
     from common.record import LANGS, TASKS, TYPES
+    from synth.core import available
 
     for task, gen in available().items():
         assert gen.subtasks == TASKS[task].subtasks, task

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_module
 from lm_eval import simple_evaluate
 from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
@@ -26,10 +27,9 @@ from lm_eval.tasks import TaskManager
 
 from common.models import resolve_model
 from common.prompts import SYSTEM_PROMPT, build_messages, chat_text
-from conftest import run_module
-from synth.readers import load_official
-from synth.gold import gold_completion
 from eval.lm_eval_export import task_name
+from synth.gold import gold_completion
+from synth.readers import load_official
 
 
 @register_model("tase-replay")
@@ -224,9 +224,9 @@ def test_skipped_rows_leave_the_denominator(tmp_path, fixture_root):
     recs = [dict(d, meta=json.loads(d["meta"])) for d in docs]
     comps = [gold_completion(r) for r in recs[1:]]
     comps = ["<answer>sea</answer>", comps[0], "<answer>x</answer>", *comps[2:]]
-    items = [utils.process_results(dict(d, tase_weight=1.0, tase_lang="en"), [c])["acc"] for d, c in zip(docs, comps)]
+    items = [utils.process_results(dict(d, tase_weight=1.0, tase_lang="en"), [c])["acc"] for d, c in zip(docs, comps, strict=False)]
     assert items[0] == [0.0, False] and [ok for _, ok in items].count(False) == 1
-    want = aggregate(sample_line(r, c) for r, c in zip(recs, comps))
+    want = aggregate(sample_line(r, c) for r, c in zip(recs, comps, strict=False))
     assert want["n_invalid"] == 1
     (f,) = want["by_file"].values()
     assert round(100 * utils.file_accuracy(items), 2) == f["accuracy"] == 80.0  # 4 of the 5 valid rows

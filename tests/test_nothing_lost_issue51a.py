@@ -9,7 +9,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, ROOT
 
 
@@ -289,6 +288,7 @@ def test_select_checkpoint_follows_the_one_output_rule(tmp_path, capsys):
     """It overwrote a user's selection.md and wrote its runs into an `eval score` folder; now --out is refused for
     those, and its own folder (marker, `eval run` outputs in step-N) is accepted for a rerun."""
     from conftest import call_main
+
     from recipes.select_checkpoint import OWN_FILES, mark
 
     run = _select_run(tmp_path)

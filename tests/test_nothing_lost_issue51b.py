@@ -129,7 +129,7 @@ def test_every_tracker_transformers_knows_has_a_package():
 BOMB = "".join([
     "generation_kwargs:\n",
     '  a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n',
-    *(f"  {n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg")),
+    *(f"  {n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg", strict=False)),
 ])
 
 
@@ -319,9 +319,9 @@ def test_a_hub_id_is_refused_alike_by_a_dry_run_and_a_real_start(tmp_path, tiny_
     alike: not there, the same one line from both; there, the snapshot folder is the model."""
     import shutil
 
+    from conftest import call_main, stub_hub_snapshot
     from huggingface_hub import constants
 
-    from conftest import call_main, stub_hub_snapshot
     from recipes.model import resolve
 
     repo = "HuggingFaceTB/SmolLM2-135M-Instruct"

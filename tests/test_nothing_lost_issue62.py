@@ -15,11 +15,10 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from conftest import call_main
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from common.errors import TaseError
-from conftest import call_main
 
 ROOT = Path(__file__).resolve().parents[1]
 GRPO = ["recipes/grpo.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml"]

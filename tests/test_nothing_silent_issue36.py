@@ -330,8 +330,8 @@ def test_rerun_of_a_finished_sft_run_without_checkpoints_trains_nothing(tmp_path
     """The SFT warm-up saves no checkpoints (save_strategy: no): its final folder holds the model and, written
     after it, trainer_state.json. Before, `--resume_from_checkpoint true` found no checkpoint and started again
     from step 0, overwriting the model."""
-    from safetensors.torch import save_file
     import torch
+    from safetensors.torch import save_file
 
     from recipes.sft_warmup import main
 

@@ -6,9 +6,10 @@ import json
 import os
 from pathlib import Path
 
-from synth.readers import load_official
-from rewards import score
 from conftest import VERDICTS
+
+from rewards import score
+from synth.readers import load_official
 
 
 def test_coarse_reward_equals_every_official_verdict(fixture_root):

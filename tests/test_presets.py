@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, call_main
 
 TINY = ["--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--tasks", "sort_lengths", "--langs", "en",
@@ -64,7 +63,7 @@ def test_preset_runs_one_cpu_step(preset, preset_runs):
     step = next(m for m in logs if "reward" in m)
     assert "rewards/accuracy_fine/mean" in step and "rewards/format/mean" in step
     names = saved["rewards"]["names"]
-    for name, weight in zip(names, saved["rewards"]["weights"]):  # per-reward logging (recipes/reward_log.py)
+    for name, weight in zip(names, saved["rewards"]["weights"], strict=False):  # per-reward logging (recipes/reward_log.py)
         assert step[f"tase/reward/{name}/mean"] == pytest.approx(step[f"rewards/{name}/mean"], abs=1e-6)
         assert step[f"tase/reward/{name}/weighted"] == pytest.approx(weight * step[f"rewards/{name}/mean"], abs=1e-6)
     assert sum(step[f"tase/reward/{n}/weighted"] for n in names) == pytest.approx(step["reward"], abs=1e-5)

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, call_main
 from test_proof_control import CONTROL_CONFIG, commands, dry_run
 
@@ -135,11 +134,10 @@ def selection_json(out: Path, run: str, chosen: int, scores: dict[int, float]) -
 def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised(tmp_path, fixture_root):
     """A rerun (here a dry run) after the selection: the stage says skipped, the evaluations take the chosen folder
     from selection.json, and the summary's selection table names the step and both held-out scores."""
+    from common.paths import write_marker
     from recipes import proof_inputs
     from recipes.proof import parse_args
     from recipes.proof_select import selection_lines
-
-    from common.paths import write_marker
 
     out = tmp_path / "proof"
     selection_json(out, "fine", 250, {50: 20.33, 250: 32.0, 300: 31.0})

@@ -206,10 +206,9 @@ def test_the_control_trains_for_the_followed_arm_s_train_runtime(tmp_path):
 def test_a_finished_start_is_skipped_and_the_summary_measures_against_it(tmp_path):
     """A rerun after the start: its stage says skipped; the summary's pairs take the start as the baseline, every
     arm against the control (the followed arm first), then start vs warm-up and warm-up vs base."""
+    from common.paths import write_marker
     from recipes.proof_config import load_config
     from recipes.proof_report import summary_pairs
-
-    from common.paths import write_marker
 
     out = tmp_path / "out"
     (out / "start").mkdir(parents=True)

@@ -9,7 +9,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from test_proof_start import FIXTURE, ROOT, commands, dry, headers, one, render
 
 CONFIG = ROOT / "recipes" / "configs" / "proof_combine_transfer_cpu.yaml"

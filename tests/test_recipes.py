@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, call_main
 
 PY = sys.executable
@@ -32,7 +31,7 @@ def run_together(*cmds, timeout=600, cwd=ROOT, **kw) -> list[subprocess.Complete
              for cmd in cmds]
     done = []
     try:
-        for cmd, proc in zip(cmds, procs):
+        for cmd, proc in zip(cmds, procs, strict=False):
             out, err = proc.communicate(timeout=timeout)
             done.append(subprocess.CompletedProcess(cmd, proc.returncode, out, err))
     finally:
@@ -109,11 +108,12 @@ def test_coarse_arm_streaming_logs_coarse_reward(tiny_model, tmp_path):
 def test_training_rows_keep_reward_columns_and_length_cap(tiny_model):
     """Rows carry the conversational prompt and every column the reward functions read; the
     max_prompt_tokens cap drops exactly the prompts whose chat-formatted length exceeds it."""
+    from datasets import IterableDataset
+    from transformers import AutoTokenizer
+
     from common.prompts import SYSTEM_PROMPT
     from recipes import data
     from recipes.config import DataArgs
-    from datasets import IterableDataset
-    from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     args = DataArgs(tasks=["sort_lengths", "freq_count"], langs=["en"], max_len=30, num_train_examples=12)
@@ -132,7 +132,7 @@ def test_training_rows_keep_reward_columns_and_length_cap(tiny_model):
     assert len(capped) == sum(n <= cap for n in lengths) and stats["dropped"] == sum(n > cap for n in lengths) > 0
     stream = data.build_dataset(DataArgs(**{**args.__dict__, "streaming": True}), tok)
     assert isinstance(stream, IterableDataset)
-    first = [x["id"] for _, x in zip(range(40), stream)]
+    first = [x["id"] for _, x in zip(range(40), stream, strict=False)]
     assert len(set(first)) == 40 and first[:12] == [x["id"] for x in rows]  # endless, same order as materialized
 
 
@@ -232,7 +232,7 @@ def test_recipes_is_an_installed_package(tmp_path, default_model):  # converted 
         return [line for line in out.splitlines() if not line.startswith("[")]
 
     assert plan(as_module.stdout) == plan(as_script.stdout), as_module.stderr[-2000:]
-    for script, res in zip(helps, helped):
+    for script, res in zip(helps, helped, strict=False):
         assert res.returncode == 0 and "usage:" in res.stdout, (script, res.stderr[-2000:])
     hits = [f"{p.relative_to(ROOT)}:{i}" for d in ("recipes", "bench", "eval", "synth", "rewards")
             for p in sorted((ROOT / d).rglob("*.py")) for i, line in enumerate(p.read_text().splitlines(), 1)
@@ -365,11 +365,10 @@ def test_proof_bad_inputs_are_one_line(tmp_path, fixture_root):
 def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     """Stages 7-8 on evaluations faked with `eval score`: completion files in row order with the release ids,
     re-scored to the same accuracy (a mismatch is caught), and the summary's table and gains."""
-    from recipes import proof_config, proof_report, proof_train
-    from recipes.pipeline import Steps
-
     from eval.gold import gold_predictions
     from eval.runner import score_predictions
+    from recipes import proof_config, proof_report, proof_train
+    from recipes.pipeline import Steps
     from synth import generate
     from synth.readers import load_data
 

@@ -5,7 +5,6 @@ raises TaseError where it finds a problem: only entry points (a recipe's `main`)
 from __future__ import annotations
 
 import pytest
-
 from conftest import ROOT, call_main
 
 CPU = ["--use_cpu", "true", "--bf16", "false", "--dry-run"]
@@ -57,8 +56,8 @@ def test_grpo_config_checks_ranges_in_post_init_and_keeps_trl_s_options():
 def test_library_functions_raise_tase_error_and_main_prints_it(tmp_path, capsys):
     """Callable and recoverable in-process: the same problem is a TaseError from the library function and one
     line with exit 2 from the recipe's main."""
-    from recipes import run_dir
     from common.errors import TaseError
+    from recipes import run_dir
     from recipes.grpo import main
     from recipes.parser import parse_config, read_yaml
 

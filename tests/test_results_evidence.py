@@ -32,7 +32,7 @@ def completion_files(folder: Path) -> list[str]:
 
 def test_every_results_folder_has_a_manifest():
     assert len(FOLDERS) >= 21
-    for folder, path in zip(FOLDERS, MANIFESTS):
+    for folder, path in zip(FOLDERS, MANIFESTS, strict=False):
         assert path.is_file(), f"{folder.name}: no manifest.json"
         man = load(path)
         assert KEYS <= set(man), f"{folder.name}: missing {KEYS - set(man)}"

@@ -81,8 +81,7 @@ def test_the_source_checks_see_the_old_spellings(tmp_path):
 
 
 def test_levels_are_score_verdicts_and_each_accuracy_reward_carries_its_own():
-    from rewards import Score
-    from rewards import REWARD_FUNCS
+    from rewards import REWARD_FUNCS, Score
     from rewards.levels import DEFAULT, LEVELS, accuracy_reward_name
 
     assert set(LEVELS) <= {f.name for f in dataclasses.fields(Score)} and DEFAULT in LEVELS

@@ -10,8 +10,8 @@ import pytest
 
 import rewards
 import synth
-from synth.readers import load_official
 from rewards import Score, score
+from synth.readers import load_official
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -41,7 +41,7 @@ def reord_ok(orig: list[str], ans: list[str]) -> bool:
         p = next(i for i, o in enumerate(orig) if o == t and i not in used)
         used.add(p)
         pos.append(p)
-    return all(abs(a - b) != 1 for a, b in zip(pos, pos[1:]))
+    return all(abs(a - b) != 1 for a, b in zip(pos, pos[1:], strict=False))
 
 
 def reord_answer(prompt: str, seed: int = 0) -> str:
@@ -118,7 +118,7 @@ def test_sft_targets_score_one():
     for paraphrase in (False, True):
         rows = list(synth.generate("all", "all", 200, 5, paraphrase=paraphrase))
         comps = [sft_completion(r) for r in rows]
-        for r, c in zip(rows, comps):
+        for r, c in zip(rows, comps, strict=False):
             assert c is not None, r["id"]  # synth rows carry what a target needs (REORD solution, LENOP target)
             s = score(r, c)
             assert (s.coarse, s.valid) == (1.0, True), (r["id"], c, s)

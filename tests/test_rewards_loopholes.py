@@ -10,11 +10,10 @@ import itertools
 import statistics
 
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from conftest import ROOT
+from hypothesis import assume, given, settings, strategies as st
 
 import rewards
-from conftest import ROOT
 from rewards import score
 from rewards.match_answer import levenshtein
 
@@ -82,7 +81,7 @@ def test_combine_hedges(ps, sep):
     options = list(dict.fromkeys("".join(p) for p in itertools.permutations(ps)))
     assume(len(options) > 1)
     row = {"type": "MATCH_ANSWER", "task": "component_split", "subtask": "combine",
-           "prompt": "Combine " + ", ".join("{%s}" % p for p in ps) + " into one word."}
+           "prompt": "Combine " + ", ".join(f"{{{p}}}" for p in ps) + " into one word."}
     check_bound(row, options, hedges(options, sep, list(range(len(options)))) + ["".join(ps), row["prompt"]])
 
 
@@ -111,7 +110,7 @@ def test_exact_hedges(labels, shown, sep, const):
 @given(w=st.text("abcdefgh", min_size=4, max_size=9), k=st.integers(2, 3), sep=SEPS)
 def test_split_hedges(w, k, sep):
     assume(len(w) > k)
-    options = list(dict.fromkeys(", ".join(w[i:j] for i, j in zip((0, *c), (*c, len(w))))
+    options = list(dict.fromkeys(", ".join(w[i:j] for i, j in zip((0, *c), (*c, len(w)), strict=False))
                                  for c in itertools.combinations(range(1, len(w)), k - 1)))
     row = {"type": "SPLIT", "prompt": f"Split {w} into " + ", ".join(["from x to y"] * k) + "."}
     check_bound(row, options, hedges(options, sep, list(range(len(options)))) + [w, w + " " + options[0]])
@@ -221,8 +220,8 @@ def test_gold_and_sft_answers_of_synthetic_rows_pass_strictly():
     """Training data: every gold completion and every SFT warm-up answer of generated rows (each task,
     language and subtask) that the official verdict passes, the strict verdict passes too (fine 1.0)."""
     import synth
-    from synth.gold import GoldError, gold_completion, sft_completion
     from common.record import TASKS
+    from synth.gold import GoldError, gold_completion, sft_completion
 
     checked, bad = 0, []
     for task, info in TASKS.items():

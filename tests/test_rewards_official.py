@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import synth
-from synth.readers import load_official
 from rewards import score
+from synth.readers import load_official
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

@@ -6,11 +6,9 @@ import re
 import time
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from rewards import Score, diff, length, score, shuffle
-from rewards import text as text_mod
+from rewards import Score, diff, length, score, shuffle, text as text_mod
 from rewards.match_answer import levenshtein, substring_distance
 
 
@@ -97,7 +95,7 @@ def test_substring_distance_is_the_best_stretch(text, pat):
 @given(perm=st.permutations(list(range(8))))
 def test_shuffle_fine_counts_kept_pairs(perm):
     ex = {"type": "SHUFFLE", "prompt": "Input: " + " ".join("abcdefgh"), "answer": ""}
-    kept = sum(abs(x - y) == 1 for x, y in zip(perm, perm[1:]))
+    kept = sum(abs(x - y) == 1 for x, y in zip(perm, perm[1:], strict=False))
     s = score(ex, tag(" ".join("abcdefgh"[i] for i in perm)))
     assert s.fine == pytest.approx(1 - kept / 7) and s.coarse == float(kept == 0)
 

@@ -7,15 +7,15 @@ import json
 import pytest
 
 import rewards
-from common.record import make_record
 from common.readers import DataError
-from synth.readers import load_data
+from common.record import make_record
+from common.types import TYPE_INFO, TypeInfo, TypeRegistryError, declare_type, undeclare_type
 from eval.gold import gold_predictions
 from eval.runner import score_predictions
-from common.types import TYPE_INFO, TypeInfo, TypeRegistryError, declare_type, undeclare_type
 from rewards.base import INVALID, Score, label_of
 from rewards.extract import extract_answer
 from rewards.types import REGISTRY, ScoringType, register_type, unregister_type
+from synth.readers import load_data
 
 
 def _score_reversed(example, completion):

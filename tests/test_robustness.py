@@ -6,16 +6,16 @@ import unicodedata
 from collections import Counter
 
 import pytest
+from conftest import FIXTURES
 
 from eval.__main__ import main
-from synth.readers import load_official
-from synth.gold import GoldError, gold_completion
 from eval.perturb import KINDS, perturb
 from eval.robustness import DATA, make_data, report
 from eval.runner import score_predictions
 from rewards import score
+from synth.gold import GoldError, gold_completion
+from synth.readers import load_official
 
-from conftest import FIXTURES
 ZW = "\u200b\u200c\u200d\u2060"
 
 
@@ -151,7 +151,7 @@ def test_visual_kinds_look_the_same(perturbed):
         assert extra and all(unicodedata.name(c).startswith(("CYRILLIC", "GREEK")) for c in extra)
     for r, p in perturbed["keyboard_typo"]:
         if r["lang"] == "en":
-            assert len(p["prompt"]) == len(r["prompt"]) and sum(a != b for a, b in zip(p["prompt"], r["prompt"])) >= 1
+            assert len(p["prompt"]) == len(r["prompt"]) and sum(a != b for a, b in zip(p["prompt"], r["prompt"], strict=False)) >= 1
 
 
 def test_deterministic_per_seed(official):

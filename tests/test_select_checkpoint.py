@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, call_main
+
 from common.errors import TaseError
 from recipes.select_checkpoint import candidates, choose
 

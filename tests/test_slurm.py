@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from tests.slurm_cluster import LocalSlurm, ensure_installed
 
 PROBE = [1, 2, 3, 4, 5, 6]

@@ -2,10 +2,10 @@
 import re
 
 import pytest
+from test_synth_structural import jamo, syllable
 
 import synth
 from rewards import score
-from test_synth_structural import jamo, syllable
 
 QUOTE = {"en": ("'", "'"), "zh": ("“", "”"), "ko": ("'", "'")}
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ROOT, run_module
 
 import synth
-from conftest import ROOT, run_module
 
 AWARENESS = [("freq_count", None), ("sentence_length", "count"), ("sentence_length", "generate"),
              ("diff_tokens", None), ("sort_lengths", None), ("shuffle_tokens", None)]
@@ -145,9 +145,9 @@ def test_freq_targets_are_drawn_like_the_official_files():
 
 
 def _guard_records(tmp_path):
-    from synth.readers import load_data
-
     from conftest import FIXTURES
+
+    from synth.readers import load_data
 
     return list(load_data(f"official:{FIXTURES}"))
 

@@ -36,8 +36,8 @@ def test_generated_prompts_are_distinct_in_every_cell_and_stable():
     """Every task x lang x subtask cell (execute included), 40 rows of one seed stream: no prompt twice, the
     same rows on a second call (determinism), and the ids unique."""
     import synth
-    from synth.core import combos
     from common.record import TASKS
+    from synth.core import combos
 
     for task in TASKS:
         if task not in available():

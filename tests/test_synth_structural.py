@@ -10,10 +10,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import run_module
 
 import common.record
 import synth
-from conftest import run_module
 from rewards import score
 
 N = 80
@@ -134,7 +134,7 @@ def test_component_split_en_round_trips():
         pairs = re.findall(r"from (.) to (.)", spec)
         assert pairs == [(p[0], p[-1]) for p in parts]
         fits = [cut for cut in itertools.combinations(range(1, len(w)), len(parts) - 1)
-                if [(w[a], w[b - 1]) for a, b in zip((0, *cut), (*cut, len(w)))] == pairs]
+                if [(w[a], w[b - 1]) for a, b in zip((0, *cut), (*cut, len(w)), strict=False)] == pairs]
         assert len(fits) == 1, "the description fits exactly one segmentation"
     for r in recs("component_split", "en", "combine", n=200):
         parts = re.findall(r"\{(.*?)\}", r["prompt"])
@@ -159,7 +159,7 @@ def test_component_combine_given_order_share_matches_the_release(fixture_root):
     rows = recs("component_split", "en", "combine", n=800)
     given = ["".join(re.findall(r"\{(.*?)\}", r["prompt"])) == r["answer"] for r in rows]
     share = sum(given) / len(rows)
-    two = [g for g, r in zip(given, rows) if len(r["meta"]["parts"]) == 2]
+    two = [g for g, r in zip(given, rows, strict=False) if len(r["meta"]["parts"]) == 2]
     assert 0.20 <= share <= 0.32, share
     assert 0.42 <= sum(two) / len(two) <= 0.62, sum(two) / len(two)
     official = [r for r in _official(fixture_root, "component_split/en_combine")]
@@ -175,7 +175,7 @@ def _official(fixture_root, file_part: str) -> list[dict]:
 
 
 def _replaced(x: str, o: str) -> float:
-    return sum(a != b for a, b in zip(x, o)) / len(o)
+    return sum(a != b for a, b in zip(x, o, strict=False)) / len(o)
 
 
 def test_variant_perturbation_and_hyphens_match_the_release(fixture_root):
@@ -423,7 +423,7 @@ def test_variants_are_recoverable():
             x, o = r["meta"]["perturbed"], r["answer"]
             assert r["prompt"].endswith(x) and x != o and len(x) == len(o)
             assert "".join(back.get(g, g) for g in x) == o
-            for g, c in zip(x, o):
+            for g, c in zip(x, o, strict=False):
                 assert g == c or linked(g, c), (g, c)
             if sub == "digital":
                 assert o.isdigit() and 4 <= len(o) <= 13
@@ -437,7 +437,7 @@ def test_variants_are_recoverable():
         x, o = r["meta"]["perturbed"], r["answer"]
         assert len(x) == len(o) and x != o
         assert o in sentences or any(o.startswith(s) and o[len(s):] in sentences for s in sentences)
-        for a, b in zip(x, o):
+        for a, b in zip(x, o, strict=False):
             if a == b:
                 continue
             assert not unicodedata.category(b).startswith("P"), "punctuation untouched"

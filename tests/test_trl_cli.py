@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, call_main
 
 from common.prompts import SYSTEM_PROMPT
-from conftest import ROOT, call_main
 
 TRL = str(Path(sys.executable).parent / "trl")
 

@@ -65,8 +65,8 @@ def test_vllm_streams_each_completion_as_its_request_finishes(vllm_llm):
     """One vLLM call can hold a whole file (minutes on a CPU): `generate_streaming` hands over each completion as
     its request finishes, while others are still running, so the runner can write it at once; the texts are
     those of `generate` (same rendering through LLM.enqueue_chat, same engine)."""
-    from eval.backends import GenConfig, VLLMBackend
     from common.models import resolve_model
+    from eval.backends import GenConfig, VLLMBackend
 
     be = VLLMBackend(resolve_model("default"), GenConfig(max_new_tokens=24), llm=vllm_llm)
     msgs = [[{"role": "user", "content": c}] for c in
@@ -98,10 +98,10 @@ def test_vllm_sampling_on_cpu_is_seeded_per_row_and_survives_long_batches(vllm_e
     unseeded and the same long batch runs too."""
     from vllm.platforms import current_platform
 
-    from eval.backends import GenConfig, VLLMBackend, request_seed
-    from synth.readers import load_data
     from common.models import resolve_model
     from common.prompts import build_messages
+    from eval.backends import GenConfig, VLLMBackend, request_seed
+    from synth.readers import load_data
 
     if not current_platform.is_cpu():
         pytest.skip("the CPU engine's chunked-prefill rewind is what this checks")
@@ -232,7 +232,7 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
     r = json.loads(out.read_text())
 
     def mean_abs(a: list[list[float]], b: list[list[float]]) -> float:
-        d = [abs(x - y) for la, lb in zip(a, b) for x, y in zip(la, lb)]
+        d = [abs(x - y) for la, lb in zip(a, b, strict=False) for x, y in zip(la, lb, strict=False)]
         return sum(d) / len(d)
 
     assert r["stale"] == r["before"], "vLLM changed before the sync"
@@ -248,7 +248,7 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
     assert mean_abs(r["before_lp"], r["hf_lp_of_vllm_before"]) < (1e-3 if fp32 else 0.1)  # agreed before too
 
     def shared_prefix(a: list[int], b: list[int]) -> int:
-        return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
-    prefixes = [shared_prefix(a, b) for a, b in zip(r["after"], r["hf_after"])]
+    prefixes = [shared_prefix(a, b) for a, b in zip(r["after"], r["hf_after"], strict=False)]
     assert min(prefixes) >= (4 if fp32 else 2) and sum(prefixes) / len(prefixes) >= 4, (r["after"], r["hf_after"])

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 PY = sys.executable
@@ -84,7 +83,7 @@ def test_zero3_two_cpu_ranks_hold_half_and_match_unsharded(tiny_model, tmp_path)
     a, b = steps(z3), steps(ddp)
     assert [m["step"] for m in a] == [m["step"] for m in b] == [1, 2]
     assert any(m["frac_reward_zero_std"] < 1 for m in a), a  # some group had a reward spread: a real gradient
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         assert x["epoch"] == y["epoch"] == x["step"] * 0.125, (x, y)  # 2 processes x 4 rows of 16 prompts x 4
         assert x["reward"] == pytest.approx(y["reward"], abs=1e-6), (x, y)  # the same completions were sampled
         assert abs(x["loss"] - y["loss"]) <= TOL_LOSS, (x["loss"], y["loss"])
@@ -95,5 +94,5 @@ def test_zero3_two_cpu_ranks_hold_half_and_match_unsharded(tiny_model, tmp_path)
     moved = max((wb[k] - p.detach()).abs().max().item() for k, p in init.state_dict().items() if k in wb)
     assert moved > 1e-4, moved  # the two steps changed the weights
     assert diff <= TOL_PARAM, (diff, moved)
-    print(json.dumps({"held": held, "total": total, "loss": [[x["loss"], y["loss"]] for x, y in zip(a, b)],
+    print(json.dumps({"held": held, "total": total, "loss": [[x["loss"], y["loss"]] for x, y in zip(a, b, strict=False)],
                       "max_abs_diff_params": diff, "max_update": moved}))

@@ -33,8 +33,8 @@ def vllm_env() -> Iterator[dict[str, str]]:
 @pytest.fixture(scope="session")
 def vllm_llm(vllm_env) -> Iterator[Any]:
     """The shared engine: the default model in float32 (as the hf side of the comparison), eager, greedy-ready."""
-    from eval.backends import import_vllm
     from common.models import resolve_model
+    from eval.backends import import_vllm
 
     vllm = import_vllm()
     llm = vllm.LLM(model=str(resolve_model("default")), dtype="float32", enforce_eager=True, max_model_len=2048,

@@ -34,7 +34,7 @@ def vllm_greedy(llm, prompt_ids: list[list[int]]) -> tuple[list[list[int]], list
     sp = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, logprobs=0, ignore_eos=True)
     outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompt_ids], sampling_params=sp, use_tqdm=False)
     toks = [list(o.outputs[0].token_ids) for o in outs]
-    lps = [[lp[t].logprob for t, lp in zip(o.outputs[0].token_ids, o.outputs[0].logprobs)] for o in outs]
+    lps = [[lp[t].logprob for t, lp in zip(o.outputs[0].token_ids, o.outputs[0].logprobs, strict=False)] for o in outs]
     return toks, lps
 
 
@@ -44,7 +44,7 @@ def policy_logprobs(model, prompt_ids: list[list[int]], completions: list[list[i
 
     res = []
     with torch.no_grad():
-        for p, c in zip(prompt_ids, completions):
+        for p, c in zip(prompt_ids, completions, strict=False):
             logits = model(torch.tensor([p + c])).logits[0, len(p) - 1 : -1].float()
             res.append(torch.log_softmax(logits, -1).gather(1, torch.tensor(c)[:, None])[:, 0].tolist())
     return res
@@ -69,9 +69,9 @@ def check(out: str, tmp: Path) -> int:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
+    from vllm_sync import use_reload_sync
 
     from common.models import resolve_model
-    from vllm_sync import use_reload_sync
 
     base = tmp / "base32"
     src = resolve_model("default")

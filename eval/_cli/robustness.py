@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import run
 from ..perturb import KINDS
+from . import run
 from .common import add_generation_args, n_boot, pos_int
 
 PERTURBATION_KINDS = tuple(KINDS)  # for the help text (eval.perturb reads the task registry only when used)

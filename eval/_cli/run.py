@@ -41,8 +41,9 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from ..backends import DEFAULT_BATCH, BackendError, GenConfig, default_backend
     from common.prompts import SYSTEM_PROMPT
+
+    from ..backends import DEFAULT_BATCH, BackendError, GenConfig, default_backend
     from ..runner import run
 
     args.backend = args.backend or default_backend()

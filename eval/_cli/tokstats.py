@@ -18,11 +18,10 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from common.models import resolve_model
     from synth.readers import load_data
 
     from .. import tokstats as ts
-    from common.models import resolve_model
-
     from ..runner import SAMPLES, RunError
 
     if args.results and not (Path(args.results) / SAMPLES).is_file():  # else an empty table and plot, silently

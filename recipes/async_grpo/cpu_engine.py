@@ -37,9 +37,9 @@ from typing import Any
 
 from trl.experimental.async_grpo.async_rollout_worker import AsyncRolloutWorker, _AsyncRolloutLoop
 
+from recipes.async_grpo.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
 from recipes.async_grpo.metrics import TaseMetricsLoop
 from recipes.async_grpo.patches import use_cpu_tree_attention
-from recipes.async_grpo.gloo_transfer import GlooWeightReceiver, GlooWeightTransfer
 from rewards.levels import FINE
 
 # --------------------------------------------------------------------------------------------- rewards (picklable)
@@ -113,7 +113,7 @@ class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
                     if not f.done():
                         f.set_exception(e)
                 continue
-            for (_, f), r in zip(batch, results):
+            for (_, f), r in zip(batch, results, strict=False):
                 if not f.done():
                     f.set_result(r)
 
@@ -134,7 +134,7 @@ class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
         for o in outs:
             c = o.outputs[0]
             ids = list(c.token_ids)
-            res.append((ids, [lp[t].logprob for t, lp in zip(ids, c.logprobs)]))
+            res.append((ids, [lp[t].logprob for t, lp in zip(ids, c.logprobs, strict=False)]))
         self._trace({"event": "generate", "t0": t0, "t1": time.time(), "n": len(prompts),
                      "tokens": sum(len(r[0]) for r in res), "weights": self.receiver.version,
                      "model_version": version})

@@ -105,7 +105,7 @@ class GlooWeightReceiver:
         self.store = TCPStore(info["host"], info["port"], 2, False, timedelta(seconds=info["timeout_s"]))
         self.pg = _gloo(self.store, 1, info["timeout_s"])
         self.buffers = [torch.empty(shape, dtype=getattr(torch, dt))
-                        for dt, shape in zip(info["dtypes"], info["shapes"])]
+                        for dt, shape in zip(info["dtypes"], info["shapes"], strict=False)]
         self.version = 0  # weights in the engine: 0 = the checkpoint it was started from
 
     def pending(self) -> int:
@@ -122,7 +122,7 @@ class GlooWeightReceiver:
             self.pg.broadcast(buf, 0).wait()
         from recipes.vllm_sync import reload_sync
 
-        reload_sync(llm, zip(self.info["names"], self.buffers))
+        reload_sync(llm, zip(self.info["names"], self.buffers, strict=False))
         self.version = want
         self.store.set(f"ack_{want}", "1")
         return True

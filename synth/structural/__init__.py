@@ -16,47 +16,47 @@
 Every table is an `lru_cache`d pure function, so generators stay cheap per example. One module per
 resource family (common, chinese, hangul, glyphs, variants, corpora); this package re-exports them all.
 """
+from .chinese import (  # noqa: F401
+    STROKES,
+    chaizi,
+    combine_index,
+    common_hanzi,
+    hanzi_by_frequency,
+    is_hanzi,
+    is_stroke,
+    split_options,
+    zh_count,
+    zh_count_index,
+    zh_tree,
+)
 from .common import (  # noqa: F401
     ResourceError,
     split_total,
 )
-from .chinese import (  # noqa: F401
-    STROKES,
-    is_stroke,
-    is_hanzi,
-    chaizi,
-    common_hanzi,
-    hanzi_by_frequency,
-    split_options,
-    combine_index,
-    zh_tree,
-    zh_count,
-    zh_count_index,
-)
-from .hangul import (  # noqa: F401
-    hangul_table,
-    jamo_of,
-    compose,
-    hangul_syllables,
-    syllable_pools,
-    jamo_count_index,
+from .corpora import (  # noqa: F401
+    ko_themes,
+    zh_sentences,
 )
 from .glyphs import (  # noqa: F401
     ROOT,
     UNIFONT_PATHS,
-    unifont_path,
-    unifont,
-    glyph_bits,
     classify_char,
     dot_charset,
+    glyph_bits,
+    unifont,
+    unifont_path,
+)
+from .hangul import (  # noqa: F401
+    compose,
+    hangul_syllables,
+    hangul_table,
+    jamo_count_index,
+    jamo_of,
+    syllable_pools,
 )
 from .variants import (  # noqa: F401
-    LETTERS,
     DIGITS,
+    LETTERS,
     homoglyphs,
     zh_variants,
-)
-from .corpora import (  # noqa: F401
-    zh_sentences,
-    ko_themes,
 )

@@ -4,10 +4,9 @@ are dropped. Coverage of the 2,500 most frequent characters: see docs/resources.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from ..resources import word_list
-
 
 # Strokes and stroke-like parts: never a counting/splitting target (the official zh split filter is
 # the first eight; the rest are the single strokes the chaizi tables bottom out in).
@@ -22,7 +21,7 @@ def is_hanzi(c: str) -> bool:
     return "\u4e00" <= c <= "\u9fff"
 
 
-@lru_cache(maxsize=None)
+@cache
 def chaizi() -> dict[str, tuple[tuple[str, ...], ...]]:
     """char -> its alternative decompositions in the dictionary's order, minus self-referential and
     repeated ones (characters left with none are dropped)."""
@@ -40,7 +39,7 @@ def chaizi() -> dict[str, tuple[tuple[str, ...], ...]]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def common_hanzi(n: int = 3500) -> tuple[str, ...]:
     """The n most frequent CJK characters of wordfreq's zh words (frequency-weighted) that the
     dictionary decomposes."""
@@ -48,13 +47,13 @@ def common_hanzi(n: int = 3500) -> tuple[str, ...]:
     return tuple(c for c in hanzi_by_frequency() if c in data)[:n]
 
 
-@lru_cache(maxsize=None)
+@cache
 def hanzi_by_frequency() -> tuple[str, ...]:
     """All CJK characters of wordfreq's zh words, most frequent first (frequency-weighted)."""
     wl = word_list("zh")
     cnt: Counter[str] = Counter()
     prev = 0.0
-    for w, cum in zip(wl.words, wl.cum_weights):
+    for w, cum in zip(wl.words, wl.cum_weights, strict=False):
         f = cum - prev
         prev = cum
         for ch in w:
@@ -68,7 +67,7 @@ def split_options(ch: str) -> tuple[tuple[str, ...], ...]:
     return tuple(d for d in chaizi().get(ch, ()) if len(d) <= 4 and not any(is_stroke(p) for p in d))[:4]
 
 
-@lru_cache(maxsize=None)
+@cache
 def combine_index() -> dict[tuple[str, ...], frozenset[str]]:
     """Sorted component multiset -> every character having it as one of its decompositions."""
     idx: dict[tuple[str, ...], set[str]] = defaultdict(set)
@@ -100,7 +99,7 @@ def zh_count(c: str, ch: str) -> int:
     return max((dec.count(c) for dec in chaizi().get(ch, ())), default=0)
 
 
-@lru_cache(maxsize=None)
+@cache
 def zh_count_index() -> tuple[dict[str, dict[int, tuple[str, ...]]], tuple[str, ...]]:
     """COMPC table over the common characters: component -> {count -> characters}.
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from ..core import SynthError
 
 
-
 class ResourceError(SynthError):
     """A language resource that is not installed (the CLI reports it as one line)."""
 
@@ -18,7 +17,7 @@ def split_total(rng: random.Random, k: int, n_lo: int, n_hi: int, ok: Callable[[
     for _ in range(12):
         n = rng.randint(n_lo, min(n_hi, k))
         cuts = sorted(rng.sample(range(1, k), n - 1))
-        parts = [b - a for a, b in zip([0, *cuts], [*cuts, k])]
+        parts = [b - a for a, b in zip([0, *cuts], [*cuts, k], strict=False)]
         if all(ok(p) for p in parts):
             return parts
     return None

@@ -3,13 +3,13 @@ and themed Korean words, Unicode CLDR names in Korean via `babel` (countries, ci
 from __future__ import annotations
 
 import unicodedata
-from functools import lru_cache
+from functools import cache
 
 from .chinese import is_hanzi
 from .common import ResourceError
 
 
-@lru_cache(maxsize=None)
+@cache
 def zh_sentences() -> tuple[str, ...]:
     """Real Chinese sentences (HSK 1-6 graded examples from `hsk-sentences-audio`), all-CJK text plus
     punctuation, at least 4 characters."""
@@ -25,7 +25,7 @@ def zh_sentences() -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-@lru_cache(maxsize=None)
+@cache
 def ko_themes() -> dict[str, tuple[str, ...]]:
     """English theme -> Korean names (Hangul only, spaces removed, 2+ syllables) from Unicode CLDR via
     babel, kept when wordfreq ko knows the name (languages: <country>어, or very frequent ones)."""

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..core import MUL_TASKS
 from .chinese import common_hanzi
 from .common import ResourceError
 from .hangul import hangul_syllables
-
 
 ROOT = Path(__file__).resolve().parents[2]  # the source checkout (or editable install) holding .cache/
 UNIFONT_PATHS = (
@@ -23,7 +22,7 @@ UNIFONT_PATHS = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def unifont_path() -> str:
     """$TASE_UNIFONT when set (and then only it), else the first of UNIFONT_PATHS that exists."""
     cands = [os.environ["TASE_UNIFONT"]] if os.environ.get("TASE_UNIFONT") else list(UNIFONT_PATHS)
@@ -36,7 +35,7 @@ def unifont_path() -> str:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def unifont() -> dict[int, str]:
     """codepoint -> hex glyph string from unifont.hex ("XXXX:" + 32 or 64 hex digits a line). A file that is not
     that (binary, another font format, a truncated glyph) is one ResourceError naming it and the variable that
@@ -47,7 +46,7 @@ def unifont() -> dict[int, str]:
     ln = 0
     try:
         with open(path, encoding="ascii") as f:
-            for ln, line in enumerate(f, 1):
+            for ln, line in enumerate(f, 1):  # noqa: B007 - ln names the line in an error below
                 cp, _, hx = line.strip().partition(":")
                 if not line.strip():
                     continue
@@ -107,7 +106,7 @@ def classify_char(ch: str) -> str:
     return "unknown"
 
 
-@lru_cache(maxsize=None)
+@cache
 def dot_charset() -> dict[str, tuple[str, ...]]:
     """Characters per category with a non-blank Unifont glyph that no other candidate shares, so a bitmap
     names one character and one category (Greek Α is dropped for Latin A, Katakana ヘ for Hiragana へ,

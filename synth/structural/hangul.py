@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import lru_cache
+from functools import cache
 
 from ..resources import word_list
 
 
-@lru_cache(maxsize=None)
+@cache
 def hangul_table() -> dict[str, tuple[str, ...]]:
     """Every precomposed syllable -> its jamo via hgtk (initial, medial, final when present; compound
     finals such as ㄾ stay whole), kept only when hgtk composes the jamo back to the same syllable."""
@@ -33,7 +33,7 @@ def compose(jamos: tuple[str, ...] | list[str]) -> str:
     return hgtk.letter.compose(*jamos) if len(jamos) == 3 else hgtk.letter.compose(jamos[0], jamos[1])
 
 
-@lru_cache(maxsize=None)
+@cache
 def hangul_syllables() -> tuple[str, ...]:
     """Hangul syllables seen in wordfreq's ko words (frequency order)."""
     seen: dict[str, None] = {}
@@ -43,7 +43,7 @@ def hangul_syllables() -> tuple[str, ...]:
     return tuple(seen)
 
 
-@lru_cache(maxsize=None)
+@cache
 def syllable_pools() -> dict[str, tuple[str, ...]]:
     """Two syllable pools: `all` 11,172 (as the official files, which are full of rare syllables
     like 붩) and `common` (those in wordfreq ko words, which real tokenizers see)."""
@@ -51,7 +51,7 @@ def syllable_pools() -> dict[str, tuple[str, ...]]:
     return {"all": tuple(table), "common": tuple(s for s in hangul_syllables() if s in table)}
 
 
-@lru_cache(maxsize=None)
+@cache
 def jamo_count_index(pool: str) -> dict[str, dict[int, tuple[str, ...]]]:
     """jamo -> {count in the syllable (0, 1 or 2) -> syllables of `pool`}."""
     table = hangul_table()

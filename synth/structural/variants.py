@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import unicodedata
 from collections import defaultdict
-from functools import lru_cache
+from functools import cache
 
 from .chinese import common_hanzi, hanzi_by_frequency, is_hanzi
-
 
 LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 DIGITS = frozenset("0123456789")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _confusable_neighbours() -> dict[str, frozenset[str]]:
     """Single-codepoint confusable pairs of the Unicode table, as an undirected neighbour map."""
     from confusable_homoglyphs.confusables import confusables_data as data
@@ -34,7 +33,7 @@ def _usable_glyph(g: str) -> bool:
     return unicodedata.category(g)[0] in "LNSP" and unicodedata.normalize("NFC", g) == g
 
 
-@lru_cache(maxsize=None)
+@cache
 def homoglyphs(domain: str) -> dict[str, tuple[str, ...]]:
     """`letters` or `digits` -> look-alikes per ASCII character, each recoverable in its domain.
 
@@ -62,7 +61,7 @@ def homoglyphs(domain: str) -> dict[str, tuple[str, ...]]:
     return {k: tuple(sorted(v)) for k, v in sorted(out.items())}
 
 
-@lru_cache(maxsize=None)
+@cache
 def zh_variants() -> dict[str, tuple[str, ...]]:
     """Simplified character -> look-alike variants that point back to it alone.
 
@@ -94,7 +93,7 @@ def zh_variants() -> dict[str, tuple[str, ...]]:
     for kind, text in forms.items():
         if len(text) != len(joined):  # pragma: no cover - OpenCC maps characters one to one here
             continue
-        for s, v in zip(joined, text):
+        for s, v in zip(joined, text, strict=False):
             if v != s and back[kind](v) == s:
                 cands[v].add(s)
     nb = _confusable_neighbours()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 
 from common.record import make_record
 
@@ -37,7 +37,7 @@ EN_VOCAB = 40000
 MAX_EN, MAX_KO, MAX_ZH = 10, 5, 5
 
 
-@lru_cache(maxsize=None)
+@cache
 def en_letter_index() -> dict[str, tuple[tuple[str, ...], ...]]:
     """letter -> words by how many times they hold it (index 0: words without it)."""
     words = [w for w in word_list("en").words[:EN_VOCAB] if w.islower()]
@@ -52,7 +52,7 @@ def en_letter_index() -> dict[str, tuple[tuple[str, ...], ...]]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def zh_targets() -> tuple[tuple[str, ...], ...]:
     """Targets per total k: components whose (up to 6) best characters can reach k."""
     idx, _ = zh_count_index()
@@ -115,7 +115,7 @@ class ComponentCount(Generator):
             if k == 0:
                 words = [rng.choice(by[0]) for _ in range(rng.randint(1, 3))]
             else:
-                parts = split_total(rng, k, 1, 3, lambda p: bool(by[p]))
+                parts = split_total(rng, k, 1, 3, lambda p, by=by: bool(by[p]))
                 words = pick(rng, by, parts) if parts else None
                 if words is None:
                     continue
@@ -133,7 +133,7 @@ class ComponentCount(Generator):
             if k == 0:
                 sylls = [rng.choice(by[0]) for _ in range(rng.randint(1, 6))]
             else:
-                parts = split_total(rng, k, 1, 6, lambda p: bool(by.get(p)))
+                parts = split_total(rng, k, 1, 6, lambda p, by=by: bool(by.get(p)))
                 sylls = pick(rng, by, parts) if parts else None
                 if sylls is None:
                     continue
@@ -153,7 +153,7 @@ class ComponentCount(Generator):
             pos: list[str] = []
         else:
             for _ in range(4):
-                parts = split_total(rng, k, 1, 6, lambda p: bool(by.get(p)))
+                parts = split_total(rng, k, 1, 6, lambda p, by=by: bool(by.get(p)))
                 pos = pick(rng, by, parts) if parts else None
                 if pos is not None:
                     break

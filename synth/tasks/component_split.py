@@ -17,15 +17,15 @@ import itertools
 import random
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from common.record import LANG_OF_STEM, make_record
 
 from ..core import Generator, register
 from ..resources import word_list
-from ._common import pieces_hint
 from ..structural import combine_index, common_hanzi, compose, jamo_of, split_options, syllable_pools
+from ._common import pieces_hint
 
 # The official files' range (the last level): en words of 6-21 letters in 2-4 pieces (en_split/en_combine), Korean
 # syllables of 2 or 3 jamo (kor_*: 88 of 1000 rows without a final consonant), Chinese decompositions of 2-4 parts
@@ -61,20 +61,20 @@ T_COMBINE = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def en_words(max_len: int | None = None, min_len: int = 6) -> tuple[str, ...]:
     """Vocabulary words of at least `min_len` letters (the official minimum, 6, by default), at most `max_len`
     letters when given."""
     return tuple(w for w in word_list("en").words if max(min_len, 6) <= len(w) <= (max_len or len(w)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def ko_pool(pool: str, final: bool) -> tuple[str, ...]:
     """A syllable pool, or with `final` False only its syllables without a final consonant (2 jamo)."""
     return syllable_pools()[pool] if final else tuple(s for s in syllable_pools()[pool] if len(jamo_of(s)) == 2)
 
 
-@lru_cache(maxsize=None)
+@cache
 def en_vocab() -> frozenset[str]:
     return frozenset(word_list("en").words)
 
@@ -85,7 +85,7 @@ def cut(rng: random.Random, w: str, max_parts: int = 4, min_parts: int = 2) -> l
     k = rng.randint(min(min_parts, len(w) // 2), min(max_parts, len(w) // 2))
     extra = len(w) - 2 * k
     bars = sorted(rng.randint(0, extra) for _ in range(k - 1))
-    lengths = [2 + b - a for a, b in zip([0, *bars], [*bars, extra])]
+    lengths = [2 + b - a for a, b in zip([0, *bars], [*bars, extra], strict=False)]
     out, i = [], 0
     for n in lengths:
         out.append(w[i : i + n])

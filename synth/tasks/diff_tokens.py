@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import re
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -115,7 +115,7 @@ def _permutation(rng: random.Random, n: int) -> np.ndarray:
     return np.argsort(np.frombuffer(rng.randbytes(8 * n), dtype=np.uint64), kind="stable")
 
 
-def _alt_position(rng: random.Random, tab: "_Tables", avoid: set[str]) -> int:
+def _alt_position(rng: random.Random, tab: _Tables, avoid: set[str]) -> int:
     """A random corpus position (so a token drawn by frequency) whose token is not in `avoid`."""
     while True:
         p = rng.randrange(len(tab.corp))
@@ -159,6 +159,6 @@ class _Tables:
         return self.dl.bad(text)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tables(lang: str, source: str) -> _Tables:
     return _Tables(lang, source)

@@ -9,7 +9,7 @@ character of it; blank glyphs and glyphs shared by two candidates are never used
 from __future__ import annotations
 
 import random
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import ClassVar
 
 from common.record import make_record
@@ -49,7 +49,7 @@ def formatted(ch: str) -> tuple[str, str]:
     return "\n" + "\n".join(rows), "[\n" + ",\n".join(rows) + "]"
 
 
-@lru_cache(maxsize=None)
+@cache
 def categories() -> tuple[str, ...]:
     return tuple(sorted(dot_charset()))
 

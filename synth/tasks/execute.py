@@ -28,7 +28,7 @@ character-level similarity). Words come from the same wordfreq lists as the TASE
 from __future__ import annotations
 
 import random
-from functools import lru_cache
+from functools import cache
 
 from common.record import TASKS, make_record
 
@@ -114,14 +114,14 @@ T = {
 WORD_LEVEL = {"contains_word", "insert_word", "delete_word", "substitute_word", "swap_word"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def words(lang: str) -> tuple[str, ...]:
     """Content words: 3-12 letters (en), 2-4 characters (zh), 2-4 syllables (ko)."""
     lo, hi = {"en": (3, 12), "zh": (2, 4), "ko": (2, 4)}[lang]
     return tuple(w for w in word_list(lang).words if lo <= len(w) <= hi and w.isalpha())
 
 
-@lru_cache(maxsize=None)
+@cache
 def alphabet(lang: str) -> tuple[str, ...]:
     return tuple(sorted({c for w in words(lang) for c in w}))
 
@@ -139,7 +139,7 @@ def zh_part(c: str) -> bool:
     return is_hanzi(c) and not is_stroke(c)
 
 
-@lru_cache(maxsize=None)
+@cache
 def kangxi_radicals() -> frozenset[str]:
     """The unified ideographs of the Kangxi and CJK radical blocks (their NFKC forms: 火, 目, 龟 ...)."""
     import unicodedata
@@ -152,7 +152,7 @@ def kangxi_radicals() -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def zh_two_part() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """zh_char_to_components pool: (character, its only decomposition, two parts in layout order)."""
     out = []
@@ -164,7 +164,7 @@ def zh_two_part() -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def zh_combinable() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """zh_components_to_char pool: (character, parts) where the parts' multiset is a decomposition of
     that character alone in the whole dictionary."""
@@ -177,7 +177,7 @@ def zh_combinable() -> tuple[tuple[str, tuple[str, ...]], ...]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def zh_sure_parts() -> dict[str, tuple[str, ...]]:
     """character -> the parts listed at the top level of every one of its alternative decompositions."""
     out = {}
@@ -190,7 +190,7 @@ def zh_sure_parts() -> dict[str, tuple[str, ...]]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def zh_variant_forms() -> dict[str, frozenset[str]]:
     """part -> the forms the dictionary swaps it with (two alternatives of one character that differ in
     that part alone: 水/氵, 手/扌/才, 言/讠/訁)."""
@@ -199,7 +199,7 @@ def zh_variant_forms() -> dict[str, frozenset[str]]:
         for i, a in enumerate(decs):
             for b in decs[i + 1:]:
                 if len(a) == len(b):
-                    diff = [(x, y) for x, y in zip(a, b) if x != y]
+                    diff = [(x, y) for x, y in zip(a, b, strict=False) if x != y]
                     if len(diff) == 1:
                         x, y = diff[0]
                         out.setdefault(x, set()).add(y)

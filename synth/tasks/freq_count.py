@@ -15,12 +15,12 @@ the way the official file is. Texts that would contain a denylisted term are red
 from __future__ import annotations
 
 import random
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from common.record import make_record
 
-from ..core import Generator, UNIT_SAFE, register
+from ..core import UNIT_SAFE, Generator, register
 from ..denylist import denylist
 from ..resources import clean_word_list, corpus, freq_stream, freq_vocab
 from ._common import JOIN, random_span, text_after
@@ -151,7 +151,7 @@ class FreqCount(Generator):
         )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parts(lang: str) -> frozenset[str]:
     """Runs (en) or characters (zh/ko) that occur in some listed term: only a target made of them can
     complete a term next to the stream's tokens."""
@@ -162,7 +162,7 @@ def _parts(lang: str) -> frozenset[str]:
     return frozenset("".join(terms(lang)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _risky_set(lang: str) -> frozenset[str]:
     """The FREQ tokens that hold a run (en) or character (zh/ko) of some listed term."""
     from ..denylist import EN_RUN

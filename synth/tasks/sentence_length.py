@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import random
-from functools import lru_cache
+from functools import cache
 from importlib import resources as ir
 from typing import Any
 
 from common.record import LANG_OF_STEM, make_record
 
-from ..core import Generator, UNIT_SAFE, register
+from ..core import UNIT_SAFE, Generator, register
 from ..resources import corpus, real_text
 from ._common import random_span, text_after
 
@@ -64,7 +64,7 @@ GENERATE_TEMPLATES = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def topics() -> dict[str, tuple[str, ...]]:
     data = json.loads(ir.files("synth").joinpath("data/topics.json").read_text(encoding="utf-8"))
     return {lang: tuple(data[lang]) for lang in ("en", "zh", "ko")}

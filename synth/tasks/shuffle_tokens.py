@@ -13,7 +13,7 @@ are not biased towards easy ones (before, the 8-17% of spans the solver could no
 from __future__ import annotations
 
 import random
-from functools import lru_cache
+from functools import cache
 from operator import itemgetter
 
 import numpy as np
@@ -75,7 +75,7 @@ class Spans:
         return self.cps[start:end][order].tobytes().decode("utf-32-le")
 
 
-@lru_cache(maxsize=None)
+@cache
 def spans(lang: str, source: str = "unigram") -> Spans:
     """The REORD spans of the unigram corpus or (`source="real"`) of the running text."""
     return Spans(real_text(lang).corpus if source == "real" else corpus(lang))

@@ -16,7 +16,7 @@ from typing import Any
 
 from common.record import make_record
 
-from ..core import Generator, UNIT_SAFE, register
+from ..core import UNIT_SAFE, Generator, register
 from ..resources import corpus, real_text
 from ._common import random_span
 

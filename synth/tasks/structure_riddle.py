@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from functools import lru_cache
+from functools import cache
 
 from common.record import make_record
 
@@ -48,7 +48,7 @@ def choseong(word: str) -> str:
     return "".join(jamo_of(s)[0] for s in word)
 
 
-@lru_cache(maxsize=None)
+@cache
 def ko_pools() -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
     """(theme, ((word, 초성), ...)) with only words whose 초성 is unique within the theme."""
     themes = dict(ko_themes())
@@ -61,12 +61,12 @@ def ko_pools() -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def en_vocab() -> tuple[str, ...]:
     return tuple(w for w in word_list("en").words[:VOCAB_EN] if w.isalpha() and w.islower() and len(w) >= 3)
 
 
-@lru_cache(maxsize=None)
+@cache
 def en_sets() -> tuple[frozenset[str], dict[str, list[str]]]:
     vocab = en_vocab()
     ana: dict[str, list[str]] = defaultdict(list)
@@ -75,19 +75,19 @@ def en_sets() -> tuple[frozenset[str], dict[str, list[str]]]:
     return frozenset(vocab), ana
 
 
-@lru_cache(maxsize=None)
+@cache
 def en_reversals() -> tuple[tuple[str, str], ...]:
     vs, _ = en_sets()
     return tuple((w, w[::-1]) for w in en_vocab() if w[::-1] in vs and w[::-1] != w)
 
 
-@lru_cache(maxsize=None)
+@cache
 def en_anagram_pairs() -> tuple[tuple[str, str], ...]:
     _, ana = en_sets()
     return tuple((a, b) for ws in ana.values() if len(ws) == 2 for a, b in (ws, ws[::-1]))
 
 
-@lru_cache(maxsize=None)
+@cache
 def en_long() -> tuple[str, ...]:
     return tuple(w for w in en_vocab() if len(w) >= 5)
 
@@ -97,7 +97,7 @@ def hidden_words(text: str, n: int, vocab: frozenset[str]) -> set[str]:
     return {s[i : i + n] for i in range(len(s) - n + 1)} & vocab
 
 
-@lru_cache(maxsize=None)
+@cache
 def zh_removals() -> tuple[tuple[str, str, str], ...]:
     """(character, removed part, remaining character) where every decomposition of the character that
     lists the part has exactly one other part, always the same CJK character."""

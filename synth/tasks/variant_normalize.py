@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from common.record import make_record
 
@@ -35,7 +35,7 @@ T = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def en_words() -> tuple[str, ...]:
     return tuple(w for w in word_list("en").words[:40000] if w.isalpha() and w.islower() and len(w) >= 4)
 
@@ -54,12 +54,12 @@ HYPHEN_GLYPHS = ("˗", "‐", "‑", "‒", "–", "⁃", "−", "➖", "Ⲻ", "
 RATE = (0.97, 1.0)  # share of replaceable characters replaced, per row: the release replaces 97-100%
 
 
-@lru_cache(maxsize=None)
+@cache
 def short_words() -> tuple[str, ...]:
     return tuple(w for w in en_words()[:8000] if len(w) <= 7)
 
 
-@lru_cache(maxsize=None)
+@cache
 def letter_table() -> dict[str, tuple[str, ...]]:
     """`homoglyphs("letters")`, the hyphen's look-alikes, and the compatibility letters (mathematical
     alphanumerics, fullwidth) whose NFKC form is the letter, for letters the confusables table leaves without
