@@ -200,7 +200,7 @@ class Snapshot:
         for name, args in (("noargs", []), ("noconfig", ["--config", str(self.tmp / "nope.yaml"), *out]),
                            ("fixed", ["--config", combine, "--vary", "seed=1,2", *out]),
                            ("malformed", ["--config", combine, "--vary", "loss_type", *out]),
-                           ("twice", ["--config", combine, "--granularity", "coarse", "--vary",
+                           ("twice", ["--config", combine, "--reward_granularity", "coarse", "--vary",
                                       "reward_granularity=fine,coarse", *out]),
                            ("badarm", ["--config", combine, "--vary", "num_generations=4,x", *out]),
                            ("unknown", ["--config", combine, "--vary", "bogus_option=1,2", *out]),

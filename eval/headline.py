@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from common.record import TASKS
+from rewards.levels import METRICS
 
 from .aggregate import aggregate
 
 # the keys of every headline (per-task keys come on top: task/<task>/official_acc, task/<task>/strict_acc)
-KEYS = ("official_acc", "strict_acc", "fine_credit", "loophole_share")
+KEYS = (*METRICS.values(), "loophole_share")  # official_acc, strict_acc, fine_credit (rewards/levels.py)
 
 
 def headline(samples: Iterable[dict[str, Any]]) -> dict[str, float]:

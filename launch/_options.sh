@@ -3,18 +3,28 @@
 # A launcher defines usage(), sets its defaults and OPTIONS, pairs of flag and target: `--out OUT` takes a
 # value into $OUT, `--dry-run DRY=1` is a switch that sets DRY to 1. `parse_options "$@"` then reads the
 # command line: -h/--help prints usage and exits 0, `--` puts the rest into EXTRA (the recipe's own
-# options), anything else is one line on stderr and exit 2.
+# options), anything else is one line on stderr and exit 2. A launcher may also set RENAMED, pairs of a former
+# flag and its new name (`--granularity --reward_granularity`): the old one still works, with one deprecation
+# line on stderr (the text recipes/parser.py deprecation_note prints).
 # Commands are bash arrays run as "${CMD[@]}", never strings through `eval`: a value with spaces, quotes or `;`
 # reaches the program as one unchanged argument, and `show` prints a command so that pasting it runs the same.
 # shellcheck disable=SC2034  # EXTRA is read by the launcher that sources this file
 parse_options() {
   EXTRA=()
-  local i target
+  local i target noted=" "
+  [[ -v RENAMED ]] || RENAMED=()
   while [[ $# -gt 0 ]]; do
     case "$1" in
       -h|--help) usage; exit 0 ;;
       --) shift; EXTRA=("$@"); return 0 ;;
     esac
+    for ((i = 0; i < ${#RENAMED[@]}; i += 2)); do
+      if [[ "$1" == "${RENAMED[i]}" ]]; then
+        [[ "$noted" == *" $1 "* ]] || echo "${1#--} is deprecated: use ${RENAMED[i + 1]#--} (the old name is accepted for one more release)" >&2
+        noted+="$1 "
+        set -- "${RENAMED[i + 1]}" "${@:2}"; break
+      fi
+    done
     target=""
     for ((i = 0; i < ${#OPTIONS[@]}; i += 2)); do
       if [[ "$1" == "${OPTIONS[i]}" ]]; then target=${OPTIONS[i + 1]}; break; fi

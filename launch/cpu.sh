@@ -3,7 +3,7 @@
 set -euo pipefail
 usage() {
   cat <<'USAGE'
-usage: launch/cpu.sh [--out DIR] [--steps N] [--granularity fine|strict|coarse] [--dry-run] [-- extra grpo options]
+usage: launch/cpu.sh [--out DIR] [--steps N] [--reward_granularity fine|strict|coarse] [--dry-run] [-- extra grpo options]
 
   1. python recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml --output_dir DIR/sft
         --resume_from_checkpoint true
@@ -14,13 +14,16 @@ usage: launch/cpu.sh [--out DIR] [--steps N] [--granularity fine|strict|coarse] 
 
   --out DIR        run folder (default runs/cpu)
   --steps N        GRPO steps (default 40; ~10-40 s each on 2 cores)
-  --granularity G  fine, strict or coarse reward (default fine: partial credit on the strict verdict)
+  --reward_granularity G
+                   fine, strict or coarse reward (default fine: partial credit on the strict verdict);
+                   its former name --granularity still works, with a deprecation line
   --dry-run        print the commands only
   -h, --help       this help
 USAGE
 }
 OUT="runs/cpu" STEPS=40 GRAN="fine" DRY=0
-OPTIONS=(--out OUT  --steps STEPS  --granularity GRAN  --dry-run DRY=1)
+OPTIONS=(--out OUT  --steps STEPS  --reward_granularity GRAN  --dry-run DRY=1)
+RENAMED=(--granularity --reward_granularity)
 # shellcheck source-path=SCRIPTDIR source=_options.sh
 . "$(dirname "$0")/_options.sh"
 parse_options "$@"

@@ -7,12 +7,13 @@ compare`'s tables.
     python recipes/ablate.py --config recipes/configs/grpo_combine_cpu.yaml --out runs/ablate \
         --vary loss_type=dapo,dr_grpo --vary importance_sampling_level=token,sequence \
         --base runs/warmup --eval-data official:/path/to/Tase [-- extra grpo.py options]
-    python recipes/ablate.py --config C --granularity coarse fine --out DIR --eval-data SPEC   # one axis
+    python recipes/ablate.py --config C --reward_granularity coarse fine --out DIR --eval-data SPEC   # one axis
 
-`--vary KEY=V1,V2` is repeatable (the arms are the cartesian product; `--granularity A B` is the axis
-reward_granularity=A,B); every arm's options are parsed before the first one trains. Each step is skipped when its
-output already exists (a killed arm resumes from its last checkpoint, evaluations continue where they stopped), so
-rerunning the same command finishes a killed ablation. `--dry-run` checks every arm (its options as grpo.py's real
+`--vary KEY=V1,V2` is repeatable (the arms are the cartesian product; `--reward_granularity A B` is the axis
+reward_granularity=A,B; its former name `--granularity` still works, with a deprecation line); every arm's options
+are parsed before the first one trains. Each step is skipped when its output already exists (a killed arm resumes
+from its last checkpoint, evaluations continue where they stopped), so rerunning the same command finishes a killed
+ablation. `--dry-run` checks every arm (its options as grpo.py's real
 start checks them), the evaluation options and --out, and trains nothing. --out is a new or empty folder, or an
 earlier ablation's (common/paths.py: the one output rule, with its marker); an arm's name is checked as every name
 that becomes a path, and options ablate sets itself (--output_dir, --config, ...) cannot follow `--`.
@@ -52,11 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1 :]
     from eval._cli.common import pos_int
-    from recipes.parser import one_line_errors
+    from recipes.parser import one_line_errors, rename_flags
 
     p = argparse.ArgumentParser(prog="python recipes/ablate.py", description=__doc__.splitlines()[0])
     p.add_argument("--config", required=True, help="GRPO YAML config (recipes/configs/...)")
-    p.add_argument("--granularity", nargs="+", default=None, choices=list(LEVELS),
+    p.add_argument("--reward_granularity", nargs="+", default=None, choices=list(LEVELS),
                    help="the axis reward_granularity (default coarse fine when no --vary is given)")
     p.add_argument("--vary", action="append", default=[], metavar="OPTION=V1,V2",
                    help="an axis of the grid over any grpo.py option (repeatable: every combination is an arm)")
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="check every arm and option as the real start does, "
                    "print the arms, train nothing")
     one_line_errors(p)
-    args = p.parse_args(argv)
+    args = p.parse_args(rename_flags(argv, {"granularity": "reward_granularity"}))
     if not Path(args.config).is_file():
         print(f"error: no such config file: {args.config}", file=sys.stderr)
         return 2
@@ -79,10 +80,10 @@ def main(argv: list[str] | None = None) -> int:
 
     check_extra(extra)
     axes = parse_vary(args.vary)
-    if args.granularity or not axes:  # granularity stays one axis among others
+    if args.reward_granularity or not axes:  # granularity stays one axis among others
         if "reward_granularity" in (k for k, _ in axes):
-            raise TaseError("--granularity and --vary reward_granularity=... name the same axis; give one")
-        axes.insert(0, ("reward_granularity", args.granularity or [COARSE, FINE]))
+            raise TaseError("--reward_granularity and --vary reward_granularity=... name the same axis; give one")
+        axes.insert(0, ("reward_granularity", args.reward_granularity or [COARSE, FINE]))
     arms = expand(axes)
     out = Path(args.out)
     check_out(out)

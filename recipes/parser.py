@@ -110,7 +110,7 @@ class RecipeParser:
                 if a.startswith("--") and name.replace("-", "_") == old:
                     argv[i], used = "--" + new + a[2 + len(name):], True
             if used:
-                print(f"{old} is deprecated: use {new} (the old name is accepted for one more release)", file=sys.stderr)
+                print(deprecation_note(old, new), file=sys.stderr)
         return argv
 
     def parse(self, config: ConfigFile) -> tuple:
@@ -181,6 +181,25 @@ class RecipeParser:
 def parse_config(dataclass_types: tuple, argv: list[str]) -> tuple:
     """The dataclasses of `argv` (--config YAML and command line) in one read: RecipeParser over ConfigFile."""
     return RecipeParser(dataclass_types).parse(ConfigFile(argv))
+
+
+def deprecation_note(old: str, new: str) -> str:
+    """The one line a former option name prints (the same text in launch/_options.sh): the old name still works."""
+    return f"{old} is deprecated: use {new} (the old name is accepted for one more release)"
+
+
+def rename_flags(argv: list[str], renamed: dict[str, str]) -> list[str]:
+    """A plain argparse command line (ablate.py) with former flags (`--old` or `--old=V`, old -> new in `renamed`,
+    names without dashes) given their new names; one deprecation line on stderr per former name used."""
+    argv = list(argv)
+    for old, new in renamed.items():
+        used = False
+        for i, a in enumerate(argv):
+            if a == "--" + old or a.startswith(f"--{old}="):
+                argv[i], used = "--" + new + a[2 + len(old):], True
+        if used:
+            print(deprecation_note(old, new), file=sys.stderr)
+    return argv
 
 
 def one_line_errors(parser: argparse.ArgumentParser) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError, bounded
-from recipes.parser import read_yaml
+from recipes.parser import deprecation_note, read_yaml
 from recipes.proof_values import check_seeds, check_sweep, check_transfer, check_values
 from rewards.levels import COARSE, FINE, STRICT
 
@@ -69,8 +70,10 @@ SCHEMA: dict[str, Any] = {
 START_SCHEMA: dict[str, Any] = {"synth_seed": int, "num_train_examples": (int, OPTIONAL),
                                 "skip_examples": (int, OPTIONAL), "options": (dict, OPTIONAL)}
 START_DATA = tuple(k for k in START_SCHEMA if k != "options")  # a start stage's own data keys, over the GRPO data's
-# a named arm: its folder and model name, its accuracy level (one of ARMS), its GRPO options over grpo.options
-ARM_SCHEMA: dict[str, Any] = {"name": str, "accuracy": str, "options": (dict, OPTIONAL)}
+# a named arm: its folder and model name, its reward_granularity (one of ARMS; formerly `accuracy`, still read with a
+# deprecation line), its GRPO options over grpo.options
+ARM_SCHEMA: dict[str, Any] = {"name": str, "reward_granularity": str, "options": (dict, OPTIONAL)}
+ARM_RENAMED = {"accuracy": "reward_granularity"}  # a named arm's former keys
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
 DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "skip_examples", "synth_seed", "max_len",
              "paraphrase", "streaming", "subtasks", "repeat_answers")
@@ -131,6 +134,7 @@ def load_config(path: str) -> dict[str, Any]:
             or not set(levels) <= set(ARMS):
         raise TaseError(f"--config {path}: grpo arms must be some of {', '.join(ARMS)}, each once; got {bounded(arms)}")
     seen = list(levels)  # the arms' names so far: each once
+    rename_arm_keys(path, [a for a in arms if isinstance(a, dict)])
     for i, arm in enumerate(arms):
         if isinstance(arm, dict):
             check_arm(path, i + 1, arm, seen)  # named "grpo arm <i>" by its place in the list until its name is known
@@ -213,9 +217,24 @@ def check_options(path: str, part: str, options: dict[str, Any], taken: tuple[st
             raise TaseError(f"--config {path}: {part} option {key!r} is set by proof.py ({data})")
 
 
+def rename_arm_keys(path: str, arms: list[dict[str, Any]]) -> None:
+    """Named arms' former keys (ARM_RENAMED: `accuracy` is `reward_granularity`, the one name for the reward's
+    granularity) given their new names in place, with one deprecation line on stderr per former key used; an arm
+    giving both is one line."""
+    for old, new in ARM_RENAMED.items():
+        used = [a for a in arms if old in a]
+        for a in used:
+            if new in a:
+                raise TaseError(f"--config {path}: grpo arm {bounded(a.get('name'))}: {old} is the former name of "
+                                f"{new}; give one")
+            a[new] = a.pop(old)
+        if used:
+            print(deprecation_note(f"grpo arms' {old}", new), file=sys.stderr)
+
+
 def check_arm(path: str, i: int, arm: dict[str, Any], seen: list[str]) -> None:
     """A named arm (ARM_SCHEMA): a folder-safe name that no other model or OUT folder has, nor a level (those are
-    the plain arms), an accuracy level of ARMS, and GRPO options but the data (one pool for every arm and the
+    the plain arms), a reward_granularity of ARMS, and GRPO options but the data (one pool for every arm and the
     control: grpo options) and what proof.py passes; each refusal one line. `options` is set to {} when absent."""
     check_section(f"--config {path}: grpo arm {i}", arm, ARM_SCHEMA)
     name = arm["name"]
@@ -226,9 +245,9 @@ def check_arm(path: str, i: int, arm: dict[str, Any], seen: list[str]) -> None:
                         f"{bounded(name)}")
     if name in seen:
         raise TaseError(f"--config {path}: grpo arm {name!r} is given twice")
-    if arm["accuracy"] not in ARMS:
-        raise TaseError(f"--config {path}: grpo arm {name!r}: accuracy must be one of {', '.join(ARMS)}, got "
-                        f"{bounded(arm['accuracy'])}")
+    if arm["reward_granularity"] not in ARMS:
+        raise TaseError(f"--config {path}: grpo arm {name!r}: reward_granularity must be one of {', '.join(ARMS)}, "
+                        f"got {bounded(arm['reward_granularity'])}")
     arm["options"] = arm.get("options") or {}
     check_options(path, f"grpo arm {name!r}", arm["options"], SET_HERE + ("model_name_or_path", "reward_funcs"),
                   "every arm trains on the same GRPO data: set it in grpo options")
@@ -265,11 +284,11 @@ def seeded(name: str, seed: int | None) -> str:
 
 def arm_specs(cfg: dict[str, Any], expand: bool = True) -> dict[str, Arm]:
     """The config's GRPO arms by name, in order: a level `fine` is the arm named fine with no options of its own;
-    a named arm (ARM_SCHEMA) is its name, accuracy and options; with `grpo: lr_matched: X` the arm X_lr_matched
+    a named arm (ARM_SCHEMA) is its name, reward_granularity and options; with `grpo: lr_matched: X` the arm X_lr_matched
     last. With seeds: (and `expand`), every arm once per seed, named <arm>_s<seed> with option seed (seed by seed).
     The one reading of grpo: arms."""
-    arms = [Arm(x, x, {}, x) if isinstance(x, str) else Arm(x["name"], x["accuracy"], x.get("options") or {},
-                                                             x["name"]) for x in cfg["grpo"]["arms"]]
+    arms = [Arm(x, x, {}, x) if isinstance(x, str) else
+            Arm(x["name"], x["reward_granularity"], x.get("options") or {}, x["name"]) for x in cfg["grpo"]["arms"]]
     ref = cfg["grpo"].get("lr_matched")
     if ref is not None and ref in {a.name for a in arms}:
         r = next(a for a in arms if a.name == ref)

@@ -133,16 +133,12 @@ def import_shadowed(name: str, spec: Any) -> Any:
     return importlib.import_module(f"{alias}.{rest}" if rest else alias)
 
 
-def load_one(spec: str, max_completion_length: int = 256, overlong_cache: int | None = None) -> Any:
-    """The reward function `spec` names; one line and exit 2 where it names none. `soft_overlong` (DAPO's soft
-    overlong punishment, rewards/overlong.py) is built for the run's max_completion_length."""
+def load_user(spec: str) -> Any:
+    """The user's reward function `spec` names by import path; one line and exit 2 where it names none (a name that
+    is neither ours nor an import path included)."""
     from rewards import REWARD_FUNCS
-    from rewards.overlong import SOFT_OVERLONG, soft_overlong
+    from rewards.overlong import SOFT_OVERLONG
 
-    if spec == SOFT_OVERLONG:
-        return soft_overlong(max_completion_length, overlong_cache)
-    if spec in REWARD_FUNCS:
-        return REWARD_FUNCS[spec]
     path = split_path(spec)
     if path is None:
         names = ", ".join([*REWARD_FUNCS, SOFT_OVERLONG])
@@ -165,19 +161,22 @@ def load_one(spec: str, max_completion_length: int = 256, overlong_cache: int | 
 
 def load_reward_funcs(names: Sequence[str], max_completion_length: int = 256, overlong_cache: int | None = None
                       ) -> list[Any]:
-    """Every reward function of a run, in order; none at all is one line (a trainer without a reward learns
-    nothing). The lengths build `soft_overlong` (TRL's default max_completion_length is 256)."""
+    """Every reward function of a run, in order: rewards.get_reward_funcs (the one loader: ours by name, soft_overlong
+    built for the lengths; TRL's default max_completion_length is 256), with a user's function by import path
+    (load_user) checked on every batch and its logged name kept apart from ours. None at all is one line (a trainer
+    without a reward learns nothing)."""
     from recipes.reward_checks import checked
-    from rewards import REWARD_FUNCS
+    from rewards import REWARD_FUNCS, get_reward_funcs
     from rewards.overlong import SOFT_OVERLONG
 
     if not names:
         raise TaseError(f"no reward functions given; choose from: {', '.join(REWARD_FUNCS)}, or an import path")
-    taken, out = set(REWARD_FUNCS), []
-    for n in names:
-        func = load_one(str(n), max_completion_length, overlong_cache)
-        if str(n) not in (*REWARD_FUNCS, SOFT_OVERLONG):  # a user's function: its output checked on every batch, its name kept apart
-            func = checked(func, str(n), taken)
+    taken = {*REWARD_FUNCS, SOFT_OVERLONG}
+
+    def user(spec: str) -> Any:
+        func = checked(load_user(spec), spec, taken)
         taken.add(func.__name__)
-        out.append(func)
-    return out
+        return func
+
+    return get_reward_funcs([str(n) for n in names], max_completion_length=max_completion_length,
+                            overlong_cache=overlong_cache, other=user)

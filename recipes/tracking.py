@@ -15,11 +15,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from rewards.levels import FINE, watched
+from rewards.levels import COARSE, FINE, LEVELS, METRICS, STRICT, watched
 
 PREFIX = "tase/"
 # the keys logged for every batch (per-task and per-language keys come on top: tase/task/<task>/official_acc, ...)
-KEYS = ("official_acc", "strict_acc", "fine_credit", "loophole_share", "zero_var_groups", "distinct_answers")
+KEYS = (*METRICS.values(), "loophole_share", "zero_var_groups", "distinct_answers")  # official_acc: coarse's mean
 
 
 class Verdict(NamedTuple):
@@ -67,9 +67,7 @@ def batch_metrics(verdicts: Sequence[Verdict], level: str = FINE) -> dict[str, f
     passes = [v for v in verdicts if v.coarse == 1.0]
     gs = groups(verdicts)
     m = {
-        "official_acc": _mean([v.coarse for v in verdicts]),
-        "strict_acc": _mean([v.strict for v in verdicts]),
-        "fine_credit": _mean([v.fine for v in verdicts]),
+        **{METRICS[lv]: _mean([getattr(v, lv) for v in verdicts]) for lv in LEVELS},  # official_acc: coarse's mean
         "loophole_share": _mean([1.0 if v.strict != 1.0 else 0.0 for v in passes]),
         "zero_var_groups": _mean([1.0 if len({getattr(v, level) for v in g}) == 1 else 0.0 for g in gs]),
         "distinct_answers": _mean([len({v.answer for v in g}) / len(g) for g in gs]),
@@ -81,8 +79,8 @@ def batch_metrics(verdicts: Sequence[Verdict], level: str = FINE) -> dict[str, f
             if key:
                 by.setdefault(str(key), []).append(v)
         for key, vs in sorted(by.items()):
-            m[f"{kind}/{key}/official_acc"] = _mean([v.coarse for v in vs])
-            m[f"{kind}/{key}/strict_acc"] = _mean([v.strict for v in vs])
+            for lv in (COARSE, STRICT):
+                m[f"{kind}/{key}/{METRICS[lv]}"] = _mean([getattr(v, lv) for v in vs])
     return {PREFIX + k: float(v) for k, v in m.items()}
 
 

@@ -9,12 +9,20 @@ A reward function of ours carries its own level (`accuracy_fine.level == "fine"`
 once (recipes/reward_funcs.resolve_rewards) into names, functions, weights and the level, and what reads the level
 reads that. Only this module turns a level into a reward name. (A synth task's difficulty levels, which the
 curriculum moves, are another thing: synth/core.py.)
+
+Coarse and official are one idea, the official evaluator's verdict, under one name per role: `coarse` names the
+verdict and the level (`Score.coarse`, `accuracy_coarse`, `--reward_granularity coarse`), and `official_acc` names
+its mean over rows, wherever a metric is logged or written (`tase/official_acc`, `tase/heldout/official_acc`,
+eval/headline.py, select_checkpoint.py's `--metric official_acc`). METRICS maps each level's verdict to its
+metric's key; results.json keeps its own keys (`overall` is the official accuracy, `strict.overall` the strict one).
 """
 from __future__ import annotations
 
 COARSE, STRICT, FINE = "coarse", "strict", "fine"
-LEVELS = (COARSE, STRICT, FINE)  # the order `--reward_granularity` and ablate.py's --granularity list them in
+LEVELS = (COARSE, STRICT, FINE)  # the order `--reward_granularity` (grpo.py, ablate.py, launch/cpu.sh) lists them in
 DEFAULT = FINE  # TaseArgs.reward_granularity's default
+# a level's verdict -> the key its mean is logged and written under (the coarse verdict's mean is the official accuracy)
+METRICS = {COARSE: "official_acc", STRICT: "strict_acc", FINE: "fine_credit"}
 
 # the 0/1 verdict each level's credit is built on: what a group must mix under dynamic sampling's `auto`
 _BINARY = {COARSE: COARSE, STRICT: STRICT, FINE: STRICT}

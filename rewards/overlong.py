@@ -1,5 +1,5 @@
 """DAPO's soft overlong punishment (`soft_overlong`), the one reward that needs the run's max_completion_length and so
-is built per run (recipes/reward_funcs.load_one builds it by name; `--preset dapo` or `soft_overlong: true` adds it)."""
+is built per run (rewards.get_reward_funcs builds it by name; `--preset dapo` or `soft_overlong: true` adds it)."""
 from __future__ import annotations
 
 from typing import Any

@@ -238,15 +238,23 @@ REWARD_FUNCS: dict[str, RewardFunc] = {f.__name__: f for f in (
     accuracy_coarse, accuracy_strict, accuracy_fine, format_reward, length_penalty)}
 
 
-def get_reward_funcs(names: Sequence[str] | str) -> list[RewardFunc]:
-    """Reward functions by name (open-r1 style registry); unknown names, or none at all (a trainer with
-    no reward learns nothing), raise one clear ValueError."""
+def get_reward_funcs(names: Sequence[str] | str, *, max_completion_length: int = 256,
+                     overlong_cache: int | None = None, other: Callable[[str], Any] | None = None
+                     ) -> list[RewardFunc]:
+    """The one reward loader (open-r1 style registry): ours by name, in order (REWARD_FUNCS, and `soft_overlong`
+    built for the run's max_completion_length: rewards/overlong.py). A name that is not ours goes to `other`
+    (recipes/reward_funcs.py passes its loader of a user's function by import path, checked); without it, unknown
+    names, or none at all (a trainer with no reward learns nothing), raise one clear ValueError."""
+    from .overlong import SOFT_OVERLONG, soft_overlong
+
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
+    ours = [*REWARD_FUNCS, SOFT_OVERLONG]
     if not names:
-        raise ValueError(f"no reward functions given; choose from: {', '.join(REWARD_FUNCS)}")
-    unknown = [n for n in names if n not in REWARD_FUNCS]
-    if unknown:
+        raise ValueError(f"no reward functions given; choose from: {', '.join(ours)}")
+    unknown = [n for n in names if n not in ours]
+    if unknown and other is None:
         raise ValueError(f"unknown reward function(s) {', '.join(map(str, unknown))}; "
-                         f"choose from: {', '.join(REWARD_FUNCS)}")
-    return [REWARD_FUNCS[n] for n in names]
+                         f"choose from: {', '.join(ours)}")
+    return [soft_overlong(max_completion_length, overlong_cache) if n == SOFT_OVERLONG else
+            REWARD_FUNCS[n] if n in REWARD_FUNCS else other(str(n)) for n in names]  # type: ignore[misc]

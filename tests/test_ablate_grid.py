@@ -11,6 +11,7 @@ from conftest import call_main
 
 from common.errors import TaseError
 from recipes.ablate_grid import comparison_table, expand, parse_vary
+from recipes.parser import deprecation_note
 
 
 def test_two_by_two_grid_and_refusals():
@@ -36,9 +37,12 @@ def test_every_arm_is_parsed_before_training(tmp_path):
                            "--eval-data", "x.jsonl", "--vary", "loss_type=dapo,dr_grpo", "--vary", "lerning_rate=1,2"])
     assert code == 2 and err.strip().startswith("error: arm dapo-1 (--loss_type dapo --lerning_rate 1): ")
     assert "lerning_rate" in err and not out.exists()  # refused before any arm trained (nor the folder made)
-    code, err = call_main(["recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--out", str(out),
-                           "--eval-data", "x.jsonl", "--granularity", "fine", "--vary", "reward_granularity=coarse"])
-    assert code == 2 and "name the same axis" in err
+    for flag in ("--reward_granularity", "--granularity"):  # the former name is the same axis, with one note
+        code, err = call_main(["recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--out",
+                               str(out), "--eval-data", "x.jsonl", flag, "fine", "--vary", "reward_granularity=coarse"])
+        assert code == 2 and err.splitlines() == [
+            *([deprecation_note("granularity", "reward_granularity")] if flag == "--granularity" else []),
+            "error: --reward_granularity and --vary reward_granularity=... name the same axis; give one"], err
 
 
 def test_comparison_table_from_real_eval_folders(tmp_path):
@@ -85,7 +89,7 @@ def test_out_follows_the_one_output_rule(tmp_path):
     before = {p: p.read_bytes() for p in (user_file, scores / "results.json", scores / MARKER)}
     for out, fragment in ((user_file, "is a file"), (scores, "eval score")):
         code, err = call_main(["recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--out",
-                               str(out), "--eval-data", "x.jsonl", "--granularity", "fine"])
+                               str(out), "--eval-data", "x.jsonl", "--reward_granularity", "fine"])
         assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: --out "), err
         assert fragment in err, err
     assert {p: p.read_bytes() for p in before} == before and sorted(p.name for p in scores.iterdir()) == sorted(

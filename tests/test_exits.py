@@ -204,7 +204,7 @@ def test_a_failed_ablation_step_ends_the_ablation_with_its_exit_code(tmp_path, m
     cfg = tmp_path / "c.yaml"
     cfg.write_text("model_name_or_path: default\n")  # every arm is checked as its real start checks it, first
     (tmp_path / "x.jsonl").write_text("")  # and the evaluation files exist
-    assert ablate.main(["--config", str(cfg), "--granularity", "coarse", "--out", str(tmp_path / "o"),
+    assert ablate.main(["--config", str(cfg), "--reward_granularity", "coarse", "--out", str(tmp_path / "o"),
                         "--eval-data", str(tmp_path / "x.jsonl")]) == 4
     assert capfd.readouterr().err.splitlines() == [
         STEP_SAYS, f"error: step failed with exit code 4: /bin/sh {tmp_path / 'grpo.py'} --config {cfg} ..."]

@@ -172,6 +172,23 @@ def test_cpu_launcher_passes_every_value_intact(shim, odd, tmp_path):
     assert not odd["pwned"].exists()
 
 
+def test_cpu_launcher_former_granularity_flag_is_one_deprecation_line(shim):
+    """`launch/cpu.sh --granularity G` is now `--reward_granularity G` (one name for the reward's granularity): the
+    former flag still sets it, with exactly one deprecation line on stderr (the recipes' own text), the new one none."""
+    from recipes.parser import deprecation_note
+
+    env, rec = shim
+    note = deprecation_note("granularity", "reward_granularity") + "\n"
+    for argv, want, err in ((["--granularity", "coarse", "--granularity", "strict"], "strict", note),
+                            (["--reward_granularity", "coarse"], "coarse", "")):
+        for p in rec.iterdir():
+            p.unlink()
+        res = subprocess.run(["bash", "launch/cpu.sh", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
+                             timeout=60)
+        assert res.returncode == 0 and res.stderr == err, res.stderr
+        assert after(calls(rec, "python")[1], "--reward_granularity") == want
+
+
 @pytest.mark.parametrize("script,flag,bad", [
     ("launch/local.sh", "--gpus", "0"), ("launch/local.sh", "--gpus", "two"), ("launch/local.sh", "--vllm-gpus", "0"),
     ("launch/local.sh", "--port", "80a"), ("launch/cpu.sh", "--steps", "0"), ("launch/cpu.sh", "--steps", "-3"),

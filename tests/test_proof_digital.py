@@ -157,7 +157,7 @@ def test_an_arm_cannot_take_a_start_stage_s_name(tmp_path):
 
     text = SFT_GRPO.read_text(encoding="utf-8")
     bad = tmp_path / "bad.yaml"
-    bad.write_text(text.replace("  arms: [fine]\n", "  arms: [fine, {name: start2, accuracy: fine}]\n"),
+    bad.write_text(text.replace("  arms: [fine]\n", "  arms: [fine, {name: start2, reward_granularity: fine}]\n"),
                    encoding="utf-8")
     code, _, err = render(bad, FIXTURE, tmp_path / "out")
     assert code == 2 and "nor select_* or start<N>; got 'start2'" in err

@@ -249,22 +249,27 @@ BAD = {
     "start:\n  synth_seed: 778\n  options: {max_steps: 0}\n": "start options (for recipes/configs/sft_smollm2_cpu.yaml): ",
 }
 ARM_BAD = {
-    "{name: extra}": "grpo arm 2: missing key 'accuracy'",
-    "{name: extra, accuracy: fine, steps: 80}": "grpo arm 2: unknown key 'steps' (known: name, accuracy, options)",
-    "{name: extra, accuracy: strict}": "grpo arm 'extra': accuracy must be one of coarse, fine, got 'strict'",
-    "{name: start, accuracy: fine}": "grpo arm 2: name must be letters, digits, _ or - (a folder of out), not one of",
-    "{name: fine, accuracy: fine}": "grpo arm 2: name must be letters, digits, _ or -",
-    "{name: a/b, accuracy: fine}": "got 'a/b'",
-    "{name: grpo, accuracy: fine}": "grpo arm 'grpo' is given twice",
-    "{name: extra, accuracy: fine, options: {synth_seed: 5}}":
+    "{name: extra}": "grpo arm 2: missing key 'reward_granularity'",
+    "{name: extra, reward_granularity: fine, steps: 80}":
+        "grpo arm 2: unknown key 'steps' (known: name, reward_granularity, options)",
+    "{name: extra, reward_granularity: strict}":
+        "grpo arm 'extra': reward_granularity must be one of coarse, fine, got 'strict'",
+    "{name: start, reward_granularity: fine}":
+        "grpo arm 2: name must be letters, digits, _ or - (a folder of out), not one of",
+    "{name: extra, reward_granularity: fine, accuracy: fine}":
+        "grpo arm 'extra': accuracy is the former name of reward_granularity; give one",
+    "{name: fine, reward_granularity: fine}": "grpo arm 2: name must be letters, digits, _ or -",
+    "{name: a/b, reward_granularity: fine}": "got 'a/b'",
+    "{name: grpo, reward_granularity: fine}": "grpo arm 'grpo' is given twice",
+    "{name: extra, reward_granularity: fine, options: {synth_seed: 5}}":
         "grpo arm 'extra' option 'synth_seed' is set by proof.py (every arm trains on the same GRPO data",
-    "{name: extra, accuracy: fine, options: {reward_funcs: [x]}}":
+    "{name: extra, reward_granularity: fine, options: {reward_funcs: [x]}}":
         "grpo arm 'extra' option 'reward_funcs' is set by proof.py",
-    "{name: extra, accuracy: fine, options: {dynamic_sampl: true}}":
+    "{name: extra, reward_granularity: fine, options: {dynamic_sampl: true}}":
         "grpo arm 'extra' options (for recipes/configs/grpo_combine_cpu.yaml): unknown option 'dynamic_sampl'",
-    "{name: extra, accuracy: fine, options: {max_steps: 0}}":
+    "{name: extra, reward_granularity: fine, options: {max_steps: 0}}":
         "grpo arm 'extra' options (for recipes/configs/grpo_combine_cpu.yaml): max_steps",
-    "{name: extra, accuracy: fine, options: {max_steps: {a: 1}}}":
+    "{name: extra, reward_granularity: fine, options: {max_steps: {a: 1}}}":
         "grpo arm 'extra' option 'max_steps' must be a value or a list of values",
 }
 
@@ -275,7 +280,7 @@ def test_bad_start_arm_and_follows_keys_are_one_line(tmp_path):
     good = timed_by_grpo(tmp_path).read_text(encoding="utf-8")
     start = good[good.index("start:\n"):good.index("grpo:\n")]
     cases = {good.replace(start, section): want for section, want in BAD.items()}
-    first = "    - name: grpo\n      accuracy: fine\n      options: {max_steps: 150, save_steps: 50}\n"
+    first = "    - name: grpo\n      reward_granularity: fine\n      options: {max_steps: 150, save_steps: 50}\n"
     assert first in good
     cases.update({good.replace(first, first + f"    - {arm}\n"): want for arm, want in ARM_BAD.items()})
     cases[good.replace("follows: grpo ", "follows: nope ")] = (
@@ -301,15 +306,23 @@ def test_bad_start_arm_and_follows_keys_are_one_line(tmp_path):
 
 
 def test_level_arms_mix_with_named_ones(tmp_path):
-    """`arms: [fine, {name: ..., accuracy: coarse, options: ...}]`: the plain fine arm as before, the named one
-    with its options; the control follows fine by default."""
+    """`arms: [fine, {name: ..., reward_granularity: coarse, options: ...}]`: the plain fine arm as before, the named
+    one with its options; the control follows fine by default. The key's former name `accuracy` (one name for the
+    reward's granularity) still works, with exactly one deprecation line on stderr."""
+    from recipes.parser import deprecation_note
+
     good = CONFIG.read_text(encoding="utf-8")
     arms = good[good.index("  arms:\n"):good.index("  reward_funcs:")]
-    text = good.replace(arms, "  arms:\n    - fine\n    - {name: coarse_dyn, accuracy: coarse, options: "
-                              "{dynamic_sampling: true}}\n").replace("  steps: 329\n", "")
-    cfg = tmp_path / "mixed.yaml"
-    cfg.write_text(text, encoding="utf-8")
-    cmds = commands(dry(tmp_path, cfg))
+    for key in ("reward_granularity", "accuracy"):
+        text = good.replace(arms, f"  arms:\n    - fine\n    - {{name: coarse_dyn, {key}: coarse, options: "
+                                  "{dynamic_sampling: true}}\n    - {name: fine2, " + key + ": fine}\n"
+                            ).replace("  steps: 329\n", "")
+        cfg = tmp_path / f"mixed_{key}.yaml"
+        cfg.write_text(text, encoding="utf-8")
+        code, out, err = render(cfg, FIXTURE, tmp_path / "out")
+        assert code == 0 and err.splitlines() == (
+            [] if key == "reward_granularity" else [deprecation_note("grpo arms' accuracy", "reward_granularity")]), err
+    cmds = commands(out)
     fine, coarse = one(cmds, "--output_dir OUT/fine "), one(cmds, "--output_dir OUT/coarse_dyn ")
     assert "--reward_funcs accuracy_fine format length_penalty" in fine and "dynamic_sampling" not in fine
     assert "--reward_funcs accuracy_coarse format length_penalty" in coarse and coarse.endswith(

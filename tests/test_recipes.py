@@ -283,7 +283,7 @@ def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
 
     data.write_text("".join(json.dumps(r) + "\n" for r in synth.generate("sort_lengths", "en", 3, 5, max_len=6)))
     out = tmp_path / "ablate"
-    cmd = [PY, "recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--granularity", "coarse",
+    cmd = [PY, "recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--reward_granularity", "coarse",
            "fine", "--out", str(out), "--base", str(tiny_model), "--eval-data", str(data), "--max-new-tokens", "4",
            "--eval-backend", "hf",  # vLLM's CPU engine failed to start on this tiny random model (not investigated)
            "--", "--max_steps", "1", "--save_strategy", "no", *TINY_ARGS]

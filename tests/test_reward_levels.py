@@ -165,3 +165,18 @@ def test_resolve_rewards_weights_and_refusals():
         resolve_rewards(_args(reward_funcs=["accuracy_finest"]), _cfg())
     assert not hasattr(SimpleNamespace(max_completion_length=8), "reward_weights")  # AsyncGRPOConfig: no such field
     assert resolve_rewards(_args(), SimpleNamespace(max_completion_length=8)).weights == [1.0, 0.2]
+
+
+def test_coarse_is_the_verdict_and_official_acc_its_mean():
+    """Coarse and official are one idea (issue 61): `coarse` names the verdict and the level, `official_acc` its
+    mean, from rewards/levels.METRICS, in the training log and in eval's headline alike."""
+    from eval.headline import KEYS as HEADLINE
+    from recipes.tracking import KEYS as TRACKED, Verdict, batch_metrics
+    from rewards.levels import COARSE, FINE, METRICS, STRICT
+
+    assert METRICS == {COARSE: "official_acc", STRICT: "strict_acc", FINE: "fine_credit"}
+    assert TRACKED[:3] == HEADLINE[:3] == tuple(METRICS.values())
+    vs = [Verdict("g", "t", "en", 1.0, 0.0, 0.5, "a"), Verdict("g", "t", "en", 0.0, 0.0, 0.0, "b")]
+    m = batch_metrics(vs)
+    assert (m["tase/official_acc"], m["tase/strict_acc"], m["tase/fine_credit"]) == (0.5, 0.0, 0.25)
+    assert (m["tase/task/t/official_acc"], m["tase/lang/en/strict_acc"]) == (0.5, 0.0)

@@ -434,3 +434,22 @@ def test_reward_funcs_pickle_under_their_logged_names():
     for name, f in REWARD_FUNCS.items():
         g = pickle.loads(pickle.dumps(f))
         assert g is f and g.__name__ == name
+
+
+def test_one_reward_loader():
+    """rewards.get_reward_funcs is the one loader (issue 61): it builds soft_overlong for the run's lengths, hands a
+    name that is not ours to `other` (recipes/reward_funcs.load_reward_funcs passes its import-path loader), and the
+    recipes' loader is a thin call of it: the same functions for the same names."""
+    from recipes.reward_funcs import load_reward_funcs
+
+    names = ["accuracy_fine", "soft_overlong", "format"]
+    ours = rewards.get_reward_funcs(names, max_completion_length=100, overlong_cache=20)
+    assert [f.__name__ for f in ours] == names and ours[0] is rewards.REWARD_FUNCS["accuracy_fine"]
+    assert ours[1](completion_ids=[[1] * 90]) == [-0.5]  # L_max 100, L_cache 20: half-way down
+    via = load_reward_funcs(names, 100, 20)
+    assert [f.__name__ for f in via] == names and via[0] is ours[0] and via[2] is ours[2]
+    seen: list[str] = []
+    got = rewards.get_reward_funcs(["format", "pkg.mine"], other=lambda n: seen.append(n) or ours[0])
+    assert seen == ["pkg.mine"] and got == [ours[2], ours[0]]
+    with pytest.raises(ValueError, match="unknown reward function.*choose from: .*soft_overlong"):
+        rewards.get_reward_funcs(["pkg.mine"])
