@@ -169,12 +169,21 @@ def quiet_steps(verbose: bool) -> None:
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    """The demo's steps in order: data, SFT warm-up, GRPO, export, evaluations, comparison (docs/results.md)."""
+    """The demo (`run_demo`), its steps in this interpreter unless --subprocess-steps."""
     args = parse_args(argv)
     quiet_steps(args.verbose)
-    if not args.subprocess_steps:  # process settings, before a step imports torch: its own come too late in-process
-        process_settings()
-        run_in_process()
+    if args.subprocess_steps:
+        return run_demo(args)
+    process_settings()  # before a step imports torch: a step's own settings come too late in-process
+    run_in_process()
+    try:
+        return run_demo(args)
+    finally:
+        run_in_process(False)  # main called from Python (the tests) leaves its caller's steps as they were
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """The demo's steps in order: data, SFT warm-up, GRPO, export, evaluations, comparison (docs/results.md)."""
     from common.record import TASKS as CATALOGUE
     from eval.backends import default_backend
 
