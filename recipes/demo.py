@@ -34,7 +34,7 @@ from pathlib import Path
 from common.errors import one_line_exit
 from common.paths import foreign_entry
 from common.process import apply as process_settings
-from recipes.pipeline import Steps, gain_line, paired_gains, run_in_process
+from recipes.pipeline import Steps, gain_line, in_process, paired_gains, run_in_process
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -152,7 +152,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    "printed command runs by hand (default: in this one, importing torch, transformers and TRL once "
                    "instead of once a step, 5-15 s a step; the same commands, outputs, numbers and resuming). Use it "
                    "when a step must not share the demo's process: a step's memory and threads stay until the demo "
-                   "ends, and a step that crashes the interpreter ends the demo")
+                   "ends, and a step that crashes the interpreter takes the demo with it, unreported. With --eval-backend vllm or --rollout-engine "
+                   "vllm the steps always run this way (vLLM engines started and stopped inside one process are not "
+                   "what the tests run)")
     return p.parse_args(argv)
 
 
@@ -172,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     """The demo (`run_demo`), its steps in this interpreter unless --subprocess-steps."""
     args = parse_args(argv)
     quiet_steps(args.verbose)
-    if args.subprocess_steps:
-        return run_demo(args)
+    if args.subprocess_steps or "vllm" in (args.eval_backend, args.rollout_engine):
+        return run_demo(args)  # vLLM engines started and stopped in one process: not what the suite tests
     process_settings()  # before a step imports torch: a step's own settings come too late in-process
     run_in_process()
     try:
@@ -267,6 +269,7 @@ def run_demo(args: argparse.Namespace) -> int:
     print(grpo_signal(steps))
     print(answer_spread(out / "eval"))
     print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}"
+          f"; steps {'in this process' if in_process() else 'as subprocesses'}"
           + ("" if args.verbose else f"; library warnings of the steps: {out / 'logs' / 'steps.log'} (--verbose "
              "shows them, and INFO)"))
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "

@@ -34,6 +34,11 @@ def run_in_process(on: bool = True) -> None:
     _IN_PROCESS = on
 
 
+def in_process() -> bool:
+    """Whether run_in_process() is on: a recipe says which way its steps ran."""
+    return _IN_PROCESS
+
+
 def entry_main(cmd: list[str], cwd: Path) -> tuple[Callable[[list[str]], Any], list[str], str] | None:
     """(main, argv, argv[0]) of a command that runs a project entry point with this interpreter: `PY -m PKG ARGS`
     (PKG.__main__, or the module itself) or `PY FILE.py ARGS` for a FILE inside the repository; None for anything
