@@ -18,7 +18,9 @@
 
 Every step is a real command you can rerun by hand; they are printed as they run, with their progress bars
 and results; the library log lines of the steps go to runs/demo/logs/steps.log (`--verbose`: to the
-terminal, with vLLM's INFO lines). Outputs: runs/demo/.
+terminal, with vLLM's INFO lines). The steps run in this interpreter (each command's `main(argv)`,
+recipes/pipeline.py `run_in_process`): torch, transformers and TRL are imported once, not once a step
+(`--subprocess-steps`: a fresh interpreter each, as the printed commands run by hand). Outputs: runs/demo/.
 Rerunning resumes: finished training steps are skipped, evaluations continue where they stopped.
 """
 from __future__ import annotations
@@ -31,7 +33,8 @@ from pathlib import Path
 
 from common.errors import one_line_exit
 from common.paths import foreign_entry
-from recipes.pipeline import Steps, gain_line, paired_gains
+from common.process import apply as process_settings
+from recipes.pipeline import Steps, gain_line, in_process, paired_gains, run_in_process
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -145,6 +148,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    "and above, with progress bars)")
     p.add_argument("--rollout-engine", choices=["hf", "vllm"], default=ROLLOUT_ENGINE,
                    help=f"engine of the GRPO rollouts (default {ROLLOUT_ENGINE}: {ROLLOUT_WHY})")
+    p.add_argument("--subprocess-steps", action="store_true", help="run each step in a fresh interpreter, as its "
+                   "printed command runs by hand (default: in this one, importing torch, transformers and TRL once "
+                   "instead of once a step, 5-15 s a step; the same commands, outputs, numbers and resuming). Use it "
+                   "when a step must not share the demo's process: a step's memory and threads stay until the demo "
+                   "ends, and a step that crashes the interpreter takes the demo with it, unreported. With --eval-backend vllm or --rollout-engine "
+                   "vllm the steps always run this way (vLLM engines started and stopped inside one process are not "
+                   "what the tests run)")
     return p.parse_args(argv)
 
 
@@ -161,9 +171,21 @@ def quiet_steps(verbose: bool) -> None:
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    """The demo's steps in order: data, SFT warm-up, GRPO, export, evaluations, comparison (docs/results.md)."""
+    """The demo (`run_demo`), its steps in this interpreter unless --subprocess-steps."""
     args = parse_args(argv)
     quiet_steps(args.verbose)
+    if args.subprocess_steps or "vllm" in (args.eval_backend, args.rollout_engine):
+        return run_demo(args)  # vLLM engines started and stopped in one process: not what the suite tests
+    process_settings()  # before a step imports torch: a step's own settings come too late in-process
+    run_in_process()
+    try:
+        return run_demo(args)
+    finally:
+        run_in_process(False)  # main called from Python (the tests) leaves its caller's steps as they were
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """The demo's steps in order: data, SFT warm-up, GRPO, export, evaluations, comparison (docs/results.md)."""
     from common.record import TASKS as CATALOGUE
     from eval.backends import default_backend
 
@@ -247,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     print(grpo_signal(steps))
     print(answer_spread(out / "eval"))
     print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}"
+          f"; steps {'in this process' if in_process() else 'as subprocesses'}"
           + ("" if args.verbose else f"; library warnings of the steps: {out / 'logs' / 'steps.log'} (--verbose "
              "shows them, and INFO)"))
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "

@@ -4,13 +4,14 @@ the real command before running it and time it (a subprocess each; after `run_in
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,11 @@ def run_in_process(on: bool = True) -> None:
     command still runs as a subprocess."""
     global _IN_PROCESS
     _IN_PROCESS = on
+
+
+def in_process() -> bool:
+    """Whether run_in_process() is on: a recipe says which way its steps ran."""
+    return _IN_PROCESS
 
 
 def entry_main(cmd: list[str], cwd: Path) -> tuple[Callable[[list[str]], Any], list[str], str] | None:
@@ -136,11 +142,15 @@ class Steps:
                 import contextlib
                 import io
 
+                log = None
+                if self.log_dir is not None:  # the same split as run_filtered, on this process's own output
+                    self.log_dir.mkdir(parents=True, exist_ok=True)
+                    log = self.log_dir / "steps.log"
                 text = io.StringIO()
-                with contextlib.redirect_stdout(text) if show else contextlib.nullcontext():
+                with filtered_output(log, cmd) if log else contextlib.nullcontext(), \
+                        contextlib.redirect_stdout(text) if show else contextlib.nullcontext():
                     code = call_in_process(*entry, self.cwd)
                 out.write(text.getvalue().encode("utf-8"))
-                log = None
             elif self.log_dir is None:
                 code = subprocess.run(cmd, cwd=self.cwd, stdout=sink, preexec_fn=die_with_parent()).returncode
                 log = None
@@ -179,6 +189,30 @@ NOISE = re.compile(r"^(\([\w-]+ pid=\d+\) )?(INFO|WARNING|DEBUG) \d\d-\d\d |^\S+
 WARNING_HEAD = re.compile(r"^\S+:\d+: \w*Warning: ")  # Python's warning line; the next, indented, quotes the source
 
 
+def _pump(src: int, dst: Any, f: Any, lock: Any) -> None:
+    """Copy the file descriptor `src` until its end: NOISE lines (and the source line a Python warning quotes) to the
+    log file `f`, everything else (progress bars, which end in \\r, results and errors) to `dst` as it comes."""
+    buf, after_warning = b"", False
+    while True:
+        chunk = os.read(src, 65536)
+        buf += chunk
+        parts = re.split(rb"(?<=[\r\n])", buf)
+        buf = parts.pop() if chunk else b""
+        for seg in parts + ([buf] if not chunk and buf else []):
+            text = seg.decode("utf-8", "replace")
+            noise = NOISE.search(text) or (after_warning and text.startswith("  "))
+            after_warning = bool(WARNING_HEAD.search(text))
+            with lock:
+                if noise:
+                    f.write(seg)
+                    f.flush()
+                else:
+                    dst.write(seg)
+                    dst.flush()
+        if not chunk:
+            return
+
+
 def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> int:
     """Run `cmd` with its output split: library log lines (NOISE, and the source line a Python warning
     quotes) appended to `log`, everything else (progress bars, which end in \\r, results and errors) passed
@@ -189,32 +223,11 @@ def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> in
     proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.PIPE,
                             preexec_fn=die_with_parent())  # started before the pump threads
     lock = threading.Lock()
-
-    def pump(src: Any, dst: Any, f: Any) -> None:
-        buf, after_warning = b"", False
-        while True:
-            chunk = os.read(src.fileno(), 65536)
-            buf += chunk
-            parts = re.split(rb"(?<=[\r\n])", buf)
-            buf = parts.pop() if chunk else b""
-            for seg in parts + ([buf] if not chunk and buf else []):
-                text = seg.decode("utf-8", "replace")
-                noise = NOISE.search(text) or (after_warning and text.startswith("  "))
-                after_warning = bool(WARNING_HEAD.search(text))
-                with lock:
-                    if noise:
-                        f.write(seg)
-                    else:
-                        dst.write(seg)
-                        dst.flush()
-            if not chunk:
-                return
-
     with log.open("ab") as f:
         f.write(("+ " + " ".join(cmd) + "\n").encode())
         out = stdout if stdout is not None else sys.stdout.buffer
-        threads = [threading.Thread(target=pump, args=(proc.stdout, out, f)),
-                   threading.Thread(target=pump, args=(proc.stderr, sys.stderr.buffer, f))]
+        threads = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, f, lock)),
+                   threading.Thread(target=_pump, args=(proc.stderr.fileno(), sys.stderr.buffer, f, lock))]
         for t in threads:
             t.start()
         for t in threads:
@@ -222,6 +235,48 @@ def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> in
     proc.stdout.close()
     proc.stderr.close()
     return proc.wait()
+
+
+@contextlib.contextmanager
+def filtered_output(log: Path, cmd: list[str]) -> Iterator[None]:
+    """For the block, this process's own stdout and stderr (file descriptors 1 and 2, so Python's logging and
+    warnings and what C code prints alike) split as run_filtered splits a subprocess's: an in-process step's library
+    log lines go to `log`, its progress bars and results to the terminal. A thread the step leaves running writes to
+    the terminal again afterwards; a process it leaves running keeps its copy of the pipe, whose pump thread then
+    stays (a daemon) instead of holding up the pipeline."""
+    import threading
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    pipes = (os.pipe(), os.pipe())
+    lock = threading.Lock()
+    with log.open("ab") as f, open(saved[0], "wb", closefd=False) as out, open(saved[1], "wb", closefd=False) as err:
+        f.write(("+ " + " ".join(cmd) + "\n").encode())
+        f.flush()
+        threads = [threading.Thread(target=_pump, args=(r, dst, f, lock), daemon=True)
+                   for (r, _), dst in zip(pipes, (out, err), strict=True)]
+        for t in threads:
+            t.start()
+        for (_, w), fd in zip(pipes, (1, 2), strict=True):
+            os.dup2(w, fd)
+            os.close(w)
+        try:
+            yield
+        finally:
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                try:
+                    stream.flush()
+                except (AttributeError, ValueError, OSError):  # a closed or replaced stream: nothing to flush
+                    pass
+            for fd, old in zip((1, 2), saved, strict=True):
+                os.dup2(old, fd)  # the pipes' last write ends here close: the pumps read to the end
+            for t, (r, _) in zip(threads, pipes, strict=True):
+                t.join(timeout=10)
+                if not t.is_alive():
+                    os.close(r)
+            for old in saved:
+                os.close(old)
 
 
 def paired_gains(evals: Path, pairs: tuple[tuple[str, str, str], ...], n_boot: int = 1000,

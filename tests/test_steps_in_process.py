@@ -67,3 +67,51 @@ def test_a_step_s_environment_settings_stay_with_that_step(monkeypatch):
     assert "TASE_STEP_PROBE" not in os.environ
     assert call_in_process(lambda argv: sys.exit("a message"), [], "p", ROOT) == 1
     assert call_in_process(lambda argv: 0, [], "p", ROOT) == 0
+
+
+def test_an_in_process_step_s_library_logs_go_to_the_log_file_as_a_subprocess_s_do(tmp_path):
+    """`make demo` runs its steps in-process: what run_filtered keeps out of the terminal for a subprocess (library
+    log lines, from Python's logging and warnings or from C code writing to fd 2) must stay out of it in-process too,
+    while progress bars, results and errors reach it. In a process of its own: pytest's capture replaces sys.stderr,
+    which in the demo writes to fd 2."""
+    import subprocess
+
+    script = """if True:
+        import logging, os, sys, warnings
+        from pathlib import Path
+        from recipes.pipeline import filtered_output
+
+        print("before", flush=True)
+        with filtered_output(Path(sys.argv[1]), ["step"]):
+            logging.basicConfig(format="%(levelname)s %(asctime)s [x.py:1] %(message)s", datefmt="%m-%d %H:%M:%S")
+            logging.getLogger("lib").warning("library note")
+            warnings.warn_explicit("old api", UserWarning, "lib.py", 3)
+            os.write(2, b"(EngineCore pid=7) WARNING 11-24 17:00:06 [vllm.py:1] from C\\n")
+            sys.stderr.write("step 1/2\\rstep 2/2\\n")
+            sys.stderr.flush()
+            print("error: real trouble", file=sys.stderr)
+            print("result 42")
+        print("after")
+    """
+    log = tmp_path / "steps.log"
+    p = subprocess.run([PY, "-c", script, str(log)], cwd=ROOT, capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b"before\nresult 42\nafter\n"
+    assert p.stderr == b"step 1/2\rstep 2/2\nerror: real trouble\n"  # bytes: a bar's \r kept
+    kept = log.read_text()
+    assert "+ step" in kept and "library note" in kept and "UserWarning: old api" in kept and "from C" in kept
+
+
+def test_an_in_process_step_with_a_log_folder_still_prints_its_results_and_errors(tmp_path, capfd, monkeypatch):
+    monkeypatch.setattr(pipeline, "_IN_PROCESS", True)
+    steps = Steps("t", 2, ROOT, log_dir=tmp_path / "logs")
+    out = tmp_path / "rows.jsonl"
+    steps(1, "rows", [PY, "-m", "synth", "--task", "component_split", "--lang", "en", "-n", "2", "--seed", "3",
+                      "--subtask", "combine", "--no-progress", "--out", str(out)])
+    with pytest.raises(StepFailed) as e:
+        steps(2, "bad", [PY, "-m", "synth", "--task", "component_split", "-n", "nope"])
+    assert e.value.exit_code == 2 and f"library logs in {tmp_path / 'logs' / 'steps.log'}" in str(e.value)
+    got, err = capfd.readouterr()
+    assert "== 1/2 rows" in got and str(out) in got  # synth's own line naming what it wrote
+    assert "argument -n/--n: invalid int value: 'nope'" in err
+    assert "invalid int value" not in (tmp_path / "logs" / "steps.log").read_text()
