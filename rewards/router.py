@@ -10,7 +10,9 @@ from typing import Any
 
 # The scoring types: each module registers its `ScoringType` (rewards.types) when imported, so this line is
 # the whole registration of their behaviour (their catalogue rows are common.types'), in the catalogue's order.
-from . import diff, exact, length, match_answer, number, shuffle, split  # noqa: F401, I001
+# isort: off
+from . import number, length, shuffle, split, diff, match_answer, exact  # noqa: F401 - the catalogue's order
+# isort: on
 from .base import INVALID, Score
 from .extract import completion_text
 from .types import Scorer, ScorerView, get_type
