@@ -70,7 +70,7 @@ def file_streams(path: str) -> list[tuple[str, str, str | None]]:
     first seen, as `synth.generate` takes them; cells synth cannot generate are left out, and a file with none it
     can is one line (the held-out rows are generated)."""
     from common.readers import DataError
-    from synth.core import SynthError, combos
+    from recipes.streams import generable
     from synth.readers import load_data
 
     cells: dict[tuple[str, str, str | None], None] = {}
@@ -79,13 +79,7 @@ def file_streams(path: str) -> list[tuple[str, str, str | None]]:
             cells.setdefault((str(r.get("task")), str(r.get("lang")), r.get("subtask") or None), None)
     except DataError as e:
         raise TaseError(f"train_data: {e}") from None
-    out = []
-    for t, lang, sub in cells:
-        try:
-            combos(t, lang, sub)
-        except SynthError:
-            continue
-        out.append((t, lang, sub))
+    out = generable(cells)
     if not out:
         raise TaseError(f"held_out_rows: train_data {path} holds no task, language and subtask synth can generate "
                         "held-out rows of")

@@ -3,6 +3,8 @@
 rows read them without importing the options."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None) -> list[tuple[str, str, str | None]]:
     """The synth streams the recipes interleave (recipes/data.py iter_records), as (task, lang, subtask) for
@@ -25,13 +27,7 @@ def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None)
                 names = ", ".join(s for s in available()[t].subtasks if s)
                 has = f"its subtasks: {names}" if names else "it has no subtasks"
                 raise ValueError(f"subtasks: task {t!r} has none of {', '.join(subtasks)} ({has})")
-            found = []
-            for s in dict.fromkeys(subtasks):
-                try:
-                    combos(t, lang, s)
-                except SynthError:
-                    continue
-                found.append((t, lang, s))
+            found = generable((t, lang, s) for s in dict.fromkeys(subtasks))
             if not found:
                 raise ValueError(f"subtasks: nothing to generate for task {t} lang {lang} subtasks "
                                  f"{', '.join(subtasks)}")
@@ -45,3 +41,18 @@ def level_counts(streams: list[tuple[str, str, str | None]]) -> dict[str, int]:
     from synth.core import combos, level_count
 
     return {t: level_count(t) for task, lang, sub in streams for t, _, _ in combos(task, lang, sub)}
+
+
+def generable(cells: Iterable[tuple[str, str, str | None]]) -> list[tuple[str, str, str | None]]:
+    """The (task, lang, subtask) cells synth can generate, in order; the others are left out (each caller says in
+    its own words what none at all means)."""
+    from synth.core import SynthError, combos
+
+    out = []
+    for t, lang, sub in cells:
+        try:
+            combos(t, lang, sub)
+        except SynthError:
+            continue
+        out.append((t, lang, sub))
+    return out
