@@ -63,7 +63,12 @@ class ScoringType:
         return info
 
 
-REGISTRY: Registry[ScoringType] = Registry("scoring type", TypeRegistryError, origin=lambda t: t.score.__module__)
+def _origin(t: ScoringType) -> str:
+    """Where a type was registered: its scorer's module (a refused second registration names both)."""
+    return t.score.__module__
+
+
+REGISTRY: Registry[ScoringType] = Registry("scoring type", TypeRegistryError, origin=_origin)
 
 
 def register_type(t: ScoringType) -> ScoringType:
