@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.registry import Registry
 from common.types import type_names, unlabelled_types
 
 LANGS = ("en", "zh", "ko")
@@ -57,7 +58,8 @@ class TaskInfo:
     official_ratio: OfficialRatio | None = None
 
 
-TASKS: dict[str, TaskInfo] = {
+# the task catalogue: a common.registry.Registry (add, remove, get, names), the shape of every registry
+TASKS: Registry[TaskInfo] = Registry("task", entries={
     t.name: t
     for t in (
         TaskInfo("freq_count", "FREQ", "awareness", "token_awareness"),
@@ -97,7 +99,7 @@ TASKS: dict[str, TaskInfo] = {
             ),
         ),
     )
-}
+})
 TASE_TASKS = tuple(n for n, t in TASKS.items() if t.category in ("awareness", "structural"))
 
 AWARENESS_TASKS = tuple(n for n, t in TASKS.items() if t.category == "awareness")

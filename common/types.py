@@ -20,20 +20,22 @@ and without waiting for anything to be registered:
 
 The catalogue's order is the order `TYPES`, the router and error messages list. Adding a type: its row here
 plus its module rewards/<type>.py and its name in the router's import line; `declare_type` adds a row at
-run time (a test-only type) and `undeclare_type` removes it. Part of the floor: the standard library only.
+run time (a test-only type) and `undeclare_type` removes it. `TYPE_INFO` is a `common.registry.Registry` (the shape
+of every registry: `add`, `remove`, `get`, `names`); the functions below are its names for this catalogue. Part of
+the floor: the standard library only.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from common.errors import TaseError
+from common.registry import Registry, RegistryError
 
 ANSWER = "answer"  # record fields a verdict may need (`TypeInfo.needs`)
 PROMPT = "prompt"
 VARIATION = "variation"
 
 
-class TypeRegistryError(TaseError, ValueError):
+class TypeRegistryError(RegistryError):
     """A scoring type declared or registered twice, a scorer for a type with no catalogue row, or a row or
     scorer that is not of its class."""
 
@@ -54,7 +56,7 @@ class TypeInfo:
             object.__setattr__(self, "invalid_reason", f"{self.name} row the scorer cannot read")
 
 
-TYPE_INFO: dict[str, TypeInfo] = {
+TYPE_INFO: Registry[TypeInfo] = Registry("scoring type", TypeRegistryError, entries={
     t.name: t
     for t in (
         TypeInfo("NUMBER", official_eval="number"),  # FREQ, LENOP count, COMPC
@@ -67,32 +69,29 @@ TYPE_INFO: dict[str, TypeInfo] = {
         TypeInfo("MATCH_ANSWER", names_content=True, official_eval="match_answer"),  # words, strings, orders
         TypeInfo("EXACT"),  # beyond TASE (execute): no official evaluator
     )
-}
+})
 
 
 def declare_type(info: TypeInfo) -> TypeInfo:
     """Add a row (refusing a second of the same name) and return it."""
     if not isinstance(info, TypeInfo):
         raise TypeRegistryError(f"declare_type wants a TypeInfo, got {type(info).__name__}")
-    if info.name in TYPE_INFO:
-        raise TypeRegistryError(f"scoring type {info.name!r} is already declared")
-    TYPE_INFO[info.name] = info
-    return info
+    return TYPE_INFO.add(info.name, info, "declared")
 
 
 def undeclare_type(name: str) -> None:
     """Remove a row (tests that declare a test-only type undo it with this)."""
-    TYPE_INFO.pop(name, None)
+    TYPE_INFO.remove(name)
 
 
 def type_info(name: object) -> TypeInfo | None:
     """The row of the type called `name`, or None (unknown, or not a string)."""
-    return TYPE_INFO.get(name) if isinstance(name, str) else None
+    return TYPE_INFO.get(name)
 
 
 def type_names() -> tuple[str, ...]:
     """The declared type names, in catalogue order."""
-    return tuple(TYPE_INFO)
+    return TYPE_INFO.names()
 
 
 def unlabelled_types() -> tuple[str, ...]:

@@ -9,7 +9,8 @@ transformers' best-model machinery: the trainer's `evaluate` returns them as `ev
 `metric_for_best_model` (default `tase/heldout/strict_acc`) picks the best step, so `save_total_limit` never
 deletes that checkpoint and `load_best_model_at_end` / `save_strategy: best` work as documented there. A new best
 at a step that `save_steps` would not save is saved anyway, so the best evaluated step always has its checkpoint.
-OUTPUT_DIR/best_checkpoint.json names it (step, metric, value, path, every evaluation).
+OUTPUT_DIR/best_checkpoint.json names it (step, metric, value, path, every evaluation: the fields of
+recipes/best_checkpoint.py, which recipes/select_checkpoint.py writes too).
 
 The held-out rows are guarded by construction (recipes/heldout_rows.py): another synth seed, the training data's
 `exclude` guard, and the training stream drops every held-out prompt.
@@ -25,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
+from recipes import best_checkpoint
+from recipes.best_checkpoint import PREFIX
 from recipes.heldout_rows import heldout_seed, records
 
-PREFIX = "tase/heldout/"
 DEFAULT_METRIC = PREFIX + "strict_acc"
 FOLDER = "heldout"  # OUTPUT_DIR/heldout/: heldout.jsonl (the rows) and step-N/ (samples.jsonl, results.json)
-BEST_FILE = "best_checkpoint.json"
+BEST_FILE = best_checkpoint.NAME  # the one chosen-checkpoint file (recipes/best_checkpoint.py), as select_checkpoint's
 SFT_MAX_NEW_TOKENS = 128  # the warm-up's answers are a reasoning line and the tagged answer
 
 
@@ -190,8 +192,8 @@ def prepare(args: Any, cfg: Any, kind: str) -> HeldoutSet | None:
 
 
 def best_record(output_dir: str, args: Any, state: Any) -> dict[str, Any] | None:
-    """What best_checkpoint.json holds: every evaluation of the metric (from the log history, so a resumed run
-    keeps the earlier ones), the best (highest; ties: the earlier step, as transformers' strict `>` keeps) and
+    """What best_checkpoint.json holds (recipes/best_checkpoint.py's fields): every evaluation of the metric (from
+    the log history, so a resumed run keeps the earlier ones), the best (highest; ties: the earlier step, as transformers' strict `>` keeps) and
     its checkpoint folder (None while it has none: save_strategy no). As transformers, step 0 (eval_on_start) is
     not a candidate."""
     metric = args.metric_for_best_model
@@ -219,12 +221,8 @@ def best_callback(output_dir: str) -> Any:
     class BestCheckpoint(TrainerCallback):
         def _write(self, args, state) -> None:
             rec = best_record(output_dir, args, state) if state.is_world_process_zero else None
-            if rec is None:
-                return
-            path = Path(output_dir) / BEST_FILE
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps(rec, indent=2) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
+            if rec is not None:
+                best_checkpoint.write(Path(output_dir), rec)
 
         def on_save(self, args, state, control, **kw):
             self._write(args, state)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
+from recipes import best_checkpoint
 from recipes.proof_config import HERE, RFT, ROOT, ControlRun, control_runs, rft_empty
 from recipes.proof_inputs import Proof, shown
 
@@ -33,41 +34,26 @@ def sweep_choice(pr: Proof) -> dict[str, str]:
     tie); without a sweep, each model is its one run. By model name."""
     best: dict[str, tuple[float, str]] = {}
     for run in sft_runs(pr):
-        done = select_dir(pr, pr.out / run.folder) / "selection.json"
-        score = read_selection(done.parent)["chosen"]["heldout"] if done.is_file() else float("-inf")
+        folder = select_dir(pr, pr.out / run.folder)
+        score = read_selection(folder)["value"] if best_checkpoint.found(folder) else float("-inf")
         if run.model not in best or score > best[run.model][0]:
             best[run.model] = (score, run.name)
     return {model: name for model, (_, name) in best.items()}
 
 
 def select_dir(pr: Proof, run: Path) -> Path:
-    """OUT/select_<run folder>: select_checkpoint.py's --out for that run (its evaluations, selection.json/.md)."""
+    """OUT/select_<run folder>: select_checkpoint.py's --out for that run (its evaluations, best_checkpoint.json,
+    selection.md)."""
     return pr.out / f"select_{run.name}"
 
 
-def selection_problem(sel: Any) -> str | None:
-    """What is wrong with a selection.json (select_checkpoint.py's: chosen with a path, step and held-out score;
-    candidates, when there, a list of such steps and scores), or None."""
-    from common.state import mapping_problem, number, whole
-
-    step = {"step": whole, "heldout": number}
-    why = mapping_problem(sel, {"chosen": lambda c: mapping_problem(c, {**step, "path": lambda p: isinstance(p, str)})
-                                 is None,
-                                 "candidates": lambda cs: isinstance(cs, list) and all(mapping_problem(c, step) is None
-                                                                                       for c in cs)},
-                          optional=("candidates",))
-    return f"cannot read the chosen checkpoint ({why})" if why else None
-
-
 def read_selection(folder: Path) -> dict[str, Any]:
-    """selection.json as select_checkpoint.py writes it (candidates, chosen: step, path, heldout), read through the
+    """The run's chosen checkpoint as select_checkpoint.py writes it (best_checkpoint.json: metric, value as a 0-1
+    share, step, path, evaluations; a former selection.json converted, with one deprecation line), read through the
     one checked reader of state files (common/state.py); missing, unreadable or of another shape: one line."""
-    from common.state import read_state
-
-    path = folder / "selection.json"
-    sel = read_state(path, selection_problem, "; remove the folder to select again")
+    sel = best_checkpoint.read(folder, "; remove the folder to select again", shown)
     if sel is None:
-        raise TaseError(f"{shown(path)}: no such file; remove the folder to select again")
+        raise TaseError(f"{shown(folder / best_checkpoint.NAME)}: no such file; remove the folder to select again")
     return sel
 
 
@@ -80,9 +66,10 @@ def chosen_model(path: str) -> str:
 
 def stage_select(pr: Proof) -> dict[str, str]:
     """The selection stage: for each run, select_checkpoint.py RUN --heldout <selection rows> --out
-    OUT/select_<run>, with the evaluation's backend, new tokens and dtype; skipped where its selection.json
-    exists. Returns the model the evaluation stage takes for each run, by model name: the chosen checkpoint's
-    folder, or under --dry-run (nothing chosen yet) a placeholder naming the file it will come from."""
+    OUT/select_<run>, with the evaluation's backend, new tokens and dtype; skipped where its best_checkpoint.json
+    (or a former selection.json) exists. Returns the model the evaluation stage takes for each run, by model name:
+    the chosen checkpoint's folder, or under --dry-run (nothing chosen yet) a placeholder naming the file it will
+    come from."""
     k, ev, sel = pr.k("select"), pr.cfg["eval"], pr.cfg["select"]
     heldout = pr.select_heldout
     chosen = {}
@@ -92,12 +79,12 @@ def stage_select(pr: Proof) -> dict[str, str]:
                shown(out), "--backend", pr.backend, "--max-new-tokens", str(ev["max_new_tokens"])]
         cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
         cmd += ["--metric", sel["metric"]] if sel.get("metric") else []
-        done = out / "selection.json"
+        done = best_checkpoint.found(out) or out / best_checkpoint.NAME
         title = f"checkpoint selection for {name} on {heldout.name} (held-out rows only)"
         if not pr.skip(k, f"checkpoint selection for {name}", done, cmd, f"{k} checkpoint selection"):
             pr.step(k, title, cmd, stage=f"{k} checkpoint selection")
         if done.is_file():
-            chosen[name] = chosen_model(read_selection(out)["chosen"]["path"])
+            chosen[name] = chosen_model(read_selection(out)["path"])
         else:  # only under --dry-run: the step above wrote it otherwise
             chosen[name] = f"<chosen checkpoint in {shown(done)}>"
     if pr.cfg["control"].get("learning_rates") if pr.control else False:  # a sweep: each seed's best rate
@@ -119,22 +106,24 @@ def stage_select(pr: Proof) -> dict[str, str]:
 
 def selection_lines(pr: Proof) -> list[str]:
     """The summary's account of the selection: per run, the chosen step and folder, its held-out score and the
-    last step's (what the final model would have scored), from each selection.json."""
+    last step's (what the final model would have scored), from each best_checkpoint.json (in percent, as the
+    evaluation tables)."""
     heldout = pr.select_heldout
     lines = ["", f"checkpoint selection on {shown(heldout)} (held-out rows only; select_checkpoint.py's rule); "
                  "the rows above evaluate each selected run's chosen checkpoint:", "",
              "| run | chosen step | checkpoint | held-out (chosen) | last step | held-out (last) |", "|---|---:|---|---:|---:|---:|"]
     for name, run in selected_runs(pr).items():
-        sel = read_selection(select_dir(pr, run))
-        c, last = sel["chosen"], max(sel.get("candidates") or [sel["chosen"]], key=lambda x: x["step"])
-        lines.append(f"| {name} | {c['step']} | {chosen_model(c['path'])} | {c['heldout']:.2f} | {last['step']} | "
-                     f"{last['heldout']:.2f} |")
+        c = read_selection(select_dir(pr, run))
+        last = max(c["evaluations"] or [c], key=lambda x: x["step"])
+        lines.append(f"| {name} | {c['step']} | {chosen_model(c['path'])} | {100 * c['value']:.2f} | {last['step']} | "
+                     f"{100 * last['value']:.2f} |")
     if pr.control and pr.cfg["control"].get("learning_rates"):
         runs = {r.name: r for r in sft_runs(pr)}
         lines += ["", "the learning-rate sweep, chosen on the same held-out rows (rate and step):"]
         for model, name in sweep_choice(pr).items():
-            c = read_selection(select_dir(pr, pr.out / runs[name].folder))["chosen"]
-            lines.append(f"  {model}: lr {runs[name].lr:g}, step {c['step']} (held-out {c['heldout']:.2f}; run {name})")
+            c = read_selection(select_dir(pr, pr.out / runs[name].folder))
+            lines.append(f"  {model}: lr {runs[name].lr:g}, step {c['step']} (held-out {100 * c['value']:.2f}; "
+                         f"run {name})")
     if heldout == pr.out / "heldout.jsonl":
         lines += ["", "the selection used the proof's held-out set: the held-out column of a selected run is the score "
                       "it was chosen by, not an independent measure"]

@@ -4,14 +4,16 @@ is never looked at, so the choice does not peek at the test set (issue 41's long
 
     python recipes/select_checkpoint.py runs/x/fine --heldout runs/x/heldout.jsonl --out runs/x/select_fine
 
-Writes OUT/<step>/ (each evaluation; a rerun resumes them), OUT/selection.json (every candidate's held-out
-accuracy, the rule and the choice), OUT/selection.md and OUT/heldout_curve.png. Prints the chosen folder last.
+Writes OUT/<step>/ (each evaluation; a rerun resumes them), OUT/best_checkpoint.json (the choice and every
+candidate's held-out accuracy as a 0-1 share, the rule: the fields a run with `held_out_rows` writes, see
+recipes/best_checkpoint.py; selection.json before issue 61), OUT/selection.md and OUT/heldout_curve.png. Prints the
+chosen folder last.
 OUT follows the one output rule (common/paths.py): never a file, another command's output or a folder holding
 one; the files above only where this command wrote them (its marker), the user's other files kept; one writer
 at a time.
 Each candidate also carries the numbers a run with `held_out_rows` logs while it trains (eval.headline: official and
 strict accuracy, loophole share, per task); `--metric strict_acc` chooses by the strict one. For runs made without
-evaluation during training: a run with it names its best checkpoint in best_checkpoint.json (recipes/heldout.py).
+evaluation during training: a run with it writes the same best_checkpoint.json itself (recipes/heldout.py).
 """
 from __future__ import annotations
 
@@ -26,11 +28,12 @@ from common.errors import TaseError, one_line_exit
 from common.paths import OutputBusy, file_refusal, hold_output, is_own, out_folder_refusal, read_marker, write_marker
 from eval.headline import headline
 from eval.runner import iter_samples
+from recipes import best_checkpoint
 from recipes.pipeline import Steps
 from recipes.run_dir import final_state, weights_problem
 
 RULE = "highest held-out accuracy (overall, official verdict); ties go to the earlier step"
-OWN_FILES = ("selection.json", "selection.md", "heldout_curve.png")
+OWN_FILES = (best_checkpoint.NAME, "selection.md", "heldout_curve.png")
 
 
 def check_out(out: Path) -> None:
@@ -41,7 +44,7 @@ def check_out(out: Path) -> None:
     if why:
         raise TaseError(why)
     own = is_own(out, "select")  # its marker, or selection.json/.md from before markers (then those files)
-    listed = set((read_marker(out) or {"files": OWN_FILES})["files"]) if own else set()
+    listed = set((read_marker(out) or {"files": (*OWN_FILES, best_checkpoint.FORMER)})["files"]) if own else set()
     for name in OWN_FILES:
         why = file_refusal(out / name, "select", own=lambda f: f.name in listed, inside=("select",))
         if why:
@@ -90,7 +93,7 @@ def choose(scores: list[dict[str, Any]]) -> dict[str, Any]:
     evidence)."""
     if not scores:
         raise TaseError("no candidate was evaluated")
-    return max(scores, key=lambda c: (c["heldout"], -c["step"]))
+    return max(scores, key=lambda c: (c["value"], -c["step"]))
 
 
 def plot(scores: list[dict[str, Any]], chosen: dict[str, Any], path: Path, title: str) -> None:
@@ -99,8 +102,8 @@ def plot(scores: list[dict[str, Any]], chosen: dict[str, Any], path: Path, title
 
     fig = Figure(figsize=(6, 3.5))
     ax = fig.subplots()
-    ax.plot([c["step"] for c in scores], [c["heldout"] for c in scores], marker="o")
-    ax.scatter([chosen["step"]], [chosen["heldout"]], s=120, facecolors="none", edgecolors="red", label="chosen")
+    ax.plot([c["step"] for c in scores], [100 * c["value"] for c in scores], marker="o")
+    ax.scatter([chosen["step"]], [100 * chosen["value"]], s=120, facecolors="none", edgecolors="red", label="chosen")
     ax.set_xlabel("training step")
     ax.set_ylabel("held-out accuracy (%)")
     ax.set_title(title)
@@ -160,24 +163,25 @@ def _select(a: argparse.Namespace, run: Path, heldout: Path, out: Path, cands: l
         if not a.dry_run:
             res = json.loads((dest / "results.json").read_text(encoding="utf-8"))
             head = headline(iter_samples(dest / "samples.jsonl"))  # the numbers training logs as tase/heldout/
-            value = res["overall"] if a.metric == "official_acc" else res["strict"]["overall"]
-            scores.append({"step": step, "path": str(folder), "heldout": value, "n": res.get("n"), "headline": head})
+            percent = res["overall"] if a.metric == "official_acc" else res["strict"]["overall"]
+            scores.append({"step": step, "value": round(percent / 100, 6), "path": str(folder), "n": res.get("n"),
+                           "headline": head})  # a share, as the headline and the training log (eval.headline)
     if a.dry_run:
         return 0
     chosen = choose(scores)
     out.mkdir(parents=True, exist_ok=True)
     rule = RULES[a.metric]
-    (out / "selection.json").write_text(json.dumps({"run": str(run), "heldout": str(heldout), "rule": rule,
-                                                    "candidates": scores, "chosen": chosen}, indent=2) + "\n",
-                                        encoding="utf-8")
+    best_checkpoint.write(out, {"metric": best_checkpoint.PREFIX + a.metric, "value": chosen["value"],
+                                "step": chosen["step"], "path": chosen["path"], "greater_is_better": True,
+                                "run": str(run), "heldout": str(heldout), "rule": rule, "evaluations": scores})
     lines = [f"# Checkpoint selection: {run}", "", f"Held-out file: `{heldout}`. Rule: {rule}.", "",
              f"| step | held-out {'strict ' if a.metric == 'strict_acc' else ''}accuracy | |", "|---:|---:|---|"]
-    lines += [f"| {c['step']} | {c['heldout']:.2f} | {'chosen' if c is chosen else ''} |" for c in scores]
+    lines += [f"| {c['step']} | {100 * c['value']:.2f} | {'chosen' if c is chosen else ''} |" for c in scores]
     (out / "selection.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     plot(scores, chosen, out / "heldout_curve.png", f"{run.name}: held-out accuracy by step")
     mark(out, [*OWN_FILES, *(f"step-{c['step']}" for c in scores)])
     print("\n".join(lines[4:]))
-    print(f"chosen: step {chosen['step']} ({chosen['heldout']:.2f} held-out): {chosen['path']}")
+    print(f"chosen: step {chosen['step']} ({100 * chosen['value']:.2f} held-out): {chosen['path']}")
     return 0
 
 

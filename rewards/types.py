@@ -17,7 +17,10 @@ everything the type does:
   echo repeats; None: the question's last line), `relabel(rec, answer)` (the row with `answer` as its
   label; None: set `answer`) and `hedges(rec, options)` (the type's known hedges, name -> answer text).
 
-Registering a type with no catalogue row is refused: the row is what the record checks and readers read.
+Registering a type with no catalogue row is refused: the row is what the record checks and readers read. `REGISTRY`
+is a `common.registry.Registry`, the shape of the catalogue beside it (`common.types.TYPE_INFO`) and of the task
+registries (`common.record.TASKS`, `synth.core.GENERATORS`): `register_type`, `unregister_type` and `get_type` are its
+`add`, `remove` and `get`.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from common.registry import Registry
 from common.types import TypeInfo, TypeRegistryError, type_info
 
 from .base import Score
@@ -59,7 +63,12 @@ class ScoringType:
         return info
 
 
-REGISTRY: dict[str, ScoringType] = {}
+def _origin(t: ScoringType) -> str:
+    """Where a type was registered: its scorer's module (a refused second registration names both)."""
+    return t.score.__module__
+
+
+REGISTRY: Registry[ScoringType] = Registry("scoring type", TypeRegistryError, origin=_origin)
 
 
 def register_type(t: ScoringType) -> ScoringType:
@@ -67,21 +76,19 @@ def register_type(t: ScoringType) -> ScoringType:
     return it."""
     if not isinstance(t, ScoringType):
         raise TypeRegistryError(f"register_type wants a ScoringType, got {type(t).__name__}")
-    if t.name in REGISTRY:
-        raise TypeRegistryError(f"scoring type {t.name!r} is already registered (by {REGISTRY[t.name].score.__module__})")
-    t.info  # noqa: B018  (raises for a type the catalogue does not declare)
-    REGISTRY[t.name] = t
-    return t
+    if t.name not in REGISTRY:
+        t.info  # noqa: B018  (raises for a type the catalogue does not declare)
+    return REGISTRY.add(t.name, t)
 
 
 def unregister_type(name: str) -> None:
     """Remove a type (tests that register a test-only type undo it with this)."""
-    REGISTRY.pop(name, None)
+    REGISTRY.remove(name)
 
 
 def get_type(name: Any) -> ScoringType | None:
     """The registered type called `name`, or None (unknown, or not a string)."""
-    return REGISTRY.get(name) if isinstance(name, str) else None
+    return REGISTRY.get(name)
 
 
 class ScorerView(Mapping[str, Scorer]):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, ClassVar
 
+from common import registry
 from common.errors import TaseError
 from common.record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
 
@@ -155,12 +156,18 @@ class Generator:
 MUL_TASKS = ", ".join(t for t, info in TASKS.items() if info.no_lang)  # the tasks whose rows are `mul`
 UNIT_SAFE = "unit_safe"  # perturb_kinds: every kind that keeps a unit one unit (eval/perturb.py resolves it)
 
-GENERATORS: dict[str, type[Generator]] = {}
-
-
-class RegistryError(TaseError, ValueError):
+class RegistryError(registry.RegistryError):
     """A task module that cannot be registered: a second task of the same name, or a config that is not a
     dataclass (the registry builds configs from keyword arguments; reasoning-gym's factory refuses both)."""
+
+
+def _origin(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+# the generators by task: a common.registry.Registry (add, remove, get, names), the shape of every registry (the task
+# catalogue common.record.TASKS beside it); the same class registered again (its module imported twice) is a no-op
+GENERATORS: registry.Registry[type[Generator]] = registry.Registry("task", RegistryError, origin=_origin, again=True)
 
 
 def register(cls: type[Generator]) -> type[Generator]:
@@ -170,10 +177,8 @@ def register(cls: type[Generator]) -> type[Generator]:
     task = getattr(cls, "task", None)
     if not isinstance(task, str) or not task:
         raise RegistryError(f"{cls.__qualname__}: a generator must name its task (class attribute `task`)")
-    if task in GENERATORS and GENERATORS[task] is not cls:
-        old = GENERATORS[task]
-        raise RegistryError(f"task {task!r} is already registered by {old.__module__}.{old.__qualname__}; "
-                            f"refusing {cls.__module__}.{cls.__qualname__}")
+    if GENERATORS.get(task, cls) is not cls:
+        GENERATORS.add(task, cls)  # refused in one line: the task is another class's
     if not is_dataclass(getattr(cls, "Config", None)):
         raise RegistryError(f"{cls.__module__}.{cls.__qualname__}: Config must be a dataclass")
     names = {f.name for f in fields(cls.Config)}
@@ -181,8 +186,7 @@ def register(cls: type[Generator]) -> type[Generator]:
         if not isinstance(knobs, dict) or set(knobs) - names:
             raise RegistryError(f"{cls.__module__}.{cls.__qualname__}: levels[{i}] must be a dict of Config fields, "
                                 f"got {knobs!r}")
-    GENERATORS[task] = cls
-    return cls
+    return GENERATORS.add(task, cls)
 
 
 def available() -> dict[str, type[Generator]]:
@@ -194,7 +198,7 @@ def available() -> dict[str, type[Generator]]:
 
 def spec(task: str) -> type[Generator] | None:
     """The registry entry (generator class, with the task's declarations) of `task`, or None."""
-    return available().get(task)
+    return GENERATORS.get(task)
 
 
 HINT_PREFIX = "Hint (for practice): "  # how a guided training prompt's hint starts (recipes/guidance.py)

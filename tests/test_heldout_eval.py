@@ -104,6 +104,18 @@ def test_option_checks_are_one_line(tmp_path):
                                                                  report_to=[]), trainer="async"))
 
 
+def test_the_committed_best_checkpoint_files_read_as_the_one_shape():
+    """docs/results keeps the files runs wrote (never rewritten): each reads through the one reader as written."""
+    from recipes.best_checkpoint import read
+
+    found = sorted((ROOT / "docs" / "results").glob("**/best_checkpoint.json"))
+    assert len(found) >= 3
+    for f in found:
+        rec = read(f.parent)
+        assert rec == json.loads(f.read_text()) and rec["metric"] == "tase/heldout/strict_acc", f
+        assert rec["value"] == max(e["value"] for e in rec["evaluations"] if e["step"] > 0) <= 1  # a 0-1 share
+
+
 def test_best_record_takes_the_highest_and_the_earlier_of_equals(tmp_path):
     from recipes.heldout import best_record
 
@@ -157,6 +169,9 @@ def test_grpo_and_sft_evaluate_held_out_rows_and_keep_the_best_checkpoint(tiny_m
     want = next(s for s, v in logged if v == top)  # the highest logged value, the earliest step among equals
     assert (best["metric"], best["step"], best["value"]) == (key, want, top)
     assert best["evaluations"] == [{"step": s, "value": v} for s, v in logged]
+    from recipes.best_checkpoint import problem
+
+    assert problem(best) is None  # the one chosen-checkpoint shape, select_checkpoint.py's too (issue 61)
     assert Path(best["path"]) == grpo / f"checkpoint-{want}" and (grpo / f"checkpoint-{want}" / "model.safetensors").is_file()
     assert sorted(p.name for p in grpo.glob("checkpoint-*")) == [f"checkpoint-{want}"]  # the rest rotated away
     state = json.loads((grpo / "trainer_state.json").read_text())

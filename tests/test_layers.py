@@ -239,12 +239,14 @@ def test_the_task_package_imports_every_task_module():
 
 def test_the_type_catalogue_sits_in_the_floor():
     """The scoring types' catalogue rows are the floor's (`common.types`), which the record checks, the guard
-    and the readers read; rewards/ registers each type's behaviour (`rewards.types`) against its row."""
+    and the readers read; rewards/ registers each type's behaviour (`rewards.types`) against its row. Both, and the
+    task catalogue, are the floor's one registry shape (`common.registry`, issue 61)."""
     g = import_graph()
-    assert g["common.types"] == {"common.errors"}
+    assert g["common.types"] == {"common.registry"}
+    assert g["common.registry"] == {"common.errors"}
     assert g["common.errors"] == set()
-    assert g["common.record"] == {"common.types"}
-    assert g["rewards.types"] == {"common.types", "rewards.base"}
+    assert g["common.record"] == {"common.registry", "common.types"}
+    assert g["rewards.types"] == {"common.registry", "common.types", "rewards.base"}
 
 
 def test_the_floor_works_without_rewards():

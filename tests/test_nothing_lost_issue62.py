@@ -180,10 +180,30 @@ def test_curriculum_json_that_is_a_folder_is_one_line(tmp_path):
     {"chosen": {"path": "x", "step": 3, "heldout": "high"}}, {"chosen": None}, [], "x", None,
 ])
 def test_a_corrupted_selection_json_is_one_line(tmp_path, sel):
+    """The former name of the chosen-checkpoint file (read for one more release, issue 61)."""
     from recipes.proof_select import read_selection
 
     (tmp_path / "selection.json").write_text(json.dumps(sel))
     with pytest.raises(TaseError, match="selection.json: cannot read the chosen checkpoint") as e:
+        read_selection(tmp_path)
+    assert "\n" not in str(e.value) and "remove the folder to select again" in str(e.value)
+
+
+GOOD_BEST = {"metric": "tase/heldout/official_acc", "value": 0.5, "step": 3, "path": "x",
+             "evaluations": [{"step": 3, "value": 0.5}]}
+
+
+@pytest.mark.parametrize("sel", [
+    {**GOOD_BEST, "step": "3"}, {**GOOD_BEST, "value": "high"}, {**GOOD_BEST, "path": None},
+    {**GOOD_BEST, "evaluations": [1, 2]}, {k: v for k, v in GOOD_BEST.items() if k != "metric"}, [], "x", None,
+])
+def test_a_corrupted_best_checkpoint_json_is_one_line(tmp_path, sel):
+    from recipes.proof_select import read_selection
+
+    (tmp_path / "best_checkpoint.json").write_text(json.dumps(GOOD_BEST))
+    assert read_selection(tmp_path) == GOOD_BEST  # the shape it breaks is read as written
+    (tmp_path / "best_checkpoint.json").write_text(json.dumps(sel))
+    with pytest.raises(TaseError, match="best_checkpoint.json: cannot read the chosen checkpoint") as e:
         read_selection(tmp_path)
     assert "\n" not in str(e.value) and "remove the folder to select again" in str(e.value)
 
@@ -436,13 +456,14 @@ def test_any_selection_json_is_read_or_refused_in_one_line(tmp_path, sel):
 
     (tmp_path / "selection.json").write_text(json.dumps(sel))
     try:
-        got = read_selection(tmp_path)
+        got = read_selection(tmp_path)  # the former file, as best_checkpoint.json's fields (issue 61)
     except TaseError as e:
         assert "\n" not in str(e)
         return
-    c = got["chosen"]  # what the summary formats: step, path, and held-out scores of every candidate
-    last = max(got.get("candidates") or [c], key=lambda x: x["step"])
-    assert f"{c['step']} {c['path']} {c['heldout']:.2f} {last['heldout']:.2f}"
+    # what the summary formats: step, path, and held-out scores of every evaluation, percent from 0-1 shares
+    last = max(got["evaluations"] or [got], key=lambda x: x["step"])
+    assert f"{got['step']} {got['path']} {100 * got['value']:.2f} {100 * last['value']:.2f}"
+    assert got["value"] == round(sel["chosen"]["heldout"] / 100, 6)
 
 
 _BASE_PROOF = yaml.safe_load(PROOF_CFG.read_text())

@@ -60,7 +60,8 @@ def test_dry_run_selects_every_arm_and_the_control_on_held_out_rows_then_evaluat
         mine = [c for c in evals if f"--out {out / 'eval'}/" in c and c.split(" --out ")[1].split()[0].endswith(
             f"/{name}")]
         assert len(mine) == 2 and all(
-            f"--model '<chosen checkpoint in {out / ('select_' + run) / 'selection.json'}>' " in c for c in mine), mine
+            f"--model '<chosen checkpoint in {out / ('select_' + run) / 'best_checkpoint.json'}>' " in c
+            for c in mine), mine
     assert sum(f"--model {out / 'sft'} " in c for c in evals) == 2  # the warm-up is not selected
     assert "per selected run, the chosen checkpoint and its held-out score" in text
 
@@ -76,8 +77,8 @@ def test_without_select_the_plan_is_the_selected_one_less_the_selection(tmp_path
     assert headers(without)[-1] == "9/9 summary"
     keep = [c for c in commands(with_select) if "recipes/select_checkpoint.py" not in c and "heldout_select" not in c]
     for run, name in (("coarse", "coarse"), ("fine", "fine"), ("control", "control")):
-        keep = [c.replace(f"'<chosen checkpoint in {out / ('select_' + run) / 'selection.json'}>'", str(out / name))
-                for c in keep]
+        placeholder = f"'<chosen checkpoint in {out / ('select_' + run) / 'best_checkpoint.json'}>'"
+        keep = [c.replace(placeholder, str(out / name)) for c in keep]
     assert commands(without) == keep
     # the stage numbers: those before the selection keep theirs, those after move up by one
     assert [h.split(" ", 1)[1] for h in headers(without)] == [
@@ -116,24 +117,35 @@ def test_bad_select_values_are_one_line(tmp_path, fixture_root):
         assert code == 2 and err.count("\n") == 1 and want in err, (section, err)
 
 
-def selection_json(out: Path, run: str, chosen: int, scores: dict[int, float]) -> None:
-    """OUT/select_<run>/selection.json as recipes/select_checkpoint.py writes it (its paths as given: relative to the
-    repository root, where proof.py runs it)."""
+def selection_json(out: Path, run: str, chosen: int, scores: dict[int, float], former: bool = False) -> None:
+    """OUT/select_<run>/best_checkpoint.json as recipes/select_checkpoint.py writes it (its paths as given: relative
+    to the repository root, where proof.py runs it; percent scores given, 0-1 shares written), or with `former` the
+    selection.json it wrote before issue 61 (percent under `heldout`, the choice under `chosen`)."""
     folder = out / f"select_{run}"
     folder.mkdir(parents=True)
     rel = (out / run).relative_to(ROOT) if (out / run).is_relative_to(ROOT) else out / run
 
     def cand(step: int) -> dict:
-        return {"step": step, "path": str(rel / f"checkpoint-{step}"), "heldout": scores[step], "n": 300}
+        score = {"heldout": scores[step]} if former else {"value": round(scores[step] / 100, 6)}
+        return {"step": step, "path": str(rel / f"checkpoint-{step}"), **score, "n": 300}
 
-    (folder / "selection.json").write_text(json.dumps({"run": str(rel), "heldout": "h", "rule": "r",
-                                                       "candidates": [cand(s) for s in sorted(scores)],
-                                                       "chosen": cand(chosen)}))
+    if former:
+        (folder / "selection.json").write_text(json.dumps({"run": str(rel), "heldout": "h", "rule": "r",
+                                                           "candidates": [cand(s) for s in sorted(scores)],
+                                                           "chosen": cand(chosen)}))
+        return
+    c = cand(chosen)
+    (folder / "best_checkpoint.json").write_text(json.dumps({
+        "metric": "tase/heldout/official_acc", "value": c["value"], "step": chosen, "path": c["path"],
+        "greater_is_better": True, "run": str(rel), "heldout": "h", "rule": "r",
+        "evaluations": [cand(s) for s in sorted(scores)]}))
 
 
-def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised(tmp_path, fixture_root):
+def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised(tmp_path, fixture_root, capsys):
     """A rerun (here a dry run) after the selection: the stage says skipped, the evaluations take the chosen folder
-    from selection.json, and the summary's selection table names the step and both held-out scores."""
+    from best_checkpoint.json, and the summary's selection table names the step and both held-out scores (percent,
+    as the evaluation tables). A former selection.json (the control's here) is read the same way, with one
+    deprecation line."""
     from common.paths import write_marker
     from recipes import proof_inputs
     from recipes.proof import parse_args
@@ -143,10 +155,19 @@ def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised
     selection_json(out, "fine", 250, {50: 20.33, 250: 32.0, 300: 31.0})
     write_marker(out, "proof", [])  # an earlier proof's folder, as its first run marks it
     selection_json(out, "coarse", 300, {150: 20.0, 300: 24.0})
-    selection_json(out, "control", 300, {150: 26.33, 300: 29.33, 751: 25.33})
+    selection_json(out, "control", 300, {150: 26.33, 300: 29.33, 751: 25.33}, former=True)
     cfg = config(tmp_path)
-    text = dry_run(cfg, fixture_root, out)
-    assert f"== 6/10 checkpoint selection for fine: skipped, {out / 'select_fine' / 'selection.json'} exists" in text
+    res = subprocess.run([sys.executable, "recipes/proof.py", "--dry-run", "--config", str(cfg), "--official",
+                          str(fixture_root), "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    text = res.stdout
+    deprecated = (f"{out / 'select_control' / 'selection.json'} is deprecated: select_checkpoint.py writes "
+                  "best_checkpoint.json (a 0-1 share under `value`) since issue 61 (the old file is read for one more "
+                  "release)")
+    assert [line for line in res.stderr.splitlines() if "deprecated" in line] == [deprecated]  # read thrice, one line
+    assert f"== 6/10 checkpoint selection for fine: skipped, {out / 'select_fine' / 'best_checkpoint.json'} exists" \
+        in text
+    assert f"checkpoint selection for sft_control: skipped, {out / 'select_control' / 'selection.json'} exists" in text
     evals = [c for c in commands(text) if " -m eval run " in c]
     assert sum(f"--model {out / 'fine' / 'checkpoint-250'} " in c for c in evals) == 2
     assert sum(f"--model {out / 'control' / 'checkpoint-300'} " in c for c in evals) == 2
@@ -157,11 +178,13 @@ def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised
     assert f"| fine | 250 | {out / 'fine' / 'checkpoint-250'} | 32.00 | 300 | 31.00 |" in lines
     assert f"| sft_control | 300 | {out / 'control' / 'checkpoint-300'} | 29.33 | 751 | 25.33 |" in lines
     assert not any("not an independent measure" in line for line in lines)  # its own held-out rows
-    (out / "select_coarse" / "selection.json").write_text("{\"chosen\": {}}")  # unreadable: one line
+    notes = [line for line in capsys.readouterr().err.splitlines() if "deprecated" in line]
+    assert notes == [deprecated], notes  # in this process too: one line, however often it is read
+    (out / "select_coarse" / "best_checkpoint.json").write_text("{\"step\": 3}")  # unreadable: one line
     code, err = call_main(["recipes/proof.py", "--dry-run", "--config", str(cfg), "--official", str(fixture_root),
                            "--out", str(out)])
-    assert code == 2 and err.count("\n") == 1 and "select_coarse/selection.json: cannot read the chosen checkpoint" \
-        in err, err
+    assert code == 2 and err.count("\n") == 1 and \
+        "select_coarse/best_checkpoint.json: cannot read the chosen checkpoint" in err, err
 
 
 def test_the_long_config_is_the_committed_300_step_run(fixture_root):
@@ -210,7 +233,8 @@ def test_make_proof_long_names_the_long_config():
 def test_selection_stage_runs_select_checkpoint_and_the_evaluations_take_its_choice(tmp_path, fixture_root, tiny_model,
                                                                                    capsys):
     """The stage for real on a fake fine arm (checkpoint-1 and a final model at step 2, copies of the tiny model) and
-    three held-out rows: select_checkpoint.py runs, its selection.json gives the folder the evaluation commands take,
+    three held-out rows: select_checkpoint.py runs, its best_checkpoint.json gives the folder the evaluation commands
+    take,
     and the summary's table names it."""
     import shutil
 
@@ -235,15 +259,14 @@ def test_selection_stage_runs_select_checkpoint_and_the_evaluations_take_its_cho
                                                                                       "combine")))
     pr = proof_inputs.setup(parse_args(["--config", str(cfg), "--official", str(fixture_root), "--out", str(out)]))
     chosen = stage_select(pr)
-    sel = json.loads((out / "select_fine" / "selection.json").read_text())
-    assert [c["step"] for c in sel["candidates"]] == [1, 2] and sel["heldout"] == str(out / "heldout.jsonl")
-    assert chosen == {"fine": sel["chosen"]["path"]} and Path(sel["chosen"]["path"]).parent == out / "fine"
+    sel = json.loads((out / "select_fine" / "best_checkpoint.json").read_text())
+    assert [c["step"] for c in sel["evaluations"]] == [1, 2] and sel["heldout"] == str(out / "heldout.jsonl")
+    assert chosen == {"fine": sel["path"]} and Path(sel["path"]).parent == out / "fine"
     capsys.readouterr()
     pr.step = Steps("proof", 9, ROOT, dry_run=True, quote=True)  # the evaluations' commands, not run
     stage_evaluate(pr, out / "heldout.jsonl", chosen)
     evals = commands(capsys.readouterr().out)
-    assert sum(f"--model {sel['chosen']['path']} " in c for c in evals) == 2
+    assert sum(f"--model {sel['path']} " in c for c in evals) == 2
     lines = selection_lines(pr)
-    assert f"| fine | {sel['chosen']['step']} | {sel['chosen']['path']} | {sel['chosen']['heldout']:.2f} | 2 |" in \
-        "\n".join(lines)
+    assert f"| fine | {sel['step']} | {sel['path']} | {100 * sel['value']:.2f} | 2 |" in "\n".join(lines)
     assert any("not an independent measure" in line for line in lines)  # chosen on the held-out set itself

@@ -126,7 +126,7 @@ def test_the_sft_then_grpo_config_plans_the_committed_run(tmp_path):
     assert select == ["OUT/grpo", "OUT/grpo_dyn", "OUT/grpo_dyn_s7", "OUT/control"]
     evals = [c for c in cmds if " -m eval run " in c and "--data official:" in c]
     assert [c.split("--model ")[1].split(" --data")[0] for c in evals] == [
-        "default", "OUT/sft", "OUT/start", *(f"'<chosen checkpoint in OUT/select_{r}/selection.json>'" for r in
+        "default", "OUT/sft", "OUT/start", *(f"'<chosen checkpoint in OUT/select_{r}/best_checkpoint.json>'" for r in
                                             ("grpo", "grpo_dyn", "grpo_dyn_s7", "control"))]
     compare = one(cmds, "--out OUT/comparison/official ")
     assert [p.rsplit("/", 1)[1] for p in compare.split(" compare ")[1].split(" --out")[0].split()] == [

@@ -15,9 +15,35 @@ from common.errors import TaseError
 from recipes.select_checkpoint import candidates, choose
 
 
+def test_committed_selections_in_the_former_file_read_as_the_one_shape(tmp_path, capsys):
+    """docs/results keeps copies of select_checkpoint.py's former selection.json (never rewritten): each, read where a
+    proof would find it, gives the same choice as best_checkpoint.json's fields (0-1 shares), with one deprecation
+    line per file however often it is read."""
+    from recipes.best_checkpoint import read
+
+    copies = sorted([*(ROOT / "docs" / "results").glob("*/selection/*.json"),
+                     *(ROOT / "docs" / "results").glob("*/select_*.json")])
+    assert len(copies) >= 6
+    for i, f in enumerate(copies):
+        old = json.loads(f.read_text())
+        folder = tmp_path / f"select_{i}"
+        folder.mkdir()
+        shutil.copy(f, folder / "selection.json")
+        rec, again = read(folder), read(folder)
+        assert rec == again and (rec["step"], rec["path"]) == (old["chosen"]["step"], old["chosen"]["path"]), f
+        assert rec["value"] == round(old["chosen"]["heldout"] / 100, 6) and rec["run"] == old["run"]
+        assert [(e["step"], e["value"]) for e in rec["evaluations"]] == [
+            (c["step"], round(c["heldout"] / 100, 6)) for c in old["candidates"]]
+        assert rec["value"] == max(e["value"] for e in rec["evaluations"])
+        assert rec["metric"] == "tase/heldout/" + ("strict_acc" if "strict" in old["rule"] else "official_acc")
+        assert [line for line in capsys.readouterr().err.splitlines() if "deprecated" in line] == [
+            f"{folder / 'selection.json'} is deprecated: select_checkpoint.py writes best_checkpoint.json (a 0-1 share "
+            "under `value`) since issue 61 (the old file is read for one more release)"]
+
+
 def test_choose_takes_the_best_and_the_earlier_of_equals():
-    scores = [{"step": 50, "heldout": 30.0}, {"step": 100, "heldout": 41.5}, {"step": 150, "heldout": 41.5},
-              {"step": 300, "heldout": 12.0}]
+    scores = [{"step": 50, "value": 0.3}, {"step": 100, "value": 0.415}, {"step": 150, "value": 0.415},
+              {"step": 300, "value": 0.12}]
     assert choose(scores)["step"] == 100
     assert choose(list(reversed(scores)))["step"] == 100
     with pytest.raises(TaseError):
@@ -77,16 +103,23 @@ def test_evaluates_every_checkpoint_and_records_the_choice(tmp_path, tiny_model)
                         str(out), "--backend", "hf", "--max-new-tokens", "4"], cwd=ROOT, capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
-    sel = json.loads((out / "selection.json").read_text())
-    assert [c["step"] for c in sel["candidates"]] == [2, 4] and sel["candidates"][1]["path"] == str(run)
-    for c in sel["candidates"]:
+    assert not (out / "selection.json").exists()  # the former name (issue 61): one chosen-checkpoint file
+    sel = json.loads((out / "best_checkpoint.json").read_text())
+    from recipes.best_checkpoint import problem
+
+    assert problem(sel) is None  # the one chosen-checkpoint shape, a training run's too
+    evals = sel["evaluations"]
+    assert [c["step"] for c in evals] == [2, 4] and evals[1]["path"] == str(run)
+    assert sel["metric"] == "tase/heldout/official_acc" and sel["heldout"] == str(held)  # the training log's name
+    for c in evals:
         res = json.loads((out / f"step-{c['step']}" / "results.json").read_text())
-        assert res["n"] == 3 and c["heldout"] == res["overall"] and res["data"] == str(held)
-        # the numbers evaluation during training logs (eval.headline), from the same samples
-        assert c["headline"]["official_acc"] == res["overall"] / 100 and c["headline"]["n"] == 3
-    best = max(c["heldout"] for c in sel["candidates"])
-    assert sel["chosen"]["step"] == min(c["step"] for c in sel["candidates"] if c["heldout"] == best)
-    assert p.stdout.strip().splitlines()[-1].startswith(f"chosen: step {sel['chosen']['step']} ")
+        assert res["n"] == 3 and c["value"] == round(res["overall"] / 100, 6) and res["data"] == str(held)
+        # the numbers evaluation during training logs (eval.headline), from the same samples: the same share
+        assert c["headline"]["official_acc"] == c["value"] and c["headline"]["n"] == 3
+    best = max(c["value"] for c in evals)
+    assert sel["step"] == min(c["step"] for c in evals if c["value"] == best) and sel["value"] == best
+    assert sel["path"] == next(c["path"] for c in evals if c["step"] == sel["step"])
+    assert p.stdout.strip().splitlines()[-1].startswith(f"chosen: step {sel['step']} ({100 * best:.2f} held-out)")
     assert (out / "selection.md").read_text().count("| chosen |") == 1
     assert [l.split()[1] for l in p.stdout.splitlines() if l.startswith("== ")] == ["1/2", "2/2"]
     assert (out / "heldout_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,6 +1,6 @@
 """The training features, in one ordered list, and the folds the entry points run over it (recipes/grpo.py,
 recipes/async_grpo/main.py, recipes/sft_warmup.py): adding a feature is one module here and one entry in FEATURES
-(docs/architecture.md, "Adding a training feature"). recipes/features/contract.py says what a feature declares.
+(docs/architecture.md, "Training features: one module and one list entry"). recipes/features/contract.py says what a feature declares.
 
 The order is the order of effects: setups (a curriculum's line, then the held-out set's, then the guidance
 schedule's), reward wrappers (the first listed wraps first, so it sits innermost), callbacks and post-build notes;
