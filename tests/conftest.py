@@ -241,7 +241,7 @@ def tiny_model(tmp_path_factory, default_model) -> Path:
 def tiny64(tmp_path_factory, default_model) -> Path:
     """A 2-layer random Llama with head_dim 64 (vLLM's CPU attention has no kernel for smaller heads), SmolLM2's
     tokenizer: the SLURM plan's trainers and vLLM server (tests/test_slurm.py) and the async GRPO steps with their
-    in-process engine (tests/test_async_grpo.py), which check wiring, not learning."""
+    in-process engine (tests/test_async_grpo.py), and test_vllm's seeded-sampling engine: they check wiring, not learning."""
     return write_tiny_llama(tmp_path_factory.mktemp("tiny64"), default_model, hidden=128, heads=2, kv_heads=1)
 
 
