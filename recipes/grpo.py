@@ -56,7 +56,10 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
     if start is None:
         return 0
     resume, path = start
-    from trl import GRPOTrainer, get_peft_config
+    from recipes.trl_grpo import grpo_trainer
+
+    GRPOTrainer = grpo_trainer(cfg.use_vllm)  # without vLLM's import when rollouts do not use it (recipes/trl_grpo.py)
+    from trl import get_peft_config
 
     cfg.reward_weights = rewards.weights
     init = dict(cfg.model_init_kwargs or {})

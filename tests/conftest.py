@@ -120,13 +120,14 @@ ONE_WORKER = {"test_vllm.py"}
 
 
 # The longest files, longest first, from a fresh clone's `make test --durations` (issue 65, 2 workers: test_vllm ~480 s
-# in all, test_recipes ~430 s (its ablation 151 s), ZeRO-3 250 s, the documented commands 212 s (one parametrized slow
-# mark: by marks alone it came last), the SLURM plan 204 s, test_nothing_lost and test_bad_inputs ~150 s each, async GRPO
-# 73 s, the API server 60 s): handed out before the rest, whatever their number of slow marks. A stale order costs
-# balance, never a test.
-LONGEST_FIRST = ("test_vllm.py", "test_recipes.py", "test_zero3_cpu.py", "test_docs_commands.py", "test_slurm.py",
-                 "test_nothing_lost.py", "test_bad_inputs.py", "test_async_grpo.py", "test_eval_api.py",
-                 "test_cpu_speed.py")
+# in all, ZeRO-3 250 s, the documented commands 212 s (one parametrized slow mark: by marks alone it came last), the
+# SLURM plan 204 s, test_nothing_lost and test_bad_inputs ~150 s each, async GRPO 73 s, the API server 60 s), with
+# test_recipes (~430 s, whole on one worker) split in two files: test_recipes 267 s and test_recipes_pipelines 224 s
+# (its ablation 157 s), measured alone at load 3.5-4: handed out before the rest, whatever their number of slow marks.
+# A stale order costs balance, never a test.
+LONGEST_FIRST = ("test_vllm.py", "test_recipes.py", "test_zero3_cpu.py", "test_recipes_pipelines.py",
+                 "test_docs_commands.py", "test_slurm.py", "test_nothing_lost.py", "test_bad_inputs.py",
+                 "test_async_grpo.py", "test_eval_api.py", "test_cpu_speed.py")
 
 
 @functools.cache
@@ -240,7 +241,7 @@ def tiny_model(tmp_path_factory, default_model) -> Path:
 def tiny64(tmp_path_factory, default_model) -> Path:
     """A 2-layer random Llama with head_dim 64 (vLLM's CPU attention has no kernel for smaller heads), SmolLM2's
     tokenizer: the SLURM plan's trainers and vLLM server (tests/test_slurm.py) and the async GRPO steps with their
-    in-process engine (tests/test_async_grpo.py), which check wiring, not learning."""
+    in-process engine (tests/test_async_grpo.py), and test_vllm's seeded-sampling engine: they check wiring, not learning."""
     return write_tiny_llama(tmp_path_factory.mktemp("tiny64"), default_model, hidden=128, heads=2, kv_heads=1)
 
 

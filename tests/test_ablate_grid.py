@@ -3,7 +3,7 @@ keep the data, seeds and warm-up equal; every arm's options are parsed before an
 comparison table is written from real evaluation folders (`eval score` of predictions: right on some rows, wrong
 on others), with paired intervals against the base model and each arm's wall time. The full 2 x 2 run (train,
 export, eval, compare) is run by hand (docs/training.md, "Ablation", gives its time); the two-arm granularity run is
-tests/test_recipes.py::test_ablate_two_arms_same_data_and_comparison."""
+tests/test_recipes_pipelines.py::test_ablate_two_arms_same_data_and_comparison."""
 import json
 
 import pytest
