@@ -111,7 +111,7 @@ def stages(pr: Proof) -> int:
     chosen = stage_select(pr) if pr.select else None  # each selected run's chosen checkpoint, by model name
     models, data = stage_evaluate(pr, heldout, chosen)
     # completion files, re-scored by `eval score`
-    if completions_stage(pr.step, pr.out, pr.cfg["files"], list(models), pr.completions,
+    if completions_stage(pr.step, pr.out, pr.cfg.files, list(models), pr.completions,
                          data["official"], k=pr.k("completions")):
         return 1
     pr.step.header(pr.k("summary"), "summary")
@@ -121,7 +121,7 @@ def stages(pr: Proof) -> int:
               f"{shown(out / 'eval')}; wall time per stage; written to {shown(out / 'summary.md')}"
               + ("; per selected run, the chosen checkpoint and its held-out score" if pr.select else ""))
         return 0
-    text = summary(out, pr.cfg, list(models), pr.cfg["compare"]["n_boot"], pr.step, time.time() - t0,
+    text = summary(out, pr.cfg, list(models), pr.cfg.compare.n_boot, pr.step, time.time() - t0,
                    selection_lines(pr) if pr.select else None)
     print(text)
     (out / "summary.md").write_text(text + "\n", encoding="utf-8")

@@ -359,7 +359,7 @@ def test_proof_null_optional_keys_mean_their_defaults(tmp_path):
 
     cfg = load_config(str(_proof_config(tmp_path, lambda c: c.update(control={"steps": None},
                                                                         select={"n": None, "seed": None}))))
-    assert control_steps(cfg) is None and "n" not in cfg["select"]
+    assert control_steps(cfg) is None and cfg.select is not None and cfg.select.n is None
 
 
 # --------------------------------------------------------------------------------------------- 5. presets, arithmetic
@@ -492,8 +492,8 @@ def test_any_proof_config_is_checked_or_refused_in_one_line(tmp_path, cfg):
     except TaseError as e:
         assert "\n" not in str(e)
         return
-    assert got["heldout"]["n"] >= 1 and got["eval"]["max_new_tokens"] >= 1 and got["compare"]["n_boot"] >= 1
-    assert all(".." not in f.split("/") for f in got["files"])
-    if "control" in got and "steps" in got["control"]:
-        assert got["control"]["steps"] >= 1
-    assert not math.isnan(float(got["heldout"]["n"]))
+    assert got.heldout.n >= 1 and got.eval.max_new_tokens >= 1 and got.compare.n_boot >= 1
+    assert all(".." not in f.split("/") for f in got.files)
+    if got.control is not None and got.control.steps is not None:
+        assert got.control.steps >= 1
+    assert not math.isnan(float(got.heldout.n))

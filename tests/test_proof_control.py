@@ -272,9 +272,9 @@ def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root)
     from recipes.sft_warmup import BudgetArgs
 
     cfg = load_config(str(proof_config(tmp_path)))
-    grpo_data = proof_inputs.data_args(ROOT / cfg["grpo"]["config"], cfg["grpo"]["options"])
+    grpo_data = proof_inputs.data_args(ROOT / cfg.grpo.config, cfg.grpo.options)
     written = tmp_path / "control_config.yaml"
-    written.write_text(proof_train.control_config_text(ROOT / cfg["sft"]["config"], grpo_data), encoding="utf-8")
+    written.write_text(proof_train.control_config_text(ROOT / cfg.sft.config, grpo_data), encoding="utf-8")
     argv = control[0].split(" recipes/sft_warmup.py ")[1].replace(str(out / "control_config.yaml"), str(written))
     data, sft, _, budget = parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv.split())
     assert {k: getattr(data, k) for k in DATA_KEYS if k in grpo_data} == grpo_data and grpo_data["max_len"] is None
@@ -324,7 +324,7 @@ def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):
 
     cfg = load_config(str(proof_config(tmp_path)))
     out = tmp_path / "proof"
-    proof_train.link_subset(fixture_root, cfg["files"], out / "official", dry_run=False)
+    proof_train.link_subset(fixture_root, cfg.files, out / "official", dry_run=False)
     held = tmp_path / "heldout.jsonl"
     held.write_text("".join(json.dumps(r) + "\n" for r in generate("component_split", "en", 8, 1, "combine")))
     models = ["base", "warm-up", "coarse", "fine", CONTROL]
@@ -368,12 +368,11 @@ def test_the_en_combine_proof_config_trains_and_screens_combine_only():
 
     path = ROOT / "recipes" / "configs" / "proof_combine_cpu.yaml"
     cfg = load_config(str(path))
-    assert cfg["files"] == ["token_structure/component_split/en_combine.csv"] and "control" in cfg
-    for part in ("sft", "grpo"):
-        data = proof_inputs.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
+    assert cfg.files == ["token_structure/component_split/en_combine.csv"] and cfg.control is not None
+    for part in (cfg.sft, cfg.grpo):
+        data = proof_inputs.data_args(ROOT / part.config, part.options)
         assert (data["tasks"], data["langs"], data["subtasks"]) == (["component_split"], ["en"], ["combine"]), part
-    assert (cfg["heldout"]["task"], cfg["heldout"]["lang"], cfg["heldout"]["subtask"]) == ("component_split", "en",
-                                                                                           "combine")
+    assert (cfg.heldout.task, cfg.heldout.lang, cfg.heldout.subtask) == ("component_split", "en", "combine")
 
 
 def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(tmp_path, capsys):
@@ -384,14 +383,14 @@ def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(
 
     for name, arms in (("proof_charcls_cpu.yaml", ["fine", "coarse"]),):
         cfg = load_config(str(ROOT / "recipes" / "configs" / name))
-        assert cfg["grpo"]["arms"] == arms and cfg["eval"]["dtype"] == "float32" and "control" in cfg
-        assert cfg["out"] == "runs/proof_charcls"
-        for part in ("sft", "grpo"):
-            data = proof_inputs.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
+        assert [a.name for a in cfg.grpo.arms] == arms and cfg.eval.dtype == "float32" and cfg.control is not None
+        assert cfg.out == "runs/proof_charcls"
+        for part in (cfg.sft, cfg.grpo):
+            data = proof_inputs.data_args(ROOT / part.config, part.options)
             assert (data["tasks"], data["langs"], data["subtasks"]) == (["dot_matrix"], ["mul"],
                                                                          ["char_classification"]), part
         assert data["repeat_answers"] == ["kana=6", "greek=6", "symbol=2"]
-        assert "repeat_answers:\n- kana=6\n" in proof_train.control_config_text(ROOT / cfg["sft"]["config"], data)
+        assert "repeat_answers:\n- kana=6\n" in proof_train.control_config_text(ROOT / cfg.sft.config, data)
     bad = tmp_path / "bad.yaml"
     bad.write_text((ROOT / "recipes" / "configs" / "proof_charcls_cpu.yaml").read_text().replace(
         "dtype: float32", "dtype: fp32"))

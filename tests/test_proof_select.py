@@ -87,10 +87,10 @@ def test_without_select_the_plan_is_the_selected_one_less_the_selection(tmp_path
 
 
 def test_select_without_n_and_seed_uses_the_held_out_set(tmp_path, fixture_root):
-    from recipes.proof_config import load_config
+    from recipes.proof_config import Select, load_config
 
     for section in ("select:\n", "select: {}\n"):  # the section alone: the stage with its defaults
-        assert load_config(str(config(tmp_path, section, "empty.yaml")))["select"] == {}
+        assert load_config(str(config(tmp_path, section, "empty.yaml"))).select == Select()
     out = tmp_path / "proof"
     text = dry_run(config(tmp_path, "select:\n  metric: strict_acc\n"), fixture_root, out)
     cmds = commands(text)
@@ -197,10 +197,10 @@ def test_the_long_config_is_the_committed_300_step_run(fixture_root):
 
     path = ROOT / "recipes" / "configs" / "proof_combine_long_cpu.yaml"
     cfg = proof_config.load_config(str(path))
-    assert cfg["grpo"]["arms"] == ["fine"] and cfg["select"] == {"n": 300, "seed": 4243}
-    assert cfg["eval"] == {"backend": "vllm", "max_new_tokens": 32, "dtype": "float32"}
+    assert [a.name for a in cfg.grpo.arms] == ["fine"] and cfg.select == proof_config.Select(n=300, seed=4243)
+    assert cfg.eval == proof_config.Eval(backend="vllm", max_new_tokens=32, dtype="float32")
     short = proof_config.load_config(str(ROOT / "recipes" / "configs" / "proof_combine_cpu.yaml"))
-    assert cfg["sft"] == short["sft"] and cfg["heldout"] == short["heldout"]  # the same warm-up and held-out set
+    assert cfg.sft == short.sft and cfg.heldout == short.heldout  # the same warm-up and held-out set
     pr = proof_inputs.setup(parse_args(["--config", str(path), "--official", str(fixture_root), "--dry-run"]))
     assert pr.select and pr.control and pr.select_heldout == pr.out / "heldout_select.jsonl"
     assert pr.out == ROOT / "runs" / "proof_combine_long"
@@ -208,7 +208,7 @@ def test_the_long_config_is_the_committed_300_step_run(fixture_root):
     grpo, control = parsed["grpo"][1], parsed["control"][1]
     assert (grpo.max_steps, grpo.num_iterations, grpo.save_steps, grpo.save_total_limit) == (300, 2, 50, 10)
     assert (str(control.save_strategy.value), control.save_steps, control.save_total_limit) == ("steps", 150, 30)
-    assert proof_config.control_steps(pr.cfg) == 751 and "max_steps" not in pr.cfg["control"]["options"]
+    assert proof_config.control_steps(pr.cfg) == 751 and "max_steps" not in pr.cfg.control.options
     assert (control.learning_rate, str(control.lr_scheduler_type.value), control.warmup_steps) == (5e-5, "constant", 0)
     assert pr.data["grpo"]["subtasks"] == ["combine"] and pr.data["grpo"]["synth_seed"] == 778
 
