@@ -47,12 +47,12 @@ from common.paths import OutputBusy, hold_output, out_folder_refusal, write_mark
 from common.process import apply as process_settings
 from recipes.parser import one_line_errors
 from recipes.pipeline import run_in_process
-from recipes.proof_config import HERE
-from recipes.proof_eval import stage_evaluate, stage_sets
-from recipes.proof_inputs import Proof, setup, shown
-from recipes.proof_report import completions_stage, summary
-from recipes.proof_select import selection_lines, stage_select
-from recipes.proof_train import stage_control, stage_rft, stage_subset, stage_train
+from recipes.proof_stages.config import HERE
+from recipes.proof_stages.evaluate import stage_evaluate, stage_sets
+from recipes.proof_stages.inputs import Proof, setup, shown
+from recipes.proof_stages.report import completions_stage, summary
+from recipes.proof_stages.selection import selection_lines, stage_select
+from recipes.proof_stages.train import stage_control, stage_rft, stage_subset, stage_train
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

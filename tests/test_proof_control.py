@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from common.errors import TaseError
-from recipes.proof_config import CONTROL, DATA_KEYS, load_config
+from recipes.proof_stages.config import CONTROL, DATA_KEYS, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -254,7 +254,7 @@ def tiny_trainer_run(output_dir: Path) -> None:
 
 def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root):
     from common.paths import write_marker
-    from recipes import proof_inputs, proof_train
+    from recipes.proof_stages import inputs as proof_inputs, train as proof_train
 
     out = tmp_path / "proof"
     tiny_trainer_run(out / "fine")
@@ -317,8 +317,8 @@ def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):
     is a row of the accuracy table, and GRPO fine vs control and control vs warm-up are paired-CI lines."""
     from eval.gold import gold_predictions
     from eval.runner import score_predictions
-    from recipes import proof_report, proof_train
     from recipes.pipeline import Steps
+    from recipes.proof_stages import report as proof_report, train as proof_train
     from synth import generate
     from synth.readers import load_data
 
@@ -364,7 +364,7 @@ def test_model_card_names_the_subtasks_only_when_set(tmp_path):
 def test_the_en_combine_proof_config_trains_and_screens_combine_only():
     """recipes/configs/proof_combine_cpu.yaml (make proof PROOF_CONFIG=...) is #28's en_combine recipe: it loads,
     every training stream and the held-out set are component_split/en/combine, and it has the control stage."""
-    from recipes import proof_inputs
+    from recipes.proof_stages import inputs as proof_inputs
 
     path = ROOT / "recipes" / "configs" / "proof_combine_cpu.yaml"
     cfg = load_config(str(path))
@@ -379,7 +379,7 @@ def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(
     """recipes/configs/proof_charcls_cpu.yaml (issue #41): dot_matrix/mul/char_classification everywhere, the
     GRPO pool's class weighting (repeat_answers) is a data option the control inherits, the evaluation dtype is
     pinned; a bad eval dtype is one line."""
-    from recipes import proof_inputs, proof_train
+    from recipes.proof_stages import inputs as proof_inputs, train as proof_train
 
     for name, arms in (("proof_charcls_cpu.yaml", ["fine", "coarse"]),):
         cfg = load_config(str(ROOT / "recipes" / "configs" / name))
@@ -419,7 +419,7 @@ def test_repeat_answers_weights_the_drawn_rows_by_gold_answer(tmp_path):
 def test_per_class_accuracy_lines_for_a_classification_file(tmp_path):
     """The summary's per-class table: correct/rows per gold answer and model from samples.jsonl (official
     verdict), only for files with few distinct answers."""
-    from recipes import proof_report
+    from recipes.proof_stages import report as proof_report
 
     f, g = "token_structure/dot_matrix/char_classification.csv", "token_structure/component_split/en_combine.csv"
     rows = [("kana", 1), ("kana", 0), ("greek", 0), ("hanzi", 1)] + [(f"w{i}", 1) for i in range(13)]
@@ -441,7 +441,8 @@ def test_proof_reads_each_config_once_and_takes_data_from_the_recipe_parser(tmp_
     from collections import Counter
 
     import common.yamlfile
-    from recipes import proof, proof_inputs, proof_train
+    from recipes import proof
+    from recipes.proof_stages import inputs as proof_inputs, train as proof_train
 
     calls: list[str] = []
     real = common.yamlfile.read

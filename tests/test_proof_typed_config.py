@@ -1,20 +1,21 @@
 """The proof config is typed once (issue 61): load_config returns ProofConfig's dataclasses, and no proof module
-but the loader (proof_config.py and its value checks, proof_values.py) reads the YAML by key."""
+but the loader (recipes/proof_stages/config.py, its value checks in values.py, and sections.py's `typed`, which
+turns the checked YAML into the dataclasses) reads the YAML by key."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from recipes.proof_config import ProofConfig, StartStage, arm_specs, load_config
+from recipes.proof_stages.config import arm_specs, load_config
+from recipes.proof_stages.sections import ProofConfig, StartStage
 
 ROOT = Path(__file__).resolve().parents[1]
-PROOF = ROOT / "recipes"
-LOADER = {"proof_config.py", "proof_values.py"}
+LOADER = {"config.py", "values.py", "sections.py"}  # sections.typed: the checked YAML typed
 
 
 def proof_modules() -> list[Path]:
-    """recipes/proof.py and the modules it is split into."""
-    return sorted(PROOF.glob("proof*.py"))
+    """recipes/proof.py and the modules it is split into (recipes/proof_stages/)."""
+    return [ROOT / "recipes" / "proof.py", *sorted((ROOT / "recipes" / "proof_stages").glob("*.py"))]
 
 
 def test_no_proof_module_but_the_loader_indexes_the_config():

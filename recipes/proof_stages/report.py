@@ -9,8 +9,18 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
-from recipes.proof_config import ARMS, CONTROL, RFT, START, ProofConfig, arm_specs, control_follows, seed_list, seeded
-from recipes.proof_inputs import shown
+from recipes.proof_stages.config import (
+    ARMS,
+    CONTROL,
+    RFT,
+    START,
+    arm_specs,
+    control_follows,
+    seed_list,
+    seeded,
+)
+from recipes.proof_stages.inputs import shown
+from recipes.proof_stages.sections import ProofConfig
 from rewards.levels import COARSE, FINE
 
 
@@ -188,7 +198,7 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
     slice (overall), and its retention: the mean change, file by file, on the untrained files against the model the
     arms train from (the start, else the warm-up); then the paired gains on those sets, per seed and pooled."""
     from recipes.pipeline import paired_gains
-    from recipes.proof_eval import HARDER, UNTRAINED
+    from recipes.proof_stages.evaluate import HARDER, UNTRAINED
 
     tr = cfg.transfer
     assert tr is not None
@@ -242,7 +252,7 @@ def pooled_lines(evals: Path, pooled: list[tuple[str, list[tuple[str, str]]]], n
 
 def summary(out: Path, cfg: ProofConfig, models: list[str], n_boot: int, step: Steps, total: float,
             selection: list[str] | None = None) -> str:
-    """The summary's text; `selection`: the selection stage's lines (proof_select.selection_lines), after the
+    """The summary's text; `selection`: the selection stage's lines (selection.selection_lines), after the
     accuracy table; the paired gains: summary_pairs."""
     files = cfg.files
     lines = ["official subset (whole files), accuracy % (coarse = the official verdict):", "",

@@ -1,6 +1,6 @@
-"""recipes/proof.py's inputs, on the config that recipes/proof_config.py loads and checks: the recipe options every
-stage will pass, parsed now by each recipe's own parser (`check_recipe_options`), and `Proof`, what every stage
-reads (`setup`). Each recipe config is read once, and every value a stage takes from it (its data options, the
+"""recipes/proof.py's inputs, on the config that recipes/proof_stages/config.py loads and checks: the recipe
+options every stage will pass, parsed now by each recipe's own parser (`check_recipe_options`), and `Proof`, what
+every stage reads (`setup`). Each recipe config is read once, and every value a stage takes from it (its data options, the
 base model) comes out of that recipe's parser, never a merge of our own. Shared helpers for the stage modules:
 `flags`, `shown`, `data_args`."""
 from __future__ import annotations
@@ -17,19 +17,18 @@ from common.errors import TaseError
 from recipes.config import DataArgs
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
-from recipes.proof_config import (
+from recipes.proof_stages.config import (
     DATA_KEYS,
     OPTIONAL_STAGES,
     ROOT,
     STAGES,
     START,
     Arm,
-    ProofConfig,
-    StartStage,
     arm_specs,
     load_config,
     rft_on,
 )
+from recipes.proof_stages.sections import ProofConfig, StartStage
 from rewards.levels import accuracy_reward_name
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import (
+from recipes.proof_stages.config import (
     HERE,
     RFT,
     ControlRun,
@@ -23,7 +23,7 @@ from recipes.proof_config import (
     seed_list,
     seeded,
 )
-from recipes.proof_inputs import Proof, config_reader, continued_options, flags, shown
+from recipes.proof_stages.inputs import Proof, config_reader, continued_options, flags, shown
 from rewards.levels import accuracy_reward_name
 
 
@@ -61,7 +61,7 @@ def stage_subset(pr: Proof) -> None:
     t = time.time()
     cmds = link_subset(pr.official, pr.cfg.files, out / "official", pr.dry)
     files = pr.cfg.transfer.files if pr.cfg.transfer else None
-    if files:  # the untrained files of transfer:, sliced at evaluation (proof_eval)
+    if files:  # the untrained files of transfer:, sliced at evaluation (evaluate.py)
         print(f"# and the {len(files)} untrained files of transfer: into {shown(out / 'transfer_official')}")
         cmds += link_subset(pr.official, files, out / "transfer_official", pr.dry)
     for cmd in cmds:
@@ -305,7 +305,7 @@ def stage_rft(pr: Proof) -> None:
     strict-correct ones (rft_records) are SFT data for sft_warmup.py from that model, with the control's options
     and length (control_budget), one run per seed and rate as the control. Its prompts are the GRPO arms', so the
     held-out guard covers them."""
-    from recipes.proof_eval import training_set_cmds
+    from recipes.proof_stages.evaluate import training_set_cmds
 
     out, k, ev = pr.out, pr.k("rft"), pr.cfg.eval
     completions, n_prompts, per = rft_budget(pr)

@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import RFT, Heldout, Transfer, control_runs, rft_empty
-from recipes.proof_inputs import Proof, shown
+from recipes.proof_stages.config import RFT, control_runs, rft_empty
+from recipes.proof_stages.inputs import Proof, shown
+from recipes.proof_stages.sections import Heldout, Transfer
 from recipes.streams import data_streams
 
 HARDER, UNTRAINED = "harder", "untrained"

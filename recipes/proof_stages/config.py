@@ -1,7 +1,7 @@
 """The proof config (recipes/proof.py --config): its schema, `load_config` with every check a config gets before
 anything runs (one `TaseError` line each), returning it typed (`ProofConfig` and its sections, dataclasses: no stage
 indexes the YAML), and what the stages read from it: the arms (`arm_specs`) and how the control is ended
-(`control_follows`, `control_steps`). The stage inputs built on it are in recipes/proof_inputs.py."""
+(`control_follows`, `control_steps`). The stage inputs built on it are in recipes/proof_stages/inputs.py."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,10 +12,19 @@ from typing import Any
 
 from common.errors import TaseError, bounded
 from recipes.parser import deprecation_note, read_yaml
-from recipes.proof_values import check_seeds, check_sweep, check_transfer, check_values
+from recipes.proof_stages.sections import (
+    START,
+    Compare,
+    Eval,
+    Heldout,
+    ProofConfig,
+    start_sections,
+    typed,
+)
+from recipes.proof_stages.values import check_seeds, check_select, check_sweep, check_transfer, check_values
 from rewards.levels import COARSE, FINE, STRICT
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # recipes/: the recipes and configs the stages run
 ROOT = HERE.parent
 # the stages in order; "start", "control" and "select" exist only with their config section (stage_names)
 STAGES = ("subset", "sft", "start", "grpo", "control", "rft", "sets", "select", "evaluate", "compare", "completions",
@@ -25,7 +34,6 @@ ARMS = (COARSE, FINE)  # the accuracy levels (rewards/levels.py) a proof may tra
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
 RFT = "rft"  # the rejection-sampling SFT control's model name and folder (control: rft)
 LR_MATCHED = "_lr_matched"  # grpo: lr_matched: ARM adds the arm ARM<LR_MATCHED>
-START = "start"  # the start's model name and folder (OUT/start): what the arms and the control train from
 # names a named arm cannot take: the other models' names and OUT's own folders (an arm's folder is OUT/<name>)
 RESERVED = ("base", "warm-up", "sft", START, "control", CONTROL, "official", "data", "eval", "comparison",
             "completions", "rescore", RFT, "transfer_official")
@@ -78,156 +86,6 @@ ARM_RENAMED = {"accuracy": "reward_granularity"}  # a named arm's former keys
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
 DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "skip_examples", "synth_seed", "max_len",
              "paraphrase", "streaming", "subtasks", "repeat_answers")
-
-
-# the config as the stages read it: load_config's checked YAML, typed once (each section a dataclass; an optional
-# key not given, or given as null, is None; an optional section not given is None, `control:` alone its defaults)
-@dataclasses.dataclass(frozen=True)
-class Recipe:
-    """sft: the warm-up's recipe config and its options (sft_warmup.py's)."""
-
-    config: str
-    options: dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class StartStage:
-    """A start stage (START_SCHEMA): its name (start, or start1 .. start<k-1> before it in a list), the GRPO data's
-    synth_seed (and slice) it trains on, and its sft_warmup.py options."""
-
-    name: str
-    synth_seed: int
-    num_train_examples: int | None = None
-    skip_examples: int | None = None
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """Its own data keys (START_DATA) that it gives, in that order."""
-        return {k: getattr(self, k) for k in START_DATA if getattr(self, k) is not None}
-
-
-@dataclasses.dataclass(frozen=True)
-class GrpoArm:
-    """An entry of grpo: arms: a level (`fine`: named by it, no options, `named` false) or a named arm (ARM_SCHEMA)."""
-
-    name: str
-    reward_granularity: str
-    options: dict[str, Any]
-    named: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class Grpo:
-    """grpo: the arms' recipe config, arms, extra reward functions, shared options and lr_matched arm."""
-
-    config: str
-    arms: list[GrpoArm]
-    reward_funcs: list[str]
-    options: dict[str, Any]
-    lr_matched: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Control:
-    """control: the more-SFT control's options, how it is ended (follows, steps), its rate sweep and the RFT control."""
-
-    options: dict[str, Any]
-    follows: str | None = None
-    steps: int | None = None
-    learning_rates: list[float] | None = None
-    rft: bool | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Harder:
-    """transfer: harder: n rows beyond the official range, drawn with seed."""
-
-    n: int
-    seed: int
-
-
-@dataclasses.dataclass(frozen=True)
-class Transfer:
-    """transfer: harder rows and/or untrained official files (rows: a stratified slice of each)."""
-
-    harder: Harder | None = None
-    files: list[str] | None = None
-    rows: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Select:
-    """select: the selection's own held-out set (n, seed; else heldout:'s) and its metric."""
-
-    n: int | None = None
-    seed: int | None = None
-    metric: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Heldout:
-    """heldout: the generated held-out set (synth's task, lang, subtask; n rows with seed, max_len)."""
-
-    task: str
-    lang: str
-    n: int
-    seed: int
-    max_len: int | None = None
-    subtask: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Eval:
-    """eval: the evaluations' backend, new tokens, batch size and dtype."""
-
-    backend: str
-    max_new_tokens: int
-    batch_size: int | None = None
-    dtype: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Compare:
-    """compare: the paired bootstrap's resamples."""
-
-    n_boot: int
-
-
-@dataclasses.dataclass(frozen=True)
-class ProofConfig:
-    """A checked proof config (load_config): SCHEMA's sections, typed."""
-
-    out: str
-    files: list[str]
-    sft: Recipe
-    grpo: Grpo
-    heldout: Heldout
-    eval: Eval
-    compare: Compare
-    completions: str | None = None
-    start: list[StartStage] = dataclasses.field(default_factory=list)  # in order; empty without start:
-    control: Control | None = None
-    seeds: list[int] | None = None
-    transfer: Transfer | None = None
-    select: Select | None = None
-
-
-def typed(cfg: dict[str, Any]) -> ProofConfig:
-    """The checked YAML as a ProofConfig: every key SCHEMA knows, options {} where absent."""
-    tr, arms = cfg.get("transfer"), cfg["grpo"]["arms"]
-    return ProofConfig(
-        out=cfg["out"], files=cfg["files"], completions=cfg.get("completions"), sft=Recipe(**cfg["sft"]),
-        start=[StartStage(name, **sec) for name, sec in start_sections(cfg)],
-        grpo=Grpo(config=cfg["grpo"]["config"], reward_funcs=cfg["grpo"]["reward_funcs"],
-                  options=cfg["grpo"]["options"], lr_matched=cfg["grpo"].get("lr_matched"),
-                  arms=[GrpoArm(a, a, {}, False) if isinstance(a, str) else
-                        GrpoArm(a["name"], a["reward_granularity"], a["options"], True) for a in arms]),
-        control=Control(**cfg["control"]) if "control" in cfg else None, seeds=cfg.get("seeds"),
-        transfer=None if tr is None else Transfer(Harder(**tr["harder"]) if "harder" in tr else None, tr.get("files"),
-                                                  tr.get("rows")),
-        select=Select(**cfg["select"]) if "select" in cfg else None, heldout=Heldout(**cfg["heldout"]),
-        eval=Eval(**cfg["eval"]), compare=Compare(**cfg["compare"]))
 
 
 def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
@@ -411,7 +269,7 @@ def check_arm(path: str, i: int, arm: dict[str, Any], seen: list[str]) -> None:
 class Arm:
     """A GRPO arm: its name (folder OUT/<name>, model name), accuracy level, and its own options over grpo.options;
     with seeds:, `base` is the arm's name in the config and `seed` this run's; an lr_matched arm names in
-    `lr_from` the run whose logged signal share sets its learning rate (proof_train.lr_matched_rate)."""
+    `lr_from` the run whose logged signal share sets its learning rate (train.lr_matched_rate)."""
 
     name: str
     level: str
@@ -483,13 +341,13 @@ def control_runs(cfg: ProofConfig, kind: str = "control") -> list[ControlRun]:
 
 
 def rft_data(out: Path, seed: int | None) -> Path:
-    """OUT/rft[_s<seed>]_data.jsonl: the RFT control's training rows of that seed (proof_train.rft_records)."""
+    """OUT/rft[_s<seed>]_data.jsonl: the RFT control's training rows of that seed (train.rft_records)."""
     return out / f"{seeded(RFT, seed)}_data.jsonl"
 
 
 def rft_empty(out: Path, run: ControlRun) -> bool:
     """Whether an RFT run has no rows: none of its seed's samples was strict-correct, so SFT on them changes nothing
-    and the RFT control of that seed is the model it would train from (written empty by proof_train.rft_records)."""
+    and the RFT control of that seed is the model it would train from (written empty by train.rft_records)."""
     f = rft_data(out, run.seed)
     return run.folder.startswith(RFT) and f.is_file() and f.stat().st_size == 0
 
@@ -497,19 +355,6 @@ def rft_empty(out: Path, run: ControlRun) -> bool:
 def rft_on(cfg: ProofConfig) -> bool:
     """Whether the config has the rejection-sampling SFT control (control: rft: true)."""
     return cfg.control is not None and bool(cfg.control.rft)
-
-
-def start_sections(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The YAML's start stages in order, as (name, section): a `start:` mapping is one stage named start; a list of
-    k mappings is k stages named start1 .. start<k-1>, then start (the last: what the arms and the control train
-    from, and the comparisons' baseline), each from the one before, the first from the warm-up. None without one.
-    The loader's reading of start: (the stages read ProofConfig.start)."""
-    s = cfg.get("start")
-    if s is None:
-        return []
-    if isinstance(s, dict):
-        return [(START, s)]
-    return [(f"{START}{i + 1}" if i < len(s) - 1 else START, sec) for i, sec in enumerate(s)]
 
 
 def control_follows(cfg: ProofConfig) -> str:
@@ -528,21 +373,6 @@ def control_steps(cfg: ProofConfig) -> int | None:
     followed arm's train_runtime, which buys a different step count on a faster or busier machine."""
     assert cfg.control is not None
     return cfg.control.steps
-
-
-def check_select(path: str, sel: Select) -> None:
-    """`select:`: n and seed together (its own held-out set) or neither (the proof's held-out set), n >= 1, and a
-    metric select_checkpoint.py knows; each refusal one line."""
-    from recipes.select_checkpoint import RULES
-
-    if (sel.n is None) != (sel.seed is None):
-        raise TaseError(f"--config {path}: select: give n and seed together (its own held-out set) or neither (the "
-                        "held-out set of heldout:)")
-    if sel.n is not None and sel.n < 1:
-        raise TaseError(f"--config {path}: select: n must be at least 1, got {bounded(sel.n)}")
-    if (sel.metric or "official_acc") not in RULES:
-        raise TaseError(f"--config {path}: select: metric must be one of {', '.join(sorted(RULES))}, got "
-                        f"{bounded(sel.metric)}")
 
 
 def option_value(v: Any) -> bool:

@@ -4,12 +4,9 @@ so a dry run refuses what the real run would refuse later."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from common.errors import TaseError, bounded
-
-if TYPE_CHECKING:  # the types only: proof_config imports these checks
-    from recipes.proof_config import Compare, Eval, Heldout, ProofConfig
+from recipes.proof_stages.sections import Compare, Eval, Heldout, ProofConfig, Select
 
 
 def check_values(path: str, ho: Heldout, ev: Eval, compare: Compare) -> None:
@@ -100,3 +97,18 @@ def check_transfer(path: str, cfg: ProofConfig) -> None:
                             f"{trained[0]} is in files:")
     if tr.rows is not None and tr.rows < 1:
         raise TaseError(f"--config {path}: transfer: rows must be at least 1, got {bounded(tr.rows)}")
+
+
+def check_select(path: str, sel: Select) -> None:
+    """`select:`: n and seed together (its own held-out set) or neither (the proof's held-out set), n >= 1, and a
+    metric select_checkpoint.py knows; each refusal one line."""
+    from recipes.select_checkpoint import RULES
+
+    if (sel.n is None) != (sel.seed is None):
+        raise TaseError(f"--config {path}: select: give n and seed together (its own held-out set) or neither (the "
+                        "held-out set of heldout:)")
+    if sel.n is not None and sel.n < 1:
+        raise TaseError(f"--config {path}: select: n must be at least 1, got {bounded(sel.n)}")
+    if (sel.metric or "official_acc") not in RULES:
+        raise TaseError(f"--config {path}: select: metric must be one of {', '.join(sorted(RULES))}, got "
+                        f"{bounded(sel.metric)}")
