@@ -47,12 +47,12 @@ from common.paths import OutputBusy, hold_output, out_folder_refusal, write_mark
 from common.process import apply as process_settings
 from recipes.parser import one_line_errors
 from recipes.pipeline import run_in_process
-from recipes.proof_config import HERE
-from recipes.proof_eval import stage_evaluate, stage_sets
-from recipes.proof_inputs import Proof, setup, shown
-from recipes.proof_report import completions_stage, summary
-from recipes.proof_select import selection_lines, stage_select
-from recipes.proof_train import stage_control, stage_rft, stage_subset, stage_train
+from recipes.proof_stages.config import HERE
+from recipes.proof_stages.evaluate import stage_evaluate, stage_sets
+from recipes.proof_stages.inputs import Proof, setup, shown
+from recipes.proof_stages.report import completions_stage, summary
+from recipes.proof_stages.selection import selection_lines, stage_select
+from recipes.proof_stages.train import stage_control, stage_rft, stage_subset, stage_train
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -111,7 +111,7 @@ def stages(pr: Proof) -> int:
     chosen = stage_select(pr) if pr.select else None  # each selected run's chosen checkpoint, by model name
     models, data = stage_evaluate(pr, heldout, chosen)
     # completion files, re-scored by `eval score`
-    if completions_stage(pr.step, pr.out, pr.cfg["files"], list(models), pr.completions,
+    if completions_stage(pr.step, pr.out, pr.cfg.files, list(models), pr.completions,
                          data["official"], k=pr.k("completions")):
         return 1
     pr.step.header(pr.k("summary"), "summary")
@@ -121,7 +121,7 @@ def stages(pr: Proof) -> int:
               f"{shown(out / 'eval')}; wall time per stage; written to {shown(out / 'summary.md')}"
               + ("; per selected run, the chosen checkpoint and its held-out score" if pr.select else ""))
         return 0
-    text = summary(out, pr.cfg, list(models), pr.cfg["compare"]["n_boot"], pr.step, time.time() - t0,
+    text = summary(out, pr.cfg, list(models), pr.cfg.compare.n_boot, pr.step, time.time() - t0,
                    selection_lines(pr) if pr.select else None)
     print(text)
     (out / "summary.md").write_text(text + "\n", encoding="utf-8")

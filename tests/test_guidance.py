@@ -91,7 +91,7 @@ def test_no_hint_reaches_evaluation_heldout_or_official_rows(fixture_root, tmp_p
 
     users = []
     for path in [*(ROOT / "eval").rglob("*.py"), *(ROOT / "recipes").glob("heldout*.py"), ROOT / "recipes/select_checkpoint.py",
-                 *(ROOT / "recipes").glob("proof_eval.py")]:
+                 ROOT / "recipes/proof_stages/evaluate.py"]:
         tree = ast.parse(path.read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
         mods = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

@@ -205,7 +205,7 @@ def test_proof_dry_run_with_a_bad_option_type_is_one_line(tmp_path, capsys, task
 
 
 def test_proof_duplicate_key_and_bad_arms_are_one_line(tmp_path):
-    from recipes.proof_config import load_config
+    from recipes.proof_stages.config import load_config
 
     cfg = tmp_path / "proof.yaml"
     cfg.write_text(PROOF.replace("TASKS", "[component_count]") + "compare: {n_boot: 5}\n", encoding="utf-8")

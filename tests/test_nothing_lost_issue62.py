@@ -126,7 +126,7 @@ def test_options_ablate_sets_cannot_follow_the_double_dash(tmp_path):
 
 
 def test_proof_files_entries_stay_inside_tasks(tmp_path):
-    from recipes.proof_config import load_config
+    from recipes.proof_stages.config import load_config
 
     cfg = yaml.safe_load(PROOF_CFG.read_text())
     for entry in ("../../x.csv", "token_awareness/../x.csv", "./freq_count/x.csv"):
@@ -181,7 +181,7 @@ def test_curriculum_json_that_is_a_folder_is_one_line(tmp_path):
 ])
 def test_a_corrupted_selection_json_is_one_line(tmp_path, sel):
     """The former name of the chosen-checkpoint file (read for one more release, issue 61)."""
-    from recipes.proof_select import read_selection
+    from recipes.proof_stages.selection import read_selection
 
     (tmp_path / "selection.json").write_text(json.dumps(sel))
     with pytest.raises(TaseError, match="selection.json: cannot read the chosen checkpoint") as e:
@@ -198,7 +198,7 @@ GOOD_BEST = {"metric": "tase/heldout/official_acc", "value": 0.5, "step": 3, "pa
     {**GOOD_BEST, "evaluations": [1, 2]}, {k: v for k, v in GOOD_BEST.items() if k != "metric"}, [], "x", None,
 ])
 def test_a_corrupted_best_checkpoint_json_is_one_line(tmp_path, sel):
-    from recipes.proof_select import read_selection
+    from recipes.proof_stages.selection import read_selection
 
     (tmp_path / "best_checkpoint.json").write_text(json.dumps(GOOD_BEST))
     assert read_selection(tmp_path) == GOOD_BEST  # the shape it breaks is read as written
@@ -355,11 +355,11 @@ def test_proof_dry_run_refuses_what_the_real_start_refuses(tmp_path, fixture_roo
 
 
 def test_proof_null_optional_keys_mean_their_defaults(tmp_path):
-    from recipes.proof_config import control_steps, load_config
+    from recipes.proof_stages.config import control_steps, load_config
 
     cfg = load_config(str(_proof_config(tmp_path, lambda c: c.update(control={"steps": None},
                                                                         select={"n": None, "seed": None}))))
-    assert control_steps(cfg) is None and "n" not in cfg["select"]
+    assert control_steps(cfg) is None and cfg.select is not None and cfg.select.n is None
 
 
 # --------------------------------------------------------------------------------------------- 5. presets, arithmetic
@@ -452,7 +452,7 @@ SELECTIONS = st.one_of(_JSON, _with_some(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sel=SELECTIONS)
 def test_any_selection_json_is_read_or_refused_in_one_line(tmp_path, sel):
-    from recipes.proof_select import read_selection
+    from recipes.proof_stages.selection import read_selection
 
     (tmp_path / "selection.json").write_text(json.dumps(sel))
     try:
@@ -483,7 +483,7 @@ PROOF_CONFIGS = st.one_of(
 def test_any_proof_config_is_checked_or_refused_in_one_line(tmp_path, cfg):
     """load_config on arbitrary values under every key: a checked config or one TaseError line, never a TypeError
     (control: {steps: null} and select: {n: null} once crashed the check)."""
-    from recipes.proof_config import load_config
+    from recipes.proof_stages.config import load_config
 
     p = tmp_path / "cfg.yaml"
     p.write_text(yaml.safe_dump(cfg))
@@ -492,8 +492,8 @@ def test_any_proof_config_is_checked_or_refused_in_one_line(tmp_path, cfg):
     except TaseError as e:
         assert "\n" not in str(e)
         return
-    assert got["heldout"]["n"] >= 1 and got["eval"]["max_new_tokens"] >= 1 and got["compare"]["n_boot"] >= 1
-    assert all(".." not in f.split("/") for f in got["files"])
-    if "control" in got and "steps" in got["control"]:
-        assert got["control"]["steps"] >= 1
-    assert not math.isnan(float(got["heldout"]["n"]))
+    assert got.heldout.n >= 1 and got.eval.max_new_tokens >= 1 and got.compare.n_boot >= 1
+    assert all(".." not in f.split("/") for f in got.files)
+    if got.control is not None and got.control.steps is not None:
+        assert got.control.steps >= 1
+    assert not math.isnan(float(got.heldout.n))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from common.errors import TaseError
-from recipes.proof_config import CONTROL, DATA_KEYS, load_config
+from recipes.proof_stages.config import CONTROL, DATA_KEYS, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -254,7 +254,7 @@ def tiny_trainer_run(output_dir: Path) -> None:
 
 def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root):
     from common.paths import write_marker
-    from recipes import proof_inputs, proof_train
+    from recipes.proof_stages import inputs as proof_inputs, train as proof_train
 
     out = tmp_path / "proof"
     tiny_trainer_run(out / "fine")
@@ -272,9 +272,9 @@ def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root)
     from recipes.sft_warmup import BudgetArgs
 
     cfg = load_config(str(proof_config(tmp_path)))
-    grpo_data = proof_inputs.data_args(ROOT / cfg["grpo"]["config"], cfg["grpo"]["options"])
+    grpo_data = proof_inputs.data_args(ROOT / cfg.grpo.config, cfg.grpo.options)
     written = tmp_path / "control_config.yaml"
-    written.write_text(proof_train.control_config_text(ROOT / cfg["sft"]["config"], grpo_data), encoding="utf-8")
+    written.write_text(proof_train.control_config_text(ROOT / cfg.sft.config, grpo_data), encoding="utf-8")
     argv = control[0].split(" recipes/sft_warmup.py ")[1].replace(str(out / "control_config.yaml"), str(written))
     data, sft, _, budget = parse_config((DataArgs, SFTConfig, ModelConfig, BudgetArgs), argv.split())
     assert {k: getattr(data, k) for k in DATA_KEYS if k in grpo_data} == grpo_data and grpo_data["max_len"] is None
@@ -317,14 +317,14 @@ def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):
     is a row of the accuracy table, and GRPO fine vs control and control vs warm-up are paired-CI lines."""
     from eval.gold import gold_predictions
     from eval.runner import score_predictions
-    from recipes import proof_report, proof_train
     from recipes.pipeline import Steps
+    from recipes.proof_stages import report as proof_report, train as proof_train
     from synth import generate
     from synth.readers import load_data
 
     cfg = load_config(str(proof_config(tmp_path)))
     out = tmp_path / "proof"
-    proof_train.link_subset(fixture_root, cfg["files"], out / "official", dry_run=False)
+    proof_train.link_subset(fixture_root, cfg.files, out / "official", dry_run=False)
     held = tmp_path / "heldout.jsonl"
     held.write_text("".join(json.dumps(r) + "\n" for r in generate("component_split", "en", 8, 1, "combine")))
     models = ["base", "warm-up", "coarse", "fine", CONTROL]
@@ -364,34 +364,33 @@ def test_model_card_names_the_subtasks_only_when_set(tmp_path):
 def test_the_en_combine_proof_config_trains_and_screens_combine_only():
     """recipes/configs/proof_combine_cpu.yaml (make proof PROOF_CONFIG=...) is #28's en_combine recipe: it loads,
     every training stream and the held-out set are component_split/en/combine, and it has the control stage."""
-    from recipes import proof_inputs
+    from recipes.proof_stages import inputs as proof_inputs
 
     path = ROOT / "recipes" / "configs" / "proof_combine_cpu.yaml"
     cfg = load_config(str(path))
-    assert cfg["files"] == ["token_structure/component_split/en_combine.csv"] and "control" in cfg
-    for part in ("sft", "grpo"):
-        data = proof_inputs.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
+    assert cfg.files == ["token_structure/component_split/en_combine.csv"] and cfg.control is not None
+    for part in (cfg.sft, cfg.grpo):
+        data = proof_inputs.data_args(ROOT / part.config, part.options)
         assert (data["tasks"], data["langs"], data["subtasks"]) == (["component_split"], ["en"], ["combine"]), part
-    assert (cfg["heldout"]["task"], cfg["heldout"]["lang"], cfg["heldout"]["subtask"]) == ("component_split", "en",
-                                                                                           "combine")
+    assert (cfg.heldout.task, cfg.heldout.lang, cfg.heldout.subtask) == ("component_split", "en", "combine")
 
 
 def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(tmp_path, capsys):
     """recipes/configs/proof_charcls_cpu.yaml (issue #41): dot_matrix/mul/char_classification everywhere, the
     GRPO pool's class weighting (repeat_answers) is a data option the control inherits, the evaluation dtype is
     pinned; a bad eval dtype is one line."""
-    from recipes import proof_inputs, proof_train
+    from recipes.proof_stages import inputs as proof_inputs, train as proof_train
 
     for name, arms in (("proof_charcls_cpu.yaml", ["fine", "coarse"]),):
         cfg = load_config(str(ROOT / "recipes" / "configs" / name))
-        assert cfg["grpo"]["arms"] == arms and cfg["eval"]["dtype"] == "float32" and "control" in cfg
-        assert cfg["out"] == "runs/proof_charcls"
-        for part in ("sft", "grpo"):
-            data = proof_inputs.data_args(ROOT / cfg[part]["config"], cfg[part]["options"])
+        assert [a.name for a in cfg.grpo.arms] == arms and cfg.eval.dtype == "float32" and cfg.control is not None
+        assert cfg.out == "runs/proof_charcls"
+        for part in (cfg.sft, cfg.grpo):
+            data = proof_inputs.data_args(ROOT / part.config, part.options)
             assert (data["tasks"], data["langs"], data["subtasks"]) == (["dot_matrix"], ["mul"],
                                                                          ["char_classification"]), part
         assert data["repeat_answers"] == ["kana=6", "greek=6", "symbol=2"]
-        assert "repeat_answers:\n- kana=6\n" in proof_train.control_config_text(ROOT / cfg["sft"]["config"], data)
+        assert "repeat_answers:\n- kana=6\n" in proof_train.control_config_text(ROOT / cfg.sft.config, data)
     bad = tmp_path / "bad.yaml"
     bad.write_text((ROOT / "recipes" / "configs" / "proof_charcls_cpu.yaml").read_text().replace(
         "dtype: float32", "dtype: fp32"))
@@ -420,7 +419,7 @@ def test_repeat_answers_weights_the_drawn_rows_by_gold_answer(tmp_path):
 def test_per_class_accuracy_lines_for_a_classification_file(tmp_path):
     """The summary's per-class table: correct/rows per gold answer and model from samples.jsonl (official
     verdict), only for files with few distinct answers."""
-    from recipes import proof_report
+    from recipes.proof_stages import report as proof_report
 
     f, g = "token_structure/dot_matrix/char_classification.csv", "token_structure/component_split/en_combine.csv"
     rows = [("kana", 1), ("kana", 0), ("greek", 0), ("hanzi", 1)] + [(f"w{i}", 1) for i in range(13)]
@@ -442,7 +441,8 @@ def test_proof_reads_each_config_once_and_takes_data_from_the_recipe_parser(tmp_
     from collections import Counter
 
     import common.yamlfile
-    from recipes import proof, proof_inputs, proof_train
+    from recipes import proof
+    from recipes.proof_stages import inputs as proof_inputs, train as proof_train
 
     calls: list[str] = []
     real = common.yamlfile.read

@@ -74,8 +74,8 @@ def test_the_digital_config_plans_the_hand_run_s_three_slices(tmp_path):
 def test_the_digital_config_s_slices_partition_one_stream(tmp_path):
     """The data each stage's recipe parses (the proof's own reading of the config) draws, with the real generator,
     three disjoint slices whose concatenation is the first 4,000 rows of the seed: the hand run's one file."""
-    from recipes import proof_inputs
     from recipes.proof import parse_args
+    from recipes.proof_stages import inputs as proof_inputs
 
     pr = proof_inputs.setup(parse_args(["--config", str(CONFIG), "--official", str(FIXTURE), "--out",
                                         str(tmp_path / "out"), "--dry-run"]))
@@ -117,8 +117,8 @@ def test_a_list_of_start_stages_chains_them(tmp_path):
 
 def test_the_list_start_s_configs_are_the_single_configs_data(tmp_path):
     """Each stage's written config has its own slice, as the single digital config's start and control do."""
-    from recipes import proof_inputs
     from recipes.proof import parse_args
+    from recipes.proof_stages import inputs as proof_inputs
 
     def setup(config):
         return proof_inputs.setup(parse_args(["--config", str(config), "--official", str(FIXTURE), "--out",
@@ -166,8 +166,8 @@ def test_an_arm_cannot_take_a_start_stage_s_name(tmp_path):
 def test_the_summary_walks_the_start_chain():
     """With start stages the paired gains go start vs start1, start1 vs warm-up (the single start: start vs
     warm-up), after every arm and the control against the last start."""
-    from recipes.proof_config import load_config
-    from recipes.proof_report import summary_pairs
+    from recipes.proof_stages.config import load_config
+    from recipes.proof_stages.report import summary_pairs
 
     cfg = load_config(str(SFT_GRPO))
     models = ["base", "warm-up", "start1", "start", "fine", "sft_control"]

@@ -87,10 +87,11 @@ def test_without_select_the_plan_is_the_selected_one_less_the_selection(tmp_path
 
 
 def test_select_without_n_and_seed_uses_the_held_out_set(tmp_path, fixture_root):
-    from recipes.proof_config import load_config
+    from recipes.proof_stages.config import load_config
+    from recipes.proof_stages.sections import Select
 
     for section in ("select:\n", "select: {}\n"):  # the section alone: the stage with its defaults
-        assert load_config(str(config(tmp_path, section, "empty.yaml")))["select"] == {}
+        assert load_config(str(config(tmp_path, section, "empty.yaml"))).select == Select()
     out = tmp_path / "proof"
     text = dry_run(config(tmp_path, "select:\n  metric: strict_acc\n"), fixture_root, out)
     cmds = commands(text)
@@ -147,9 +148,9 @@ def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised
     as the evaluation tables). A former selection.json (the control's here) is read the same way, with one
     deprecation line."""
     from common.paths import write_marker
-    from recipes import proof_inputs
     from recipes.proof import parse_args
-    from recipes.proof_select import selection_lines
+    from recipes.proof_stages import inputs as proof_inputs
+    from recipes.proof_stages.selection import selection_lines
 
     out = tmp_path / "proof"
     selection_json(out, "fine", 250, {50: 20.33, 250: 32.0, 300: 31.0})
@@ -192,15 +193,15 @@ def test_the_long_config_is_the_committed_300_step_run(fixture_root):
     the fine arm only, 300 steps with num_iterations 2 and a checkpoint every 50; the control for the 751 steps the
     fine arm's train_runtime bought on 2026-11-26 (control: steps), lr 5e-5 constant, a checkpoint every 150;
     selection on 300 rows of seed 4243; evaluation float32 vLLM."""
-    from recipes import proof_config, proof_inputs
     from recipes.proof import parse_args
+    from recipes.proof_stages import config as proof_config, inputs as proof_inputs, sections
 
     path = ROOT / "recipes" / "configs" / "proof_combine_long_cpu.yaml"
     cfg = proof_config.load_config(str(path))
-    assert cfg["grpo"]["arms"] == ["fine"] and cfg["select"] == {"n": 300, "seed": 4243}
-    assert cfg["eval"] == {"backend": "vllm", "max_new_tokens": 32, "dtype": "float32"}
+    assert [a.name for a in cfg.grpo.arms] == ["fine"] and cfg.select == sections.Select(n=300, seed=4243)
+    assert cfg.eval == sections.Eval(backend="vllm", max_new_tokens=32, dtype="float32")
     short = proof_config.load_config(str(ROOT / "recipes" / "configs" / "proof_combine_cpu.yaml"))
-    assert cfg["sft"] == short["sft"] and cfg["heldout"] == short["heldout"]  # the same warm-up and held-out set
+    assert cfg.sft == short.sft and cfg.heldout == short.heldout  # the same warm-up and held-out set
     pr = proof_inputs.setup(parse_args(["--config", str(path), "--official", str(fixture_root), "--dry-run"]))
     assert pr.select and pr.control and pr.select_heldout == pr.out / "heldout_select.jsonl"
     assert pr.out == ROOT / "runs" / "proof_combine_long"
@@ -208,7 +209,7 @@ def test_the_long_config_is_the_committed_300_step_run(fixture_root):
     grpo, control = parsed["grpo"][1], parsed["control"][1]
     assert (grpo.max_steps, grpo.num_iterations, grpo.save_steps, grpo.save_total_limit) == (300, 2, 50, 10)
     assert (str(control.save_strategy.value), control.save_steps, control.save_total_limit) == ("steps", 150, 30)
-    assert proof_config.control_steps(pr.cfg) == 751 and "max_steps" not in pr.cfg["control"]["options"]
+    assert proof_config.control_steps(pr.cfg) == 751 and "max_steps" not in pr.cfg.control.options
     assert (control.learning_rate, str(control.lr_scheduler_type.value), control.warmup_steps) == (5e-5, "constant", 0)
     assert pr.data["grpo"]["subtasks"] == ["combine"] and pr.data["grpo"]["synth_seed"] == 778
 
@@ -238,11 +239,11 @@ def test_selection_stage_runs_select_checkpoint_and_the_evaluations_take_its_cho
     and the summary's table names it."""
     import shutil
 
-    from recipes import proof_inputs
     from recipes.pipeline import Steps
     from recipes.proof import parse_args
-    from recipes.proof_eval import stage_evaluate
-    from recipes.proof_select import selection_lines, stage_select
+    from recipes.proof_stages import inputs as proof_inputs
+    from recipes.proof_stages.evaluate import stage_evaluate
+    from recipes.proof_stages.selection import selection_lines, stage_select
     from synth import generate
 
     text = CONTROL_CONFIG.format().replace("arms: [coarse, fine]", "arms: [fine]").replace("max_new_tokens: 32",

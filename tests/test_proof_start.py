@@ -136,8 +136,8 @@ def test_the_sft_then_grpo_config_plans_the_committed_run(tmp_path):
 def test_the_sft_then_grpo_config_parses_with_each_recipe_s_parser(tmp_path):
     """Each named arm's options are parsed over grpo options by the GRPO recipe's own parser, the start's over the
     sft options by the SFT recipe's, and the start's data is the GRPO data with its own seed."""
-    from recipes import proof_inputs
     from recipes.proof import parse_args
+    from recipes.proof_stages import inputs as proof_inputs
 
     pr = proof_inputs.setup(parse_args(["--config", str(CONFIG), "--official", str(FIXTURE), "--out",
                                         str(tmp_path / "out"), "--dry-run"]))
@@ -164,8 +164,8 @@ def test_the_start_s_config_is_the_sft_config_with_the_grpo_data_and_its_seed(tm
     arms', synth_seed the start's; it parses to those with the SFT recipe's parser."""
     import yaml
 
-    from recipes import proof_inputs, proof_train
     from recipes.proof import parse_args
+    from recipes.proof_stages import inputs as proof_inputs, train as proof_train
 
     pr = proof_inputs.setup(parse_args(["--config", str(CONFIG), "--official", str(FIXTURE), "--out",
                                         str(tmp_path / "out"), "--dry-run"]))
@@ -195,7 +195,7 @@ def test_the_control_trains_for_the_followed_arm_s_train_runtime(tmp_path):
     assert "--model_name_or_path OUT/start " in control and "--max_train_seconds 936.062 --exclude" in control
     assert "--max_steps" not in control
     from common.errors import TaseError
-    from recipes.proof_train import train_runtime
+    from recipes.proof_stages.train import train_runtime
 
     (out / "grpo" / "trainer_state.json").write_text(json.dumps({"log_history": [{"loss": 1.0}]}))
     with pytest.raises(TaseError, match=r"no train_runtime in its log_history \(did the grpo arm finish\?\); the "
@@ -207,8 +207,8 @@ def test_a_finished_start_is_skipped_and_the_summary_measures_against_it(tmp_pat
     """A rerun after the start: its stage says skipped; the summary's pairs take the start as the baseline, every
     arm against the control (the followed arm first), then start vs warm-up and warm-up vs base."""
     from common.paths import write_marker
-    from recipes.proof_config import load_config
-    from recipes.proof_report import summary_pairs
+    from recipes.proof_stages.config import load_config
+    from recipes.proof_stages.report import summary_pairs
 
     out = tmp_path / "out"
     (out / "start").mkdir(parents=True)

@@ -148,7 +148,7 @@ def test_rft_records_keep_the_strict_correct_samples_and_sft_trains_on_them(tmp_
     """The RFT data: each strict-correct sample as its prompt's record with `completion`; sft_warmup's dataset takes
     that completion instead of the gold answer's turn; no strict-correct sample: an empty file."""
     from recipes.config import DataArgs
-    from recipes.proof_train import rft_records
+    from recipes.proof_stages.train import rft_records
     from recipes.sft_warmup import build_sft_dataset
 
     recs = list(__import__("synth").generate("component_split", "en", 2, 3, "combine"))
@@ -171,7 +171,7 @@ def test_rft_records_keep_the_strict_correct_samples_and_sft_trains_on_them(tmp_
 def test_pooled_gain_averages_the_seeds_and_widens_with_their_spread(tmp_path):
     """Two seeds of the same paired rows: the pooled delta is the mean of the seeds' deltas; a seed pair that
     disagrees widens the interval past zero where each seed alone is beyond it."""
-    from recipes.proof_report import pooled_gain
+    from recipes.proof_stages.report import pooled_gain
 
     def write(name: str, correct: list[int]) -> None:
         d = tmp_path / name

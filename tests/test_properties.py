@@ -15,7 +15,7 @@ from common.errors import TaseError
 from common.readers import load_jsonl
 from eval.runner import read_predictions
 from recipes.parser import ConfigFile
-from recipes.proof_config import load_config
+from recipes.proof_stages.config import load_config
 from rewards.trl import REWARD_FUNCS, RewardInputError
 from synth.mixture import load_mixture
 

@@ -101,8 +101,8 @@ def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     re-scored to the same accuracy (a mismatch is caught), and the summary's table and gains."""
     from eval.gold import gold_predictions
     from eval.runner import score_predictions
-    from recipes import proof_config, proof_report, proof_train
     from recipes.pipeline import Steps
+    from recipes.proof_stages import config as proof_config, report as proof_report, train as proof_train
     from synth import generate
     from synth.readers import load_data
 

@@ -9,8 +9,18 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.pipeline import Steps, gain_line, paired_gains
-from recipes.proof_config import ARMS, CONTROL, RFT, START, arm_specs, control_follows, seed_list, seeded, start_stages
-from recipes.proof_inputs import shown
+from recipes.proof_stages.config import (
+    ARMS,
+    CONTROL,
+    RFT,
+    START,
+    arm_specs,
+    control_follows,
+    seed_list,
+    seeded,
+)
+from recipes.proof_stages.inputs import shown
+from recipes.proof_stages.sections import ProofConfig
 from rewards.levels import COARSE, FINE
 
 
@@ -78,7 +88,7 @@ def completions_stage(step: Steps, out: Path, files: list[str], models: list[str
     return bad
 
 
-def summary_pairs(cfg: dict[str, Any], models: list[str]) -> tuple[tuple[str, str, str], ...]:
+def summary_pairs(cfg: ProofConfig, models: list[str]) -> tuple[tuple[str, str, str], ...]:
     """The summary's paired gains, (label, baseline model, model): every arm against the baseline (the start where
     the models have one, else the warm-up), fine vs coarse with both level arms, every arm against the control (the
     arm it is timed against first), the control against the baseline, (control: rft) every arm against the RFT
@@ -105,15 +115,15 @@ def summary_pairs(cfg: dict[str, Any], models: list[str]) -> tuple[tuple[str, st
             pairs += tuple((f"GRPO {arm} vs {rft}", rft, arm) for arm in arms)
             pairs += ((f"{rft} vs {base}", base, rft),) + (((f"{rft} vs {seeded('control', s)}", control, rft),)
                                                            if control in models else ())
-    chain = ["warm-up", *(name for name, _ in start_stages(cfg))] if START in models else []
+    chain = ["warm-up", *(st.name for st in cfg.start)] if START in models else []
     pairs += tuple((f"{b} vs {a}", a, b) for a, b in reversed(list(zip(chain, chain[1:], strict=False))))  # start vs start1 ...
     return pairs + (("warm-up vs base", "base", "warm-up"),)
 
 
-def pooled_pairs(cfg: dict[str, Any], models: list[str]) -> list[tuple[str, list[tuple[str, str]]]]:
+def pooled_pairs(cfg: ProofConfig, models: list[str]) -> list[tuple[str, list[tuple[str, str]]]]:
     """With seeds:, the comparisons pooled over seeds: (label, [(baseline, model) per seed]) for every arm of the
     config against the baseline, the control and the RFT control, and the controls against the baseline."""
-    if "seeds" not in cfg:
+    if cfg.seeds is None:
         return []
     base = START if START in models else "warm-up"
     seeds = seed_list(cfg)
@@ -183,15 +193,16 @@ def row_replicates(evals: Path, a: str, b: str, n_boot: int, seed: int) -> list[
     return list(100 * macro(boot, info, lambda xs: np.stack(xs, axis=-1).mean(axis=-1))["overall"])
 
 
-def transfer_lines(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int) -> list[str]:
+def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) -> list[str]:
     """transfer: every model in distribution (the files' average), on the harder rows and on the untrained files'
     slice (overall), and its retention: the mean change, file by file, on the untrained files against the model the
     arms train from (the start, else the warm-up); then the paired gains on those sets, per seed and pooled."""
     from recipes.pipeline import paired_gains
-    from recipes.proof_eval import HARDER, UNTRAINED
+    from recipes.proof_stages.evaluate import HARDER, UNTRAINED
 
-    tr = cfg["transfer"]
-    sets = [d for d in (HARDER, UNTRAINED) if tr.get("harder" if d == HARDER else "files")]
+    tr = cfg.transfer
+    assert tr is not None
+    sets = [d for d in (HARDER, UNTRAINED) if (tr.harder if d == HARDER else tr.files)]
     origin = START if START in models else "warm-up"
 
     def res(dname: str, name: str) -> dict[str, Any]:
@@ -203,7 +214,7 @@ def transfer_lines(out: Path, cfg: dict[str, Any], models: list[str], n_boot: in
                  "official range; untrained files: a stratified slice of each; retention: the mean change on the "
                  "untrained files, file by file):", "", "| model | " + " | ".join(head) + " |",
              "|---|" + "---:|" * len(head)]
-    files = cfg["files"]
+    files = cfg.files
     for name in models:
         o = res("official", name)
         cells = [f"{sum(o['by_file'][f]['accuracy'] for f in files) / len(files):.2f}"]
@@ -211,7 +222,7 @@ def transfer_lines(out: Path, cfg: dict[str, Any], models: list[str], n_boot: in
             cells.append(f"{res(HARDER, name)['overall']:.2f}")
         if UNTRAINED in sets:
             u, base = res(UNTRAINED, name)["by_file"], res(UNTRAINED, origin)["by_file"]
-            change = sum(u[f]["accuracy"] - base[f]["accuracy"] for f in tr["files"]) / len(tr["files"])
+            change = sum(u[f]["accuracy"] - base[f]["accuracy"] for f in tr.files) / len(tr.files)
             cells += [f"{res(UNTRAINED, name)['overall']:.2f}", f"{change:+.2f}"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     pairs = summary_pairs(cfg, models)
@@ -239,11 +250,11 @@ def pooled_lines(evals: Path, pooled: list[tuple[str, list[tuple[str, str]]]], n
     return lines
 
 
-def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step: Steps, total: float,
+def summary(out: Path, cfg: ProofConfig, models: list[str], n_boot: int, step: Steps, total: float,
             selection: list[str] | None = None) -> str:
-    """The summary's text; `selection`: the selection stage's lines (proof_select.selection_lines), after the
+    """The summary's text; `selection`: the selection stage's lines (selection.selection_lines), after the
     accuracy table; the paired gains: summary_pairs."""
-    files = cfg["files"]
+    files = cfg.files
     lines = ["official subset (whole files), accuracy % (coarse = the official verdict):", "",
              "| model | " + " | ".join(f.split("/", 1)[1].removesuffix(".csv") for f in files)
              + " | files' average | held-out (overall) |", "|---|" + "---:|" * (len(files) + 2)]
@@ -261,7 +272,7 @@ def summary(out: Path, cfg: dict[str, Any], models: list[str], n_boot: int, step
         g = paired_gains(out / "eval" / dname, pairs, n_boot)
         lines += ["  the evaluations share no rows"] if g is None else [gain_line(k, x, 22) for k, x in g.items()]
         lines += pooled_lines(out / "eval" / dname, pooled_pairs(cfg, models), n_boot, dname)
-    if "transfer" in cfg:
+    if cfg.transfer is not None:
         lines += transfer_lines(out, cfg, models, n_boot)
     lines += answer_class_lines(out / "eval" / "official", models, files)
     lines += ["", "wall time per stage (this invocation; skipped stages count 0):", "", step.table(),

@@ -1,6 +1,6 @@
-"""recipes/proof.py's inputs, on the config that recipes/proof_config.py loads and checks: the recipe options every
-stage will pass, parsed now by each recipe's own parser (`check_recipe_options`), and `Proof`, what every stage
-reads (`setup`). Each recipe config is read once, and every value a stage takes from it (its data options, the
+"""recipes/proof.py's inputs, on the config that recipes/proof_stages/config.py loads and checks: the recipe
+options every stage will pass, parsed now by each recipe's own parser (`check_recipe_options`), and `Proof`, what
+every stage reads (`setup`). Each recipe config is read once, and every value a stage takes from it (its data options, the
 base model) comes out of that recipe's parser, never a merge of our own. Shared helpers for the stage modules:
 `flags`, `shown`, `data_args`."""
 from __future__ import annotations
@@ -17,19 +17,18 @@ from common.errors import TaseError
 from recipes.config import DataArgs
 from recipes.parser import read_yaml
 from recipes.pipeline import Steps
-from recipes.proof_config import (
+from recipes.proof_stages.config import (
     DATA_KEYS,
     OPTIONAL_STAGES,
     ROOT,
     STAGES,
     START,
-    START_DATA,
     Arm,
     arm_specs,
     load_config,
     rft_on,
-    start_stages,
 )
+from recipes.proof_stages.sections import ProofConfig, StartStage
 from rewards.levels import accuracy_reward_name
 
 
@@ -86,20 +85,20 @@ def data_args(recipe_config: Path, options: dict[str, Any], read: Callable[[str 
             if f.name in DATA_KEYS and not (f.name == "skip_examples" and not data.skip_examples)}
 
 
-def completions_dir(args: argparse.Namespace, cfg: dict[str, Any], out: Path) -> Path:
+def completions_dir(args: argparse.Namespace, cfg: ProofConfig, out: Path) -> Path:
     """Where the completion files go: --completions DIR as named for this run, else inside OUT (the config's
     `completions:`, a relative folder, or `completions`). The shipped configs once pointed into docs/results/, so
     every proof, whatever its --out, replaced the committed files; a config cannot send them outside OUT."""
     if args.completions:
         return Path(args.completions).resolve()
-    rel = cfg.get("completions") or "completions"
+    rel = cfg.completions or "completions"
     if Path(rel).is_absolute() or ".." in Path(rel).parts:
         raise TaseError(f"--config {args.config}: completions must be a folder inside out (relative, without ..), got "
                         f"{rel!r}; name a place outside it for this run with --completions DIR")
     return out / rel
 
 
-def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Path,
+def check_recipe_options(cfg: ProofConfig, sft_config: Path, grpo_config: Path,
                          read: Callable[[str | Path], Any] | None = None) -> dict[str, tuple]:
     """Every stage's recipe options, parsed now by that recipe's own parser (its --config, then the options as
     proof.py will pass them), so that a misspelled key or a bad value in `sft:`, `start:`, `grpo:` (a named arm's
@@ -116,20 +115,20 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     sft = option_types()
     common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
     grpo = (TaseArgs, GRPOConfig, ModelConfig)
-    parts = [("sft", "sft", sft, sft_config, cfg["sft"]["options"], [])]
-    for name, sec in start_stages(cfg):
-        parts.append((name, name, sft, sft_config, continued_options(cfg, sec), []))
+    parts = [("sft", "sft", sft, sft_config, cfg.sft.options, [])]
+    for st in cfg.start:
+        parts.append((st.name, st.name, sft, sft_config, continued_options(cfg, st.options), []))
     arms = arm_specs(cfg)
     first = next(iter(arms.values())).level  # the shared options as an arm trains them (a coarse-only config: coarse)
-    parts.append(("grpo", "grpo", grpo, grpo_config, cfg["grpo"]["options"],
-                  ["--reward_funcs", accuracy_reward_name(first), *cfg["grpo"]["reward_funcs"]]))
+    parts.append(("grpo", "grpo", grpo, grpo_config, cfg.grpo.options,
+                  ["--reward_funcs", accuracy_reward_name(first), *cfg.grpo.reward_funcs]))
     for arm in arms.values():
         if arm.options:
             parts.append((f"grpo:{arm.name}", f"grpo arm {arm.name!r}", grpo, grpo_config,
                           arm.grpo_options(cfg),
-                          ["--reward_funcs", accuracy_reward_name(arm.level), *cfg["grpo"]["reward_funcs"]]))
-    if "control" in cfg:
-        parts.append(("control", "control", sft, sft_config, continued_options(cfg, cfg["control"]),
+                          ["--reward_funcs", accuracy_reward_name(arm.level), *cfg.grpo.reward_funcs]))
+    if cfg.control is not None:
+        parts.append(("control", "control", sft, sft_config, continued_options(cfg, cfg.control.options),
                       ["--max_train_seconds", "1"]))
     read = read or config_reader()
     parsed_parts: dict[str, tuple] = {}
@@ -147,18 +146,18 @@ def check_recipe_options(cfg: dict[str, Any], sft_config: Path, grpo_config: Pat
     return parsed_parts
 
 
-def continued_options(cfg: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
-    """The options of an SFT that continues a model (a start stage, the control; `section` its config section): the
+def continued_options(cfg: ProofConfig, options: dict[str, Any]) -> dict[str, Any]:
+    """The options of an SFT that continues a model (a start stage, the control; `options` its section's own): the
     sft options but data and model, then the section's own options (each key once, the section's value winning)."""
-    opts = {k: v for k, v in cfg["sft"]["options"].items() if k not in DATA_KEYS + ("model_name_or_path",)}
-    return {**opts, **section["options"]}
+    opts = {k: v for k, v in cfg.sft.options.items() if k not in DATA_KEYS + ("model_name_or_path",)}
+    return {**opts, **options}
 
 
 @dataclasses.dataclass
 class Proof:
     """What every stage reads: the checked inputs, where outputs go, and the step printer/timer."""
 
-    cfg: dict[str, Any]
+    cfg: ProofConfig
     official: Path
     out: Path
     sft_config: Path
@@ -180,7 +179,7 @@ class Proof:
     @property
     def control(self) -> bool:
         """Whether the config has a control section (the control stage)."""
-        return "control" in self.cfg
+        return self.cfg.control is not None
 
     @property
     def rft(self) -> bool:
@@ -190,12 +189,12 @@ class Proof:
     @property
     def start(self) -> bool:
         """Whether the config has a start section (a stage after the warm-up, or several)."""
-        return "start" in self.cfg
+        return bool(self.cfg.start)
 
     @property
-    def starts(self) -> list[tuple[str, dict[str, Any]]]:
-        """The start stages, (name, section) in order (start_stages): the last one is named start."""
-        return start_stages(self.cfg)
+    def starts(self) -> list[StartStage]:
+        """The start stages in order (ProofConfig.start): the last one is named start."""
+        return self.cfg.start
 
     @property
     def arms(self) -> dict[str, Arm]:
@@ -210,12 +209,13 @@ class Proof:
     @property
     def select(self) -> bool:
         """Whether the config has a select section (the selection stage, after the sets)."""
-        return "select" in self.cfg
+        return self.cfg.select is not None
 
     @property
     def select_heldout(self) -> Path:
         """The rows the selection sees: its own set (select: n, seed) or the proof's held-out set; never official."""
-        return self.out / ("heldout_select.jsonl" if "n" in self.cfg["select"] else "heldout.jsonl")
+        sel = self.cfg.select
+        return self.out / ("heldout_select.jsonl" if sel is not None and sel.n is not None else "heldout.jsonl")
 
     def k(self, stage: str) -> int:
         """The printed number of a stage (STAGES): without a control or a select section, the stages after it move
@@ -233,10 +233,12 @@ class Proof:
         return True
 
 
-def stage_names(cfg: dict[str, Any]) -> list[str]:
+def stage_names(cfg: ProofConfig) -> list[str]:
     """The stages this config runs, in order: STAGES less the optional ones it has no section for (rft: no
     control: rft)."""
-    return [s for s in STAGES if s not in OPTIONAL_STAGES or (rft_on(cfg) if s == "rft" else s in cfg)]
+    has = {"start": bool(cfg.start), "control": cfg.control is not None, "rft": rft_on(cfg),
+           "select": cfg.select is not None}
+    return [s for s in STAGES if s not in OPTIONAL_STAGES or has[s]]
 
 
 def setup(args: argparse.Namespace) -> Proof:
@@ -247,27 +249,26 @@ def setup(args: argparse.Namespace) -> Proof:
     official = Path(args.official).resolve()
     if not official.is_dir():
         raise TaseError(f"--official {args.official}: no such folder")
-    for f in cfg["files"]:
+    for f in cfg.files:
         if not (official / "tasks" / f).is_file():
             raise TaseError(f"--official {args.official}: no tasks/{f} (the config's files must be in the release)")
-    for f in (cfg.get("transfer") or {}).get("files") or []:
+    for f in (cfg.transfer.files if cfg.transfer else None) or []:
         if not (official / "tasks" / f).is_file():
             raise TaseError(f"--official {args.official}: no tasks/{f} (transfer: files must be in the release)")
-    out = Path(args.out).resolve() if args.out else ROOT / cfg["out"]
+    out = Path(args.out).resolve() if args.out else ROOT / cfg.out
     completions = completions_dir(args, cfg, out)
-    sft_config, grpo_config = ROOT / cfg["sft"]["config"], ROOT / cfg["grpo"]["config"]
+    sft_config, grpo_config = ROOT / cfg.sft.config, ROOT / cfg.grpo.config
     for c in (sft_config, grpo_config):
         if not c.is_file():
             raise TaseError(f"--config {args.config}: no such recipe config {shown(c)}")
     read = config_reader()  # each recipe config read once, for every parse below and the control's config
     # bad tasks/langs/subtasks: now, not in the sets stage (DataArgs checks them as it parses)
-    data = {part: data_args(c, cfg[part]["options"], read, where=f"{part}: ")
-            for part, c in (("sft", sft_config), ("grpo", grpo_config))}
-    if "start" in cfg:  # each start stage: the GRPO arms' data with its seed (and slice), as the grpo parser makes it
+    data = {part: data_args(c, options, read, where=f"{part}: ")
+            for part, c, options in (("sft", sft_config, cfg.sft.options), ("grpo", grpo_config, cfg.grpo.options))}
+    if cfg.start:  # each start stage: the GRPO arms' data with its seed (and slice), as the grpo parser makes it
         starts = {}
-        for name, sec in start_stages(cfg):
-            own = {k: v for k, v in sec.items() if k in START_DATA}
-            starts[name] = data_args(grpo_config, {**cfg["grpo"]["options"], **own}, read, where=f"{name}: ")
+        for st in cfg.start:
+            starts[st.name] = data_args(grpo_config, {**cfg.grpo.options, **st.data}, read, where=f"{st.name}: ")
         data = {"sft": data["sft"], **starts, "grpo": data["grpo"]}
     parsed = check_recipe_options(cfg, sft_config, grpo_config, read)
     if rft_on(cfg):
@@ -275,7 +276,7 @@ def setup(args: argparse.Namespace) -> Proof:
     base_model = str(parsed["sft"][2].model_name_or_path or "default")  # (DataArgs, SFTConfig, ModelConfig, ...)
     from eval.backends import default_backend
 
-    backend = cfg["eval"]["backend"]
+    backend = cfg.eval.backend
     if backend == "vllm" and default_backend() != "vllm":
         print(f"note: vllm is not installed; evaluating with {default_backend()} (eval's default)")
         backend = default_backend()

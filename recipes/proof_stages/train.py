@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import (
+from recipes.proof_stages.config import (
     HERE,
     RFT,
-    START_DATA,
     ControlRun,
     control_follows,
     control_runs,
@@ -24,7 +23,7 @@ from recipes.proof_config import (
     seed_list,
     seeded,
 )
-from recipes.proof_inputs import Proof, config_reader, continued_options, flags, shown
+from recipes.proof_stages.inputs import Proof, config_reader, continued_options, flags, shown
 from rewards.levels import accuracy_reward_name
 
 
@@ -58,11 +57,11 @@ def link_subset(official: Path, files: list[str], dest: Path, dry_run: bool) -> 
 def stage_subset(pr: Proof) -> None:
     """The subset stage: the official files whole, with the release's ids."""
     step, out = pr.step, pr.out
-    step.header(1, f"official subset: {len(pr.cfg['files'])} whole files linked into {shown(out / 'official')}")
+    step.header(1, f"official subset: {len(pr.cfg.files)} whole files linked into {shown(out / 'official')}")
     t = time.time()
-    cmds = link_subset(pr.official, pr.cfg["files"], out / "official", pr.dry)
-    files = (pr.cfg.get("transfer") or {}).get("files")
-    if files:  # the untrained files of transfer:, sliced at evaluation (proof_eval)
+    cmds = link_subset(pr.official, pr.cfg.files, out / "official", pr.dry)
+    files = pr.cfg.transfer.files if pr.cfg.transfer else None
+    if files:  # the untrained files of transfer:, sliced at evaluation (evaluate.py)
         print(f"# and the {len(files)} untrained files of transfer: into {shown(out / 'transfer_official')}")
         cmds += link_subset(pr.official, files, out / "transfer_official", pr.dry)
     for cmd in cmds:
@@ -77,7 +76,7 @@ def stage_train(pr: Proof) -> None:
     start): same config, seed, data and steps, only the accuracy reward differing, unless a named arm sets options
     of its own (over grpo.options; never the data)."""
     cfg, out, step = pr.cfg, pr.out, pr.step
-    cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(pr.sft_config), *flags(cfg["sft"]["options"]),
+    cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(pr.sft_config), *flags(cfg.sft.options),
            "--exclude", pr.guard, "--output_dir", shown(out / "sft"),
            "--resume_from_checkpoint", "true"]  # a killed run continues
     if not pr.skip(2, "SFT warm-up", out / "sft" / "model.safetensors", cmd, "2 SFT warm-up"):
@@ -97,12 +96,12 @@ def stage_train(pr: Proof) -> None:
                     f"signal (1 - mean frac_reward_zero_std of {shown(out / arm.lr_from / 'trainer_state.json')})")
         cmd = [pr.py, shown(HERE / "grpo.py"), "--config", shown(pr.grpo_config), "--model_name_or_path",
                shown(pr.origin), "--exclude", pr.guard, "--output_dir", shown(out / name), "--reward_funcs",
-               reward, *cfg["grpo"]["reward_funcs"], *flags(options), "--resume_from_checkpoint", "true"]
+               reward, *cfg.grpo.reward_funcs, *flags(options), "--resume_from_checkpoint", "true"]
         if not pr.skip(k, f"GRPO {name}", out / name / "model.safetensors", cmd, f"{k} GRPO {name}"):
-            step.header(k, f"GRPO {name} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})")
+            step.header(k, f"GRPO {name} ({reward} + {' + '.join(cfg.grpo.reward_funcs)})")
             if note:
                 print(note)
-            step.run(f"GRPO {name} ({reward} + {' + '.join(cfg['grpo']['reward_funcs'])})", cmd,
+            step.run(f"GRPO {name} ({reward} + {' + '.join(cfg.grpo.reward_funcs)})", cmd,
                      stage=f"{k} GRPO {name}")
 
 
@@ -155,17 +154,17 @@ def control_config_text(sft_config: Path, data: dict[str, Any], read: Callable[[
             + yaml.safe_dump(recipe, sort_keys=False, allow_unicode=True))
 
 
-def continued_sft(pr: Proof, k: int, section: dict[str, Any], name: str, title: str, config: Path,
+def continued_sft(pr: Proof, k: int, options: dict[str, Any], name: str, title: str, config: Path,
                   data: dict[str, Any], what: str, source: Path, folder: Path, budget: list[str],
                   notes: list[str]) -> None:
     """Step k (`name`; `title` in full): sft_warmup.py continuing the model `source` with gold answers, the warm-up
     or the start stage before (a start stage) or what the arms train from (the control): --config `config`, written
     now as the sft recipe config with `data` (control_config_text), then the sft options but data and model and the
-    section's own options (continued_options), then `budget` (the control's --max_train_seconds). Skipped when its
+    section's own `options` (continued_options), then `budget` (the control's --max_train_seconds). Skipped when its
     model exists; the config is written only when it changes."""
     done = folder / "model.safetensors"
     cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(config), "--model_name_or_path",
-           shown(source), *flags(continued_options(pr.cfg, section)), *budget, "--exclude", pr.guard,
+           shown(source), *flags(continued_options(pr.cfg, options)), *budget, "--exclude", pr.guard,
            "--output_dir", shown(folder), "--resume_from_checkpoint", "true"]
     if pr.skip(k, name, done, cmd, f"{k} {name}"):
         return
@@ -189,10 +188,10 @@ def stage_start(pr: Proof) -> None:
     stage (OUT/start1, ..., OUT/start: start_stages) trains from the one before, the first from the warm-up. Their
     prompts are training sets of the sets stage, so the held-out guard covers them."""
     source, previous = pr.out / "sft", "the warm-up"
-    for name, sec in pr.starts:
-        own = [k for k in START_DATA if k in sec]
-        rows = ", ".join(f"{k} {sec[k]}" for k in own)
-        continued_sft(pr, pr.k("start"), sec, name, f"{name} (gold answers on the GRPO data with {rows}, "
+    for st in pr.starts:
+        name, own = st.name, list(st.data)
+        rows = ", ".join(f"{k} {v}" for k, v in st.data.items())
+        continued_sft(pr, pr.k("start"), st.options, name, f"{name} (gold answers on the GRPO data with {rows}, "
                       f"from {previous})", pr.out / f"{name}_config.yaml", pr.data[name],
                       f"the GRPO arms' data options, {rows} ({name}: {', '.join(own)})", source, pr.out / name, [],
                       [])
@@ -234,6 +233,12 @@ def run_options(run: ControlRun) -> dict[str, Any]:
             **({"seed": run.seed} if run.seed is not None else {})}
 
 
+def control_options(pr: Proof, run: ControlRun) -> dict[str, Any]:
+    """A control run's options: control.options, then its own (run_options)."""
+    assert pr.cfg.control is not None
+    return {**pr.cfg.control.options, **run_options(run)}
+
+
 def stage_control(pr: Proof) -> None:
     """The control stage, the more-SFT control: sft_warmup.py from the warm-up (or the start) with gold answers on
     the GRPO arms' data, for --max_train_seconds = the followed arm's train_runtime (control: follows, default
@@ -247,9 +252,8 @@ def stage_control(pr: Proof) -> None:
     out = pr.out
     for run in control_runs(pr.cfg):
         length, budget, note = control_budget(pr, run, out / run.folder / "model.safetensors")
-        section = {**pr.cfg["control"], "options": {**pr.cfg["control"]["options"], **run_options(run)}}
         name = "more-SFT control" + ("" if run.folder == "control" else f" {run.folder}")
-        continued_sft(pr, pr.k("control"), section, name,
+        continued_sft(pr, pr.k("control"), control_options(pr, run), name,
                       f"{name} (gold answers on the GRPO data, {length})", out / "control_config.yaml",
                       pr.data["grpo"], "the GRPO arms' data options", pr.origin, out / run.folder, budget, [note])
 
@@ -301,9 +305,9 @@ def stage_rft(pr: Proof) -> None:
     strict-correct ones (rft_records) are SFT data for sft_warmup.py from that model, with the control's options
     and length (control_budget), one run per seed and rate as the control. Its prompts are the GRPO arms', so the
     held-out guard covers them."""
-    from recipes.proof_eval import training_set_cmds
+    from recipes.proof_stages.evaluate import training_set_cmds
 
-    out, k, ev = pr.out, pr.k("rft"), pr.cfg["eval"]
+    out, k, ev = pr.out, pr.k("rft"), pr.cfg.eval
     completions, n_prompts, per = rft_budget(pr)
     g = pr.parsed["grpo"][1]
     cmds, files = training_set_cmds(pr.py, "rft_prompts", {**pr.data["grpo"], "num_train_examples": n_prompts},
@@ -319,7 +323,7 @@ def stage_rft(pr: Proof) -> None:
                shown(samples), "--backend", pr.backend, "--num-samples", str(per), "--temperature",
                f"{g.temperature:g}", "--max-new-tokens", str(g.max_completion_length), "--seed", str(s or 0),
                "--no-progress"]
-        cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
+        cmd += ["--dtype", ev.dtype] if ev.dtype else []
         data = rft_data(out, s)
         if not pr.skip(k, f"RFT samples {samples.name}", samples / "results.json", cmd, f"{k} RFT"):
             pr.step(k, f"RFT samples: {per} per prompt from {shown(pr.origin)} (temperature {g.temperature:g}; "
@@ -335,8 +339,7 @@ def stage_rft(pr: Proof) -> None:
             continue
         for run in (r for r in control_runs(pr.cfg, RFT) if r.seed == s):
             length, budget, note = control_budget(pr, run, out / run.folder / "model.safetensors")
-            section = {**pr.cfg["control"], "options": {**pr.cfg["control"]["options"], **run_options(run)}}
-            continued_sft(pr, k, section, f"RFT {run.folder}", f"RFT {run.folder} (its own strict-correct "
+            continued_sft(pr, k, control_options(pr, run), f"RFT {run.folder}", f"RFT {run.folder} (its own strict-correct "
                           f"samples, {length})", out / f"{seeded(RFT, s)}_config.yaml",
                           {**pr.data["grpo"], "train_data": shown(data), "num_train_examples": completions},
                           "the GRPO arms' data options, train_data its strict-correct samples", pr.origin,

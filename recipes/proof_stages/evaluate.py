@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.proof_config import RFT, control_runs, rft_empty
-from recipes.proof_inputs import Proof, shown
+from recipes.proof_stages.config import RFT, control_runs, rft_empty
+from recipes.proof_stages.inputs import Proof, shown
+from recipes.proof_stages.sections import Heldout, Transfer
 from recipes.streams import data_streams
 
 HARDER, UNTRAINED = "harder", "untrained"
@@ -46,14 +47,14 @@ def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, fold
     return cmds, files
 
 
-def heldout_cmd(pr: Proof, ho: dict[str, Any], n: int, seed: int, out: Path, guard_files: list[Path],
+def heldout_cmd(pr: Proof, ho: Heldout, n: int, seed: int, out: Path, guard_files: list[Path],
                 harder: bool = False) -> list[str]:
     """`python -m synth` writing n generated rows of heldout:'s task, lang (subtask, max_len) with `seed`, guarded
     against the release and every file in guard_files; `harder`: beyond the official range (synth --harder, no
     max_len cap)."""
-    cmd = [pr.py, "-m", "synth", "--task", ho["task"], "--lang", ho["lang"], "-n", str(n), "--seed", str(seed)]
-    cmd += ["--subtask", ho["subtask"]] if ho.get("subtask") else []
-    cmd += ["--harder"] if harder else ["--max-len", str(ho["max_len"])] if ho.get("max_len") else []
+    cmd = [pr.py, "-m", "synth", "--task", ho.task, "--lang", ho.lang, "-n", str(n), "--seed", str(seed)]
+    cmd += ["--subtask", ho.subtask] if ho.subtask else []
+    cmd += ["--harder"] if harder else ["--max-len", str(ho.max_len)] if ho.max_len else []
     cmd += ["--no-progress", "--out", shown(out), "--exclude", pr.guard]
     for f in guard_files:
         cmd += ["--exclude-exact", shown(f)]
@@ -70,21 +71,22 @@ def stage_sets(pr: Proof) -> Path:
         cmds, files = training_set_cmds(pr.py, name, pr.data[name], pr.guard, pr.out / "data")
         sets += cmds
         guard_files += files
-    ho = pr.cfg["heldout"]
+    ho = pr.cfg.heldout
     heldout = pr.out / "heldout.jsonl"
-    sets.append((heldout, heldout_cmd(pr, ho, ho["n"], ho["seed"], heldout, guard_files)))
-    titles = {heldout: f"held-out set ({ho['n']} rows)"}
-    if pr.select and pr.select_heldout != heldout:  # its own rows, guarded against the held-out set's too
-        sel = pr.cfg["select"]
-        sets.append((pr.select_heldout, heldout_cmd(pr, ho, sel["n"], sel["seed"], pr.select_heldout,
+    sets.append((heldout, heldout_cmd(pr, ho, ho.n, ho.seed, heldout, guard_files)))
+    titles = {heldout: f"held-out set ({ho.n} rows)"}
+    sel = pr.cfg.select
+    if sel is not None and pr.select_heldout != heldout:  # its own rows, guarded against the held-out set's too
+        assert sel.n is not None and sel.seed is not None
+        sets.append((pr.select_heldout, heldout_cmd(pr, ho, sel.n, sel.seed, pr.select_heldout,
                                                     [*guard_files, heldout])))
-        titles[pr.select_heldout] = f"held-out set for checkpoint selection ({sel['n']} rows)"
-    harder = (pr.cfg.get("transfer") or {}).get("harder")
+        titles[pr.select_heldout] = f"held-out set for checkpoint selection ({sel.n} rows)"
+    harder = pr.cfg.transfer.harder if pr.cfg.transfer else None
     if harder:  # beyond the official range, guarded like the held-out set and against the sets before it
         f = pr.out / "transfer_harder.jsonl"
-        sets.append((f, heldout_cmd(pr, ho, harder["n"], harder["seed"], f, [*guard_files, *(x for x, _ in sets)],
+        sets.append((f, heldout_cmd(pr, ho, harder.n, harder.seed, f, [*guard_files, *(x for x, _ in sets)],
                                     harder=True)))
-        titles[f] = f"harder rows for transfer ({harder['n']} rows, synth --harder)"
+        titles[f] = f"harder rows for transfer ({harder.n} rows, synth --harder)"
     k = pr.k("sets")
     for f, cmd in sets:
         title = titles.get(f) or f"training set {f.stem} (held-out guard)"
@@ -100,31 +102,31 @@ def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = Non
     run (by model name: its chosen checkpoint) instead of its final model. Returns the models and data sets, by name."""
     out = pr.out
     models = {"base": pr.base_model, "warm-up": shown(out / "sft")}
-    models.update({name: shown(out / name) for name, _ in pr.starts})  # start1 .. start
+    models.update({st.name: shown(out / st.name) for st in pr.starts})  # start1 .. start
     models.update({arm: shown(out / arm) for arm in pr.arms})
     for run in control_runs(pr.cfg) + control_runs(pr.cfg, RFT):  # without a sweep, a model is its one run
         models.setdefault(run.model, shown(pr.origin if rft_empty(out, run) else out / run.folder))
     models.update(chosen or {})
     k_eval, k_cmp = pr.k("evaluate"), pr.k("compare")
     data = {"official": f"official:{shown(out / 'official')}", "heldout": shown(heldout)}
-    tr = pr.cfg.get("transfer") or {}
-    if tr.get("harder"):
+    tr = pr.cfg.transfer or Transfer()
+    if tr.harder:
         data[HARDER] = shown(out / "transfer_harder.jsonl")
-    if tr.get("files"):
+    if tr.files:
         data[UNTRAINED] = f"official:{shown(out / 'transfer_official')}"
-    ev = pr.cfg["eval"]
+    ev = pr.cfg.eval
     for dname, spec in data.items():
         for name, model in models.items():
             cmd = [pr.py, "-m", "eval", "run", "--model", model, "--data", spec, "--out",
                    shown(out / "eval" / dname / name), "--backend", pr.backend, "--max-new-tokens",
-                   str(ev["max_new_tokens"]), "--no-progress"]
+                   str(ev.max_new_tokens), "--no-progress"]
             if dname == UNTRAINED:  # a fixed slice of each file, every row kind in proportion
-                cmd += ["--limit", str(tr.get("rows", ROWS)), "--select", "stratified"]
-            cmd += ["--batch-size", str(ev["batch_size"])] if ev.get("batch_size") else []
-            cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
+                cmd += ["--limit", str(ROWS if tr.rows is None else tr.rows), "--select", "stratified"]
+            cmd += ["--batch-size", str(ev.batch_size)] if ev.batch_size else []
+            cmd += ["--dtype", ev.dtype] if ev.dtype else []
             pr.step(k_eval, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,
                     stage=f"{k_eval} evaluate on {dname}")
-    n_boot = pr.cfg["compare"]["n_boot"]
+    n_boot = pr.cfg.compare.n_boot
     for dname in data:
         pr.step(k_cmp, f"compare on {dname}", [pr.py, "-m", "eval", "compare",
                                                *(shown(out / "eval" / dname / m) for m in models),

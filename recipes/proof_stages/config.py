@@ -1,6 +1,7 @@
 """The proof config (recipes/proof.py --config): its schema, `load_config` with every check a config gets before
-anything runs (one `TaseError` line each), and what the stages read from it: the arms (`arm_specs`) and how the
-control is ended (`control_follows`, `control_steps`). The stage inputs built on it are in recipes/proof_inputs.py."""
+anything runs (one `TaseError` line each), returning it typed (`ProofConfig` and its sections, dataclasses: no stage
+indexes the YAML), and what the stages read from it: the arms (`arm_specs`) and how the control is ended
+(`control_follows`, `control_steps`). The stage inputs built on it are in recipes/proof_stages/inputs.py."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,10 +12,19 @@ from typing import Any
 
 from common.errors import TaseError, bounded
 from recipes.parser import deprecation_note, read_yaml
-from recipes.proof_values import check_seeds, check_sweep, check_transfer, check_values
+from recipes.proof_stages.sections import (
+    START,
+    Compare,
+    Eval,
+    Heldout,
+    ProofConfig,
+    start_sections,
+    typed,
+)
+from recipes.proof_stages.values import check_seeds, check_select, check_sweep, check_transfer, check_values
 from rewards.levels import COARSE, FINE, STRICT
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # recipes/: the recipes and configs the stages run
 ROOT = HERE.parent
 # the stages in order; "start", "control" and "select" exist only with their config section (stage_names)
 STAGES = ("subset", "sft", "start", "grpo", "control", "rft", "sets", "select", "evaluate", "compare", "completions",
@@ -24,7 +34,6 @@ ARMS = (COARSE, FINE)  # the accuracy levels (rewards/levels.py) a proof may tra
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
 RFT = "rft"  # the rejection-sampling SFT control's model name and folder (control: rft)
 LR_MATCHED = "_lr_matched"  # grpo: lr_matched: ARM adds the arm ARM<LR_MATCHED>
-START = "start"  # the start's model name and folder (OUT/start): what the arms and the control train from
 # names a named arm cannot take: the other models' names and OUT's own folders (an arm's folder is OUT/<name>)
 RESERVED = ("base", "warm-up", "sft", START, "control", CONTROL, "official", "data", "eval", "comparison",
             "completions", "rescore", RFT, "transfer_official")
@@ -103,10 +112,10 @@ def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
             raise TaseError(f"{where}: {key} must be {what}, got {bounded(v)}")
 
 
-def load_config(path: str) -> dict[str, Any]:
-    """The proof config (yaml.safe_load), checked: unknown or missing keys and wrong types are one line.
-    A `control:` key, even empty, turns the control stage on (cfg["control"]["options"], a dict); without it
-    cfg has no "control" key."""
+def load_config(path: str) -> ProofConfig:
+    """The proof config (yaml.safe_load), checked and typed: unknown or missing keys, wrong types and bad values are
+    one line each. A `control:` key, even empty, turns the control stage on (its options {}); without it control
+    is None (select: likewise)."""
     cfg = read_yaml(path)
     for part in OPTIONAL_STAGES:
         if isinstance(cfg, dict) and part in cfg and cfg[part] is None:
@@ -114,7 +123,7 @@ def load_config(path: str) -> dict[str, Any]:
     check_section(f"--config {path}", cfg, SCHEMA)
     if isinstance(cfg.get("start"), list) and not cfg["start"]:
         raise TaseError(f"--config {path}: start: give a mapping (one stage) or a list of them, got an empty list")
-    for name, sec in start_stages(cfg):
+    for name, sec in start_sections(cfg):
         check_section(f"--config {path}: {name}", sec, START_SCHEMA)
     files = cfg["files"]
     if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
@@ -127,7 +136,7 @@ def load_config(path: str) -> dict[str, Any]:
                    None)
         if why:
             raise TaseError(why)
-    check_values(path, cfg)
+    check_values(path, Heldout(**cfg["heldout"]), Eval(**cfg["eval"]), Compare(**cfg["compare"]))
     arms = cfg["grpo"]["arms"]
     levels = [a for a in arms if not isinstance(a, dict)]
     if not arms or not all(isinstance(a, str) for a in levels) or len(set(levels)) != len(levels) \
@@ -146,7 +155,7 @@ def load_config(path: str) -> dict[str, Any]:
     if not isinstance(cfg["eval"].get("dtype"), (str, type(None))) or cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
         raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got "
                         f"{bounded(cfg['eval']['dtype'])}")
-    sections = [("sft", cfg["sft"]), *start_stages(cfg), *((p, cfg[p]) for p in ("grpo", "control") if p in cfg)]
+    sections = [("sft", cfg["sft"]), *start_sections(cfg), *((p, cfg[p]) for p in ("grpo", "control") if p in cfg)]
     for part, sec in sections:
         sec["options"] = sec.get("options") or {}
         taken = SET_HERE + {"grpo": ("model_name_or_path", "reward_funcs"),
@@ -156,33 +165,35 @@ def load_config(path: str) -> dict[str, Any]:
                 "sft": None, "grpo": None, START: "the start trains on the GRPO arms' data with start: synth_seed"}.get(
                     part, f"the {part} stage trains on the GRPO arms' data with its own synth_seed")
         check_options(path, part, sec["options"], taken, data)
-    if "control" in cfg and "steps" in cfg["control"]:
-        steps = cfg["control"]["steps"]
-        if isinstance(steps, bool) or steps < 1:
-            raise TaseError(f"--config {path}: control: steps must be a whole number of steps >= 1, got {bounded(steps)}")
+    pc = typed(cfg)
+    ctl = pc.control
+    if ctl is not None and ctl.steps is not None:
+        if isinstance(ctl.steps, bool) or ctl.steps < 1:
+            raise TaseError(f"--config {path}: control: steps must be a whole number of steps >= 1, got "
+                            f"{bounded(ctl.steps)}")
         for clash, why in (("follows", "control: follows times the control by an arm"),
                            ("max_steps", "control: options: max_steps")):
-            if clash in cfg["control"] or clash in cfg["control"]["options"]:
+            if (ctl.follows is not None if clash == "follows" else clash in ctl.options):
                 raise TaseError(f"--config {path}: control: steps fixes the control's step count; drop {why}")
-    elif "control" in cfg:
-        follows = control_follows(cfg)
-        if follows not in arm_specs(cfg, expand=False):
+    elif ctl is not None:
+        follows = control_follows(pc)
+        if follows not in arm_specs(pc, expand=False):
             raise TaseError(f"--config {path}: the control trains for the {follows} arm's train_runtime: grpo arms must "
-                            f"include {follows}" + ("" if "follows" in cfg["control"] else
+                            f"include {follows}" + ("" if ctl.follows is not None else
                                                     " (or name another arm in control: follows)"))
-    if "select" in cfg:
-        check_select(path, cfg["select"])
-    check_seeds(path, cfg)
-    check_sweep(path, cfg)
-    check_lr_matched(path, cfg)
-    if "transfer" in cfg:
-        check_transfer(path, cfg)
-    return cfg
+    if pc.select is not None:
+        check_select(path, pc.select)
+    check_seeds(path, pc)
+    check_sweep(path, pc)
+    check_lr_matched(path, pc)
+    if pc.transfer is not None:
+        check_transfer(path, pc)
+    return pc
 
 
-def check_lr_matched(path: str, cfg: dict[str, Any]) -> None:
+def check_lr_matched(path: str, cfg: ProofConfig) -> None:
     """`grpo: lr_matched: ARM`: ARM is an arm without dynamic sampling, and some arm has it (else nothing to match)."""
-    ref = cfg["grpo"].get("lr_matched")
+    ref = cfg.grpo.lr_matched
     if ref is None:
         return
     arms = arm_specs(cfg, expand=False)
@@ -195,11 +206,11 @@ def check_lr_matched(path: str, cfg: dict[str, Any]) -> None:
     if not any(dynamic(a, cfg) for a in arms.values()):
         raise TaseError(f"--config {path}: grpo: lr_matched: no arm has dynamic_sampling true: there is no "
                         "effective learning rate to match")
-    if any((a if isinstance(a, str) else a["name"]) == ref + LR_MATCHED for a in cfg["grpo"]["arms"]):
+    if any(a.name == ref + LR_MATCHED for a in cfg.grpo.arms):
         raise TaseError(f"--config {path}: grpo: lr_matched adds the arm {ref + LR_MATCHED}; an arm has that name")
 
 
-def dynamic(arm: Arm, cfg: dict[str, Any]) -> bool:
+def dynamic(arm: Arm, cfg: ProofConfig) -> bool:
     """Whether an arm samples dynamically (its options over grpo options; a YAML true or "true")."""
     return str(arm.grpo_options(cfg).get("dynamic_sampling", False)).lower() == "true"
 
@@ -258,7 +269,7 @@ def check_arm(path: str, i: int, arm: dict[str, Any], seen: list[str]) -> None:
 class Arm:
     """A GRPO arm: its name (folder OUT/<name>, model name), accuracy level, and its own options over grpo.options;
     with seeds:, `base` is the arm's name in the config and `seed` this run's; an lr_matched arm names in
-    `lr_from` the run whose logged signal share sets its learning rate (proof_train.lr_matched_rate)."""
+    `lr_from` the run whose logged signal share sets its learning rate (train.lr_matched_rate)."""
 
     name: str
     level: str
@@ -267,14 +278,14 @@ class Arm:
     seed: int | None = None
     lr_from: str | None = None
 
-    def grpo_options(self, cfg: dict[str, Any]) -> dict[str, Any]:
+    def grpo_options(self, cfg: ProofConfig) -> dict[str, Any]:
         """The options its grpo.py run takes: grpo.options, then its own (each key once, its value winning)."""
-        return {**cfg["grpo"]["options"], **self.options}
+        return {**cfg.grpo.options, **self.options}
 
 
-def seed_list(cfg: dict[str, Any]) -> list[int | None]:
+def seed_list(cfg: ProofConfig) -> list[int | None]:
     """The seeds every arm and control run is trained with (seeds:), or [None]: one run each, named as before."""
-    return list(cfg.get("seeds") or [None])
+    return list(cfg.seeds or [None])
 
 
 def seeded(name: str, seed: int | None) -> str:
@@ -282,18 +293,17 @@ def seeded(name: str, seed: int | None) -> str:
     return name if seed is None else f"{name}_s{seed}"
 
 
-def arm_specs(cfg: dict[str, Any], expand: bool = True) -> dict[str, Arm]:
+def arm_specs(cfg: ProofConfig, expand: bool = True) -> dict[str, Arm]:
     """The config's GRPO arms by name, in order: a level `fine` is the arm named fine with no options of its own;
     a named arm (ARM_SCHEMA) is its name, reward_granularity and options; with `grpo: lr_matched: X` the arm X_lr_matched
     last. With seeds: (and `expand`), every arm once per seed, named <arm>_s<seed> with option seed (seed by seed).
     The one reading of grpo: arms."""
-    arms = [Arm(x, x, {}, x) if isinstance(x, str) else
-            Arm(x["name"], x["reward_granularity"], x.get("options") or {}, x["name"]) for x in cfg["grpo"]["arms"]]
-    ref = cfg["grpo"].get("lr_matched")
+    arms = [Arm(x.name, x.reward_granularity, x.options, x.name) for x in cfg.grpo.arms]
+    ref = cfg.grpo.lr_matched
     if ref is not None and ref in {a.name for a in arms}:
         r = next(a for a in arms if a.name == ref)
         arms.append(Arm(ref + LR_MATCHED, r.level, r.options, ref + LR_MATCHED, lr_from=ref))
-    if not expand or "seeds" not in cfg:
+    if not expand or cfg.seeds is None:
         return {a.name: a for a in arms}
     return {seeded(a.name, s): Arm(seeded(a.name, s), a.level, {**a.options, "seed": s},
                                                 a.name, s, None if a.lr_from is None else
@@ -313,15 +323,15 @@ class ControlRun:
     lr: float | None
 
 
-def control_runs(cfg: dict[str, Any], kind: str = "control") -> list[ControlRun]:
+def control_runs(cfg: ProofConfig, kind: str = "control") -> list[ControlRun]:
     """The runs of the more-SFT control (`kind` control) or of the rejection-sampling SFT control (`kind` rft, with
     control: rft): one (OUT/control, sft_control; OUT/rft, rft), or per seed (control_s<seed>), or per rate and
     seed (control_lr<rate>_s<seed>: the selection chooses, per seed, the rate whose chosen checkpoint scores best
     on the held-out rows, evaluated as sft_control_s<seed>)."""
-    if "control" not in cfg or (kind == RFT and not rft_on(cfg)):
+    if cfg.control is None or (kind == RFT and not rft_on(cfg)):
         return []
     folder, model = ("control", CONTROL) if kind == "control" else (RFT, RFT)
-    rates = cfg["control"].get("learning_rates") or [None]
+    rates = cfg.control.learning_rates or [None]
     out = []
     for s in seed_list(cfg):
         for r in rates:
@@ -331,63 +341,38 @@ def control_runs(cfg: dict[str, Any], kind: str = "control") -> list[ControlRun]
 
 
 def rft_data(out: Path, seed: int | None) -> Path:
-    """OUT/rft[_s<seed>]_data.jsonl: the RFT control's training rows of that seed (proof_train.rft_records)."""
+    """OUT/rft[_s<seed>]_data.jsonl: the RFT control's training rows of that seed (train.rft_records)."""
     return out / f"{seeded(RFT, seed)}_data.jsonl"
 
 
 def rft_empty(out: Path, run: ControlRun) -> bool:
     """Whether an RFT run has no rows: none of its seed's samples was strict-correct, so SFT on them changes nothing
-    and the RFT control of that seed is the model it would train from (written empty by proof_train.rft_records)."""
+    and the RFT control of that seed is the model it would train from (written empty by train.rft_records)."""
     f = rft_data(out, run.seed)
     return run.folder.startswith(RFT) and f.is_file() and f.stat().st_size == 0
 
 
-def rft_on(cfg: dict[str, Any]) -> bool:
+def rft_on(cfg: ProofConfig) -> bool:
     """Whether the config has the rejection-sampling SFT control (control: rft: true)."""
-    return bool((cfg.get("control") or {}).get("rft"))
+    return cfg.control is not None and bool(cfg.control.rft)
 
 
-def start_stages(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The start stages in order, as (name, section): a `start:` mapping is one stage named start; a list of k
-    mappings is k stages named start1 .. start<k-1>, then start (the last: what the arms and the control train
-    from, and the comparisons' baseline), each from the one before, the first from the warm-up. None without one."""
-    s = cfg.get("start")
-    if s is None:
-        return []
-    if isinstance(s, dict):
-        return [(START, s)]
-    return [(f"{START}{i + 1}" if i < len(s) - 1 else START, sec) for i, sec in enumerate(s)]
-
-
-def control_follows(cfg: dict[str, Any]) -> str:
+def control_follows(cfg: ProofConfig) -> str:
     """The arm whose train_runtime the control trains for: control: follows, else fine. With control: steps it
     trains for no arm's time; then this is only the arm the summary compares with the control first."""
-    follows = cfg["control"].get("follows")
-    if follows is None and "steps" in cfg["control"]:
+    assert cfg.control is not None
+    follows = cfg.control.follows
+    if follows is None and cfg.control.steps is not None:
         arms = list(arm_specs(cfg, expand=False))
         return FINE if FINE in arms else arms[0]
     return FINE if follows is None else follows
 
 
-def control_steps(cfg: dict[str, Any]) -> int | None:
+def control_steps(cfg: ProofConfig) -> int | None:
     """control: steps, the control's fixed step count (--max_steps, no time budget), or None: it trains for the
     followed arm's train_runtime, which buys a different step count on a faster or busier machine."""
-    return cfg["control"].get("steps")
-
-
-def check_select(path: str, sel: dict[str, Any]) -> None:
-    """`select:`: n and seed together (its own held-out set) or neither (the proof's held-out set), n >= 1, and a
-    metric select_checkpoint.py knows; each refusal one line."""
-    from recipes.select_checkpoint import RULES
-
-    if ("n" in sel) != ("seed" in sel):
-        raise TaseError(f"--config {path}: select: give n and seed together (its own held-out set) or neither (the "
-                        "held-out set of heldout:)")
-    if "n" in sel and sel["n"] < 1:
-        raise TaseError(f"--config {path}: select: n must be at least 1, got {bounded(sel['n'])}")
-    if sel.get("metric", "official_acc") not in RULES:
-        raise TaseError(f"--config {path}: select: metric must be one of {', '.join(sorted(RULES))}, got "
-                        f"{bounded(sel['metric'])}")
+    assert cfg.control is not None
+    return cfg.control.steps
 
 
 def option_value(v: Any) -> bool:

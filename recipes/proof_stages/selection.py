@@ -9,8 +9,8 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes import best_checkpoint
-from recipes.proof_config import HERE, RFT, ROOT, ControlRun, control_runs, rft_empty
-from recipes.proof_inputs import Proof, shown
+from recipes.proof_stages.config import HERE, RFT, ROOT, ControlRun, control_runs, rft_empty
+from recipes.proof_stages.inputs import Proof, shown
 
 
 def selected_runs(pr: Proof) -> dict[str, Path]:
@@ -20,6 +20,11 @@ def selected_runs(pr: Proof) -> dict[str, Path]:
     for run in sft_runs(pr):
         runs[run.name] = pr.out / run.folder
     return runs
+
+
+def sweeps(pr: Proof) -> bool:
+    """Whether the control sweeps learning rates (control: learning_rates)."""
+    return pr.cfg.control is not None and bool(pr.cfg.control.learning_rates)
 
 
 def sft_runs(pr: Proof) -> list[ControlRun]:
@@ -70,15 +75,16 @@ def stage_select(pr: Proof) -> dict[str, str]:
     (or a former selection.json) exists. Returns the model the evaluation stage takes for each run, by model name:
     the chosen checkpoint's folder, or under --dry-run (nothing chosen yet) a placeholder naming the file it will
     come from."""
-    k, ev, sel = pr.k("select"), pr.cfg["eval"], pr.cfg["select"]
+    k, ev, sel = pr.k("select"), pr.cfg.eval, pr.cfg.select
+    assert sel is not None
     heldout = pr.select_heldout
     chosen = {}
     for name, run in selected_runs(pr).items():
         out = select_dir(pr, run)
         cmd = [pr.py, shown(HERE / "select_checkpoint.py"), shown(run), "--heldout", shown(heldout), "--out",
-               shown(out), "--backend", pr.backend, "--max-new-tokens", str(ev["max_new_tokens"])]
-        cmd += ["--dtype", ev["dtype"]] if ev.get("dtype") else []
-        cmd += ["--metric", sel["metric"]] if sel.get("metric") else []
+               shown(out), "--backend", pr.backend, "--max-new-tokens", str(ev.max_new_tokens)]
+        cmd += ["--dtype", ev.dtype] if ev.dtype else []
+        cmd += ["--metric", sel.metric] if sel.metric else []
         done = best_checkpoint.found(out) or out / best_checkpoint.NAME
         title = f"checkpoint selection for {name} on {heldout.name} (held-out rows only)"
         if not pr.skip(k, f"checkpoint selection for {name}", done, cmd, f"{k} checkpoint selection"):
@@ -87,7 +93,7 @@ def stage_select(pr: Proof) -> dict[str, str]:
             chosen[name] = chosen_model(read_selection(out)["path"])
         else:  # only under --dry-run: the step above wrote it otherwise
             chosen[name] = f"<chosen checkpoint in {shown(done)}>"
-    if pr.cfg["control"].get("learning_rates") if pr.control else False:  # a sweep: each seed's best rate
+    if sweeps(pr):  # a sweep: each seed's best rate
         runs = {r.name: r for r in sft_runs(pr)}
         picked = sweep_choice(pr) if not pr.dry else {}
         for model in dict.fromkeys(r.model for r in runs.values()):
@@ -117,7 +123,7 @@ def selection_lines(pr: Proof) -> list[str]:
         last = max(c["evaluations"] or [c], key=lambda x: x["step"])
         lines.append(f"| {name} | {c['step']} | {chosen_model(c['path'])} | {100 * c['value']:.2f} | {last['step']} | "
                      f"{100 * last['value']:.2f} |")
-    if pr.control and pr.cfg["control"].get("learning_rates"):
+    if sweeps(pr):
         runs = {r.name: r for r in sft_runs(pr)}
         lines += ["", "the learning-rate sweep, chosen on the same held-out rows (rate and step):"]
         for model, name in sweep_choice(pr).items():
