@@ -73,8 +73,9 @@ def check_boot_memory(n_boot: int, rows: int) -> None:
 
 
 def bootstrap_delta(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], n_boot: int = 1000,
-                    seed: int = 0) -> dict[str, Any]:
-    """Paired bootstrap of (B - A) in points over the sample ids both runs scored as valid.
+                    seed: int = 0, key: str = "coarse") -> dict[str, Any]:
+    """Paired bootstrap of (B - A) in points over the sample ids both runs scored as valid, on each sample's `key`
+    (coarse: the official verdict; strict: without its loopholes, bench/strict_gains.py).
 
     The statistic is the macro aggregate itself (file means -> task means -> overall; file means ->
     language means), so resampling is stratified by file: each file's paired differences are
@@ -87,7 +88,7 @@ def bootstrap_delta(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], 
     info: dict[str, dict[str, Any]] = {}
     for i in ids:
         f = a[i]["file"]
-        by_file.setdefault(f, []).append(float(b[i]["coarse"]) - float(a[i]["coarse"]))
+        by_file.setdefault(f, []).append(float(b[i][key]) - float(a[i][key]))
         info.setdefault(f, {"task": a[i]["task"], "lang": a[i]["lang"], "in_lang_table": in_lang_table(a[i])})
     files = sorted(by_file)
     check_boot_memory(n_boot, max(len(v) for v in by_file.values()))

@@ -120,6 +120,11 @@ def test_bootstrap_is_paired_deterministic_and_brackets_the_delta():
     # identical runs: zero-width interval; disjoint ids: nothing to pair
     assert bootstrap_delta(a, a, 100)["overall"] == {"delta": 0.0, "ci95": [0.0, 0.0]}
     assert bootstrap_delta(a, {"x": {}}, 100) == {"n_shared": 0}
+    # key="strict" pairs the strict verdicts (bench/strict_gains.py): here B's gain is all loophole passes
+    a_s = {k: dict(v, strict=v["coarse"]) for k, v in a.items()}
+    b_s = {k: dict(v, strict=a[k]["coarse"]) for k, v in b.items()}
+    assert bootstrap_delta(a_s, b_s, 100)["overall"]["delta"] == 30.0
+    assert bootstrap_delta(a_s, b_s, 100, key="strict")["overall"] == {"delta": 0.0, "ci95": [0.0, 0.0]}
 
 
 def test_bootstrap_point_delta_is_the_difference_of_the_aggregates():
