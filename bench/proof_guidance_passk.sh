@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Issue 63's unhinted strict pass@8 on en_split, after recipes/proof.py has run a guidance config
+# (proof_guidance_cpu.yaml): the warm-up and each arm's chosen checkpoint, 8 samples at temperature 1.0 on 200 rows
+# of the whole file in RES/official (evenly spread), plain prompts (eval never adds a hint). Writes RES/eval/passk/<model>/results.json.
+#   RES=runs/proof_guidance_cpu bash bench/proof_guidance_passk.sh
+# BACKEND (hf), DTYPE (float32), PY (.venv/bin/python) may be set; bench/proof_guidance_gpu_after.sh is the GPU twin.
+set -uo pipefail
+[ -n "${RES:-}" ] || { echo "set RES to the proof output folder (e.g. runs/proof_guidance_cpu)" >&2; exit 2; }
+PY=${PY:-.venv/bin/python}
+BACKEND=${BACKEND:-hf}
+DTYPE=${DTYPE:-float32}
+run() {  # name, model folder
+  "$PY" -m eval run --model "$2" --data "official:$RES/official" --out "$RES/eval/passk/$1" --backend "$BACKEND" \
+    --num-samples 8 --temperature 1.0 --seed 0 --limit 200 --max-new-tokens 32 --batch-size 64 --dtype "$DTYPE" \
+    --no-progress || echo "pass@8 of $1 failed"
+}
+[ -d "$RES/official" ] || { echo "no $RES/official: run recipes/proof.py first" >&2; exit 2; }
+run warm-up "$RES/sft"
+for arm in hint gold dynamic control; do
+  [ -d "$RES/select_$arm" ] || continue
+  # best_checkpoint.json (or a former selection.json, read for one more release): recipes/best_checkpoint.py
+  model=$("$PY" -c 'import sys; from recipes.best_checkpoint import read; r = read(sys.argv[1]); print(r["path"]) if r else sys.exit(1)' \
+    "$RES/select_$arm") || continue
+  run "$arm" "$model"
+done
