@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 63's unhinted strict pass@8 on en_split, after recipes/proof.py has run a guidance config
 # (proof_guidance_cpu.yaml): the warm-up and each arm's chosen checkpoint, 8 samples at temperature 1.0 on 200 rows
-# of the whole file in RES/official (evenly spread), plain prompts (eval never adds a hint). Writes RES/eval/passk/<model>/results.json.
+# of the whole file in RES/official (evenly spread), plain prompts (eval never adds a hint). Writes RES/eval/passk/<model>/results.json
+# and the strict pass@k table RES/eval/passk/strict_passk.md.
 #   RES=runs/proof_guidance_cpu bash bench/proof_guidance_passk.sh
 # BACKEND (hf), DTYPE (float32), PY (.venv/bin/python) may be set; bench/proof_guidance_gpu_after.sh is the GPU twin.
 set -uo pipefail
@@ -23,3 +24,5 @@ for arm in hint gold dynamic control; do
     "$RES/select_$arm") || continue
   run "$arm" "$model"
 done
+# the strict pass@k of every model sampled above (eval run's pass@k counts loophole passes): bench/strict_passk.py
+"$PY" bench/strict_passk.py --data "official:$RES/official" "$RES"/eval/passk/*/ --out "$RES/eval/passk/strict_passk.md"

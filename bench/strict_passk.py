@@ -1,0 +1,77 @@
+"""Strict pass@k of `eval run --num-samples K` folders: each stored sample re-scored with the strict verdict (the
+official verdict without its loopholes, docs/rewards.md), then the unbiased pass@k estimator per row, averaged over
+rows. `eval run` reports pass@k on the official verdict, where a loophole pass counts; the RL question "can the
+model sample a right answer at all" is the strict one (issue 63: a warm-up's official pass@8 of 30 was all loopholes).
+
+    python bench/strict_passk.py --data official:runs/proof_guidance_cpu/official runs/proof_guidance_cpu/eval/passk/* \\
+        [--out FILE.md]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from common.errors import TaseError, one_line_exit
+from eval.aggregate import pass_at_k_estimate
+from rewards import score
+from synth.readers import load_data
+
+
+def row_counts(folder: Path, rows: dict[str, dict]) -> list[tuple[int, int, int]]:
+    """Per valid row of folder/samples.jsonl: (samples, official hits, strict hits)."""
+    path = folder / "samples.jsonl"
+    if not path.is_file():
+        raise TaseError(f"{path}: no such file (run `python -m eval run --num-samples K` first)")
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        s = json.loads(line)
+        every = s.get("samples")
+        if not s.get("valid", True) or not isinstance(every, list) or not every:
+            continue
+        if s["id"] not in rows:
+            raise TaseError(f"{path}: row {s['id']} is not in --data")
+        strict = sum(score(rows[s["id"]], e["completion"]).strict for e in every)
+        out.append((len(every), int(sum(e["coarse"] for e in every)), int(strict)))
+    if not out:
+        raise TaseError(f"{path}: no row with several samples (not an `eval run --num-samples K` folder)")
+    return out
+
+
+def pct(counts: list[tuple[int, int, int]], k: int, hits: int) -> str:
+    """Mean pass@k over rows in percent; hits 1: official, 2: strict (row_counts' tuple)."""
+    return f"{100 * sum(pass_at_k_estimate(r[0], r[hits], k) for r in counts) / len(counts):.2f}"
+
+
+def table(data: str, folders: list[Path]) -> list[str]:
+    rows = {r["id"]: r for r in load_data(data)}
+    counts = {f.name: row_counts(f, rows) for f in folders}
+    k = min(n for c in counts.values() for n, _, _ in c)
+    ks = sorted({1, k} | {2**j for j in range(1, 16) if 2**j < k})
+    head = " | ".join(f"strict pass@{j}" for j in ks) + " | " + f"official pass@1 | official pass@{k}"
+    lines = [f"pass@k (%) per row, unbiased estimator (Chen et al. 2021), {k} samples a row; strict = re-scored "
+             "without the official verdict's loopholes:", "", f"| model | rows | {head} |",
+             "|---|---:|" + "---:|" * (len(ks) + 2)]
+    for name, c in counts.items():
+        cells = [pct(c, j, 2) for j in ks] + [pct(c, 1, 1), pct(c, k, 1)]
+        lines.append(f"| {name} | {len(c)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+@one_line_exit
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, help="the rows the folders were sampled on (official:DIR or a .jsonl)")
+    p.add_argument("folders", nargs="+", type=Path, help="`eval run --num-samples K` output folders")
+    p.add_argument("--out", help="also write the table here (markdown)")
+    args = p.parse_args(argv)
+    text = "\n".join(table(args.data, args.folders)) + "\n"
+    print(text, end="")
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
