@@ -246,3 +246,25 @@ def test_kill_then_resume_continues_the_hint_schedule(tiny_model, tmp_path):
     last = _metrics(out)[-1]
     assert last["step"] == 4 and json.loads((out / "guidance.json").read_text())["levels"]["component_split"] == \
         int(last["tase/guide/component_split/hint_level"])
+
+
+@pytest.mark.slow
+def test_guided_run_with_the_curriculum(tiny_model, tmp_path):
+    """Guidance beside the adaptive curriculum (synth rows drawn as the run reads them): 2 steps on component_split en
+    split log both the guided groups with their hint level and the curriculum's level, and the run saves both states
+    (the curriculum's draws the rows, guidance hints the groups that all fail)."""
+    out = tmp_path / "run"
+    res = subprocess.run(_args(tiny_model, tmp_path / "unused.jsonl", [
+        "--train_data", "synth", "--streaming", "true", "--tasks", "component_split", "--langs", "en",
+        "--subtasks", "split", "--max_len", "8", "--curriculum", "true", "--output_dir", str(out), "--max_steps", "2",
+        "--save_steps", "2", "--num_generations", "2", "--per_device_train_batch_size", "2",
+        "--max_completion_length", "8", "--guidance", "hint"]), cwd=ROOT, env=ENV, capture_output=True, text=True,
+        timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    steps = _metrics(out)
+    assert [m["step"] for m in steps] == [1, 2]
+    for m in steps:  # a random model never succeeds: every group hinted, the curriculum stays at level 0
+        assert m["tase/guide/groups_hinted"] == m["tase/guide/groups"] == 1 and m["tase/guide/hint_level"] == 0.0
+        assert m["tase/curriculum/component_split/level"] == 0.0
+    names = {p.name for p in (out / "checkpoint-2").iterdir()}
+    assert {"guidance.json", "curriculum.json"} <= names, names
