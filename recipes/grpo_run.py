@@ -85,16 +85,41 @@ def quiet_tied_head(trainer: Any, resume: Any) -> None:
                       "There were missing keys in the checkpoint model loaded: ['lm_head.weight'].")
 
 
+class _AtMaxSteps(Exception):
+    """Raised at train begin when the resumed checkpoint already holds the last step."""
+
+
+def _stop_at_max_steps() -> Any:
+    """A callback that stops before the first step when the resumed state is already at max_steps. The Trainer
+    checks `should_training_stop` only after a step, so resuming the checkpoint of the last step (a kill between
+    its save and the final one) would train one step past max_steps and log it. By train begin the checkpoint's
+    weights and state are loaded (plain, DDP, DeepSpeed and FSDP alike), so the caller saves them as they are."""
+    from transformers import TrainerCallback
+
+    class _CB(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            if state.max_steps > 0 and state.global_step >= state.max_steps:
+                raise _AtMaxSteps(state.global_step)
+
+    return _CB()
+
+
 def train(trainer: Any, resume: str | None) -> None:
     """trainer.train; a batch the rewards cannot score stops the run in one line (the first batch already
-    shows it: stop rather than learn from zeros)."""
+    shows it: stop rather than learn from zeros). A resumed checkpoint at max_steps trains no further: its
+    weights and state go to the final save as they are (one line says so)."""
     from rewards.trl import RewardInputError
 
     quiet_tied_head(trainer, resume)
+    if resume:
+        trainer.add_callback(_stop_at_max_steps())
     try:
         trainer.train(resume_from_checkpoint=resume)
     except RewardInputError as e:
         raise TaseError(str(e)) from e
+    except _AtMaxSteps as e:
+        trainer.accelerator.print(f"{resume} is at max_steps (step {e.args[0]}): nothing left to train; saving it "
+                                  "as the final model")
 
 
 

@@ -111,10 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     for callback in features.callbacks(job):
         trainer.add_callback(callback)
     features.after_build(trainer, job)  # one line per logged step; the whole dict in trainer_state.json
-    from recipes.grpo_run import quiet_tied_head
+    from recipes.grpo_run import train
 
-    quiet_tied_head(trainer, resume)  # transformers' "missing keys ['lm_head.weight']" of a tied head on resume
-    trainer.train(resume_from_checkpoint=resume)
+    train(trainer, resume)  # a tied head's quiet resume; a resumed checkpoint at max_steps trains no further
     features.after_train(trainer, job)
     trainer.save_model(cfg.output_dir)
     trainer.save_state()

@@ -349,6 +349,19 @@ def test_kill_during_checkpoint_save_resumes_from_last_complete(tiny_model, tmp_
     assert again.returncode == 0 and "nothing to do" in again.stdout, again.stderr[-2000:]
     assert not (out / "checkpoint-4").exists()
     assert [json.loads(l)["step"] for l in (out / "metrics.jsonl").read_text().splitlines()][-1] == 3
+    # A kill after checkpoint-3's save and before the final one (what CI once hit by chance: a step 4 was
+    # trained and logged): the resume saves checkpoint-3 as it is, with no step past max_steps.
+    (out / "model.safetensors").unlink()
+    (out / "trainer_state.json").unlink()
+    last = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert last.returncode == 0 and "nothing left to train" in last.stdout, last.stderr[-2000:]
+    logged = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in logged if "reward" in m] == [1, 2, 3]
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 3
+    from safetensors.torch import load_file
+
+    final, ckpt = load_file(out / "model.safetensors"), load_file(out / "checkpoint-3" / "model.safetensors")
+    assert final.keys() == ckpt.keys() and all(final[k].equal(ckpt[k]) for k in final)
 
 
 
