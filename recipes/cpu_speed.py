@@ -16,7 +16,12 @@ Three levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf
   CUDA; TRL 1.16 scores every position (prompt included, then masked) off Triton devices to keep tile shapes
   fixed for compilers, which a CPU does not need. The log-probs of completion tokens are the same rows either way.
 
-`speed_up` applies the last two to a built trainer; the test is tests/test_cpu_speed.py.
+* Each distinct prompt is prefilled once: TRL repeats every prompt `num_generations` times in a row before
+  `generate`, whose prefill then computes each repeat again. On a CPU the prefill is compute-bound and most of a
+  rollout (45 of 71 s of generation in `make demo`'s GRPO stage, profiled); `shared_prefill_generate` runs the
+  distinct prompts once and hands `generate` their cache, repeated row by row.
+
+`speed_up` applies the last three to a built trainer; the test is tests/test_cpu_speed.py.
 """
 from __future__ import annotations
 
@@ -75,6 +80,52 @@ def cast_once_generate(model: Any) -> None:
     model._tase_cast_once_generate = True
 
 
+def _distinct_rows(ids: Any, mask: Any) -> Any | None:
+    """For each row, the index of its distinct prompt among consecutive runs of equal rows (ids and mask alike); None
+    when no row repeats the one before it (nothing to share)."""
+    import torch
+
+    new = torch.ones(ids.shape[0], dtype=torch.bool, device=ids.device)
+    new[1:] = (ids[1:] != ids[:-1]).any(1) | (mask[1:] != mask[:-1]).any(1)
+    return None if bool(new.all()) else torch.cumsum(new.long(), 0) - 1
+
+
+def shared_prefill_generate(model: Any) -> None:
+    """`model.generate` that prefills each run of repeated prompt rows once. The distinct prompts, all but their last
+    token, go through one forward with the position ids `generate` itself would give them (left padding counted);
+    their cache is repeated to every row, and `generate` then runs the last prompt token and decodes as before: the
+    same logits up to float rounding, the same random draws. Calls it does not recognise (positional inputs, other
+    keyword inputs, a cache already given, several return sequences) go to `generate` unchanged."""
+    import torch
+
+    generate = model.generate
+
+    @functools.wraps(generate)
+    def shared(*args: Any, **kwargs: Any) -> Any:
+        ids, mask, config = kwargs.get("input_ids"), kwargs.get("attention_mask"), kwargs.get("generation_config")
+        if (args or ids is None or mask is None or ids.dim() != 2 or ids.shape[1] < 2
+                or set(kwargs) - {"input_ids", "attention_mask", "generation_config"}
+                or getattr(config, "num_return_sequences", 1) not in (None, 1)):
+            return generate(*args, **kwargs)
+        rows = _distinct_rows(ids, mask)
+        if rows is None:
+            return generate(*args, **kwargs)
+        first = torch.ones_like(rows, dtype=torch.bool)
+        first[1:] = rows[1:] != rows[:-1]
+        head_ids, head_mask = ids[first, :-1], mask[first, :-1]
+        positions = (head_mask.long().cumsum(-1) - 1).masked_fill(head_mask == 0, 0)  # as generate computes them
+        with torch.no_grad():
+            cache = model(input_ids=head_ids, attention_mask=head_mask, position_ids=positions, use_cache=True,
+                          logits_to_keep=1).past_key_values
+        if not hasattr(cache, "batch_select_indices"):  # no cache came back (gradient checkpointing in train mode)
+            return generate(*args, **kwargs)
+        cache.batch_select_indices(rows)
+        return generate(**kwargs, past_key_values=cache)
+
+    model.generate = shared
+    model._tase_shared_prefill = True
+
+
 @contextmanager
 def _compact_scoring() -> Iterator[None]:
     """TRL's fused LM head scores only the positions with a label (its CUDA path) while inside this block."""
@@ -109,9 +160,9 @@ def compact_lm_head(model: Any) -> bool:
     return True
 
 
-def speed_up(trainer: Any) -> list[str]:
-    """Apply the generation cast and the compact LM head to a sync GRPOTrainer on CPU; returns what was applied
-    (for the run's rollouts line). Nothing on CUDA runs."""
+def speed_up(trainer: Any, shared_prefill: bool = True) -> list[str]:
+    """Apply the generation cast, the compact LM head and (unless turned off) the shared prefill to a sync GRPOTrainer
+    on CPU; returns what was applied (for the run's rollouts line). Nothing on CUDA runs."""
     import torch
 
     args = trainer.args
@@ -121,6 +172,9 @@ def speed_up(trainer: Any) -> list[str]:
     model = trainer.model
     if compact_lm_head(model):
         done.append("LM head scores completion tokens only")
+    if shared_prefill and not args.use_vllm:
+        shared_prefill_generate(model)
+        done.append("each distinct prompt prefilled once")
     if args.bf16 and not args.use_vllm:
         cast_once_generate(model)
         done.append("bf16 autocast (float32 weights), generation casts weights once per batch")

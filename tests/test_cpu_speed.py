@@ -176,3 +176,46 @@ def test_fast_path_learns_what_float32_learns(tmp_path, real_first_layers):
     # would not move at all at lr 5e-6)
     moved = (old["before"] + old["update"]).bfloat16() != old["before"].bfloat16()
     assert moved.float().mean() < 0.1
+
+
+def test_shared_prefill_generates_what_generate_does(real_first_layers):
+    """TRL's rollout batch (each prompt repeated in a row, left-padded) through the shared prefill: the same tokens as
+    plain `generate`, greedy and sampled with one seed; the prompts' forward runs once per distinct prompt, and a batch
+    with no repeats goes to `generate` unchanged."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    tok = AutoTokenizer.from_pretrained(real_first_layers)
+    model = AutoModelForCausalLM.from_pretrained(real_first_layers, dtype=torch.float32).eval()
+    prompts = ["How many r in strawberry?", "Sort by length: kiwi, fig, banana, apple pie", "Count 'ㄱ' in 강가"]
+    texts = [tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+             for p in prompts]
+    enc = tok([t for t in texts for _ in range(3)], return_tensors="pt", padding=True, padding_side="left",
+              add_special_tokens=False)
+    assert len(set(enc["attention_mask"].sum(1).tolist())) == 3  # three prompt lengths: left padding is exercised
+    seen: list[tuple[int, int]] = []
+    model.model.layers[0].register_forward_hook(lambda m, a, o: seen.append(tuple(a[0].shape[:2])))
+    plain = model.generate
+    for sample in (False, True):
+        cfg = GenerationConfig(max_new_tokens=12, do_sample=sample, temperature=1.0 if sample else None, top_p=None,
+                               top_k=None, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+        outs = []
+        for shared in (False, True):
+            model.generate = plain
+            if shared:
+                cpu_speed.shared_prefill_generate(model)
+            seen.clear()
+            torch.manual_seed(7)
+            with torch.no_grad():
+                outs.append(model.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                                           generation_config=cfg))
+            width = enc["input_ids"].shape[1]
+            if shared:  # the prompts once each (all but the last token), then the 9 rows one token at a time
+                assert seen[0] == (3, width - 1) and all(s[0] == 9 and s[1] == 1 for s in seen[1:]), seen[:3]
+            else:
+                assert seen[0] == (9, width)
+        torch.testing.assert_close(outs[1], outs[0], rtol=0, atol=0)
+    seen.clear()
+    distinct = tok(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    with torch.no_grad():
+        model.generate(input_ids=distinct["input_ids"], attention_mask=distinct["attention_mask"], generation_config=cfg)
+    assert seen[0] == (3, distinct["input_ids"].shape[1])  # nothing to share: generate's own prefill

@@ -1,5 +1,5 @@
 """CPU speed (recipes/cpu_speed.py): `cpu_bf16` resolved into `--bf16` before the parser exists, and on CPU the bf16
-generation cast once and the completion-only LM head. Sync."""
+generation cast once, the completion-only LM head and each distinct prompt prefilled once. Sync."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,6 +14,9 @@ class CpuSpeedOptions:
         "help": "sync runs on CPU: auto (bf16 autocast with float32 weights where the CPU has native bf16, "
                 "avx512_bf16 or AMX; else float32), true, false; an explicit bf16 wins (recipes/cpu_speed.py)",
         "choices": ["auto", "true", "false"]})
+    cpu_shared_prefill: bool = field(default=True, metadata={
+        "help": "sync runs on CPU with transformers rollouts: prefill each distinct prompt once, not once per "
+                "completion of its group (the same tokens; recipes/cpu_speed.py)"})
 
 
 class CpuSpeed(Feature):
@@ -38,7 +41,7 @@ class CpuSpeed(Feature):
     def after_build(self, trainer: Any, run: Run) -> None:
         from recipes.cpu_speed import speed_up
 
-        for what in speed_up(trainer):  # CPU: bf16 generation cast once, completion-only LM head (issue 52)
+        for what in speed_up(trainer, shared_prefill=run.args.cpu_shared_prefill):  # CPU: bf16 generation cast once, completion-only LM head, shared prefill
             trainer.accelerator.print(f"cpu speed: {what}")
 
 
