@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from common.errors import TaseError
 
@@ -95,13 +96,15 @@ def check_extra(extra: list[str]) -> None:
                 raise TaseError(f"-- {a.split('=')[0]}: {how}; it cannot be given after --")
 
 
-def check_arms(config: str, arms: list[Arm], extra: list[str], out: Path) -> None:
+def check_arms(config: str, arms: list[Arm], extra: list[str], out: Path) -> list[Any]:
     """Every arm checked as its real start checks it (recipes/grpo_args.parse, then validate: the options, their
     ranges, the rewards, held-out evaluation, dynamic sampling, data and model; a bad value is one line naming
     the arm), before the first arm trains: `--vary learning_rate=-1` or `held_out_rows=0,4` once failed when
-    that arm started, after the arms before it had trained."""
+    that arm started, after the arms before it had trained. Returns each arm's parsed training config (ablate
+    --in-process keeps an arm whose rollouts use vLLM in its own process)."""
     from recipes.grpo_args import parse, validate
 
+    cfgs = []
     for arm in arms:
         try:
             tase, cfg, model_args = parse(["--config", config, *arm.argv(), *extra, "--output_dir", str(out / arm.name),
@@ -109,6 +112,8 @@ def check_arms(config: str, arms: list[Arm], extra: list[str], out: Path) -> Non
             validate(tase, cfg, model_args)
         except TaseError as e:
             raise TaseError(f"arm {arm.name} ({' '.join(arm.argv())}): {e}") from None
+        cfgs.append(cfg)
+    return cfgs
 
 
 def comparison_table(evals: Path, arms: list[Arm], times: dict[str, dict[str, float]], n_boot: int = 1000,
