@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                    "python -m eval) in this process, importing torch and TRL once instead of once a step: for tiny arms "
                    "(the suite's ablation), where that import is most of a step's time; the commands, outputs and "
                    "resuming are the same. An arm's memory and its run folder's lock stay until the ablation ends; a "
-                   "step that starts vLLM (use_vllm, --eval-backend vllm or its default where vllm is installed) still "
-                   "runs in its own process")
+                   "step that starts vLLM (use_vllm, trainer async, --eval-backend vllm or its default where vllm is "
+                   "installed) still runs in its own process")
     one_line_errors(p)
     args = p.parse_args(rename_flags(argv, {"granularity": "reward_granularity"}))
     was = in_process()
@@ -98,7 +98,7 @@ def ablate(args: argparse.Namespace, extra: list[str]) -> int:
     if not Path(args.config).is_file():
         print(f"error: no such config file: {args.config}", file=sys.stderr)
         return 2
-    from recipes.ablate_grid import check_arms, check_extra, expand, parse_vary
+    from recipes.ablate_grid import arms_with_vllm, check_arms, check_extra, expand, parse_vary
 
     check_extra(extra)
     axes = parse_vary(args.vary)
@@ -109,8 +109,8 @@ def ablate(args: argparse.Namespace, extra: list[str]) -> int:
     arms = expand(axes)
     out = Path(args.out)
     check_out(out)
-    cfgs = check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra], out)
-    vllm_arms = {a.name for a, cfg in zip(arms, cfgs, strict=True) if getattr(cfg, "use_vllm", False)}
+    parsed = check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra], out)
+    vllm_arms = arms_with_vllm(arms, parsed)
     for spec in args.eval_data:  # before anything trains: a missing file once failed after every arm had trained
         path = Path(spec.removeprefix("official:"))
         if not (path.is_dir() if spec.startswith("official:") else path.is_file()):
