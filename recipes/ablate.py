@@ -16,33 +16,36 @@ from its last checkpoint, evaluations continue where they stopped), so rerunning
 ablation. `--dry-run` checks every arm (its options as grpo.py's real
 start checks them), the evaluation options and --out, and trains nothing. --out is a new or empty folder, or an
 earlier ablation's (common/paths.py: the one output rule, with its marker); an arm's name is checked as every name
-that becomes a path, and options ablate sets itself (--output_dir, --config, ...) cannot follow `--`.
+that becomes a path, and options ablate sets itself (--output_dir, --config, ...) cannot follow `--`. Each step is a
+fresh interpreter running its printed command (a user can rerun it by hand); `--in-process` runs them in this one
+(recipes/pipeline.py `run_in_process`: torch, transformers and TRL imported once, for tiny arms such as the suite's).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from common.errors import StepFailed, TaseError, one_line_exit
 from common.paths import OutputBusy, hold_output, out_folder_refusal, write_marker
-from common.process import die_with_parent
+from common.process import apply as process_settings
+from recipes.pipeline import in_process, run_command, run_in_process
 from rewards.levels import COARSE, FINE, LEVELS
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def sh(cmd: list[str]) -> None:
-    """Print and run a step; a failed one (it printed its own error) raises StepFailed: `main` prints its line and
-    returns the step's exit code."""
+def sh(cmd: list[str], fresh: bool = False) -> None:
+    """Print and run a step (a subprocess that dies with the ablation; with --in-process its entry point's
+    `main(argv)` here, unless `fresh`: a step that starts vLLM); a failed one (it printed its own error) raises
+    StepFailed: `main` prints its line and returns the step's exit code."""
     print("+ " + " ".join(cmd), flush=True)
-    res = subprocess.run(cmd, cwd=ROOT, preexec_fn=die_with_parent())  # a step dies with the ablation
-    if res.returncode != 0:
-        raise StepFailed(f"step failed with exit code {res.returncode}: {' '.join(cmd[:4])} ...", res.returncode)
+    code = run_command(cmd, ROOT, fresh=fresh)
+    if code != 0:
+        raise StepFailed(f"step failed with exit code {code}: {' '.join(cmd[:4])} ...", code)
 
 
 @one_line_exit
@@ -71,12 +74,31 @@ def main(argv: list[str] | None = None) -> int:
                    help="eval run's --backend (default: eval's own, vllm where installed, else hf)")
     p.add_argument("--dry-run", action="store_true", help="check every arm and option as the real start does, "
                    "print the arms, train nothing")
+    p.add_argument("--in-process", action="store_true", help="run each step's entry point (grpo.py, export.py, "
+                   "python -m eval) in this process, importing torch and TRL once instead of once a step: for tiny arms "
+                   "(the suite's ablation), where that import is most of a step's time; the commands, outputs and "
+                   "resuming are the same. An arm's memory and its run folder's lock stay until the ablation ends; a "
+                   "step that starts vLLM (use_vllm, trainer async, --eval-backend vllm or its default where vllm is "
+                   "installed) still runs in its own process")
     one_line_errors(p)
     args = p.parse_args(rename_flags(argv, {"granularity": "reward_granularity"}))
+    was = in_process()
+    if args.in_process:  # process settings, before check_arms imports torch: the steps' own come too late in-process
+        process_settings()
+        run_in_process()
+    try:
+        return ablate(args, extra)
+    finally:
+        run_in_process(was)  # main called from Python (the tests) leaves its caller's steps as they were
+
+
+def ablate(args: argparse.Namespace, extra: list[str]) -> int:
+    """Check the config, the grid, every arm, the evaluation files and --out; then print the arms (--dry-run) or
+    run the ablation under --out's write lock."""
     if not Path(args.config).is_file():
         print(f"error: no such config file: {args.config}", file=sys.stderr)
         return 2
-    from recipes.ablate_grid import check_arms, check_extra, expand, parse_vary
+    from recipes.ablate_grid import arms_with_vllm, check_arms, check_extra, expand, parse_vary
 
     check_extra(extra)
     axes = parse_vary(args.vary)
@@ -87,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     arms = expand(axes)
     out = Path(args.out)
     check_out(out)
-    check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra], out)
+    parsed = check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra], out)
+    vllm_arms = arms_with_vllm(arms, parsed)
     for spec in args.eval_data:  # before anything trains: a missing file once failed after every arm had trained
         path = Path(spec.removeprefix("official:"))
         if not (path.is_dir() if spec.startswith("official:") else path.is_file()):
@@ -102,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             check_out(out)
             out.mkdir(parents=True, exist_ok=True)
             write_marker(out, "ablate", [])  # known as this command's folder from the start: a rerun resumes
-            return _run(args, arms, extra, out)
+            return _run(args, arms, extra, out, vllm_arms)
     except OutputBusy as e:
         raise TaseError(str(e)) from None
 
@@ -115,9 +138,13 @@ def check_out(out: Path) -> None:
         raise TaseError(why)
 
 
-def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path) -> int:
-    """Train, export and evaluate every arm into OUT (each step resumes), then write the comparison."""
+def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path, vllm_arms: set[str]) -> int:
+    """Train, export and evaluate every arm into OUT (each step resumes), then write the comparison. A step that
+    starts vLLM (the arms in `vllm_arms`, evaluations on the vllm backend) runs in its own process."""
+    from eval.backends import default_backend
     from recipes.ablate_grid import comparison_table, load_times
+
+    vllm_eval = (args.eval_backend or default_backend()) == "vllm"
 
     times_file = out / "times.json"
     times = load_times(times_file)
@@ -136,7 +163,7 @@ def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path) -> i
         if not (arm / "model.safetensors").exists() and not (arm / "adapter_model.safetensors").exists():
             resume = ["--resume_from_checkpoint", "true"]  # a killed run continues; a fresh folder starts at step 0
             sh([py, str(HERE / "grpo.py"), "--config", args.config, *a.argv(),
-                "--output_dir", str(arm), *base_args, *extra, *resume])
+                "--output_dir", str(arm), *base_args, *extra, *resume], fresh=a.name in vllm_arms)
             ran = True
         exported = out / "export" / a.name  # plain bf16 folder (LoRA merged) that eval loads as is
         if not (exported / "config.json").exists():
@@ -158,7 +185,7 @@ def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path) -> i
             if args.eval_backend:
                 cmd += ["--backend", args.eval_backend]
             t0 = time.time()
-            sh(cmd)  # eval run resumes: a finished evaluation returns at once
+            sh(cmd, fresh=vllm_eval)  # eval run resumes: a finished evaluation returns at once
             entry = times.setdefault(name, {})
             entry[f"eval_s_data{k}"] = max(entry.get(f"eval_s_data{k}", 0.0), time.time() - t0)
             entry["eval_s"] = sum(v for key, v in entry.items() if key.startswith("eval_s_data"))

@@ -1,6 +1,7 @@
-"""Pieces shared by the multi-stage recipes (recipes/demo.py, recipes/proof.py): numbered steps that print
-the real command before running it and time it (a subprocess each; after `run_in_process()`, a project entry point's
-`main(argv)` in this interpreter), and the paired bootstrap gains between evaluation runs.
+"""Pieces shared by the multi-stage recipes (recipes/demo.py, recipes/proof.py, recipes/ablate.py): numbered steps
+that print the real command before running it and time it (a subprocess each; after `run_in_process()`, a project
+entry point's `main(argv)` in this interpreter; `run_command` for one unnumbered step, ablate's), and the paired
+bootstrap gains between evaluation runs.
 """
 from __future__ import annotations
 
@@ -98,6 +99,16 @@ def call_in_process(main: Callable[[list[str]], Any], argv: list[str], prog: str
         print(code, file=sys.stderr, flush=True)
         return 1
     return int(code or 0)
+
+
+def run_command(cmd: list[str], cwd: Path, fresh: bool = False) -> int:
+    """Run one step's command from `cwd` and return its exit status: after run_in_process(), a project entry point
+    as its `main(argv)` in this interpreter (call_in_process); anything else, or any command with `fresh` (a step
+    that starts a vLLM engine, which a recipe keeps in its own process), as a subprocess that dies with this one."""
+    entry = None if fresh or not _IN_PROCESS else entry_main(cmd, cwd)
+    if entry is not None:
+        return call_in_process(*entry, cwd)
+    return subprocess.run(cmd, cwd=cwd, preexec_fn=die_with_parent()).returncode
 
 
 class Steps:

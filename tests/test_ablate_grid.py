@@ -45,6 +45,16 @@ def test_every_arm_is_parsed_before_training(tmp_path):
             "error: --reward_granularity and --vary reward_granularity=... name the same axis; give one"], err
 
 
+def test_arms_that_start_vllm_are_known_before_training(tmp_path):
+    """ablate --in-process runs these arms' training in its own process (vLLM rollouts, the async trainer's worker)."""
+    from recipes.ablate_grid import arms_with_vllm, check_arms
+
+    cfg = "recipes/configs/grpo_smollm2_cpu.yaml"
+    for vary, want in (("use_vllm=true,false", {"true"}), ("trainer=sync,async", {"async"})):
+        arms = expand(parse_vary([vary]))
+        assert arms_with_vllm(arms, check_arms(cfg, arms, [], tmp_path / "abl")) == want, vary
+
+
 def test_comparison_table_from_real_eval_folders(tmp_path):
     import synth
     from eval.__main__ import main as eval_main

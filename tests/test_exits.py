@@ -208,3 +208,33 @@ def test_a_failed_ablation_step_ends_the_ablation_with_its_exit_code(tmp_path, m
                         "--eval-data", str(tmp_path / "x.jsonl")]) == 4
     assert capfd.readouterr().err.splitlines() == [
         STEP_SAYS, f"error: step failed with exit code 4: /bin/sh {tmp_path / 'grpo.py'} --config {cfg} ..."]
+
+
+def test_a_failed_in_process_ablation_step_ends_the_ablation_with_its_exit_code(tmp_path, monkeypatch, capfd):
+    """ablate --in-process: a step run as its entry point's `main(argv)` in the ablation's interpreter fails as its
+    subprocess does (its own line, then the ablation's, the step's exit code); the marked --out stays for a rerun,
+    and the caller's steps run as before."""
+    import os
+    import sys
+
+    from recipes import ablate, pipeline
+
+    step = tmp_path / "grpo.py"  # an entry point of the project once its root is tmp_path
+    step.write_text(f"import sys\n\n\ndef main(argv):\n    print({STEP_SAYS!r}, file=sys.stderr)\n    return 4\n")
+    monkeypatch.setattr(ablate, "HERE", tmp_path)
+    monkeypatch.setattr(pipeline, "ROOT", tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for k, v in (("OMP_WAIT_POLICY", "PASSIVE"), ("VLLM_CPU_NUM_OF_RESERVED_CPU", "0"), ("VLLM_LOGGING_LEVEL", "WARNING")):
+        monkeypatch.setenv(k, os.environ.get(k, v))  # --in-process makes the process settings: undone after the test
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model_name_or_path: default\n")
+    (tmp_path / "x.jsonl").write_text("")
+    try:
+        assert ablate.main(["--config", str(cfg), "--reward_granularity", "coarse", "--out", str(tmp_path / "o"),
+                            "--eval-data", str(tmp_path / "x.jsonl"), "--in-process"]) == 4
+        assert sys.modules["grpo"].__file__ == str(step)  # it ran in this interpreter
+    finally:
+        sys.modules.pop("grpo", None)
+    assert capfd.readouterr().err.splitlines() == [
+        STEP_SAYS, f"error: step failed with exit code 4: {sys.executable} {step} --config {cfg} ..."]
+    assert (tmp_path / "o" / ".tase-output.json").is_file() and not pipeline.in_process()

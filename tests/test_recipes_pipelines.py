@@ -11,7 +11,10 @@ from test_recipes import PY, TINY_ARGS, run, run_together
 @pytest.mark.slow
 def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
     """Both arms train on the same data with the same seed, are exported and evaluated with the base
-    model, and the comparison is written; a rerun reuses every finished step."""
+    model, and the comparison is written; a rerun reuses every finished step. The steps run in the ablation's
+    interpreter (--in-process: one a run importing torch and TRL, not one a step); the second arm inherits nothing
+    from the first there: its printed command, rerun by hand in a fresh interpreter, logs the same step (rewards,
+    sampled tokens, entropy: a different seed changes them) with the same resolved options."""
     data = tmp_path / "three.jsonl"
     import synth
 
@@ -20,9 +23,14 @@ def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
     cmd = [PY, "recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--reward_granularity", "coarse",
            "fine", "--out", str(out), "--base", str(tiny_model), "--eval-data", str(data), "--max-new-tokens", "4",
            "--eval-backend", "hf",  # vLLM's CPU engine failed to start on this tiny random model (not investigated)
-           "--", "--max_steps", "1", "--save_strategy", "no", *TINY_ARGS]
+           "--in-process", "--", "--max_steps", "1", "--save_strategy", "no", *TINY_ARGS]
     res = run(cmd, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
+    steps = [l[2:].split() for l in res.stdout.splitlines() if l.startswith("+ ")]
+    assert len(steps) == 8  # 2 arms x (train, export), 3 evaluations, compare: each an entry point run in-process
+    from recipes.pipeline import entry_main
+
+    assert all(entry_main(c, ROOT) for c in steps)
     summary = json.loads((out / "ablation.json").read_text())
     assert list(summary["models"]) == ["base", "coarse", "fine"]
     table = summary["comparisons"][str(data)]
@@ -37,6 +45,24 @@ def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
     assert ids[0] == ids[1] == ids[2] and len(ids[0]) == 3
     res = run(cmd)
     assert res.returncode == 0 and "grpo.py" not in res.stdout and "export.py" not in res.stdout  # nothing retrained
+    # the fine arm trained second, after the coarse one in the same interpreter (seeds, RNG, rewards, features,
+    # environment, TRL/transformers/accelerate state): its printed command alone in a fresh one gives the same arm
+    fine = next(c for c in steps if c[1].endswith("grpo.py") and c[c.index("--output_dir") + 1] == str(out / "fine"))
+    alone = tmp_path / "fine_alone"
+    fine[fine.index("--output_dir") + 1] = str(alone)
+    res = run(fine)
+    assert res.returncode == 0, res.stderr[-3000:]
+    timing = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "step_time")
+
+    def logged(run_dir):
+        return [{k: v for k, v in json.loads(l).items() if not k.startswith(timing)}
+                for l in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+    assert logged(out / "fine") == logged(alone) and logged(alone)  # rewards, sampled tokens, entropy (seed-dependent)
+    cfg = json.loads((alone / "tase_config.json").read_text())  # and the resolved options
+    assert all(cfg[part] == cfgs["fine"][part] for part in ("tase", "model", "rewards"))
+    diff = {k for k in cfg["training"] if cfg["training"][k] != cfgs["fine"]["training"].get(k)}
+    assert diff <= {"output_dir", "logging_dir", "run_name"} and set(cfg["training"]) == set(cfgs["fine"]["training"])
 
 
 PROOF = [PY, "recipes/proof.py"]
