@@ -2,6 +2,8 @@
 official verdict without its loopholes, docs/rewards.md), then the unbiased pass@k estimator per row, averaged over
 rows. `eval run` reports pass@k on the official verdict, where a loophole pass counts; the RL question "can the
 model sample a right answer at all" is the strict one (issue 63: a warm-up's official pass@8 of 30 was all loopholes).
+`eval run --num-samples K` now stores each sample's strict verdict and reports `strict_pass_at_k` itself; this script
+serves folders sampled before that (it re-scores every sample).
 
     python bench/strict_passk.py --data official:runs/proof_guidance_cpu/official runs/proof_guidance_cpu/eval/passk/* \\
         [--out FILE.md]

@@ -306,8 +306,11 @@ def pass_at_k_estimate(n: int, c: int, k: int) -> float:
     return 1.0 - prod
 
 
-def pass_at(samples: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+def pass_at(samples: Iterable[dict[str, Any]], key: str = "coarse") -> dict[str, Any] | None:
     """pass@k tables for runs that drew several samples per row (`eval run --num-samples K`), else None.
+
+    `key` is the verdict counted: `coarse` (the official one, loopholes included) or `strict` (without them: can the
+    model sample a right answer at all, the question RL asks); None when a sample lacks it (an older file).
 
     K = the fewest samples any valid row has (a row without `samples` counts as one). Reported for k = 1, the
     powers of 2 below K, and K, each as the official macro statistic of the per-file means of the per-row
@@ -326,9 +329,13 @@ def pass_at(samples: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
         every = s.get("samples")
         if isinstance(every, list) and every:
             multi = True
-            rows[f].append((len(every), int(sum(float(e["coarse"]) for e in every))))
+            if any(key not in e for e in every):
+                return None
+            rows[f].append((len(every), int(sum(float(e[key]) for e in every))))
         else:
-            rows[f].append((1, int(float(s["coarse"]))))
+            if key not in s:
+                return None
+            rows[f].append((1, int(float(s[key]))))
     if not multi:
         return None
     big_k = min(n for v in rows.values() for n, _ in v)

@@ -228,6 +228,8 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
                "strict": {n: r.get("strict") for n, r in zip(names, results, strict=False)},
                "loophole": {n: r.get("loophole") for n, r in zip(names, results, strict=False)},
                "pass_at_k": {n: r["pass_at_k"] for n, r in zip(names, results, strict=False) if r.get("pass_at_k")},
+               "strict_pass_at_k": {n: r["strict_pass_at_k"] for n, r in zip(names, results, strict=False)
+                                    if r.get("strict_pass_at_k")},
                "deltas": deltas, "warnings": notes, "ci95": {n: lv for n, lv in zip(names, levels, strict=False)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     write_marker(out, "compare", ["comparison.md", "comparison.json", "comparison.png"])
@@ -279,22 +281,34 @@ def strict_table(names: list[str], results: list[dict[str, Any]], task_cols: lis
 def pass_at_k_lines(names: list[str], results: list[dict[str, Any]]) -> list[str]:
     """The pass@k table of the runs sampled k times (`eval run --num-samples K`), per file and overall: pass@1,
     pass@K, their gap (what RL can sharpen) and the share of mixed rows; [] when no run has one."""
-    runs = [(n, r["pass_at_k"]) for n, r in zip(names, results, strict=False) if r.get("pass_at_k")]
+    runs = [(n, r["pass_at_k"], r.get("strict_pass_at_k")) for n, r in zip(names, results, strict=False)
+            if r.get("pass_at_k")]
     if not runs:
         return []
+    strict = any(st for _, _, st in runs)  # strict columns where a run stored strict verdicts per sample
     lines = ["", "## pass@k (unbiased estimator, Chen et al. 2021; K samples per row)", "",
              "A task worth RL: a large pass@K - pass@1 gap, pass@1 neither near 0 nor near 1; mixed = rows with some "
-             "but not all samples correct (the GRPO groups with a gradient).", "",
-             "| model | file | rows | K | pass@1 | pass@K | gap | mixed |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for n, pk in runs:
+             "but not all samples correct (the GRPO groups with a gradient)."
+             + (" strict: the same without the official verdict's loopholes (docs/rewards.md)." if strict else ""), "",
+             "| model | file | rows | K | pass@1 | pass@K | gap | mixed |" + (" strict pass@1 | strict pass@K |" if strict
+                                                                            else ""),
+             "|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if strict else "")]
+    for n, pk, st in runs:
         k = pk["k"]
         items = [(f, v) for f, v in pk["by_file"].items()]
         items.append(("overall (macro)", {"n": sum(v["n"] for _, v in items), "pass@1": pk["pass@1"]["overall"],
                                           f"pass@{k}": pk[f"pass@{k}"]["overall"], "mixed": None}))
+        st_file = dict(st["by_file"]) if st else {}
+        if st:
+            st_file["overall (macro)"] = {"pass@1": st["pass@1"]["overall"], f"pass@{k}": st[f"pass@{k}"]["overall"]}
         for f, v in items:
             p1, pk_ = v["pass@1"], v[f"pass@{k}"]
             mixed = "–" if v["mixed"] is None else f"{v['mixed']:.1f}"
-            lines.append(f"| {n} | {f} | {v['n']} | {k} | {p1:.2f} | {pk_:.2f} | {pk_ - p1:+.2f} | {mixed} |")
+            line = f"| {n} | {f} | {v['n']} | {k} | {p1:.2f} | {pk_:.2f} | {pk_ - p1:+.2f} | {mixed} |"
+            if strict:
+                sv = st_file.get(f)
+                line += f" {sv['pass@1']:.2f} | {sv[f'pass@{k}']:.2f} |" if sv else " – | – |"
+            lines.append(line)
     return lines
 
 

@@ -119,12 +119,14 @@ def sample_line(rec: dict[str, Any], completion: str) -> dict[str, Any]:
 def sample_line_k(rec: dict[str, Any], completions: list[str]) -> dict[str, Any]:
     """The line of a row sampled k times (`--num-samples K`): the usual keys hold the first sample, so every
     reader keyed on one completion per id (resume, compare, the official accuracy) works unchanged, and
-    `samples` keeps all k (completion, extracted, coarse, fine) for pass@k; `n_correct` counts coarse hits."""
+    `samples` keeps all k (completion, extracted, coarse, fine, strict) for pass@k, official and strict;
+    `n_correct` counts coarse hits."""
     line = sample_line(rec, completions[0])
     every = []
     for c in completions:
         s = score(rec, c)
-        every.append({"completion": c, "extracted": s.extracted, "coarse": s.coarse, "fine": round(s.fine, 6)})
+        every.append({"completion": c, "extracted": s.extracted, "coarse": s.coarse, "fine": round(s.fine, 6),
+                      "strict": s.strict})
     return {**line, "samples": every, "n_correct": int(sum(e["coarse"] for e in every))}
 
 
@@ -172,7 +174,7 @@ def verdict_problem(s: dict[str, Any]) -> str | None:
         return None
     every = s.get("samples") if isinstance(s.get("samples"), list) else []  # pass@k: each sample's verdicts
     for where, row, keys in (("", s, ("coarse", "fine", "strict")),
-                             *((f"samples[{i}] ", e, ("coarse", "fine")) for i, e in enumerate(every))):
+                             *((f"samples[{i}] ", e, ("coarse", "fine", "strict")) for i, e in enumerate(every))):
         for k in keys:
             v = row.get(k, 0.0) if isinstance(row, dict) else None
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:  # NaN fails 0 <= v
@@ -229,6 +231,9 @@ def write_results(out: Path, records: list[dict[str, Any]], done: dict[str, dict
     pk = pass_at(samples)
     if pk:
         res["pass_at_k"] = pk
+        strict = pass_at(samples, key="strict")  # None for samples scored before `strict` was stored per sample
+        if strict:
+            res["strict_pass_at_k"] = strict
     _write_json(out / RESULTS, res)
     return res
 

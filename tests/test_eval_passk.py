@@ -141,3 +141,52 @@ def test_hf_num_samples_real_model_resumes(fixture_root, tmp_path, default_model
     other = subprocess.run([*cmd[:-4], "--num-samples", "2", "--threads", "1"], cwd=ROOT, capture_output=True,
                            text=True, timeout=600)
     assert other.returncode == 2 and "different num_samples (3 -> 2)" in other.stderr
+
+
+def test_strict_pass_at_k_leaves_out_loophole_samples(tmp_path):
+    """Each of the k samples stores its strict verdict; results.json has pass@k on the official verdict (a loophole
+    counts) and strict_pass_at_k without the loopholes; `eval score` prints both and `eval compare` shows both.
+    A sampled file written before `strict` was stored per sample gets no strict table (not zeros)."""
+    import synth
+    from rewards import score
+
+    rows = [r for r in synth.generate("component_split", "en", 40, 5, max_len=6) if r["type"] == "SPLIT"][:4]
+    assert len(rows) == 4
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    right = [f"<answer>{r['answer'].split(';')[0]}</answer>" for r in rows]
+    unsplit = [f"<answer>{r['answer'].split(';')[0].replace(',', '').replace(' ', '')}</answer>" for r in rows]
+    wrong = "<answer>no idea</answer>"
+    for r, ok, hole in zip(rows, right, unsplit, strict=True):  # the unsplit word: an official pass, not a strict one
+        assert score(r, ok).strict == 1.0 and (score(r, hole).coarse, score(r, hole).strict) == (1.0, 0.0)
+    # row 0: 1 right + 1 loophole of 4; rows 1-3: a loophole and 3 wrong
+    comps = [[right[0], unsplit[0], wrong, wrong]] + [[unsplit[i], wrong, wrong, wrong] for i in range(1, 4)]
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"id": r["id"], "completions": c}) + "\n" for r, c in zip(rows, comps,
+                                                                                                 strict=True)))
+    res = run_module(["eval", "score", "--data", str(data), "--predictions", str(preds), "--out", str(tmp_path / "s")])
+    assert res.returncode == 0, res.stderr
+    out = json.loads((tmp_path / "s" / "results.json").read_text())
+    official, strict = out["pass_at_k"], out["strict_pass_at_k"]
+    assert official["pass@1"]["overall"] == pytest.approx(100 * (2 / 4 + 3 * 1 / 4) / 4, abs=0.01)  # 31.25
+    assert official["pass@4"]["overall"] == 100.0
+    assert strict["pass@1"]["overall"] == pytest.approx(100 * (1 / 4) / 4, abs=0.01)  # 6.25: row 0's one right sample
+    assert strict["pass@4"]["overall"] == 25.0
+    assert "strict pass@1 6.25 | strict pass@4 25.00" in res.stdout
+    lines = [json.loads(x) for x in (tmp_path / "s" / "samples.jsonl").read_text().splitlines()]
+    assert [e["strict"] for e in lines[0]["samples"]] == [1.0, 0.0, 0.0, 0.0]
+    one = tmp_path / "one.jsonl"  # the first samples, scored alone: no pass@k of its own
+    one.write_text("".join(json.dumps({"id": r["id"], "completion": c[0]}) + "\n" for r, c in zip(rows, comps,
+                                                                                                  strict=True)))
+    assert run_module(["eval", "score", "--data", str(data), "--predictions", str(one), "--out",
+                       str(tmp_path / "one")]).returncode == 0
+    cmp = run_module(["eval", "compare", str(tmp_path / "one"), str(tmp_path / "s"), "--out", str(tmp_path / "c"),
+                      "--n-boot", "20"])
+    assert cmp.returncode == 0, cmp.stderr
+    row = next(x for x in cmp.stdout.splitlines() if x.startswith("| s | overall (macro)"))
+    assert row.endswith("| 31.25 | 100.00 | +68.75 | – | 6.25 | 25.00 |"), row
+    # samples written before `strict` was stored per sample: the official table only, no strict zeros
+    from eval.aggregate import pass_at
+
+    stale = [{**s, "samples": [{k: v for k, v in e.items() if k != "strict"} for e in s["samples"]]} for s in lines]
+    assert pass_at(stale)["pass@1"]["overall"] == official["pass@1"]["overall"] and pass_at(stale, key="strict") is None

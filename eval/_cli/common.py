@@ -110,7 +110,11 @@ def summary(res: dict) -> str:
 
 
 def pass_summary(res: dict) -> str:
-    """One line of pass@k (runs with --num-samples K): overall pass@1 and pass@K."""
+    """One line of pass@k (runs with --num-samples K): overall pass@1 and pass@K, official and (where stored) strict."""
     pk = res["pass_at_k"]
     k = pk["k"]
-    return f"pass@1 {pk['pass@1']['overall']:.2f} | pass@{k} {pk[f'pass@{k}']['overall']:.2f} ({k} samples per row)"
+    line = f"pass@1 {pk['pass@1']['overall']:.2f} | pass@{k} {pk[f'pass@{k}']['overall']:.2f} ({k} samples per row)"
+    st = res.get("strict_pass_at_k")
+    if st:
+        line += f"\nstrict pass@1 {st['pass@1']['overall']:.2f} | strict pass@{k} {st[f'pass@{k}']['overall']:.2f}"
+    return line
