@@ -19,7 +19,9 @@ Three levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf
 * Each distinct prompt is prefilled once: TRL repeats every prompt `num_generations` times in a row before
   `generate`, whose prefill then computes each repeat again. On a CPU the prefill is compute-bound and most of a
   rollout (45 of 71 s of generation in `make demo`'s GRPO stage, profiled); `shared_prefill_generate` runs the
-  distinct prompts once and hands `generate` their cache, repeated row by row.
+  distinct prompts once and hands `generate` their cache, repeated row by row. The loss forward does the same
+  (`_shared_prompt_scoring`): each distinct prompt's keys and values are computed once, with their gradients, and
+  the completions run on them.
 
 `speed_up` applies the last three to a built trainer; the test is tests/test_cpu_speed.py.
 """
@@ -113,9 +115,8 @@ def shared_prefill_generate(model: Any) -> None:
         first = torch.ones_like(rows, dtype=torch.bool)
         first[1:] = rows[1:] != rows[:-1]
         head_ids, head_mask = ids[first, :-1], mask[first, :-1]
-        positions = (head_mask.long().cumsum(-1) - 1).masked_fill(head_mask == 0, 0)  # as generate computes them
         with torch.no_grad():
-            cache = model(input_ids=head_ids, attention_mask=head_mask, position_ids=positions, use_cache=True,
+            cache = model(input_ids=head_ids, attention_mask=head_mask, position_ids=_positions(head_mask), use_cache=True,
                           logits_to_keep=1).past_key_values
         if not hasattr(cache, "batch_select_indices"):  # no cache came back (gradient checkpointing in train mode)
             return generate(*args, **kwargs)
@@ -139,10 +140,58 @@ def _compact_scoring() -> Iterator[None]:
         tu._use_triton = original
 
 
-def compact_lm_head(model: Any) -> bool:
-    """Make the model's fused-LM-head forward (TRL's `add_fused_lm_head`) score only completion tokens on CPU. The
-    switch is scoped to this model's forward calls; the backward needs no switch (it sees the compact rows). False
-    where the model has no fused head (nothing to change)."""
+def _positions(mask: Any) -> Any:
+    """Position ids under left padding, as `generate` gives them (padding at 0)."""
+    return (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
+
+
+def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> Any | None:
+    """The fused-LM-head forward of a GRPO batch with each distinct prompt computed once, or None when the call is not
+    one to share (other inputs, no repeated prompt, gradient checkpointing, which drops a given cache).
+
+    TRL scores `prompt + completion` rows whose labels are -100 over the prompt; consecutive rows of a group share
+    their prompt. The distinct prompts, all but their last token, run through the backbone once, keeping their keys
+    and values (with their gradients); the cache is repeated to every row (an index, so the gradients of a group's
+    rows add up in its one prompt pass) and TRL's own fused forward then runs the rest of each row on it, scoring the
+    same labels. Its log-probs start at the prompt's last token; the positions before it carry no label, so zeros
+    fill them, as the full forward gives."""
+    import torch
+
+    ids, mask, labels = kwargs.get("input_ids"), kwargs.get("attention_mask"), kwargs.get("labels")
+    if (ids is None or mask is None or labels is None or ids.dim() != 2
+            or set(kwargs) - {"input_ids", "attention_mask", "labels"}
+            or getattr(model, "is_gradient_checkpointing", False)):
+        return None
+    scored = (labels != -100).any(0).nonzero()
+    if not len(scored) or int(scored[0]) < 2:
+        return None
+    start = int(scored[0])  # the first labelled column: the prompt is everything before it
+    rows = _distinct_rows(ids[:, :start], mask[:, :start])
+    if rows is None:
+        return None
+    first = torch.ones_like(rows, dtype=torch.bool)
+    first[1:] = rows[1:] != rows[:-1]
+    head_mask = mask[first, : start - 1]
+    cache = model.base_model(input_ids=ids[first, : start - 1], attention_mask=head_mask,
+                             position_ids=_positions(head_mask), use_cache=True).past_key_values
+    if not hasattr(cache, "batch_select_indices"):
+        return None
+    cache.batch_select_indices(rows)
+    out = forward(input_ids=ids[:, start - 1:], attention_mask=mask, position_ids=_positions(mask)[:, start - 1:],
+                  past_key_values=cache, labels=labels[:, start - 1:], fused_lm_head=True)
+    pad = start - 1  # the full forward's outputs cover positions 0..T-2; these cover start-1..T-2
+    for name in ("log_probs", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1", "label_mask"):
+        x = getattr(out, name, None)
+        if isinstance(x, torch.Tensor) and x.dim() == 2:
+            setattr(out, name, torch.cat([x.new_zeros(x.shape[0], pad), x], 1))
+    return out
+
+
+def compact_lm_head(model: Any, share_prompts: bool = False) -> bool:
+    """Make the model's fused-LM-head forward (TRL's `add_fused_lm_head`) score only completion tokens on CPU, and
+    with `share_prompts` compute each distinct prompt of the batch once (`_shared_prompt_scoring`). The switch is
+    scoped to this model's forward calls; the backward needs no switch (it sees the compact rows). False where the
+    model has no fused head (nothing to change)."""
     forward = model.forward
     func = getattr(forward, "__func__", None)
     code = getattr(func, "__code__", None)  # TRL's forward carries the model's name and signature (functools.wraps)
@@ -154,6 +203,10 @@ def compact_lm_head(model: Any) -> bool:
         if not fused_lm_head:
             return forward(*args, **kwargs)
         with _compact_scoring():
+            if share_prompts and not args:
+                out = _shared_prompt_scoring(self, forward, kwargs)
+                if out is not None:
+                    return out
             return forward(*args, fused_lm_head=True, **kwargs)
 
     model.forward = types.MethodType(compact_forward, model)
@@ -170,8 +223,9 @@ def speed_up(trainer: Any, shared_prefill: bool = True) -> list[str]:
         return []
     done = []
     model = trainer.model
-    if compact_lm_head(model):
-        done.append("LM head scores completion tokens only")
+    if compact_lm_head(model, share_prompts=shared_prefill):
+        done.append("LM head scores completion tokens only" + ("; each distinct prompt computed once in the loss"
+                                                               if shared_prefill else ""))
     if shared_prefill and not args.use_vllm:
         shared_prefill_generate(model)
         done.append("each distinct prompt prefilled once")

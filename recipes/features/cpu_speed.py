@@ -15,8 +15,8 @@ class CpuSpeedOptions:
                 "avx512_bf16 or AMX; else float32), true, false; an explicit bf16 wins (recipes/cpu_speed.py)",
         "choices": ["auto", "true", "false"]})
     cpu_shared_prefill: bool = field(default=True, metadata={
-        "help": "sync runs on CPU with transformers rollouts: prefill each distinct prompt once, not once per "
-                "completion of its group (the same tokens; recipes/cpu_speed.py)"})
+        "help": "sync runs on CPU: compute each distinct prompt once, not once per completion of its group, in the "
+                "transformers rollouts and in the loss forward (the same tokens and gradients; recipes/cpu_speed.py)"})
 
 
 class CpuSpeed(Feature):
