@@ -6,8 +6,10 @@ Why the reference has 2 processes and not 1: GRPO samples its completions, and e
 from its own generator; one process sampling all rows at once draws different tokens, so the losses could not be
 compared. Two unsharded processes see exactly the rows, seeds and sampling of the two ZeRO-3 ranks, and
 data-parallel training is the one-process algorithm on the union of the rows (gradients averaged over ranks).
-The reward is `length_penalty` only: a tiny random model never answers a TASE question, but its completions
-reach different lengths (EOS or not), which gives the groups a reward spread and the step a real gradient.
+The reward is the completion's length in characters (`tests.user_rewards:length_spread`): a tiny random model never
+answers a TASE question, but its completions differ in length, which gives every group a reward spread and the step a
+real gradient at 16 tokens (`length_penalty` needed 256 tokens, ~1,500 characters, for a spread: 20 s per ZeRO-3 step
+where 16 tokens take 2 s).
 """
 import json
 import os
@@ -23,8 +25,8 @@ from conftest import ROOT
 PY = sys.executable
 ARGS = ["--bf16", "false", "--dtype", "float32", "--tasks", "sort_lengths", "freq_count", "--langs", "en",
         "--max_len", "6", "--num_train_examples", "16", "--num_generations", "4", "--per_device_train_batch_size", "4",
-        "--max_completion_length", "256", "--logging_steps", "1", "--report_to", "none", "--learning_rate", "1e-3",
-        "--seed", "0", "--gradient_checkpointing", "false", "--reward_funcs", "length_penalty",
+        "--max_completion_length", "16", "--logging_steps", "1", "--report_to", "none", "--learning_rate", "1e-3",
+        "--seed", "0", "--gradient_checkpointing", "false", "--reward_funcs", "tests.user_rewards:length_spread",
         "--format_reward", "false", "--max_steps", "2", "--save_strategy", "no"]
 TOL_LOSS = 1e-4  # float32; see docs/training.md "Scaling out" for the measured differences
 TOL_PARAM = 1e-5
@@ -55,7 +57,7 @@ def weights(out: Path) -> dict:
     return load_file(out / "model.safetensors")
 
 
-@pytest.mark.slow  # 173 s on 2 busy cores with the op cached; +~2.5 min when it builds DeepSpeed's CPU comm op first
+@pytest.mark.slow  # 93 s at load 4-5 (256 tokens: 309 s); make install builds DeepSpeed's CPU comm op (else +~2.5 min once)
 def test_zero3_two_cpu_ranks_hold_half_and_match_unsharded(tiny_model, tmp_path):
     z3, ddp = tmp_path / "zero3", tmp_path / "ddp"
     res = launch("recipes/accelerate/zero3.yaml", tiny_model, z3)
