@@ -1,6 +1,8 @@
 """The paper's ZeRO-3 recipe for real on CPU (issue 29): `recipes/grpo.py` under `accelerate launch --config_file
 recipes/accelerate/zero3.yaml --num_processes 2`, DeepSpeed's CPU accelerator over gloo, 2 GRPO steps, against the
-same recipe launched unsharded (recipes/accelerate/cpu_ddp.yaml, 2 gloo processes).
+same recipe launched unsharded (recipes/accelerate/cpu_ddp.yaml, 2 gloo processes). The unsharded run is also the
+suite's 2-process accelerate (gloo) check: one log line per step, epochs counting both processes' rows, and the tase/
+metrics gathered across processes inside the reward call.
 
 Why the reference has 2 processes and not 1: GRPO samples its completions, and each process samples its own rows
 from its own generator; one process sampling all rows at once draws different tokens, so the losses could not be
@@ -83,13 +85,20 @@ def test_zero3_two_cpu_ranks_hold_half_and_match_unsharded(tiny_model, tmp_path)
     assert "zero3:" not in ref.stdout  # the reference is unsharded
 
     a, b = steps(z3), steps(ddp)
+    # logged once per step, by the main process (a line per process would repeat the steps)
     assert [m["step"] for m in a] == [m["step"] for m in b] == [1, 2]
     assert any(m["frac_reward_zero_std"] < 1 for m in a), a  # some group had a reward spread: a real gradient
     for x, y in zip(a, b, strict=False):
-        assert x["epoch"] == y["epoch"] == x["step"] * 0.125, (x, y)  # 2 processes x 4 rows of 16 prompts x 4
+        # both processes' rows count: 2 processes x 4 rows = 2 prompts of the 16 per step (one process: 0.0625)
+        assert x["epoch"] == y["epoch"] == x["step"] * 0.125, (x, y)
+        assert "tase/zero_var_groups" in x and "tase/zero_var_groups" in y, (x, y)
         assert x["reward"] == pytest.approx(y["reward"], abs=1e-6), (x, y)  # the same completions were sampled
         assert abs(x["loss"] - y["loss"]) <= TOL_LOSS, (x["loss"], y["loss"])
         assert abs(x["grad_norm"] - y["grad_norm"]) <= TOL_LOSS * max(1.0, y["grad_norm"]), (x, y)
+    # the tase/ metrics gather both processes' completions inside the reward call (recipes/tracking.py): the collective
+    # completes (no hang) under DDP and ZeRO-3, and a step whose one prompt per process came from two tasks logs both
+    tasks = {"tase/task/sort_lengths/official_acc", "tase/task/freq_count/official_acc"}
+    assert any(tasks <= set(m) for m in a) and any(tasks <= set(m) for m in b), (a, b)
     wa, wb = weights(z3), weights(ddp)
     assert wa.keys() == wb.keys()
     diff = max((wa[k] - wb[k]).abs().max().item() for k in wa)
