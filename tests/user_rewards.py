@@ -11,6 +11,14 @@ def brevity(completions: list[Any], **kwargs: Any) -> list[float]:
     return [max(0.0, 1.0 - len(t) / 40) for t in texts]
 
 
+def length_spread(completions: list[Any], **kwargs: Any) -> list[float]:
+    """The completion's length in characters / 100 (chat messages or strings): unbounded, so the completions of one
+    group, which a tiny random model draws at different lengths, never all score the same and every group gives GRPO
+    a real gradient at any max_completion_length (the distributed tests check wiring and numerics, not learning)."""
+    texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+    return [len(t) / 100 for t in texts]
+
+
 NOT_A_FUNCTION = 3
 
 
