@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, run_module
+from conftest import ROOT, call_main, run_module
 
 from synth.gold import gold_completion
 from synth.readers import load_official
@@ -164,7 +164,9 @@ def test_one_line_error_with_a_cold_model_cache(fixture_root, rows, tmp_path):
     from common.models import find_default_gguf
 
     write_preds(tmp_path / "ok.jsonl", rows, lambda r: True)
-    score_cli(fixture_root, tmp_path / "ok.jsonl", tmp_path / "s")
+    code, err = call_main(["-m", "eval", "score", "--data", f"official:{fixture_root}", "--predictions",
+                           str(tmp_path / "ok.jsonl"), "--out", str(tmp_path / "s")])  # in-process: no 2nd start-up
+    assert code == 0 and (tmp_path / "s" / "samples.jsonl").is_file(), err
     cold = tmp_path / "cold-cache"
     res = run_module(["eval", "run", "--model", str(find_default_gguf()), "--data", f"official:{fixture_root}", "--out",
                       str(tmp_path / "s"), "--max-new-tokens", "2", "--no-progress"],

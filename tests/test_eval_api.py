@@ -68,7 +68,7 @@ def vllm_server(tmp_path_factory, tiny64):
                     if r.status == 200:
                         break
             except OSError:
-                time.sleep(2)
+                time.sleep(0.5)  # not up yet (every second counts: the start is ~60 s of the file's time)
         else:
             pytest.fail("vllm serve did not come up in 15 minutes")
         # the pin held, whatever the CPU and the float32 plugin's switch (TASE_VLLM_CPU_FP32)

@@ -57,11 +57,23 @@ def test_cached_folder_is_reused(converted):
 
 
 @pytest.mark.slow
-def test_fresh_conversion_is_atomic_and_matches_gguf_logits(tmp_path, capfd):
+def test_fresh_conversion_is_atomic_and_matches_gguf_logits(tmp_path, capfd, monkeypatch):
     """Convert into an empty cache (a stale half folder there is replaced); the result has the same
-    logits as transformers' own quantized-flagged GGUF load, and make install's copy has the same bytes."""
+    logits as transformers' own quantized-flagged GGUF load, and make install's copy has the same bytes.
+    That load is the one the conversion itself makes (kept by a pass-through wrapper, asserted to be
+    `from_pretrained` of the GGUF in bf16): a second GGUF load here cost about a third of the test."""
     from transformers import AutoModelForCausalLM
 
+    gguf_loads = []
+    real = AutoModelForCausalLM.from_pretrained.__func__
+
+    def keep_gguf_load(cls, *args, **kwargs):
+        model = real(cls, *args, **kwargs)
+        if kwargs.get("gguf_file"):
+            gguf_loads.append((args, kwargs, model))
+        return model
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", classmethod(keep_gguf_load))
     (tmp_path / "SmolLM2-135M-Instruct.Q4_1").mkdir()
     (tmp_path / "SmolLM2-135M-Instruct.Q4_1" / "config.json").write_text("{}")  # half folder, no weights
     capfd.readouterr()
@@ -70,9 +82,12 @@ def test_fresh_conversion_is_atomic_and_matches_gguf_logits(tmp_path, capfd):
     assert "GGUF" in (path / "conversion.log").read_text()  # ... it was kept beside the model
     assert is_converted(path) and [p.name for p in tmp_path.iterdir()] == [path.name], "no temp folder left"
     assert oct(path.stat().st_mode & 0o777) == "0o755"
+    monkeypatch.undo()
     model, tok = load_model_and_tokenizer(path)
     gguf = find_default_gguf()
-    ref = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16)
+    [(args, kwargs, ref)] = gguf_loads  # the conversion's own GGUF load, as a user's would be
+    assert args == (str(gguf.parent),) and kwargs["gguf_file"] == gguf.name and kwargs["dtype"] == torch.bfloat16
+    assert getattr(ref, "is_quantized", False) or getattr(ref, "hf_quantizer", None) is not None
     ids = tok("Count the letters in strawberry.", return_tensors="pt")["input_ids"]
     with torch.inference_mode():
         assert torch.equal(model(ids).logits, ref(ids).logits)

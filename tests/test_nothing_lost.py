@@ -179,10 +179,14 @@ def test_lock_is_reentrant_and_a_refused_command_adds_no_folders(tmp_path):
 @pytest.mark.slow
 def test_two_eval_runs_into_one_folder(tmp_path, default_model):
     """The issue's case: two `eval run` with the same --out, the second started while the first runs. The
-    second is refused in one line naming the first; the samples hold every id once."""
-    out = tmp_path / "o"
-    cmd = [PY, "-m", "eval", "run", "--model", "default", "--backend", "hf", "--data", f"official:{FIXTURES}",
-           "--limit", "1", "--max-new-tokens", "4", "--no-progress", "--out", str(out)]
+    second is refused in one line naming the first; the samples hold every id once. Three short rows: the first
+    holds the lock from its start, and its imports and model load alone outlast the second's refusal (the 36
+    fixture files' rows, the long dot_matrix prompts among them, took ~100 s of generation on 2 busy cores)."""
+    out, data = tmp_path / "o", tmp_path / "d.jsonl"
+    data.write_text(jl(GOOD, {**GOOD, "id": "r1", "prompt": "How many b in b b b?", "answer": "3"},
+                       {**GOOD, "id": "r2", "prompt": "How many c in c?", "answer": "1"}))
+    cmd = [PY, "-m", "eval", "run", "--model", "default", "--backend", "hf", "--data", str(data),
+           "--max-new-tokens", "4", "--no-progress", "--out", str(out)]
     first = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lock = tmp_path / ".o.lock"
     t = time.time()
@@ -193,7 +197,7 @@ def test_two_eval_runs_into_one_folder(tmp_path, default_model):
     assert second.returncode == 2
     one_line(second.stderr, f"is being written by process {first.pid}")
     ids = [json.loads(x)["id"] for x in (out / "samples.jsonl").read_text().splitlines()]
-    assert len(ids) == len(set(ids)) == json.loads((out / "results.json").read_text())["n"]
+    assert sorted(ids) == ["r0", "r1", "r2"] and json.loads((out / "results.json").read_text())["n"] == 3
 
 
 # --- --force never removes a run, the data or the current directory --------------------------------------
