@@ -1,6 +1,6 @@
 """A faster sync GRPO step on CPU (issue 52), with float32 weights kept so that what is learned stays the same.
 
-Three levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf16 where native"):
+Four levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf16 where native"):
 
 * `cpu_bf16` (TaseArgs: auto, true, false). `auto` turns on bf16 autocast (`bf16: true`, accelerate's mixed
   precision) on a CPU that computes bf16 natively (avx512_bf16 or AMX: oneDNN's bf16 matmuls then run about twice
@@ -82,14 +82,14 @@ def cast_once_generate(model: Any) -> None:
     model._tase_cast_once_generate = True
 
 
-def _distinct_rows(ids: Any, mask: Any) -> Any | None:
-    """For each row, the index of its distinct prompt among consecutive runs of equal rows (ids and mask alike); None
-    when no row repeats the one before it (nothing to share)."""
+def _distinct_rows(ids: Any, mask: Any) -> tuple[Any, Any] | None:
+    """For consecutive runs of equal rows (ids and mask alike): each row's run index, and which rows start a run (the
+    distinct prompts); None when no row repeats the one before it (nothing to share)."""
     import torch
 
-    new = torch.ones(ids.shape[0], dtype=torch.bool, device=ids.device)
-    new[1:] = (ids[1:] != ids[:-1]).any(1) | (mask[1:] != mask[:-1]).any(1)
-    return None if bool(new.all()) else torch.cumsum(new.long(), 0) - 1
+    first = torch.ones(ids.shape[0], dtype=torch.bool, device=ids.device)
+    first[1:] = (ids[1:] != ids[:-1]).any(1) | (mask[1:] != mask[:-1]).any(1)
+    return None if bool(first.all()) else (torch.cumsum(first.long(), 0) - 1, first)
 
 
 def shared_prefill_generate(model: Any) -> None:
@@ -109,11 +109,10 @@ def shared_prefill_generate(model: Any) -> None:
                 or set(kwargs) - {"input_ids", "attention_mask", "generation_config"}
                 or getattr(config, "num_return_sequences", 1) not in (None, 1)):
             return generate(*args, **kwargs)
-        rows = _distinct_rows(ids, mask)
-        if rows is None:
+        runs = _distinct_rows(ids, mask)
+        if runs is None:
             return generate(*args, **kwargs)
-        first = torch.ones_like(rows, dtype=torch.bool)
-        first[1:] = rows[1:] != rows[:-1]
+        rows, first = runs
         head_ids, head_mask = ids[first, :-1], mask[first, :-1]
         with torch.no_grad():
             cache = model(input_ids=head_ids, attention_mask=head_mask, position_ids=_positions(head_mask), use_cache=True,
@@ -166,11 +165,10 @@ def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
     if not len(scored) or int(scored[0]) < 2:
         return None
     start = int(scored[0])  # the first labelled column: the prompt is everything before it
-    rows = _distinct_rows(ids[:, :start], mask[:, :start])
-    if rows is None:
+    runs = _distinct_rows(ids[:, :start], mask[:, :start])
+    if runs is None:
         return None
-    first = torch.ones_like(rows, dtype=torch.bool)
-    first[1:] = rows[1:] != rows[:-1]
+    rows, first = runs
     head_mask = mask[first, : start - 1]
     cache = model.base_model(input_ids=ids[first, : start - 1], attention_mask=head_mask,
                              position_ids=_positions(head_mask), use_cache=True).past_key_values
