@@ -8,6 +8,7 @@
 - `common.models`: model resolution (a spec to a plain Hugging Face folder), model files' checks;
 - `common.prompts`: the system prompt and the chat messages, the same for training and evaluation;
 - `common.process`: process-wide settings the entry points make (OpenMP, child processes);
+- `common.prefill`: a batch of prompts prefilled with their shared head once and their own tokens in length buckets;
 
 See docs/architecture.md.
 """

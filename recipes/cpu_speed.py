@@ -19,7 +19,8 @@ Four levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf1
 * Each distinct prompt is prefilled once: TRL repeats every prompt `num_generations` times in a row before
   `generate`, whose prefill then computes each repeat again. On a CPU the prefill is compute-bound and most of a
   rollout (45 of 71 s of generation in `make demo`'s GRPO stage, profiled); `shared_prefill_generate` runs the
-  distinct prompts once and hands `generate` their cache, repeated row by row. The loss forward does the same
+  distinct prompts once (their shared head once and their own tokens in length buckets, common/prefill.py) and
+  hands `generate` their cache, repeated row by row. The loss forward does the same
   (`_shared_prompt_scoring`): each distinct prompt's keys and values are computed once, with their gradients, and
   the completions run on them.
 
@@ -93,12 +94,15 @@ def _distinct_rows(ids: Any, mask: Any) -> tuple[Any, Any] | None:
 
 
 def shared_prefill_generate(model: Any) -> None:
-    """`model.generate` that prefills each run of repeated prompt rows once. The distinct prompts, all but their last
-    token, go through one forward with the position ids `generate` itself would give them (left padding counted);
-    their cache is repeated to every row, and `generate` then runs the last prompt token and decodes as before: the
-    same logits up to float rounding, the same random draws. Calls it does not recognise (positional inputs, other
-    keyword inputs, a cache already given, several return sequences) go to `generate` unchanged."""
+    """`model.generate` that prefills each run of repeated prompt rows once. The distinct prompts go through
+    `common.prefill.packed_prefill` (their shared head once, their own tokens in length buckets, all but the last
+    token); its cache is repeated to every row of the run, and `generate` then runs the last prompt token and decodes as
+    before: the same logits up to float rounding, the same random draws. The returned rows start with the prompt
+    tensor as given (TRL slices the completions off at its width). Calls it does not recognise (positional inputs,
+    other keyword inputs, several return sequences, dict outputs) go to `generate` unchanged."""
     import torch
+
+    from common.prefill import packed_prefill
 
     generate = model.generate
 
@@ -107,20 +111,23 @@ def shared_prefill_generate(model: Any) -> None:
         ids, mask, config = kwargs.get("input_ids"), kwargs.get("attention_mask"), kwargs.get("generation_config")
         if (args or ids is None or mask is None or ids.dim() != 2 or ids.shape[1] < 2
                 or set(kwargs) - {"input_ids", "attention_mask", "generation_config"}
-                or getattr(config, "num_return_sequences", 1) not in (None, 1)):
+                or getattr(config, "num_return_sequences", 1) not in (None, 1)
+                or getattr(config, "return_dict_in_generate", False)):
             return generate(*args, **kwargs)
         runs = _distinct_rows(ids, mask)
         if runs is None:
             return generate(*args, **kwargs)
         rows, first = runs
-        head_ids, head_mask = ids[first, :-1], mask[first, :-1]
-        with torch.no_grad():
-            cache = model(input_ids=head_ids, attention_mask=head_mask, position_ids=_positions(head_mask), use_cache=True,
-                          logits_to_keep=1).past_key_values
-        if not hasattr(cache, "batch_select_indices"):  # no cache came back (gradient checkpointing in train mode)
+        distinct = [ids[i][mask[i].bool()].tolist() for i in first.nonzero().flatten().tolist()]
+        pad = getattr(config, "pad_token_id", None)
+        packed = packed_prefill(model, distinct, pad if isinstance(pad, int) else 0)
+        if packed is None:
             return generate(*args, **kwargs)
+        head_ids, head_mask, cache = packed
         cache.batch_select_indices(rows)
-        return generate(**kwargs, past_key_values=cache)
+        out = generate(input_ids=head_ids[rows], attention_mask=head_mask[rows], generation_config=config,
+                       past_key_values=cache)
+        return torch.cat([ids, out[:, head_ids.shape[1]:]], 1)
 
     model.generate = shared
     model._tase_shared_prefill = True

@@ -11,6 +11,7 @@ import torch
 from conftest import ROOT
 
 from common.errors import TaseError
+from common.prefill import common_prefix
 from recipes import cpu_speed
 
 CONFIG = str(ROOT / "recipes" / "configs" / "grpo_combine_cpu.yaml")
@@ -180,7 +181,8 @@ def test_fast_path_learns_what_float32_learns(tmp_path, real_first_layers):
 
 def test_shared_prefill_generates_what_generate_does(real_first_layers):
     """TRL's rollout batch (each prompt repeated in a row, left-padded) through the shared prefill: the same tokens as
-    plain `generate`, greedy and sampled with one seed; the prompts' forward runs once per distinct prompt, and a batch
+    plain `generate`, greedy and sampled with one seed; the prompts' forward runs once per distinct prompt (and their
+    shared head once), and a batch
     with no repeats goes to `generate` unchanged."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
@@ -209,8 +211,13 @@ def test_shared_prefill_generates_what_generate_does(real_first_layers):
                 outs.append(model.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
                                            generation_config=cfg))
             width = enc["input_ids"].shape[1]
-            if shared:  # the prompts once each (all but the last token), then the 9 rows one token at a time
-                assert seen[0] == (3, width - 1) and all(s[0] == 9 and s[1] == 1 for s in seen[1:]), seen[:3]
+            if shared:  # the prompts' shared head once, each prompt's own tokens once (all but the last, in length
+                # buckets: common/prefill.py), then the 9 rows one token at a time
+                rows = [ids[m.bool()].tolist() for ids, m in zip(enc["input_ids"][::3], enc["attention_mask"][::3],
+                                                                 strict=True)]
+                prefill = [s for s in seen if s[0] != 9]
+                assert prefill[0] == (1, common_prefix(rows)) and sum(s[0] for s in prefill[1:]) == 3, seen[:4]
+                assert all(s == (9, 1) for s in seen[len(prefill):]), seen[:4]
             else:
                 assert seen[0] == (9, width)
         torch.testing.assert_close(outs[1], outs[0], rtol=0, atol=0)
