@@ -243,7 +243,7 @@ def run_demo(args: argparse.Namespace) -> int:
              [py, str(HERE / "grpo.py"), "--config", str(HERE / "configs" / "grpo_proof_cpu.yaml"),
               "--model_name_or_path", str(out / "sft"), "--output_dir", str(out / "grpo"),
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
-              "--save_steps", str(args.grpo_steps), "--dynamic_sampling", "true", "--resume_from_checkpoint", "true",
+              "--save_strategy", "no", "--dynamic_sampling", "true", "--resume_from_checkpoint", "true",
               *engine])
     steps = logged_steps(out / "grpo" / "metrics.jsonl")  # the training printed one line per step (recipes/tracking)
     step.run("plot the GRPO training curves (reward, official/strict accuracy, loophole and zero-variance shares)",
