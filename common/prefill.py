@@ -67,11 +67,14 @@ def _cache(model: Any, kv: list[tuple[Any, Any]]) -> Any:
     return cache
 
 
-def packed_prefill(model: Any, rows: list[list[int]], pad_id: int,
-                   pass_cost: int = PASS_COST) -> tuple[Any, Any, Any] | None:
+def packed_prefill(model: Any, rows: list[list[int]], pad_id: int, pass_cost: int = PASS_COST,
+                   grad: bool = False) -> tuple[Any, Any, Any] | None:
     """(input_ids, attention_mask, cache) for `model.generate` on these prompts (token lists, no padding), with the
     shared prefix computed once and the rest in length buckets; None when there is nothing to gain (a single short
-    row) or the model's cache is not a plain DynamicCache. Runs without gradients."""
+    row) or the model's cache is not a plain DynamicCache. Without gradients unless `grad` (a training forward that
+    continues from the cache: the gradients of every row that shares the prefix add up in its one pass)."""
+    from contextlib import nullcontext
+
     import torch
 
     n = len(rows)
@@ -88,7 +91,7 @@ def packed_prefill(model: Any, rows: list[list[int]], pad_id: int,
         ids[i, :p], mask[i, :p] = torch.tensor(r[:p]), 1
         own = r[p:]
         ids[i, width - len(own):], mask[i, width - len(own):] = torch.tensor(own), 1
-    with torch.no_grad():
+    with nullcontext() if grad else torch.no_grad():
         head = None
         if p:
             out = model(input_ids=ids[:1, :p], attention_mask=mask[:1, :p], use_cache=True, logits_to_keep=1)

@@ -156,12 +156,15 @@ def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
     one to share (other inputs, no repeated prompt, gradient checkpointing, which drops a given cache).
 
     TRL scores `prompt + completion` rows whose labels are -100 over the prompt; consecutive rows of a group share
-    their prompt. The distinct prompts, all but their last token, run through the backbone once, keeping their keys
-    and values (with their gradients); the cache is repeated to every row (an index, so the gradients of a group's
+    their prompt. The distinct prompts, all but their last token, run through the model once (packed:
+    common/prefill.py, their shared head once and their own tokens in length buckets), keeping their keys and values
+    (with their gradients); the cache is repeated to every row (an index, so the gradients of a group's
     rows add up in its one prompt pass) and TRL's own fused forward then runs the rest of each row on it, scoring the
     same labels. Its log-probs start at the prompt's last token; the positions before it carry no label, so zeros
     fill them, as the full forward gives."""
     import torch
+
+    from common.prefill import packed_prefill
 
     ids, mask, labels = kwargs.get("input_ids"), kwargs.get("attention_mask"), kwargs.get("labels")
     if (ids is None or mask is None or labels is None or ids.dim() != 2
@@ -176,13 +179,14 @@ def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
     if runs is None:
         return None
     rows, first = runs
-    head_mask = mask[first, : start - 1]
-    cache = model.base_model(input_ids=ids[first, : start - 1], attention_mask=head_mask,
-                             position_ids=_positions(head_mask), use_cache=True).past_key_values
-    if not hasattr(cache, "batch_select_indices"):
+    distinct = [ids[i, :start][mask[i, :start].bool()].tolist() for i in first.nonzero().flatten().tolist()]
+    packed = packed_prefill(model, distinct, 0, grad=True)  # the padding ids are masked: any id does
+    if packed is None or packed[1].shape[1] != start:  # TRL pads the prompts to the longest (else: not this layout)
         return None
+    head_mask, cache = packed[1], packed[2]
     cache.batch_select_indices(rows)
-    out = forward(input_ids=ids[:, start - 1:], attention_mask=mask, position_ids=_positions(mask)[:, start - 1:],
+    full = torch.cat([head_mask[rows], mask[:, start:]], 1)  # the packed prompt layout, then the completions
+    out = forward(input_ids=ids[:, start - 1:], attention_mask=full, position_ids=_positions(full)[:, start - 1:],
                   past_key_values=cache, labels=labels[:, start - 1:], fused_lm_head=True)
     pad = start - 1  # the full forward's outputs cover positions 0..T-2; these cover start-1..T-2
     for name in ("log_probs", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1", "label_mask"):

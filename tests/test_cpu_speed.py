@@ -241,8 +241,14 @@ def test_shared_prompts_in_the_loss_give_the_same_log_probs_and_gradient(tmp_pat
     seen: list[tuple[int, int]] = []
     shared_trainer.model.model.layers[0].register_forward_hook(lambda m, a, o: seen.append(tuple(a[0].shape[:2])))
     shared = _one_step(shared_trainer, batch)
-    width = batch[4]["input_ids"].shape[1]  # the padded prompt
-    assert seen[0] == (2, width - 1) and seen[1][0] == 16 and seen[1][1] == batch[5].shape[1] + 1, seen[:2]
+    ids, mask = batch[4]["input_ids"], batch[4]["attention_mask"]  # the left-padded prompts, each repeated 8 times
+    prompts = [ids[i][mask[i].bool()].tolist() for i in (0, 8)]
+    assert prompts[0] != prompts[1] and ids.shape[0] == 16
+    # the prompts' shared head once, each prompt's own tokens once (all but the last: common/prefill.py), then the 16
+    # rows from the prompt's last token on
+    prefill = seen[:next(i for i, s in enumerate(seen) if s[0] == 16)]
+    assert prefill[0] == (1, common_prefix(prompts)) and sum(s[0] for s in prefill[1:]) == 2, seen
+    assert seen[len(prefill)] == (16, batch[5].shape[1] + 1), seen
     assert (full["logps"] != 0).sum() > 0
     torch.testing.assert_close(shared["logps"], full["logps"], rtol=0, atol=2e-5)
     torch.testing.assert_close(shared["loss"], full["loss"], rtol=0, atol=1e-6)
