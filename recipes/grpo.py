@@ -21,7 +21,7 @@ from recipes.config import TaseArgs
 from recipes.data import build_dataset
 from recipes.grpo_args import parse, validate
 from recipes.grpo_plan import dry_run, world_size
-from recipes.grpo_run import MetricsLogger, check_launch, save, start_run, tokenizer, train
+from recipes.grpo_run import MetricsLogger, build, check_launch, save, start_run, tokenizer, train
 from recipes.run_dir import save_tase_config
 
 
@@ -76,8 +76,8 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
     dataset = build_dataset(tase, tok, level=job.difficulty)
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
-    trainer = features.trainer_class(GRPOTrainer, job)(
-        model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
+    trainer = build(
+        features.trainer_class(GRPOTrainer, job), model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
         peft_config=get_peft_config(model_args), quantization_config=adapters.quantization_config(model_args),
         callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
                    distributed.ZeroPartitionReport(), *features.callbacks(job)], **features.trainer_kwargs(job),

@@ -71,6 +71,18 @@ def tokenizer(path: str) -> Any:
 
 
 
+def build(trainer_class: type, **kwargs: Any) -> Any:
+    """The trainer; a combination of options its constructor refuses (TRL checks some only there, e.g. SFT's
+    `padding_free` without packing and with `max_length`) is one line and exit 2, not a traceback."""
+    try:
+        return trainer_class(**kwargs)
+    except ValueError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        name = next((c.__name__ for c in trainer_class.__mro__ if c.__module__.startswith("trl.")),
+                    trainer_class.__name__)  # TRL's class under the features' mixins
+        raise TaseError(f"{name} refused the options: {first}") from None
+
+
 def quiet_tied_head(trainer: Any, resume: Any) -> None:
     """On resume, transformers warns "There were missing keys in the checkpoint model loaded: ['lm_head.weight']" for a
     model whose LM head is tied to its embedding (SmolLM2): the checkpoint holds the one shared tensor, and loading

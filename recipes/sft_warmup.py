@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault(k, v)
     from transformers import AutoTokenizer
 
+    from recipes.grpo_run import build, train
+
     resume = run_dir.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     if run_dir.already_finished(cfg.output_dir, resume, cfg.max_steps):
         return 0
@@ -105,14 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     ds = build_sft_dataset(data_args, tok, cfg.max_length if keep_start else None)
     run_dir.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
-    trainer = features.trainer_class(SFTTrainer, job)(model=path, args=cfg, train_dataset=ds, processing_class=tok,
-                         peft_config=get_peft_config(model_args),  # use_peft: LoRA (recipes/adapters.py)
-                         quantization_config=adapters.quantization_config(model_args))
+    trainer = build(features.trainer_class(SFTTrainer, job), model=path, args=cfg, train_dataset=ds, processing_class=tok,
+                    peft_config=get_peft_config(model_args),  # use_peft: LoRA (recipes/adapters.py)
+                    quantization_config=adapters.quantization_config(model_args))
     for callback in features.callbacks(job):
         trainer.add_callback(callback)
     features.after_build(trainer, job)  # one line per logged step; the whole dict in trainer_state.json
-    from recipes.grpo_run import train
-
     train(trainer, resume)  # a tied head's quiet resume; a resumed checkpoint at max_steps trains no further
     features.after_train(trainer, job)
     trainer.save_model(cfg.output_dir)

@@ -238,3 +238,21 @@ def test_a_failed_in_process_ablation_step_ends_the_ablation_with_its_exit_code(
     assert capfd.readouterr().err.splitlines() == [
         STEP_SAYS, f"error: step failed with exit code 4: {sys.executable} {step} --config {cfg} ..."]
     assert (tmp_path / "o" / ".tase-output.json").is_file() and not pipeline.in_process()
+
+
+def test_an_option_combination_the_trainer_refuses_is_one_line(tmp_path, capsys, default_model):
+    """TRL checks some combinations only in the trainer's constructor (SFT's `padding_free` with `max_length` and no
+    packing): one line naming the trainer and TRL's reason, exit 2, no traceback (recipes/grpo_run.build)."""
+    from conftest import ROOT
+
+    from recipes import sft_warmup
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "a", "task": "component_count", "lang": "en", "type": "NUMBER", "prompt": "How many r in '
+                    'err?", "answer": "2"}\n', encoding="utf-8")
+    code = sft_warmup.main(["--config", str(ROOT / "recipes" / "configs" / "sft_smollm2_cpu.yaml"), "--train_data", str(rows),
+                            "--num_train_examples", "1", "--output_dir", str(tmp_path / "out"), "--padding_free", "true"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    line = [x for x in err.splitlines() if x.startswith("error:")]
+    assert line == [line[0]] and line[0].startswith("error: SFTTrainer refused the options: When `padding_free=True`")
