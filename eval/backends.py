@@ -71,6 +71,7 @@ class HFBackend:
         if not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise BackendError(f"unknown --dtype {dtype!r}; use bfloat16, float16 or float32")
         self.model, self.tok = load_model_and_tokenizer(model_path, dtype=dtype, device=self.device)
+        self.packed = True  # the packed prefill on CPU (`_packed`); bench/eval_throughput.py's hf-padded turns it off
         if self.tok.chat_template is None:
             raise BackendError(f"{model_path}: tokenizer has no chat template (base model?); use an instruct model")
 
@@ -81,6 +82,7 @@ class HFBackend:
         tokenizer on left padding for the calls, as `load_model_and_tokenizer` does for a loaded one."""
         self = cls.__new__(cls)
         self.cfg, self.model, self.tok, self.device = cfg, model, tok, model.device
+        self.packed = True
         return self
 
     def generate(self, conversations: list[list[dict[str, str]]]) -> list[str]:
@@ -99,7 +101,7 @@ class HFBackend:
             kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         k = self.cfg.num_samples
         with torch.inference_mode():
-            packed = self._packed(texts) if str(self.device) == "cpu" else None
+            packed = self._packed(texts) if self.packed and str(self.device) == "cpu" else None
             if packed is not None:  # the same sequences as below, up to float rounding (common/prefill.py)
                 ids, mask, cache = packed
                 if k > 1:  # rows grouped as num_return_sequences groups them: k consecutive per prompt

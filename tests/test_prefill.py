@@ -90,6 +90,6 @@ def test_eval_backend_uses_it_with_the_same_samples(model_and_rows, default_mode
     be = HFBackend.live(model, tok, GenConfig(max_new_tokens=8, temperature=1.0, top_p=1.0, top_k=0, seed=3,
                                               num_samples=2))
     packed = be.generate(conversations)
-    be._packed = lambda texts: None  # the plain padded batch, as before the packed prefill
+    be.packed = False  # the plain padded batch, as before the packed prefill
     plain = be.generate(conversations)
     assert packed == plain and all(len(x) == 2 for x in packed)
