@@ -1,6 +1,7 @@
-"""A faster sync GRPO step on CPU (issue 52), with float32 weights kept so that what is learned stays the same.
+"""A faster sync GRPO step and SFT step on CPU (issues 52, 65), with float32 weights kept so that what is learned
+stays the same.
 
-Four levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf16 where native"):
+Five levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf16 where native"):
 
 * `cpu_bf16` (TaseArgs: auto, true, false). `auto` turns on bf16 autocast (`bf16: true`, accelerate's mixed
   precision) on a CPU that computes bf16 natively (avx512_bf16 or AMX: oneDNN's bf16 matmuls then run about twice
@@ -23,7 +24,14 @@ Four levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf1
   (`_shared_prompt_scoring`): each distinct prompt's keys and values are computed once, with their gradients, and
   the completions run on them.
 
-`speed_up` applies the last three to a built trainer; the test is tests/test_cpu_speed.py.
+* The SFT warm-up's loss forward computes the batch's common prefix once (`_shared_prefix_scoring`, the same option
+  `cpu_shared_prefill`): TRL's SFT collator pads on the right, so every row starts with the chat template's system
+  turn and the user turn's header (21 of the demo's 96 padded columns). They run once, batch 1, with their
+  gradients; the cache is repeated to every row and the rest of each row runs on it. Its fused LM head scores the
+  completion tokens only, as GRPO's does (docs/benchmarks.md, "SFT step").
+
+`speed_up` applies the last three to a built GRPO trainer, `sft_speed_up` the last one (and the compact head) to an
+SFTTrainer; the test is tests/test_cpu_speed.py.
 """
 from __future__ import annotations
 
