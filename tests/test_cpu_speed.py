@@ -258,7 +258,7 @@ def sft_trainer_batch(real_first_layers, tmp_path_factory):
     from recipes.sft_warmup import build_sft_dataset, option_types
 
     out = tmp_path_factory.mktemp("sft_prefix")
-    data_args, cfg, _, *_ = parse_config(option_types(), [
+    data_args, cfg, _, *extra = parse_config(option_types(), [
         "--config", str(ROOT / "recipes" / "configs" / "sft_smollm2_cpu.yaml"), "--num_train_examples", "8",
         "--output_dir", str(out), "--report_to", "none", "--tasks", "component_count", "--langs", "en", "ko",
         "--paraphrase", "false"])  # the demo's task: short rows keep this test to seconds
@@ -267,6 +267,9 @@ def sft_trainer_batch(real_first_layers, tmp_path_factory):
     trainer = SFTTrainer(model=str(real_first_layers), args=cfg, train_dataset=build_sft_dataset(data_args, tok, 512),
                          processing_class=tok)
     batch = next(iter(trainer.get_train_dataloader()))
+    from recipes import features
+
+    assert features.merged(data_args, *extra).cpu_shared_prefill is True  # the warm-up parses the option (default on)
     return trainer, batch
 
 
@@ -302,7 +305,8 @@ def test_sft_shared_prefix_learns_what_the_full_forward_learns(sft_trainer_batch
     plain = model.forward
     try:
         full = _sft_step(trainer, batch)
-        assert cpu_speed.compact_lm_head(model, share_prefix=True)
+        assert cpu_speed.sft_speed_up(trainer) == [  # what recipes/features/cpu_speed.py applies (use_cpu)
+            "LM head scores completion tokens only; the batch's shared prefix computed once"]
         seen: list[tuple[int, int]] = []
         hook = model.model.layers[0].register_forward_hook(lambda m, a, o: seen.append(tuple(a[0].shape[:2])))
         shared = _sft_step(trainer, batch)
