@@ -1,6 +1,7 @@
-"""A faster sync GRPO step on CPU (issue 52), with float32 weights kept so that what is learned stays the same.
+"""A faster sync GRPO step and SFT step on CPU (issues 52, 65), with float32 weights kept so that what is learned
+stays the same.
 
-Four levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf16 where native"):
+Five levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf16 where native"):
 
 * `cpu_bf16` (TaseArgs: auto, true, false). `auto` turns on bf16 autocast (`bf16: true`, accelerate's mixed
   precision) on a CPU that computes bf16 natively (avx512_bf16 or AMX: oneDNN's bf16 matmuls then run about twice
@@ -24,7 +25,14 @@ Four levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf1
   (`_shared_prompt_scoring`): each distinct prompt's keys and values are computed once, with their gradients, and
   the completions run on them.
 
-`speed_up` applies the last three to a built trainer; the test is tests/test_cpu_speed.py.
+* The SFT warm-up's loss forward computes the batch's common prefix once (`_shared_prefix_scoring`, the same option
+  `cpu_shared_prefill`): TRL's SFT collator pads on the right, so every row starts with the chat template's system
+  turn and the user turn's header (21 of the demo's 96 padded columns). They run once, batch 1, with their
+  gradients; the cache is repeated to every row and the rest of each row runs on it. Its fused LM head scores the
+  completion tokens only, as GRPO's does (docs/benchmarks.md, "SFT step").
+
+`speed_up` applies the last three to a built GRPO trainer, `sft_speed_up` the last one (and the compact head) to an
+SFTTrainer; the test is tests/test_cpu_speed.py.
 """
 from __future__ import annotations
 
@@ -196,9 +204,61 @@ def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
     return out
 
 
-def compact_lm_head(model: Any, share_prompts: bool = False) -> bool:
+def _common_prefix(ids: Any, mask: Any, labels: Any) -> int:
+    """How many leading columns every row shares (the same ids, mask 1), capped so that no label falls at or before
+    the cut (the rest of each row starts with the token that predicts its first label) and one token of each row is
+    left after it; 0 when nothing is shared."""
+    shared = int(((ids == ids[:1]).all(0) & (mask == 1).all(0)).long().cumprod(0).sum())
+    scored = (labels != -100).any(0).nonzero()
+    if not len(scored):
+        return 0
+    return max(0, min(shared, int(scored[0]) - 1, ids.shape[1] - 1))
+
+
+def _shared_prefix_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> Any | None:
+    """The fused-LM-head forward of an SFT training batch with the tokens every row starts with computed once, or None
+    when the call is not one to share (other inputs, eval mode, fewer than 2 rows, no common prefix, gradient
+    checkpointing, which drops a given cache).
+
+    TRL's SFT collator pads on the right, so the chat template's system turn and the user turn's header sit at
+    columns 0..P-1 of every row, with label -100 (completion-only loss). They run through the backbone once (batch 1,
+    keeping their keys and values, with their gradients); the cache is repeated to every row (an index, so the rows'
+    gradients add up in the one prefix pass), and TRL's own fused forward runs the rest of each row on it with
+    position ids P.. and the full attention mask, scoring the same labels with the same count (the loss and
+    `num_items_in_batch` mean the same). Its per-token outputs start at column P; the columns before carry no
+    label, so zeros fill them, as the full forward gives (TRL's entropy and token accuracy sum over labels only)."""
+    import torch
+
+    ids, mask, labels = kwargs.get("input_ids"), kwargs.get("attention_mask"), kwargs.get("labels")
+    if (ids is None or mask is None or labels is None or ids.dim() != 2 or ids.shape[0] < 2
+            or ids.shape != mask.shape or ids.shape != labels.shape or not model.training
+            or set(kwargs) - {"input_ids", "attention_mask", "labels", "use_cache", "num_items_in_batch"}
+            or kwargs.get("use_cache") or getattr(model, "is_gradient_checkpointing", False)):
+        return None
+    cut = _common_prefix(ids, mask, labels)
+    if cut < 1:
+        return None
+    rows, length = ids.shape
+    positions = torch.arange(length, device=ids.device).unsqueeze(0)
+    cache = model.base_model(input_ids=ids[:1, :cut], attention_mask=mask[:1, :cut], position_ids=positions[:, :cut],
+                             use_cache=True).past_key_values
+    if not hasattr(cache, "batch_select_indices"):
+        return None
+    cache.batch_select_indices(torch.zeros(rows, dtype=torch.long, device=ids.device))
+    rest = {k: v for k, v in kwargs.items() if k in ("use_cache", "num_items_in_batch")}
+    out = forward(input_ids=ids[:, cut:], attention_mask=mask, position_ids=positions[:, cut:].expand(rows, -1),
+                  past_key_values=cache, labels=labels[:, cut:], fused_lm_head=True, **rest)
+    for name in ("log_probs", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1", "label_mask"):
+        x = getattr(out, name, None)  # the full forward's cover columns 0..T-2; these cover cut..T-2
+        if isinstance(x, torch.Tensor) and x.dim() == 2:
+            setattr(out, name, torch.cat([x.new_zeros(x.shape[0], cut), x], 1))
+    return out
+
+
+def compact_lm_head(model: Any, share_prompts: bool = False, share_prefix: bool = False) -> bool:
     """Make the model's fused-LM-head forward (TRL's `add_fused_lm_head`) score only completion tokens on CPU, and
-    with `share_prompts` compute each distinct prompt of the batch once (`_shared_prompt_scoring`). The switch is
+    with `share_prompts` compute each distinct prompt of the batch once (`_shared_prompt_scoring`, GRPO), with
+    `share_prefix` the tokens every row starts with once (`_shared_prefix_scoring`, the SFT warm-up). The switch is
     scoped to this model's forward calls; the backward needs no switch (it sees the compact rows). False where the
     model has no fused head (nothing to change)."""
     forward = model.forward
@@ -212,8 +272,9 @@ def compact_lm_head(model: Any, share_prompts: bool = False) -> bool:
         if not fused_lm_head:
             return forward(*args, **kwargs)
         with _compact_scoring():
-            if share_prompts and not args:
-                out = _shared_prompt_scoring(self, forward, kwargs)
+            if (share_prompts or share_prefix) and not args:
+                share = _shared_prompt_scoring if share_prompts else _shared_prefix_scoring
+                out = share(self, forward, kwargs)
                 if out is not None:
                     return out
             return forward(*args, fused_lm_head=True, **kwargs)
@@ -244,6 +305,20 @@ def speed_up(trainer: Any, shared_prefill: bool = True) -> list[str]:
     elif args.bf16:
         done.append("bf16 autocast (float32 weights)")
     return done
+
+
+def sft_speed_up(trainer: Any, shared_prefix: bool = True) -> list[str]:
+    """The SFT warm-up's CPU levers on a built SFTTrainer: its fused LM head scores only the completion tokens and
+    (unless turned off) the batch's common prefix is computed once (`_shared_prefix_scoring`); returns what was
+    applied, one line each. Nothing on CUDA runs, nor where the model has no fused head (PEFT wraps it)."""
+    import torch
+
+    if not (trainer.args.use_cpu or not torch.cuda.is_available()):
+        return []
+    if not compact_lm_head(trainer.model, share_prefix=shared_prefix):
+        return []
+    return ["LM head scores completion tokens only" + ("; the batch's shared prefix computed once"
+                                                       if shared_prefix else "")]
 
 
 def describe(setting: str, bf16: bool) -> str:

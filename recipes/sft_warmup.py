@@ -21,7 +21,8 @@ from recipes.parser import parse_config
 
 def option_types() -> tuple[type, ...]:
     """The dataclasses the warm-up parses: DataArgs, TRL's SFTConfig and ModelConfig, then the options of the features
-    that declare SFT (recipes/features/: a wall-clock budget); proof.py checks its SFT stages with the same."""
+    that declare SFT (recipes/features/: a wall-clock budget, the CPU shared prefix); proof.py checks its SFT stages
+    with the same."""
     from trl import ModelConfig, SFTConfig
 
     return (DataArgs, SFTConfig, ModelConfig, *features.sft_option_types())

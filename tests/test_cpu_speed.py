@@ -258,3 +258,98 @@ def test_shared_prompts_in_the_loss_give_the_same_log_probs_and_gradient(tmp_pat
     # moved 2.8e-7 apart)
     moved = (shared["update"] - full["update"]).abs() > 1e-7
     assert moved.float().mean() < 1e-5 and _cos(shared["update"], full["update"]) > 0.99999
+
+
+@pytest.fixture(scope="module")
+def sft_trainer_batch(real_first_layers, tmp_path_factory):
+    """The SFT warm-up's trainer as recipes/sft_warmup.py builds it (its CPU config, the default model's first LAYERS
+    layers) and its first real batch from TRL's collator: 8 rows of different lengths, padded on the right."""
+    from transformers import AutoTokenizer
+    from trl import SFTTrainer
+
+    from recipes.parser import parse_config
+    from recipes.sft_warmup import build_sft_dataset, option_types
+
+    out = tmp_path_factory.mktemp("sft_prefix")
+    data_args, cfg, _, *extra = parse_config(option_types(), [
+        "--config", str(ROOT / "recipes" / "configs" / "sft_smollm2_cpu.yaml"), "--num_train_examples", "8",
+        "--output_dir", str(out), "--report_to", "none", "--tasks", "component_count", "--langs", "en", "ko",
+        "--paraphrase", "false"])  # the demo's task: short rows keep this test to seconds
+    tok = AutoTokenizer.from_pretrained(real_first_layers)
+    cfg.model_init_kwargs = {"dtype": "float32"}
+    trainer = SFTTrainer(model=str(real_first_layers), args=cfg, train_dataset=build_sft_dataset(data_args, tok, 512),
+                         processing_class=tok)
+    batch = next(iter(trainer.get_train_dataloader()))
+    from recipes import features
+
+    assert features.merged(data_args, *extra).cpu_shared_prefill is True  # the warm-up parses the option (default on)
+    return trainer, batch
+
+
+def _sft_step(trainer, batch) -> dict:
+    """TRL's own SFT loss (SFTTrainer.compute_loss) and its backward on `batch`: the loss, the per-token log-probs
+    and entropies of the fused head, TRL's logged entropy and token accuracy, and the gradient."""
+    model = trainer.model
+    model.train()
+    model.zero_grad()
+    trainer._metrics["train"].clear()
+    loss = trainer.compute_loss(model, dict(batch))
+    loss.backward()
+    metrics = {k: v[-1] for k, v in trainer._metrics["train"].items() if k in ("entropy", "mean_token_accuracy")}
+    grad = torch.cat([p.grad.reshape(-1) for p in model.parameters() if p.grad is not None])
+    with torch.no_grad():
+        out = model(**dict(batch, use_cache=False), fused_lm_head=True)
+    return {"loss": loss.detach(), "logps": out.log_probs, "entropy": out.entropy, "top1": out.is_top1,
+            "metrics": metrics, "grad": grad}
+
+
+def test_sft_shared_prefix_learns_what_the_full_forward_learns(sft_trainer_batch):
+    """The SFT loss forward with the rows' common prefix (system turn, user header) computed once: the same loss,
+    per-token log-probs and entropies over the labelled positions, gradient, and TRL's entropy and token accuracy
+    as TRL's full forward; the prefix pass runs once (batch 1), the rest of each row after it; an eval-mode call,
+    or a batch with nothing in common, takes the full forward."""
+    trainer, batch = sft_trainer_batch
+    ids, mask, labels = batch["input_ids"], batch["attention_mask"], batch["labels"]
+    lengths = mask.sum(1)
+    assert len(set(lengths.tolist())) > 2 and (mask[:, 0] == 1).all() and (mask[:, -1] == 0).any()  # right padding
+    cut = cpu_speed._common_prefix(ids, mask, labels)
+    assert cut >= 15 and (labels[:, :cut + 1] == -100).all()  # the system turn and the user header, never a label
+    model = trainer.model
+    plain = model.forward
+    try:
+        full = _sft_step(trainer, batch)
+        assert cpu_speed.sft_speed_up(trainer) == [  # what recipes/features/cpu_speed.py applies (use_cpu)
+            "LM head scores completion tokens only; the batch's shared prefix computed once"]
+        seen: list[tuple[int, int]] = []
+        hook = model.model.layers[0].register_forward_hook(lambda m, a, o: seen.append(tuple(a[0].shape[:2])))
+        shared = _sft_step(trainer, batch)
+        hook.remove()
+    finally:
+        model.forward = plain
+    width = ids.shape[1]
+    assert seen[:2] == [(1, cut), (8, width - cut)], seen  # training: the prefix once, then the rest of each row
+    scored = labels[:, 1:] != -100
+    assert scored.sum() > 20
+    torch.testing.assert_close(shared["loss"], full["loss"], rtol=1e-5, atol=0)
+    torch.testing.assert_close(shared["logps"][scored], full["logps"][scored], rtol=0, atol=1e-4)
+    torch.testing.assert_close(shared["entropy"][scored], full["entropy"][scored], rtol=0, atol=1e-4)
+    assert shared["metrics"] == pytest.approx(full["metrics"], rel=1e-5) and len(full["metrics"]) == 2
+    assert _cos(shared["grad"], full["grad"]) > 0.99999
+    assert abs(float(shared["grad"].norm() / full["grad"].norm()) - 1) < 1e-4
+    # the calls it does not share take the full forward: eval mode, and a batch whose rows start differently
+    try:
+        assert cpu_speed.compact_lm_head(model, share_prefix=True)
+        hook = model.model.layers[0].register_forward_hook(lambda m, a, o: seen.append(tuple(a[0].shape[:2])))
+        with torch.no_grad():
+            seen.clear()
+            model.eval()
+            model(**dict(batch, use_cache=False), fused_lm_head=True)
+            model.train()
+            other = dict(batch, input_ids=ids.clone())
+            other["input_ids"][0, 0] += 1  # the first row's first token differs: no common prefix
+            model(**dict(other, use_cache=False), fused_lm_head=True)
+        hook.remove()
+    finally:
+        model.forward = plain
+        model.train()
+    assert seen == [(8, width), (8, width)], seen

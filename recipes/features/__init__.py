@@ -65,8 +65,10 @@ def option_fields(base: list[tuple[str, Any, Any]], data: bool) -> list[tuple[st
 
 
 def _present(f: Feature, args: Any) -> bool:
-    """The feature's options are among `args` (the SFT warm-up has only the data and its own features' options)."""
-    return f.options is None or all(hasattr(args, x.name) for x in dataclasses.fields(f.options))
+    """The feature's options, or its SFT options, are among `args` (the SFT warm-up has only the data and its own
+    features' options)."""
+    return f.options is None or any(all(hasattr(args, x.name) for x in dataclasses.fields(o))
+                                    for o in (f.options, f.sft_options) if o is not None)
 
 
 def _for(args: Any, trainer: str) -> list[Feature]:

@@ -1,11 +1,12 @@
 """CPU speed (recipes/cpu_speed.py): `cpu_bf16` resolved into `--bf16` before the parser exists, and on CPU the bf16
-generation cast once, the completion-only LM head and each distinct prompt prefilled once. Sync."""
+generation cast once, the completion-only LM head and each distinct prompt prefilled once (sync GRPO); the SFT
+warm-up takes `cpu_shared_prefill` alone: its batch's shared prefix computed once, with the completion-only head."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.features.contract import SYNC, Feature, Run
+from recipes.features.contract import SFT, SYNC, TRAINERS, Feature, Run
 
 
 @dataclass
@@ -19,12 +20,23 @@ class CpuSpeedOptions:
                 "transformers rollouts and in the loss forward (the same tokens and gradients; recipes/cpu_speed.py)"})
 
 
+@dataclass
+class CpuSpeedSFTOptions:
+    """The SFT warm-up's part of the feature (its bf16 is SFTConfig's own)."""
+
+    cpu_shared_prefill: bool = field(default=True, metadata={
+        "help": "runs on CPU: compute the tokens every row of a batch starts with (the system turn and the user "
+                "turn's header) once, not once per row, in the loss forward (the same loss and gradients; the LM "
+                "head scores completion tokens only either way; recipes/cpu_speed.py)"})
+
+
 class CpuSpeed(Feature):
     name = "cpu_speed"
     modules = ("recipes/cpu_speed.py",)
     options = CpuSpeedOptions
+    sft_options = CpuSpeedSFTOptions
     after = "async_max_model_len"
-    trainers = frozenset({SYNC})
+    trainers = frozenset({SYNC, SFT})
 
     def argv(self, config: Any, route: Any, trainer: str) -> list[str]:
         """`--bf16 true` where cpu_bf16 resolves on for this run (a sync run on CPU, no explicit bf16); a bad value is
@@ -39,9 +51,13 @@ class CpuSpeed(Feature):
             raise TaseError(str(e)) from None
 
     def after_build(self, trainer: Any, run: Run) -> None:
-        from recipes.cpu_speed import speed_up
+        from recipes.cpu_speed import sft_speed_up, speed_up
 
-        for what in speed_up(trainer, shared_prefill=run.args.cpu_shared_prefill):  # CPU: bf16 generation cast once, completion-only LM head, shared prefill
+        if TRAINERS[run.trainer].rows == "sft":  # prompt-completion rows: the head, and the batch's shared prefix once
+            done = sft_speed_up(trainer, shared_prefix=run.args.cpu_shared_prefill)
+        else:  # CPU: bf16 generation cast once, completion-only LM head, shared prefill
+            done = speed_up(trainer, shared_prefill=run.args.cpu_shared_prefill)
+        for what in done:
             trainer.accelerator.print(f"cpu speed: {what}")
 
 
