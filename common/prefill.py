@@ -13,6 +13,8 @@ prompt token and decodes as it would have: the same logits up to float rounding,
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 PASS_COST = 32  # a forward pass's fixed cost, in prompt tokens of work: a bucket must save more padding than this
@@ -127,3 +129,26 @@ def packed_prefill(model: Any, rows: list[list[int]], pad_id: int, pass_cost: in
         merged = [tuple(torch.cat([part[layer][j] for part in parts], 0)[inverse] for j in (0, 1))
                   for layer in range(len(parts[0]))]
     return ids, mask, _cache(model, merged)
+
+
+ONE_THREAD_ROWS = 48  # decoding at most this many rows runs on one thread where torch has two (measured, below)
+
+
+@contextmanager
+def decode_threads(rows: int) -> Iterator[None]:
+    """Decode a small batch on one thread where torch runs two (the 2-core machines): a decoded token is ~300 small
+    matmuls, and with OpenMP's passive waits (common/process.py) waking the second thread for each costs more than it
+    computes. Measured on the AVX2 2-core EPYC, SmolLM2-135M float32, quiet: a decode step of 16 rows 259 ms on one
+    thread vs 428 ms on two, 32 rows 393 vs 436, 48 rows 530 vs 554, 96 rows 1009 vs 854 (docs/benchmarks.md). Other
+    thread counts are left as they are (not measured)."""
+    import torch
+
+    n = torch.get_num_threads()
+    if n != 2 or rows > ONE_THREAD_ROWS:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)

@@ -88,6 +88,7 @@ class HFBackend:
     def generate(self, conversations: list[list[dict[str, str]]]) -> list[str]:
         import torch
 
+        from common.prefill import decode_threads
         from common.prompts import chat_text
 
         texts = [chat_text(self.tok, c) for c in conversations]
@@ -107,7 +108,8 @@ class HFBackend:
                 if k > 1:  # rows grouped as num_return_sequences groups them: k consecutive per prompt
                     ids, mask = ids.repeat_interleave(k, 0), mask.repeat_interleave(k, 0)
                     cache.batch_repeat_interleave(k)
-                out = self.model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache, **kw)
+                with decode_threads(ids.shape[0]):  # a small batch decodes faster on one of two threads
+                    out = self.model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache, **kw)
             else:
                 ids = self.tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
                 if k > 1:
