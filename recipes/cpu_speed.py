@@ -91,14 +91,18 @@ def cast_once_generate(model: Any) -> None:
     model._tase_cast_once_generate = True
 
 
-def _distinct_rows(ids: Any, mask: Any) -> tuple[Any, Any] | None:
-    """For consecutive runs of equal rows (ids and mask alike): each row's run index, and which rows start a run (the
-    distinct prompts); None when no row repeats the one before it (nothing to share)."""
+def _distinct_rows(ids: Any, mask: Any) -> tuple[Any, list[int]] | None:
+    """The distinct rows (ids and mask alike) wherever they sit: each row's index among them, and the first row of
+    each; None when no two rows are equal (nothing to share). TRL repeats a prompt in consecutive rows for `generate`,
+    but shuffles the rows of the batch it trains on (the groups of dynamic sampling's rounds included)."""
     import torch
 
-    first = torch.ones(ids.shape[0], dtype=torch.bool, device=ids.device)
-    first[1:] = (ids[1:] != ids[:-1]).any(1) | (mask[1:] != mask[:-1]).any(1)
-    return None if bool(first.all()) else (torch.cumsum(first.long(), 0) - 1, first)
+    unique, index = torch.unique(torch.cat([ids, mask.to(ids.dtype)], 1), dim=0, return_inverse=True)
+    if unique.shape[0] == ids.shape[0]:
+        return None
+    first = torch.full((unique.shape[0],), ids.shape[0], dtype=torch.long, device=ids.device)
+    first.scatter_reduce_(0, index, torch.arange(ids.shape[0], device=ids.device), reduce="amin")
+    return index, first.tolist()
 
 
 def shared_prefill_generate(model: Any) -> None:
@@ -126,7 +130,7 @@ def shared_prefill_generate(model: Any) -> None:
         if runs is None:
             return generate(*args, **kwargs)
         rows, first = runs
-        distinct = [ids[i][mask[i].bool()].tolist() for i in first.nonzero().flatten().tolist()]
+        distinct = [ids[i][mask[i].bool()].tolist() for i in first]
         pad = getattr(config, "pad_token_id", None)
         packed = packed_prefill(model, distinct, pad if isinstance(pad, int) else 0)
         if packed is None:
@@ -164,8 +168,8 @@ def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
     """The fused-LM-head forward of a GRPO batch with each distinct prompt computed once, or None when the call is not
     one to share (other inputs, no repeated prompt, gradient checkpointing, which drops a given cache).
 
-    TRL scores `prompt + completion` rows whose labels are -100 over the prompt; consecutive rows of a group share
-    their prompt. The distinct prompts, all but their last token, run through the model once (packed:
+    TRL scores `prompt + completion` rows whose labels are -100 over the prompt; the rows of a group share their
+    prompt (wherever TRL's shuffle of the batch put them). The distinct prompts, all but their last token, run through the model once (packed:
     common/prefill.py, their shared head once and their own tokens in length buckets), keeping their keys and values
     (with their gradients); the cache is repeated to every row (an index, so the gradients of a group's
     rows add up in its one prompt pass) and TRL's own fused forward then runs the rest of each row on it, scoring the
@@ -188,7 +192,7 @@ def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
     if runs is None:
         return None
     rows, first = runs
-    distinct = [ids[i, :start][mask[i, :start].bool()].tolist() for i in first.nonzero().flatten().tolist()]
+    distinct = [ids[i, :start][mask[i, :start].bool()].tolist() for i in first]
     packed = packed_prefill(model, distinct, 0, grad=True)  # the padding ids are masked: any id does
     if packed is None or packed[1].shape[1] != start:  # TRL pads the prompts to the longest (else: not this layout)
         return None
