@@ -70,11 +70,13 @@ def _cache(model: Any, kv: list[tuple[Any, Any]]) -> Any:
 
 
 def packed_prefill(model: Any, rows: list[list[int]], pad_id: int, pass_cost: int = PASS_COST,
-                   grad: bool = False) -> tuple[Any, Any, Any] | None:
+                   grad: bool = False, width: int | None = None) -> tuple[Any, Any, Any] | None:
     """(input_ids, attention_mask, cache) for `model.generate` on these prompts (token lists, no padding), with the
     shared prefix computed once and the rest in length buckets; None when there is nothing to gain (a single short
     row) or the model's cache is not a plain DynamicCache. Without gradients unless `grad` (a training forward that
-    continues from the cache: the gradients of every row that shares the prefix add up in its one pass)."""
+    continues from the cache: the gradients of every row that shares the prefix add up in its one pass). `width`: at
+    least this many columns (more padding in the middle), for a caller whose batch is padded wider than its longest
+    prompt."""
     from contextlib import nullcontext
 
     import torch
@@ -85,7 +87,7 @@ def packed_prefill(model: Any, rows: list[list[int]], pad_id: int, pass_cost: in
     p = min(common_prefix(rows), min(len(r) for r in rows) - 1)  # every row keeps its last token for generate
     dev = model.device
     rest = [r[p:-1] for r in rows]  # what each row caches after the prefix (its last token is left to generate)
-    m = max(len(x) for x in rest)
+    m = max(max(len(x) for x in rest), (width or 0) - p - 1)  # the cached columns after the prefix
     width = p + m + 1
     ids = torch.full((n, width), pad_id, dtype=torch.long, device=dev)
     mask = torch.zeros((n, width), dtype=torch.long, device=dev)

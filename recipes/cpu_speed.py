@@ -193,8 +193,10 @@ def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
         return None
     rows, first = runs
     distinct = [ids[i, :start][mask[i, :start].bool()].tolist() for i in first]
-    packed = packed_prefill(model, distinct, 0, grad=True)  # the padding ids are masked: any id does
-    if packed is None or packed[1].shape[1] != start:  # TRL pads the prompts to the longest (else: not this layout)
+    # the padding ids are masked: any id does. `start` columns: the prompts as wide as the batch pads them (dynamic
+    # sampling's merge pads to the widest round drawn, wider than the kept groups' longest prompt)
+    packed = packed_prefill(model, distinct, 0, grad=True, width=start)
+    if packed is None:
         return None
     head_mask, cache = packed[1], packed[2]
     cache.batch_select_indices(rows)

@@ -93,3 +93,18 @@ def test_eval_backend_uses_it_with_the_same_samples(model_and_rows, default_mode
     be.packed = False  # the plain padded batch, as before the packed prefill
     plain = be.generate(conversations)
     assert packed == plain and all(len(x) == 2 for x in packed)
+
+
+def test_a_wider_layout_keeps_the_logits(model_and_rows):
+    """`width`: more padding in the middle for a batch padded wider than its longest prompt (dynamic sampling's merge
+    pads to the widest round drawn); the first decoded token's logits stay the same."""
+    model, tok, texts = model_and_rows
+    rows = [tok(t, add_special_tokens=False)["input_ids"] for t in texts[:3]]
+    narrow = packed_prefill(model, rows, tok.pad_token_id, pass_cost=4)
+    wide = packed_prefill(model, rows, tok.pad_token_id, pass_cost=4, width=narrow[0].shape[1] + 7)
+    assert wide[0].shape[1] == narrow[0].shape[1] + 7 and wide[2].get_seq_length() == wide[0].shape[1] - 1
+    assert [wide[0][i][wide[1][i].bool()].tolist() for i in range(3)] == rows
+    with torch.inference_mode():  # the position ids generate gives: the mask's running count
+        a, b = (model(input_ids=ids[:, -1:], attention_mask=mask, past_key_values=cache,
+                      position_ids=mask.cumsum(-1)[:, -1:] - 1).logits for ids, mask, cache in (narrow, wide))
+    assert (a - b).abs().max() < 2e-3
