@@ -42,16 +42,22 @@ FIXTURE = ROOT / "tests" / "fixtures" / "tase_official_sample"  # the release's 
 DEMO_CODES = ("COMPC",)  # the demo's tasks, by paper code (names from the catalogue in main): the proof's task, whose
 # short prompts and one-number answers keep a CPU demo within minutes (docs/results.md)
 N_STEPS = 8
-GRPO_POOL = 256  # GRPO prompts: dynamic sampling re-draws up to 4 more batches a step from this pool
+GRPO_POOL = 256  # GRPO prompts: dynamic sampling re-draws up to DYNAMIC_ROUNDS more batches a step from this pool
+# Re-draw rounds a GRPO step may take (the recipe's default is 4): each is a whole generation batch, and the demo's
+# budget is 3 minutes on 2 cores; past them the step trains on the mixed groups it found (uniform ones carry no loss)
+DYNAMIC_ROUNDS = 2
 # what the demo writes under --out (its steps' outputs, their locks and temp files): all --fresh may delete
 DEMO_FILES = ("logs/**", "mixture.yaml", "*_data.jsonl", "sft/**", "grpo/**", "tuned/**", "eval/**",
               "comparison/**", ".*.lock", ".*.tmp-*/**", ".*.old-*/**")
 # The GRPO step benchmark (bench/grpo_step.py, docs/benchmarks.md) on the 2-core CPU: a vLLM colocate step is 1.06x a
 # transformers one with TRL's importance-sampling pass, 0.84x without it, and the engine's ~40 s start outweighs what
-# the demo's 4 GRPO steps could save, so the demo's rollouts stay on transformers.
+# the demo's 3 GRPO steps could save, so the demo's rollouts stay on transformers.
 ROLLOUT_ENGINE = "hf"
-ROLLOUT_WHY = "over the demo's 4 steps a vLLM engine start costs more than vLLM rollouts save, docs/benchmarks.md"
-# The three evaluations (96 rows of <= 16 tokens each) on transformers: each vLLM evaluation starts its own engine, 33-34 s
+ROLLOUT_WHY = "over the demo's 3 steps a vLLM engine start costs more than vLLM rollouts save, docs/benchmarks.md"
+# The evaluations' token limit: an answer in tags is 8 tokens of SmolLM2's (`<answer>12</answer>` and the end token);
+# the base model, which never writes the tags, runs to the limit
+EVAL_TOKENS = 12
+# The three evaluations (80 rows of <= 12 tokens each) on transformers: each vLLM evaluation starts its own engine, 33-34 s
 # apiece on a quiet 2-core CPU with native bf16 and 56-67 s on an AVX2-only one (docs/training.md, "`make demo`"), more
 # than transformers needs to load the model and generate the whole slice in one batch; the scores are the same.
 EVAL_BACKEND = "hf"
@@ -136,8 +142,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default=str(ROOT / "runs" / "demo"))
     p.add_argument("--sft-examples", type=int, default=64, help="warm-up rows: 8 steps of 8 (enough to teach the "
                    "<answer> format; the demo's time is mostly these steps)")
-    p.add_argument("--grpo-steps", type=int, default=4)
-    p.add_argument("--eval-examples", type=int, default=96, help="size of the generated held-out slice")
+    p.add_argument("--grpo-steps", type=int, default=3, help="GRPO steps (a few move a 135M model little: the "
+                   "demo shows the loop; the gains are in make proof)")
+    p.add_argument("--eval-examples", type=int, default=80, help="size of the generated held-out slice")
     p.add_argument("--eval-data", default=None, help="evaluate on this instead (official:DIR or FILE.jsonl)")
     p.add_argument("--eval-limit", type=int, default=None, help="rows per file of --eval-data")
     p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first (only a folder "
@@ -243,7 +250,8 @@ def run_demo(args: argparse.Namespace) -> int:
              [py, str(HERE / "grpo.py"), "--config", str(HERE / "configs" / "grpo_proof_cpu.yaml"),
               "--model_name_or_path", str(out / "sft"), "--output_dir", str(out / "grpo"),
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
-              "--save_strategy", "no", "--dynamic_sampling", "true", "--resume_from_checkpoint", "true",
+              "--save_strategy", "no", "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", str(DYNAMIC_ROUNDS),
+              "--resume_from_checkpoint", "true",
               *engine])
     steps = logged_steps(out / "grpo" / "metrics.jsonl")  # the training printed one line per step (recipes/tracking)
     step.run("plot the GRPO training curves (reward, official/strict accuracy, loophole and zero-variance shares)",
@@ -258,7 +266,7 @@ def run_demo(args: argparse.Namespace) -> int:
     for name, model in (("base", "default"), ("warm-up", str(out / "sft")), ("tuned", str(out / "tuned"))):
         step.run(f"evaluate {name} on {data} with {eval_backend}",
              [py, "-m", "eval", "run", "--model", model, "--data", data, "--out", str(out / "eval" / name),
-              "--backend", eval_backend, "--max-new-tokens", "16", "--batch-size", "96", "--no-progress", *limit])
+              "--backend", eval_backend, "--max-new-tokens", str(EVAL_TOKENS), "--batch-size", "96", "--no-progress", *limit])
     step(7, "model card with both evaluations",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--card-only",
           "--results", str(out / "eval" / "base"), "--results", str(out / "eval" / "tuned")])
