@@ -154,7 +154,8 @@ def test_the_sft_then_grpo_config_parses_with_each_recipe_s_parser(tmp_path):
     start = parsed["start"][1]
     assert (start.max_steps, str(start.save_strategy.value), start.learning_rate, str(start.lr_scheduler_type.value),
             start.warmup_steps) == (300, "no", 5e-5, "constant", 0)
-    assert parsed["start"][3].max_train_seconds is None  # not time-capped
+    budget = next(o for o in parsed["start"][3:] if hasattr(o, "max_train_seconds"))  # among the features' options
+    assert budget.max_train_seconds is None  # not time-capped
     control = parsed["control"][1]
     assert (control.save_steps, control.save_total_limit) == (100, 30)  # its 329 steps: control: steps, a flag
 

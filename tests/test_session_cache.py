@@ -45,7 +45,7 @@ def test_sigterm_still_removes_the_session_cache(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_sleep.py")],
                          cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 60
-    while not mark.exists() and time.time() < deadline:
+    while not (mark.exists() and mark.read_text()) and time.time() < deadline:  # created, then written: wait for both
         time.sleep(0.2)
     cache = Path(mark.read_text()).parent
     assert cache.name.startswith(CACHE_PREFIX) and cache.is_dir() and (cache / OWNER).read_text() == str(p.pid)
