@@ -31,8 +31,8 @@ Five levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf1
   gradients; the cache is repeated to every row and the rest of each row runs on it. Its fused LM head scores the
   completion tokens only, as GRPO's does (docs/benchmarks.md, "SFT step").
 
-`speed_up` applies the last three to a built GRPO trainer, `sft_speed_up` the last one (and the compact head) to an
-SFTTrainer; the test is tests/test_cpu_speed.py.
+`speed_up` applies the second to fourth to a built GRPO trainer, `sft_speed_up` the fifth (and the compact head) to
+an SFTTrainer; the test is tests/test_cpu_speed.py.
 """
 from __future__ import annotations
 
@@ -164,15 +164,27 @@ def _positions(mask: Any) -> Any:
     return (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
 
 
+def _padded_outputs(out: Any, skipped: int) -> Any:
+    """The fused forward's per-token outputs of a forward that began `skipped` columns in, given the full width again:
+    zeros on the skipped columns, which carry no label, as the full forward gives."""
+    import torch
+
+    for name in ("log_probs", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1", "label_mask"):
+        x = getattr(out, name, None)
+        if isinstance(x, torch.Tensor) and x.dim() == 2:
+            setattr(out, name, torch.cat([x.new_zeros(x.shape[0], skipped), x], 1))
+    return out
+
+
 def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> Any | None:
     """The fused-LM-head forward of a GRPO batch with each distinct prompt computed once, or None when the call is not
     one to share (other inputs, no repeated prompt, gradient checkpointing, which drops a given cache).
 
     TRL scores `prompt + completion` rows whose labels are -100 over the prompt; the rows of a group share their
-    prompt (wherever TRL's shuffle of the batch put them). The distinct prompts, all but their last token, run through the model once (packed:
-    common/prefill.py, their shared head once and their own tokens in length buckets), keeping their keys and values
-    (with their gradients); the cache is repeated to every row (an index, so the gradients of a group's
-    rows add up in its one prompt pass) and TRL's own fused forward then runs the rest of each row on it, scoring the
+    prompt (wherever TRL's shuffle of the batch put them). The distinct prompts, all but their last token, run through
+    the model once (packed: common/prefill.py, their shared head once and their own tokens in length buckets), keeping
+    their keys and values (with their gradients); the cache is repeated to every row (an index, so the gradients of a
+    group's rows add up in its one prompt pass) and TRL's own fused forward then runs the rest of each row on it, scoring the
     same labels. Its log-probs start at the prompt's last token; the positions before it carry no label, so zeros
     fill them, as the full forward gives."""
     import torch
@@ -203,12 +215,7 @@ def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
     full = torch.cat([head_mask[rows], mask[:, start:]], 1)  # the packed prompt layout, then the completions
     out = forward(input_ids=ids[:, start - 1:], attention_mask=full, position_ids=_positions(full)[:, start - 1:],
                   past_key_values=cache, labels=labels[:, start - 1:], fused_lm_head=True)
-    pad = start - 1  # the full forward's outputs cover positions 0..T-2; these cover start-1..T-2
-    for name in ("log_probs", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1", "label_mask"):
-        x = getattr(out, name, None)
-        if isinstance(x, torch.Tensor) and x.dim() == 2:
-            setattr(out, name, torch.cat([x.new_zeros(x.shape[0], pad), x], 1))
-    return out
+    return _padded_outputs(out, start - 1)  # the full forward's cover positions 0..T-2; these start-1..T-2
 
 
 def _common_prefix(ids: Any, mask: Any, labels: Any) -> int:
@@ -255,11 +262,7 @@ def _shared_prefix_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
     rest = {k: v for k, v in kwargs.items() if k in ("use_cache", "num_items_in_batch")}
     out = forward(input_ids=ids[:, cut:], attention_mask=mask, position_ids=positions[:, cut:].expand(rows, -1),
                   past_key_values=cache, labels=labels[:, cut:], fused_lm_head=True, **rest)
-    for name in ("log_probs", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1", "label_mask"):
-        x = getattr(out, name, None)  # the full forward's cover columns 0..T-2; these cover cut..T-2
-        if isinstance(x, torch.Tensor) and x.dim() == 2:
-            setattr(out, name, torch.cat([x.new_zeros(x.shape[0], cut), x], 1))
-    return out
+    return _padded_outputs(out, cut)  # the full forward's cover columns 0..T-2; these cut..T-2
 
 
 def compact_lm_head(model: Any, share_prompts: bool = False, share_prefix: bool = False) -> bool:
