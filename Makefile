@@ -77,7 +77,8 @@ lock:
 # most slow tests first and keeps the default model's vLLM engines on one worker; the test processes wait for
 # OpenMP passively, as the entry points do). Most of the suite's time is single-threaded (interpreter start-up and
 # imports of the CLIs it runs), so two workers on 2 cores took 582 s where one took 875 s (docs/benchmarks.md).
-# TEST_WORKERS=0 runs everything in one process.
+# The tests' `python ...` CLI runs are forked from a warm interpreter per worker (tests/warm_python.py; TASE_TEST_WARM=0:
+# fresh interpreters). TEST_WORKERS=0 runs everything in one process.
 # PYTEST_ARGS: more pytest options (.ci/run adds its skip report: -rs --junitxml=...).
 TEST_WORKERS ?= 2
 PYTEST_ARGS ?=

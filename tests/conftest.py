@@ -285,3 +285,76 @@ def call_main(argv: list[str]) -> tuple[int, str]:
         err.write(code + "\n")
         code = 1
     return code or 0, err.getvalue()
+
+
+# --- the warm interpreter (tests/warm_python.py): the tests' `python ...` CLI runs forked from one process that has
+# imported torch, transformers and TRL once, instead of each importing them again ----------------------------------
+
+import warm_python  # noqa: E402
+
+WARM = os.environ.get("TASE_TEST_WARM", "1") != "0"  # TASE_TEST_WARM=0: every CLI run in a fresh interpreter
+
+
+class WarmServer:
+    """The warm server of this test process (xdist worker): started by the first test that runs a CLI warm, with the
+    process's environment then. When that environment has changed since in a variable read at import (warm_python.
+    SAFE_ENV: vLLM imported in-process sets a dozen), every run would be exec'd fresh, so the server is started again
+    with the new one (`current`)."""
+
+    def __init__(self) -> None:
+        self.proc = None
+        self.where = Path(tempfile.mkdtemp(prefix="tase-warm-"))  # short: a Unix socket's path has at most 107 bytes
+        self.starts = 0
+
+    def current(self) -> None:
+        if self.proc is not None and self.proc.poll() is None and not warm_python.drifted(dict(os.environ)):
+            return
+        import subprocess
+
+        if self.proc is not None:
+            warm_python._log({"restart": self.starts, "drift": warm_python.drifted(dict(os.environ))[:8],
+                              "test": os.environ.get("PYTEST_CURRENT_TEST", "")[:120]})
+        self.stop()
+        self.starts += 1
+        sock = self.where / f"s{self.starts}"
+        os.environ[warm_python.SOCKET_ENV] = str(sock)
+        warm_python.SERVER_ENV = dict(os.environ)
+        self.proc = warm_python._RealPopen([sys.executable, str(ROOT / "tests" / "warm_python.py"), str(sock)],
+                                           cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.strip() == "ready", f"the warm interpreter did not start: {line!r}, exit {self.proc.poll()}"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdout.close()
+            self.proc = None
+
+
+@pytest.fixture(scope="session")
+def warm_server():
+    server = WarmServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+        os.environ.pop(warm_python.SOCKET_ENV, None)
+        warm_python.SERVER_ENV = None
+        shutil.rmtree(server.where, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _warm_cli_runs(request):
+    """During each test, `subprocess.Popen`/`run` fork `python SCRIPT`/`python -m MODULE` from the warm server
+    (warm_python.WarmPopen), except in tests marked `fresh_python`: those that check what a fresh interpreter does
+    once (warnings at import, what a process imports) and those whose runs start vLLM."""
+    if not WARM or request.node.get_closest_marker("fresh_python"):
+        yield
+        return
+    request.getfixturevalue("warm_server").current()
+    warm_python.install_client()
+    try:
+        yield
+    finally:
+        warm_python.uninstall_client()

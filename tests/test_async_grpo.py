@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import call_main
 
+pytestmark = pytest.mark.fresh_python  # its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM (tests/warm_python.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = ROOT / "recipes"
 

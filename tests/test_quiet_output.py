@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.fresh_python  # library warnings are printed once per interpreter: a warm fork would hide them (tests/warm_python.py)
+
 
 def test_quiet_filters_each_listed_message_and_only_those():
     """common.process.QUIET's messages are dropped after quiet_libraries(); a neighbour of the same logger is not."""

@@ -19,6 +19,8 @@ from conftest import ROOT
 
 from tests.slurm_cluster import LocalSlurm, ensure_installed
 
+pytestmark = pytest.mark.fresh_python  # its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM (tests/warm_python.py)
+
 PROBE = [1, 2, 3, 4, 5, 6]
 ARGS = ["--dtype", "float32", "--tasks", "sort_lengths", "freq_count", "--langs", "en", "--max_len", "6",
         "--num_train_examples", "16", "--num_generations", "4", "--per_device_train_batch_size", "4",

@@ -10,6 +10,8 @@ import sys
 import pytest
 from conftest import ROOT
 
+pytestmark = pytest.mark.fresh_python  # what a fresh interpreter imports is the point (tests/warm_python.py)
+
 CHECK = r"""
 import sys
 import importlib.util

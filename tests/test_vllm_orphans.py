@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.fresh_python  # its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM (tests/warm_python.py)
+
 
 def _gone(p) -> bool:
     import psutil
