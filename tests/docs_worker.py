@@ -1,7 +1,7 @@
 """One interpreter that runs documented `python -m MODULE ...` and `python SCRIPT ...` commands one after another, for
-tests/test_docs_commands.py: each as `python` would (runpy, `__main__`, its own argv, sys.path[0], working folder and
-environment, restored after), its output taken at the file-descriptor level. A fresh interpreter per command spent
-most of the doc test's time importing torch and transformers again.
+tests/test_docs_commands.py: each as `python` would (warm_python.run_as_main: `__main__`, its own argv and sys.path[0];
+working folder and environment restored after), its output taken at the file-descriptor level. A fresh interpreter
+per command spent most of the doc test's time importing torch and transformers again.
 
 Protocol: one JSON request per stdin line, {"argv": [...], "cwd": "..."} (argv without the leading `python`); one
 JSON reply per stdout line, {"code": int, "out": "..."}. The commands whose output must be free of library warnings
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import runpy
 import sys
 import tempfile
 import traceback
+
+from warm_python import run_as_main  # this file's folder is sys.path[0]
 
 
 def run_one(argv: list[str], cwd: str) -> tuple[int, str]:
@@ -27,14 +28,7 @@ def run_one(argv: list[str], cwd: str) -> tuple[int, str]:
         os.dup2(cap.fileno(), 2)
         code: object = 0
         try:
-            if argv[0] == "-m":
-                sys.argv = [argv[1], *argv[2:]]
-                sys.path[0] = cwd
-                runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-            else:
-                sys.argv = list(argv)
-                sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
-                runpy.run_path(argv[0], run_name="__main__")
+            run_as_main(argv)
         except SystemExit as e:
             code = e.code
         except BaseException:  # noqa: BLE001 - what the interpreter would print, exit 1

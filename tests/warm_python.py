@@ -134,26 +134,32 @@ def _child(req: dict, fds: list[int]) -> None:
             setattr(sys, name, new)
             setattr(sys, f"__{name}__", new)
     install_client()  # this process's own `python ...` children are forked from the server too
-    argv = req["argv"]
-    import runpy
-
     code: object = 0
     interrupted = False
     try:
-        if argv[0] == "-m":
-            sys.argv = [argv[1], *argv[2:]]
-            sys.path[0] = os.getcwd()
-            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-        else:
-            sys.argv = list(argv)
-            sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
-            runpy.run_path(argv[0], run_name="__main__")
+        run_as_main(req["argv"])
     except SystemExit as e:
         code = e.code
     except BaseException as e:  # noqa: BLE001 - what the interpreter does with an uncaught exception
         sys.excepthook(type(e), e, e.__traceback__)
         code, interrupted = 1, isinstance(e, KeyboardInterrupt)
     _exit(code, interrupted)
+
+
+def run_as_main(argv: list[str]) -> None:
+    """Run `python ARGV` (ARGV after the interpreter: `-m MODULE ...` or `SCRIPT ...`) in this interpreter as python
+    would: sys.argv, sys.path[0] (the working folder for -m, the script's folder otherwise), `__main__`. What the
+    program raises (SystemExit too) propagates. Also tests/docs_worker.py's way of running a command."""
+    import runpy
+
+    if argv[0] == "-m":
+        sys.argv = [argv[1], *argv[2:]]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = list(argv)
+        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+        runpy.run_path(argv[0], run_name="__main__")
 
 
 def _exit(code: object, interrupted: bool) -> None:
@@ -225,17 +231,17 @@ def serve(path: str) -> None:
             os.close(fd)
         try:
             conn.sendall(f"{pid}\n".encode())
-            while True:  # the requester hanging up (it died) is the parent dying: die_with_parent's SIGKILL
-                done, sts = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                if req["die_with_parent"] and select.select([conn], [], [], 0.2)[0] and not conn.recv(1):
-                    os.kill(pid, signal.SIGKILL)
-                    _, sts = os.waitpid(pid, 0)
-                    break
-                if not req["die_with_parent"]:
-                    _, sts = os.waitpid(pid, 0)
-                    break
+            if req["die_with_parent"]:  # the requester hanging up (it died) is the parent dying: SIGKILL, as the
+                while True:             # preexec's PDEATHSIG would
+                    done, sts = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        break
+                    if select.select([conn], [], [], 0.2)[0] and not conn.recv(1):
+                        os.kill(pid, signal.SIGKILL)
+                        _, sts = os.waitpid(pid, 0)
+                        break
+            else:
+                _, sts = os.waitpid(pid, 0)
             conn.sendall(f"{sts}\n".encode())
         except OSError:
             pass
@@ -266,15 +272,16 @@ def dies_with_parent(preexec_fn) -> bool:
     return getattr(preexec_fn, "__qualname__", "") == "die_with_parent.<locals>.preexec"
 
 
-def warm_reason(args, executable, shell, preexec_fn, env, kwargs_ok: bool) -> str | None:
-    """Why this command is exec'd rather than forked warm (None: it can be forked)."""
+def warm_reason(args: list[str] | None, executable, shell, preexec_fn, env: dict[str, str], cwd: str,
+                kwargs_ok: bool) -> str | None:
+    """Why this command is exec'd rather than forked warm (None: it can be forked). `args` as strings (None: not a
+    list), `env` and `cwd` as the process would get them."""
     if not os.environ.get(SOCKET_ENV) or SERVER_ENV is None:
         return "no server"
     if shell or executable is not None or not kwargs_ok or (preexec_fn is not None and not dies_with_parent(preexec_fn)):
         return "options"
-    if isinstance(args, (str, bytes)) or not args:
+    if not args:
         return "not a list"
-    args = [os.fspath(a) for a in args]
     if args[0] != PYTHON or sys.executable != PYTHON:
         return "not this python"
     rest = args[split_flags(args):]
@@ -287,7 +294,8 @@ def warm_reason(args, executable, shell, preexec_fn, env, kwargs_ok: bool) -> st
             return "no such module"
         if rest[1].split(".")[0] in ("vllm", "pytest"):
             return "module " + rest[1]
-    env = dict(os.environ if env is None else env)
+    elif not os.path.isfile(os.path.join(cwd, rest[0])):
+        return "no such script"  # python's own message and exit status 2
     diff = drifted(env)
     if diff:
         return "environment: " + ",".join(diff[:5])
@@ -307,30 +315,23 @@ class WarmPopen(_RealPopen):
                        creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite,
                        restore_signals, gid, gids, uid, umask, start_new_session, process_group):
         ok = gid is None and not gids and uid is None and umask < 0
-        script_missing = False
-        reason = warm_reason(args, executable, shell, preexec_fn, env, ok)
-        if reason is None:
-            a = [os.fspath(x) for x in args]
-            script = a[split_flags(a)]
-            if script != "-m":
-                script_missing = not os.path.isfile(os.path.join(os.fspath(cwd) if cwd else os.getcwd(), script))
-                reason = "no such script" if script_missing else None
-        _log({"argv": [os.fspath(x) for x in args][:4] if not isinstance(args, (str, bytes)) else str(args)[:80],
-              "warm": reason is None, "why": reason, "test": os.environ.get("PYTEST_CURRENT_TEST", "")[:120]})
+        full = None if isinstance(args, (str, bytes)) else [os.fspath(x) for x in args]
+        where = os.fspath(cwd) if cwd is not None else os.getcwd()
+        env_now = dict(os.environ) if env is None else {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
+        reason = warm_reason(full, executable, shell, preexec_fn, env_now, where, ok)
+        _log({"argv": full[:4] if full is not None else str(args)[:80], "warm": reason is None, "why": reason,
+              "test": os.environ.get("PYTEST_CURRENT_TEST", "")[:120]})
         if reason is not None:
             return super()._execute_child(args, executable, preexec_fn, close_fds, pass_fds, cwd, env,
                                           startupinfo, creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite,
                                           errread, errwrite, restore_signals, gid, gids, uid, umask,
                                           start_new_session, process_group)
-        full = [os.fspath(x) for x in args]
-        argv, flags = full[split_flags(full):], full[1:split_flags(full)]
+        cut = split_flags(full)
         fds = [p2cread if p2cread != -1 else 0, c2pwrite if c2pwrite != -1 else 1, errwrite if errwrite != -1 else 2]
         fds += list(pass_fds)
-        req = {"argv": argv, "cwd": os.fspath(cwd) if cwd is not None else os.getcwd(),
-               "env": dict(os.environ if env is None else {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}),
-               "start_new_session": bool(start_new_session),
+        req = {"argv": full[cut:], "cwd": where, "env": env_now, "start_new_session": bool(start_new_session),
                "process_group": process_group if process_group is not None and process_group >= 0 else None,
-               "pass_fds": list(pass_fds), "die_with_parent": preexec_fn is not None, "flags": flags}
+               "pass_fds": list(pass_fds), "die_with_parent": preexec_fn is not None, "flags": full[1:cut]}
         body = json.dumps(req).encode()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
