@@ -106,10 +106,39 @@ def convert_gguf(gguf: Path, out: Path) -> Path:
     # cold cache) must not move each other's log away (FileNotFoundError); the last one kept wins
     log = out.parent / f".{out.name}.conversion-{os.getpid()}.log"
     log.unlink(missing_ok=True)
-    with captured_output(log):
+    with captured_output(log), gguf_parsed_once():
         path = _convert_gguf(gguf, out)
     shutil.move(str(log), path / "conversion.log")
     return path
+
+
+@contextlib.contextmanager
+def gguf_parsed_once() -> Iterator[None]:
+    """Inside the block, each GGUF file is parsed once and gguf's tensor-name map built once per architecture.
+
+    Why: transformers' config, tokenizer and model loads each parse the whole file again (`GGUFReader`: SmolLM2's
+    49k-token vocabulary, field by field in Python, ~5 s each on one core), and its weight-name mapping builds a
+    `TensorNameMap` for every module of the model (397 times for SmolLM2, ~10 s). Both are read-only after they
+    are built. transformers imports both names from `gguf` when called, so they are swapped there, for the
+    block only."""
+    import functools
+
+    import gguf as gguf_py
+
+    real_reader, real_map = gguf_py.GGUFReader, gguf_py.get_tensor_name_map
+    readers: dict[tuple, Any] = {}
+
+    def reader(path, *args, **kwargs):
+        key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = real_reader(path, *args, **kwargs)
+        return readers[key]
+
+    gguf_py.GGUFReader, gguf_py.get_tensor_name_map = reader, functools.lru_cache(maxsize=None)(real_map)
+    try:
+        yield
+    finally:
+        gguf_py.GGUFReader, gguf_py.get_tensor_name_map = real_reader, real_map
 
 
 def _convert_gguf(gguf: Path, out: Path) -> Path:
