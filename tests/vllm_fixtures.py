@@ -1,10 +1,11 @@
 """One vLLM engine per test session, shared by the tests that need it (imported by tests/conftest.py).
 
-Engine start on the 2-core CI machine: ~30 s with eager execution, minutes with torch.compile, so the engine
-runs eager (vLLM's own CPU CI switch `VLLM_CPU_CI_ENV` for engines TRL builds) and with a 1 GiB KV cache
-(`VLLM_CPU_KVCACHE_SPACE`; the machine's memory is shared)."""
+Engine start on a quiet 2-core machine: ~42 s eager with vLLM's engine processes, 14 s in-process (INPROC_ENV),
+minutes with torch.compile, so the engine runs eager (vLLM's own CPU CI switch `VLLM_CPU_CI_ENV` for engines TRL
+builds) and with a 1 GiB KV cache (`VLLM_CPU_KVCACHE_SPACE`; the machine's memory is shared)."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from collections.abc import Iterator
@@ -30,14 +31,44 @@ def vllm_env() -> Iterator[dict[str, str]]:
             os.environ[k] = v
 
 
+# The shared engine runs inside the test process (EngineCore and model runner in-process): a spawned EngineCore and
+# Worker each import torch, transformers and vLLM again, ~28 of the engine's ~42 s start on a quiet 2-core machine
+# (14 s in-process). The engine processes a user's `eval run --backend vllm` starts are tested where they are the
+# point (test_vllm.py's sampling engine, test_vllm_orphans.py). Thread binding off: in-process it would pin this
+# test process's OpenMP threads to one core for the rest of the session.
+INPROC_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
+
+
+@contextlib.contextmanager
+def _env(values: dict[str, str]) -> Iterator[None]:
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 @pytest.fixture(scope="session")
 def vllm_llm(vllm_env) -> Iterator[Any]:
     """The shared engine: the default model in float32 (as the hf side of the comparison), eager, greedy-ready."""
+    import torch
+
     from common.models import resolve_model
     from eval.backends import import_vllm
 
     vllm = import_vllm()
-    llm = vllm.LLM(model=str(resolve_model("default")), dtype="float32", enforce_eager=True, max_model_len=2048,
-                   seed=0, enable_prefix_caching=True)
+    threads = torch.get_num_threads()
+    with _env(INPROC_ENV):
+        llm = vllm.LLM(model=str(resolve_model("default")), dtype="float32", enforce_eager=True, max_model_len=2048,
+                       seed=0, enable_prefix_caching=True, distributed_executor_backend="uni")
+        # the in-process EngineCore froze vLLM's environment reads for this process (envs.enable_envs_cache): the
+        # engines tests build later must read theirs (multiprocessing on, as a user's run has it)
+        vllm.envs.disable_envs_cache()
+    torch.set_num_threads(threads)  # vLLM's serving setup lowers this process's torch threads; later tests get them back
     yield llm
     llm.llm_engine.engine_core.shutdown() if hasattr(llm.llm_engine, "engine_core") else None
