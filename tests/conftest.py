@@ -110,24 +110,22 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 # `make test` runs two pytest-xdist workers with --dist loadfile: each test file is one unit on one worker (its
-# module fixtures start once). The files that start engines of the default model (SmolLM2, ~3.5 GB each: test_vllm
-# holds two at once) are one unit together; the files whose engines serve the tiny random Llama (tiny64: SLURM plan,
-# async GRPO, the API server, the orphan check) are units of their own, so the two workers share them (in one unit their
-# minutes added up on one worker: the SLURM plan, async GRPO, the API server) and at most one default-model unit runs at a time.
-# (Spread over both workers, default-model engines once took the machine's memory to 18 GB of 24.) xdist's own
+# module fixtures start once). The files whose tests run many processes at once (vLLM engines of the default model
+# and of the tiny random Llama, the SLURM plan's cluster, ZeRO-3's four ranks) are one unit together, handed out first:
+# one worker runs them one after the other while the other worker takes the single-process files. Overlapping on
+# 2 cores, they slowed each other far more than their share (ZeRO-3: 134 s in the suite, 21 s alone beside a busy
+# core), and two default-model engines at once had taken the machine's memory to 18 GB of 24. xdist's own
 # `loadgroup` cannot say this here: it renames items' `_nodeid`, which pytest 9 no longer reads.
-ONE_WORKER = {"test_vllm.py"}
+ONE_WORKER = {"test_vllm.py", "test_slurm.py", "test_zero3_cpu.py", "test_async_grpo.py", "test_eval_api.py",
+              "test_vllm_orphans.py"}
 
 
-# The longest files, longest first, from a fresh clone's `make test --durations` (issue 65, 2 workers: test_vllm ~480 s
-# in all, ZeRO-3 250 s, the documented commands 212 s (one parametrized slow mark: by marks alone it came last), the
-# SLURM plan 204 s, test_nothing_lost and test_bad_inputs ~150 s each, async GRPO 73 s, the API server 60 s), with
-# test_recipes (~430 s, whole on one worker) split in two files: test_recipes 267 s and test_recipes_pipelines 224 s
-# (its ablation 157 s), measured alone at load 3.5-4: handed out before the rest, whatever their number of slow marks.
-# A stale order costs balance, never a test.
-LONGEST_FIRST = ("test_vllm.py", "test_recipes.py", "test_zero3_cpu.py", "test_recipes_pipelines.py",
-                 "test_docs_commands.py", "test_slurm.py", "test_nothing_lost.py", "test_bad_inputs.py",
-                 "test_async_grpo.py", "test_eval_api.py", "test_cpu_speed.py")
+# The longest files, longest first, from a fresh clone's `make test --durations` (issue 65, 2 workers: the unit
+# above, then test_recipes, test_recipes_pipelines, the documented commands (one parametrized slow mark: by marks
+# alone it came last), test_nothing_lost and test_bad_inputs, test_cpu_speed): handed out before the rest, whatever
+# their number of slow marks. A stale order costs balance, never a test.
+LONGEST_FIRST = ("test_vllm.py", "test_recipes.py", "test_docs_commands.py", "test_recipes_pipelines.py",
+                 "test_nothing_lost.py", "test_bad_inputs.py", "test_cpu_speed.py")
 
 
 @functools.cache
@@ -142,7 +140,7 @@ def slow_marks(file: str) -> int:
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: `-p no:xdist` runs still load this file
 def pytest_xdist_make_scheduler(config, log):
-    """loadfile's scheduler with the default-model vLLM files as one scope, and the longest units handed out first
+    """loadfile's scheduler with the many-process files as one scope (ONE_WORKER), the longest units handed out first
     (LONGEST_FIRST, then the most slow tests; the hook is pytest-xdist's, called on the controller). xdist orders
     units by their number of tests, which put the single-test minutes-long files (SLURM plan, ZeRO-3) last, on one
     worker while the other idled; longest first is the classic schedule for two machines."""
@@ -150,10 +148,10 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class VllmFilesTogether(LoadFileScheduling):
+    class ManyProcessFilesTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             file = nodeid.split("::", 1)[0]
-            return "vLLM files" if Path(file).name in ONE_WORKER else file
+            return "many-process files" if Path(file).name in ONE_WORKER else file
 
         def _assign_work_unit(self, node) -> None:
             def longest_first(item) -> tuple[int, int, int]:
@@ -165,7 +163,7 @@ def pytest_xdist_make_scheduler(config, log):
                 self.workqueue.move_to_end(scope)
             super()._assign_work_unit(node)
 
-    return VllmFilesTogether(config, log)
+    return ManyProcessFilesTogether(config, log)
 
 
 def pytest_unconfigure(config):
