@@ -177,4 +177,3 @@ def test_bad_specs_raise_one_line(tmp_path, make, msg):
         resolve_model(str(spec), cache_dir=tmp_path / "cache")
     assert msg in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "cache" / "bad").exists()
-

