@@ -14,6 +14,8 @@ is the whole change TRL would need (`sync_weights` calling `collective_rpc("relo
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -55,6 +57,37 @@ def _reload_class() -> type:
             reload_sync(self.llm, self._iter_named_params())
 
     return ReloadSyncVLLMGeneration
+
+
+@contextlib.contextmanager
+def eager_on_cpu() -> Iterator[None]:
+    """A colocated engine TRL builds inside the block runs eager (`enforce_eager=True`) when the platform is a CPU.
+
+    Why: TRL 1.16 builds its colocated `vllm.LLM` without `enforce_eager`, and on CPU vLLM then compiles the model at
+    the first rollout: minutes with inductor, or with `VLLM_CPU_CI_ENV=1` a dynamo trace (first greedy batch 26 s
+    instead of 8 s, SmolLM2-135M on 2 cores), for the same tokens and log-probs and no faster batches after (~0.7 s
+    either way, tests/vllm_sync_check.py). TRL's own kwargs are kept; the module's `LLM` is restored after."""
+    import trl.generation.vllm_generation as vg
+
+    built = getattr(vg, "LLM", None)  # absent where TRL was imported with vLLM hidden (recipes/trl_grpo.py)
+    if built is None:
+        yield
+        return
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        yield
+        return
+
+    def eager_llm(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("enforce_eager", True)
+        return built(*args, **kwargs)
+
+    vg.LLM = eager_llm
+    try:
+        yield
+    finally:
+        vg.LLM = built
 
 
 def use_reload_sync(trainer: Any, mode: str = "auto") -> bool:

@@ -218,12 +218,12 @@ def test_vllm_cpu_float32_switch_bad_value_is_one_warning_line(monkeypatch, caps
 
 @pytest.mark.slow
 def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
-    """One GRPO step (TRL, vLLM colocate on CPU, reload-API sync) at lr 1e-3: vLLM's greedy tokens stay put until
-    the sync and change with it, follow the trained transformers policy's greedy tokens, and vLLM's log-probs of
-    its tokens sit close to the trained policy's (reloading unchanged weights leaves vLLM's output bit-identical,
-    so the change is the new weights). TRL builds the engine with dtype="auto": where our platform plugin
-    (eval/vllm_cpu.py) is active (a CPU without native bf16, or TASE_VLLM_CPU_FP32=force) that is float32, the
-    policy's dtype, and the test asserts it and compares tightly; where it is not (native bf16, or
+    """One GRPO step (TRL, vLLM colocate on CPU, eager as the recipe builds it, reload-API sync) at lr 1e-3: vLLM's greedy
+    tokens stay put until the sync and change with it, follow the trained transformers policy's greedy tokens, and
+    vLLM's log-probs of its tokens sit close to the trained policy's (reloading unchanged weights leaves vLLM's
+    output bit-identical, so the change is the new weights). TRL builds the engine with dtype="auto": where our
+    platform plugin (eval/vllm_cpu.py) is active (a CPU without native bf16, or TASE_VLLM_CPU_FP32=force) that is
+    float32, the policy's dtype, and the test asserts it and compares tightly; where it is not (native bf16, or
     TASE_VLLM_CPU_FP32=0) vLLM runs bf16, the test asserts that, and the comparison allows bf16 noise (~0.02 mean
     before training). So both paths run on any CPU, whatever its flags."""
     from eval import vllm_cpu
@@ -238,6 +238,7 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
         d = [abs(x - y) for la, lb in zip(a, b, strict=False) for x, y in zip(la, lb, strict=False)]
         return sum(d) / len(d)
 
+    assert r["eager"] is True  # recipes/vllm_sync.eager_on_cpu reached TRL's engine
     assert r["stale"] == r["before"], "vLLM changed before the sync"
     assert r["after"] != r["before"], "vLLM's greedy output did not change: the step never reached vLLM"
     fp32 = r["vllm_dtype"] == "torch.float32"
@@ -255,3 +256,39 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
 
     prefixes = [shared_prefix(a, b) for a, b in zip(r["after"], r["hf_after"], strict=False)]
     assert min(prefixes) >= (4 if fp32 else 2) and sum(prefixes) / len(prefixes) >= 4, (r["after"], r["hf_after"])
+
+
+def test_colocated_cpu_engine_is_built_eager_and_trl_keeps_its_engine_class(monkeypatch):
+    """recipes/features/vllm_cpu.py: a colocate run's trainer builds TRL's engine with enforce_eager=True on CPU (no
+    compile at the first rollout; the real engine is test_grpo_step_syncs_weights_into_vllm's), TRL's own kwargs
+    kept and its `LLM` name restored after the build; a server run's trainer class is left as it was. What TRL's
+    __init__ would call is recorded here in place of vLLM's engine."""
+    import types
+
+    import trl.generation.vllm_generation as vg
+    from vllm.platforms import current_platform
+
+    from recipes.features import Run
+    from recipes.features.vllm_cpu import FEATURE
+
+    built: list[dict] = []
+
+    def engine(**kwargs):
+        built.append(kwargs)
+
+    monkeypatch.setattr(vg, "LLM", engine, raising=False)
+
+    class Trainer:  # stands in for GRPOTrainer, whose __init__ builds the colocated engine through the module's name
+        def __init__(self, seed: int) -> None:
+            self.engine = vg.LLM(model="m", seed=seed)
+
+    def run(mode: str) -> Run:
+        return Run(args=None, cfg=types.SimpleNamespace(use_vllm=True, vllm_mode=mode))
+
+    assert FEATURE.trainer_class(Trainer, run("server")) is Trainer
+    assert FEATURE.trainer_class(Trainer, Run(args=None, cfg=types.SimpleNamespace(use_vllm=False))) is Trainer
+    cls = FEATURE.trainer_class(Trainer, run("colocate"))
+    assert issubclass(cls, Trainer) and cls is not Trainer
+    cls(seed=3)
+    assert built == [{"model": "m", "seed": 3, **({"enforce_eager": True} if current_platform.is_cpu() else {})}]
+    assert vg.LLM is engine  # restored after the build

@@ -4,7 +4,8 @@
 
 Run by tests/test_vllm.py in its own process (vLLM colocate sets RANK/WORLD_SIZE and starts torch.distributed in
 the calling process; the `__main__` guard is required because vLLM may spawn). The model is the default
-SmolLM2-135M-Instruct saved as float32 (the policy trains in float32). TRL builds the engine with
+SmolLM2-135M-Instruct saved as float32 (the policy trains in float32). The engine runs eager, as the recipe builds it
+on CPU (recipes/vllm_sync.eager_on_cpu: no dynamo trace at the first rollout). TRL builds the engine with
 `dtype="auto"`: float32 where our vLLM platform plugin is active (eval/vllm_cpu.py: a CPU without native bf16, or
 TASE_VLLM_CPU_FP32=force; 3.4e-6 mean absolute log-prob difference against the policy before training), else
 bfloat16 (~0.02). A large learning rate
@@ -69,7 +70,7 @@ def check(out: str, tmp: Path) -> int:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
-    from vllm_sync import use_reload_sync
+    from vllm_sync import eager_on_cpu, use_reload_sync
 
     from common.models import resolve_model
 
@@ -87,8 +88,9 @@ def check(out: str, tmp: Path) -> int:
                      lr_scheduler_type="constant", per_device_train_batch_size=4, num_generations=4,
                      max_completion_length=NEW_TOKENS, use_vllm=True, vllm_mode="colocate", vllm_max_model_length=512,
                      report_to="none", save_strategy="no", logging_steps=1, model_init_kwargs={"dtype": "float32"})
-    trainer = GRPOTrainer(model=str(base), reward_funcs=length_reward, args=cfg, train_dataset=ds,
-                          processing_class=tok)
+    with eager_on_cpu():  # as recipes/features/vllm_cpu.py builds a colocated CPU engine
+        trainer = GRPOTrainer(model=str(base), reward_funcs=length_reward, args=cfg, train_dataset=ds,
+                              processing_class=tok)
     assert use_reload_sync(trainer, "always")
     llm = trainer.vllm_generation.llm
     texts = [tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False)
@@ -108,7 +110,8 @@ def check(out: str, tmp: Path) -> int:
                                do_sample=False, temperature=None, top_p=None, top_k=None, pad_token_id=tok.pad_token_id)
             hf_tok.append(g[0, len(p):].tolist())
     Path(out).write_text(json.dumps({
-        "vllm_dtype": str(llm.llm_engine.model_config.dtype), "before": before, "before_lp": before_lp,
+        "vllm_dtype": str(llm.llm_engine.model_config.dtype), "eager": llm.llm_engine.model_config.enforce_eager,
+        "before": before, "before_lp": before_lp,
         "hf_lp_of_vllm_before": base_lp, "after": after, "after_lp": after_lp, "hf_after": hf_tok,
         "hf_lp_of_vllm_after": policy_logprobs(model, ids, after),
         "stale": stale}))

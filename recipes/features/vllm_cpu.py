@@ -1,6 +1,7 @@
 """vLLM rollouts of a sync run, CPU included: a `vllm serve` without CUDA gets its weights as a safetensors file
 (recipes/vllm_server_cpu.py), a colocated CPU engine through vLLM's reload API (recipes/vllm_sync.py); one line says
-how the run generates and syncs."""
+how the run generates and syncs. A colocated CPU engine runs eager (recipes/vllm_sync.eager_on_cpu): TRL would
+have it compile the model at the first rollout."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,6 +31,20 @@ class VllmCpu(Feature):
         cfg = run.cfg
         return cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
 
+    def trainer_class(self, base: type, run: Run) -> type:
+        if not (run.cfg.use_vllm and run.cfg.vllm_mode == "colocate"):
+            return base
+        from recipes.vllm_sync import eager_on_cpu
+
+        class EagerCpuEngine(base):  # type: ignore[misc, valid-type]
+            """The trainer whose colocated engine (built in TRL's __init__) runs eager on CPU."""
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                with eager_on_cpu():
+                    super().__init__(*args, **kwargs)
+
+        return EagerCpuEngine
+
     def after_build(self, trainer: Any, run: Run) -> None:
         """One line: how a sync run generates and syncs weights (choosing vLLM's reload API where it applies)."""
         if run.state.get(self.name):
@@ -39,7 +54,9 @@ class VllmCpu(Feature):
             from recipes.vllm_sync import use_reload_sync
 
             how = "vLLM reload API" if use_reload_sync(trainer, run.args.vllm_reload_sync) else "TRL load_weights"
-            trainer.accelerator.print(f"rollouts: vLLM {run.cfg.vllm_mode}; weight sync every step: {how}")
+            llm = getattr(getattr(trainer, "vllm_generation", None), "llm", None)
+            eager = ", eager" if llm is not None and llm.llm_engine.model_config.enforce_eager else ""
+            trainer.accelerator.print(f"rollouts: vLLM {run.cfg.vllm_mode}{eager}; weight sync every step: {how}")
         else:
             trainer.accelerator.print("rollouts: transformers generate")
 
