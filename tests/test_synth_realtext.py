@@ -41,6 +41,9 @@ class _Oracle:
             self.words = {t for t in terms if re.fullmatch(r"[a-z0-9]+", t)}
             self.phrases = [re.findall(r"[a-z0-9]+", t) for t in terms if t not in self.words]
             self.phrases = [p for p in self.phrases if p]
+            self.by_first: dict[str, list[str]] = {}  # a phrase can only be in a text that has its first word
+            for p in self.phrases:
+                self.by_first.setdefault(p[0], []).append(" ".join(p))
         else:
             self.terms = terms
 
@@ -50,7 +53,7 @@ class _Oracle:
         runs = re.findall(r"[a-z0-9]+", text.lower())
         found = [r for r in set(runs) & self.words]
         joined = " " + " ".join(runs) + " "
-        found += [" ".join(p) for p in self.phrases if f" {' '.join(p)} " in joined]
+        found += [p for first in set(runs) & self.by_first.keys() for p in self.by_first[first] if f" {p} " in joined]
         return found
 
 
