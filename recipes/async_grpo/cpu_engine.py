@@ -83,7 +83,13 @@ class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
 
     def run(self) -> None:
         self.receiver = GlooWeightReceiver(self.transfer_info)  # after the ready signal: the trainer joins now
-        super().run()
+        try:
+            super().run()
+        finally:
+            # Samples made after the trainer's last read stay in the queue: without this the child's exit waits for
+            # its feeder thread to push them into a pipe nobody reads (multiprocessing's Queue._finalize_join), and
+            # TRL's stop() terminates it after 15 s ("Child did not exit within 15s"), at the end of every run.
+            self.rollout_buffer.cancel_join_thread()
 
     async def _run_loops(self, stop_event: asyncio.Event) -> None:
         batcher = asyncio.create_task(self._batch_loop(stop_event))
