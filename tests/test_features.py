@@ -15,7 +15,14 @@ import pytest
 from conftest import ROOT
 
 PY = sys.executable
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def env() -> dict[str, str]:
+    """The environment of the runs this file starts: the test process's now (not at import, when the libraries
+    the worker imports later had not yet set their variables: such a run was exec'd fresh, not forked warm,
+    tests/warm_python.py), with this tree's packages importable."""
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
 
 # the toy feature, as a new feature is written: one module (its options, checks, hooks, declared trainers)
 TOY = '''
@@ -97,7 +104,7 @@ def _drive(tmp_path: Path, argvs: list[list[str]]) -> subprocess.CompletedProces
     (tmp_path / "toy_feature.py").write_text(textwrap.dedent(TOY))
     (tmp_path / "driver.py").write_text(DRIVER)
     return subprocess.run([PY, str(tmp_path / "driver.py"), str(tmp_path / "toy_feature.py"), json.dumps(argvs)],
-                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow
