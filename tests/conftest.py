@@ -185,6 +185,14 @@ def default_model() -> Path:
     return resolve_model("default")
 
 
+def tree_env(**extra: str) -> dict[str, str]:
+    """The environment for a run a test starts: this process's, read now, with this tree's packages importable and
+    `extra` set. Read at call time, not at a test module's import: the libraries the worker imports later set
+    variables of their own (KMP_*, PYTORCH_NVML_BASED_CUDA_CHECK), and a run whose environment lacks them is exec'd
+    fresh instead of forked warm (tests/warm_python.py drifted)."""
+    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+
+
 def run_module(args: list[str], **kw):
     """Run `python -m ...` in a subprocess from the repo root (real CLI, real exit code)."""
     import subprocess

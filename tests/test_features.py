@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,16 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, tree_env
 
 PY = sys.executable
-
-
-def env() -> dict[str, str]:
-    """The environment of the runs this file starts: the test process's now (not at import, when the libraries
-    the worker imports later had not yet set their variables: such a run was exec'd fresh, not forked warm,
-    tests/warm_python.py), with this tree's packages importable."""
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 # the toy feature, as a new feature is written: one module (its options, checks, hooks, declared trainers)
@@ -104,7 +96,7 @@ def _drive(tmp_path: Path, argvs: list[list[str]]) -> subprocess.CompletedProces
     (tmp_path / "toy_feature.py").write_text(textwrap.dedent(TOY))
     (tmp_path / "driver.py").write_text(DRIVER)
     return subprocess.run([PY, str(tmp_path / "driver.py"), str(tmp_path / "toy_feature.py"), json.dumps(argvs)],
-                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=600)
+                          cwd=ROOT, env=tree_env(), capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow

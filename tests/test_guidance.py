@@ -12,16 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, call_main
+from conftest import ROOT, call_main, tree_env
 
 PY = sys.executable
-
-
-def env() -> dict[str, str]:
-    """The environment of the runs this file starts: the test process's now (not at import, when the libraries
-    the worker imports later had not yet set their variables: such a run was exec'd fresh, not forked warm,
-    tests/warm_python.py), with this tree's packages importable."""
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 
@@ -191,7 +184,7 @@ def test_guided_run_hints_all_fail_groups_only_with_dynamic_sampling(tiny_model,
         "--num_iterations", "2", "--max_completion_length", "8", "--guidance", "both",
         "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--held_out_rows", "4",
         "--eval_strategy", "steps", "--eval_steps", "2", "--save_steps", "2"]),
-        cwd=ROOT, env=env(), capture_output=True, text=True, timeout=600)
+        cwd=ROOT, env=tree_env(), capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "guidance both (start): hint levels " in res.stderr
     steps = _metrics(out)
@@ -229,7 +222,7 @@ def test_kill_then_resume_continues_the_hint_schedule(tiny_model, tmp_path):
         "--num_generations", "2", "--per_device_train_batch_size", "2", "--max_completion_length", "16",
         "--guidance", "both", "--guidance_start_level", "2", "--guidance_window", "1", "--guidance_down", "0.5",
         "--guidance_up", "1.0"])
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=tree_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 300
     while checkpoint_problem(out / "checkpoint-1") is not None:
         assert time.time() < deadline and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() else "timeout"
@@ -243,7 +236,7 @@ def test_kill_then_resume_continues_the_hint_schedule(tiny_model, tmp_path):
     ckpt = max((p for p in out.glob("checkpoint-*") if checkpoint_problem(p) is None),
                key=lambda p: int(p.name.split("-")[1]))
     saved = saved_state(ckpt)["levels"]["component_split"]
-    res = subprocess.run(cmd + ["--resume_from_checkpoint", "true"], cwd=ROOT, env=env(), capture_output=True,
+    res = subprocess.run(cmd + ["--resume_from_checkpoint", "true"], cwd=ROOT, env=tree_env(), capture_output=True,
                          text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"guidance both (restored from {ckpt}): hint levels component_split {saved}/2" in res.stderr
@@ -265,7 +258,7 @@ def test_guided_run_with_the_curriculum(tiny_model, tmp_path):
         "--train_data", "synth", "--streaming", "true", "--tasks", "component_split", "--langs", "en",
         "--subtasks", "split", "--max_len", "8", "--curriculum", "true", "--output_dir", str(out), "--max_steps", "2",
         "--save_steps", "2", "--num_generations", "2", "--per_device_train_batch_size", "2",
-        "--max_completion_length", "8", "--guidance", "hint"]), cwd=ROOT, env=env(), capture_output=True, text=True,
+        "--max_completion_length", "8", "--guidance", "hint"]), cwd=ROOT, env=tree_env(), capture_output=True, text=True,
         timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     steps = _metrics(out)

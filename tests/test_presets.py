@@ -1,12 +1,11 @@
 """Loss presets (recipes/presets.py, recipes/configs/presets/*.yaml): each runs one CPU GRPO step with the options it
 names in force, the command line overrides a preset, and DAPO's soft overlong punishment is TRL's Eq. 13 reward."""
 import json
-import os
 import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, call_main
+from conftest import ROOT, call_main, tree_env
 
 TINY = ["--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--tasks", "sort_lengths", "--langs", "en",
         "--max_len", "6", "--num_train_examples", "4", "--num_generations", "2", "--per_device_train_batch_size", "2",
@@ -46,7 +45,7 @@ for preset in ("dapo", "dr_grpo", "grpo", "gspo"):
 def preset_runs(tiny_model, tmp_path_factory):
     out = tmp_path_factory.mktemp("presets")
     res = subprocess.run([sys.executable, "-c", RUN_ALL, str(out), str(tiny_model), *TINY], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         capture_output=True, text=True, timeout=600, env=tree_env())
     assert res.returncode == 0, res.stderr[-3000:]
     return out
 

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import CACHE_PREFIX, OWNER, ROOT, sweep_stale_caches
+from conftest import CACHE_PREFIX, OWNER, ROOT, sweep_stale_caches, tree_env
 
 
 def _dead_pid() -> int:
@@ -41,7 +41,7 @@ def test_sigterm_still_removes_the_session_cache(tmp_path):
         "    open(os.environ['MARK'], 'w').write(os.environ['TASE_CACHE'])\n"
         "    time.sleep(60)\n")
     mark = tmp_path / "mark"
-    env = {**os.environ, "MARK": str(mark), "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env = tree_env(MARK=str(mark), TMPDIR=str(tmp_path))
     p = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_sleep.py")],
                          cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 60

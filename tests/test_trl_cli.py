@@ -2,13 +2,12 @@
 conversation the recipes train on, and `trl grpo --dataset_name DIR --reward_funcs rewards.trl.accuracy_fine ...`
 trains on them with our rewards loaded by import path, the prompts carrying the official system prompt."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, call_main
+from conftest import ROOT, call_main, tree_env
 
 from common.prompts import SYSTEM_PROMPT
 
@@ -47,7 +46,7 @@ def test_trl_grpo_cli_trains_on_synth_conversational_output(tiny_model, tmp_path
          "--num_generations", "2", "--max_completion_length", "6", "--use_cpu", "true", "--bf16", "false",
          "--dtype", "float32", "--report_to", "none", "--save_strategy", "no", "--logging_steps", "1"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "TASE_PROMPT_LOG": str(log), "PYTHONPATH": str(ROOT)})
+        env=tree_env(TASE_PROMPT_LOG=str(log)))
     assert res.returncode == 0, res.stderr[-3000:]
     seen = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(seen) == 2  # one step: 1 prompt x 2 generations
