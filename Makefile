@@ -75,8 +75,9 @@ lock:
 # Two pytest workers (pytest-xdist), each test file whole on one worker (--dist loadfile: a module's shared
 # fixture, such as test_eval_api's one `vllm serve`, starts once; tests/conftest.py hands out the files with the
 # most slow tests first and runs the files that start many processes (vLLM, SLURM, ZeRO-3) on one worker, one
-# after another; the test processes wait for OpenMP passively, as the entry points do). Most of the suite's time is single-threaded (interpreter start-up and
-# imports of the CLIs it runs), so two workers on 2 cores took 582 s where one took 875 s (docs/benchmarks.md).
+# after another; the test processes wait for OpenMP passively, as the entry points do). Most of the suite's time is
+# single-threaded (interpreter start-up and imports of the CLIs it runs), so two workers on 2 cores took 582 s where
+# one took 875 s (docs/benchmarks.md).
 # The tests' `python ...` CLI runs are forked from a warm interpreter per worker (tests/warm_python.py; TASE_TEST_WARM=0:
 # fresh interpreters). TEST_WORKERS=0 runs everything in one process.
 # PYTEST_ARGS: more pytest options (.ci/run adds its skip report: -rs --junitxml=...).
