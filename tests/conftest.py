@@ -350,17 +350,54 @@ def warm_server():
         shutil.rmtree(server.where, ignore_errors=True)
 
 
-@pytest.fixture(autouse=True)
-def _warm_cli_runs(request):
-    """During each test, `subprocess.Popen`/`run` fork `python SCRIPT`/`python -m MODULE` from the warm server
-    (warm_python.WarmPopen), except in tests marked `fresh_python`: those that check what a fresh interpreter does
-    once (warnings at import, what a process imports) and those whose runs start vLLM."""
-    if not WARM or request.node.get_closest_marker("fresh_python"):
+@pytest.fixture(scope="session", autouse=True)
+def _warm_session(request):
+    """For the whole session, `subprocess.Popen`/`run` fork `python SCRIPT`/`python -m MODULE` from the warm server
+    (warm_python.WarmPopen), the runs of module- and session-scoped fixtures included (set up before any
+    function-scoped fixture: a module's trained checkpoint, four preset runs); the server starts at the first
+    command it forks. Not in the tests and modules marked `fresh_python` (`_fresh_module`, `_warm_cli_runs`)."""
+    if not WARM:
         yield
         return
-    request.getfixturevalue("warm_server").current()
-    warm_python.install_client()
+    warm_python.ENSURE_SERVER = request.getfixturevalue("warm_server").current
+    warm_python.install_client(always=True)
     try:
         yield
     finally:
         warm_python.uninstall_client()
+        warm_python.ENSURE_SERVER = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_module(request):
+    """A module marked `fresh_python` execs every run, its module-scoped fixtures' runs too."""
+    if not WARM or not request.node.get_closest_marker("fresh_python"):
+        yield
+        return
+    warm_python.uninstall_client()
+    try:
+        yield
+    finally:
+        warm_python.install_client(always=True)
+
+
+@pytest.fixture(autouse=True)
+def _warm_cli_runs(request):
+    """Tests marked `fresh_python` exec their runs: those that check what a fresh interpreter does once (warnings at
+    import, what a process imports) and those whose runs start vLLM. Before every other test, the server is made
+    current (started again if the environment drifted), so the environment a test builds names it."""
+    if not WARM:
+        yield
+        return
+    if request.node.get_closest_marker("fresh_python"):
+        installed = subprocess.Popen is warm_python.WarmPopen
+        warm_python.uninstall_client()
+        try:
+            yield
+        finally:
+            if installed:
+                warm_python.install_client(always=True)
+        return
+    request.getfixturevalue("warm_server").current()
+    warm_python.install_client(always=True)
+    yield

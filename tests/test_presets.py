@@ -28,7 +28,8 @@ def test_every_shipped_preset_is_tested():
 
 
 # The four one-step runs share one interpreter (recipes/grpo.py's main, called once per preset, each with its own
-# output folder): the imports are paid once, the runs stay the real entry point.
+# output folder): the imports are paid once, the runs stay the real entry point. A script file, not `python -c`:
+# the warm interpreter forks scripts (tests/warm_python.py), so the stack is not even imported once (~10 CPU-s).
 RUN_ALL = """
 import sys
 from recipes.grpo import main
@@ -44,7 +45,9 @@ for preset in ("dapo", "dr_grpo", "grpo", "gspo"):
 @pytest.fixture(scope="module")
 def preset_runs(tiny_model, tmp_path_factory):
     out = tmp_path_factory.mktemp("presets")
-    res = subprocess.run([sys.executable, "-c", RUN_ALL, str(out), str(tiny_model), *TINY], cwd=ROOT,
+    script = out / "run_all.py"
+    script.write_text(RUN_ALL, encoding="utf-8")
+    res = subprocess.run([sys.executable, str(script), str(out), str(tiny_model), *TINY], cwd=ROOT,
                          capture_output=True, text=True, timeout=600, env=tree_env())
     assert res.returncode == 0, res.stderr[-3000:]
     return out

@@ -11,7 +11,7 @@ from conftest import ROOT, call_main, tree_env
 
 from common.prompts import SYSTEM_PROMPT
 
-TRL = str(Path(sys.executable).parent / "trl")
+TRL = str(Path(sys.executable).parent / "trl")  # TRL's console script: `#!<this python>`, then trl.cli's main
 
 
 def synth_rows(out: Path, fmt: str) -> list[dict]:
@@ -33,14 +33,16 @@ def test_conversational_rows_are_the_recipes_rows(tmp_path):
     assert {"type", "question", "answer", "variation"} <= set(rows[0])
 
 
-@pytest.mark.slow  # one `trl grpo` step in its own interpreter: ~20 s of CPU, a minute on loaded cores
+@pytest.mark.slow  # one `trl grpo` step: TRL's CLI and its training process (~28 CPU-s when both start fresh)
 def test_trl_grpo_cli_trains_on_synth_conversational_output(tiny_model, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     rows = synth_rows(data / "train.jsonl", "conversational")
     log = tmp_path / "prompts.jsonl"
     res = subprocess.run(
-        [TRL, "grpo", "--model_name_or_path", str(tiny_model), "--dataset_name", str(data), "--reward_funcs",
+        # the console script run by its own interpreter, as its shebang runs it: the warm interpreter forks it, and
+        # the training process TRL's CLI then launches (accelerate's launcher, `python trl/scripts/grpo.py`)
+        [sys.executable, TRL, "grpo", "--model_name_or_path", str(tiny_model), "--dataset_name", str(data), "--reward_funcs",
          "rewards.trl.accuracy_fine", "rewards.trl.format_reward", "tests.user_rewards.record_prompts",
          "--output_dir", str(tmp_path / "out"), "--max_steps", "1", "--per_device_train_batch_size", "2",
          "--num_generations", "2", "--max_completion_length", "6", "--use_cpu", "true", "--bf16", "false",

@@ -15,7 +15,8 @@ SCRIPT = textwrap.dedent("""\
     import json, os, sys, tempfile
     print(json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0], "path1": sys.path[1],
                       "mark": os.environ.get("TASE_MARK"), "tmp": tempfile.gettempdir(), "pid": os.getpid(),
-                      "torch": "torch" in sys.modules, "main": __name__, "stdin": sys.stdin.read()}))
+                      "torch": "torch" in sys.modules, "main": __name__, "stdin": sys.stdin.read(),
+                      "frozen": __import__("gc").get_freeze_count()}))
     sys.stdout.flush()
     print("to stderr", file=sys.stderr)
     if len(sys.argv) > 1 and sys.argv[1] == "fail":
@@ -56,6 +57,7 @@ def test_a_forked_run_is_the_script_with_its_own_argv_cwd_env_fds_and_exit_statu
     assert got["path0"] == str(tmp_path) and got["path1"] == str(tmp_path)  # script folder, then $PYTHONPATH
     assert got["mark"] == "m1" and got["tmp"] == str(tmp_path) and got["stdin"] == "hello"
     assert got["torch"] is True  # forked warm: torch came with the server (a fresh `python show.py` has none)
+    assert got["frozen"] > 100_000  # and its heap, frozen: the run's collections skip it (warm_python.preload)
     assert got["pid"] != os.getpid() and res.stderr == "to stderr\n"
     assert [json.loads(line)["warm"] for line in log.read_text().splitlines()] == [True]
 

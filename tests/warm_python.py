@@ -30,6 +30,7 @@ import socket
 import struct
 import subprocess
 import sys
+from collections.abc import Callable
 
 SOCKET_ENV = "TASE_TEST_WARM_SOCKET"
 LOG_ENV = "TASE_WARM_LOG"
@@ -46,7 +47,8 @@ SAFE_ENV = re.compile(r"(PYTEST_.*|TASE_.*|RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORL
 def preload() -> None:
     """What the CLIs import first: torch, transformers (the causal-LM auto classes, Llama), datasets, accelerate,
     peft, and TRL's GRPO and SFT trainers, the GRPO one with vLLM hidden as a run without `use_vllm` imports it
-    (recipes/trl_grpo.py; a run with vLLM binds it again, as in any interpreter that imported TRL first)."""
+    (recipes/trl_grpo.py; a run with vLLM binds it again, as in any interpreter that imported TRL first); then the
+    constant tables most runs build first, and the heap frozen."""
     import accelerate  # noqa: F401
     import datasets  # noqa: F401
     import numpy  # noqa: F401
@@ -60,6 +62,25 @@ def preload() -> None:
 
     grpo_trainer(use_vllm=False)
     import trl.trainer.sft_trainer  # noqa: F401
+
+    # Built once here, not in every run: what a run computes the same way every time before its first step, measured
+    # per tiny GRPO run on the default CPU config (recipes/configs/grpo_smollm2_cpu.yaml, English): the freq_count
+    # stream and the running text its data is drawn from (deterministic: installed word lists and corpora, the
+    # project's denylist, CORPUS_SEED; ~2 CPU-s), and transformers' checkpoint conversion table, ~800 regexes
+    # compiled at the first from_pretrained (~1.3 CPU-s). A run 5.5 -> 2.3 CPU-s.
+    from transformers.conversion_mapping import get_checkpoint_conversion_mapping
+
+    from synth.resources import freq_stream, real_text
+
+    freq_stream("en")
+    real_text("en")
+    get_checkpoint_conversion_mapping("llama")
+    # Everything above is permanent (gc.freeze, as Python's docs advise before forking): a run's collections (TRL and
+    # accelerate call gc.collect) scan only its own objects, and the inherited pages stay shared (2.3 -> 1.6 CPU-s).
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def _log(entry: dict) -> None:
@@ -253,6 +274,9 @@ def serve(path: str) -> None:
 _RealPopen = subprocess.Popen
 PYTHON = sys.executable  # this interpreter, as started (a test may point sys.executable elsewhere)
 SERVER_ENV: dict[str, str] | None = None  # the warm server's environment (set by whoever started it, and in it)
+# The test process's hook that starts the server, or starts it again where the environment drifted (tests/conftest.py),
+# called before a command is forked; None in a forked process, whose server is the one that forked it.
+ENSURE_SERVER: Callable[[], None] | None = None
 
 
 FLAGS = ("-u", "-B")  # interpreter options a forked process applies itself: unbuffered stdio (torch's elastic agent
@@ -276,8 +300,6 @@ def warm_reason(args: list[str] | None, executable, shell, preexec_fn, env: dict
                 kwargs_ok: bool) -> str | None:
     """Why this command is exec'd rather than forked warm (None: it can be forked). `args` as strings (None: not a
     list), `env` and `cwd` as the process would get them."""
-    if not os.environ.get(SOCKET_ENV) or SERVER_ENV is None:
-        return "no server"
     if shell or executable is not None or not kwargs_ok or (preexec_fn is not None and not dies_with_parent(preexec_fn)):
         return "options"
     if not args:
@@ -296,6 +318,10 @@ def warm_reason(args: list[str] | None, executable, shell, preexec_fn, env: dict
             return "module " + rest[1]
     elif not os.path.isfile(os.path.join(cwd, rest[0])):
         return "no such script"  # python's own message and exit status 2
+    if ENSURE_SERVER is not None:
+        ENSURE_SERVER()
+    if not os.environ.get(SOCKET_ENV) or SERVER_ENV is None:
+        return "no server"
     diff = drifted(env)
     if diff:
         return "environment: " + ",".join(diff[:5])
@@ -329,6 +355,9 @@ class WarmPopen(_RealPopen):
         cut = split_flags(full)
         fds = [p2cread if p2cread != -1 else 0, c2pwrite if c2pwrite != -1 else 1, errwrite if errwrite != -1 else 2]
         fds += list(pass_fds)
+        # the process's own `python ...` children are forked by the server that forked it, whatever socket (or none)
+        # the caller's environment named when it was built
+        env_now[SOCKET_ENV] = os.environ[SOCKET_ENV]
         req = {"argv": full[cut:], "cwd": where, "env": env_now, "start_new_session": bool(start_new_session),
                "process_group": process_group if process_group is not None and process_group >= 0 else None,
                "pass_fds": list(pass_fds), "die_with_parent": preexec_fn is not None, "flags": full[1:cut]}
@@ -399,9 +428,10 @@ def drifted(env: dict[str, str]) -> list[str]:
                   and not SAFE_ENV.fullmatch(k))
 
 
-def install_client() -> None:
-    """`subprocess.Popen` (and so `subprocess.run`) is WarmPopen in this process, when a server is named."""
-    if os.environ.get(SOCKET_ENV):
+def install_client(always: bool = False) -> None:
+    """`subprocess.Popen` (and so `subprocess.run`) is WarmPopen in this process, when a server is named (`always`:
+    in the test process, whose ENSURE_SERVER starts one at the first command it forks)."""
+    if always or os.environ.get(SOCKET_ENV):
         subprocess.Popen = WarmPopen
 
 
