@@ -217,7 +217,7 @@ def run_shellcheck(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[
     return subprocess.run([shellcheck, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-from vllm_fixtures import vllm_env, vllm_llm  # noqa: E402,F401  (h14: one shared vLLM engine per session)
+from vllm_fixtures import vllm_env, vllm_llm, vllm_sampling_backend  # noqa: E402,F401  (the session's vLLM engines)
 
 # --- tiny random Llamas (issue 39): written once per session, not once per module that uses them ---------------------
 

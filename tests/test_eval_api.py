@@ -37,7 +37,10 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")  # stopped after this module: an idle server would hold memory and CPU
 def vllm_server(tmp_path_factory, tiny64):
     """`vllm serve` with tests/conftest.py's tiny64 model (greedy, float32: deterministic, and it starts faster than
-    SmolLM2) on 127.0.0.1:<free port>; yields the base URL."""
+    SmolLM2) on 127.0.0.1:<free port>; yields the base URL. Its model runs in the engine-core process
+    (`--distributed-executor-backend uni`, which vLLM allows on CPU with VLLM_ENABLE_V1_MULTIPROCESSING=0; the server
+    still spawns its engine core): one process less importing torch and vLLM, ~25 CPU-s of the start, and the client
+    sees the same HTTP API."""
     import importlib.util
 
     if importlib.util.find_spec("vllm") is None:
@@ -45,12 +48,13 @@ def vllm_server(tmp_path_factory, tiny64):
     model = tiny64
     port = _free_port()
     log = tmp_path_factory.mktemp("vllm") / "serve.log"
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO"}  # INFO: the engine config line
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO",  # INFO: the engine config line
+           "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
     fh = log.open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
          "--served-model-name", "smol", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048",
-         "--seed", "0", "--optimization-level", "0",
+         "--seed", "0", "--optimization-level", "0", "--distributed-executor-backend", "uni",
          # float32 whatever the CPU: "auto" serves bf16 where it is native (AVX512-BF16), and bf16 greedy tokens
          # then depend on how requests were batched, so the faulty and direct runs below differed (issue 39)
          "--dtype", "float32"],

