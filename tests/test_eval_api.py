@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_module
 
-pytestmark = pytest.mark.fresh_python  # its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM (tests/warm_python.py)
+# The eval runs fork from the warm interpreter (tests/warm_python.py); the server, `python -m vllm...`, is exec'd.
 
 FAKE_KEY = "sk-tase-FAKE-4f1c9e-never-on-disk"
 

@@ -105,7 +105,9 @@ def watched_run(tiny_model, tmp_path_factory) -> Path:
                "--save_strategy", "no", "--report_to", "tensorboard,wandb" if HAS_WANDB else "tensorboard",
                "--reward_funcs", "accuracy_strict", "format", "tests.user_rewards:brevity",
                "--use_peft", "true", "--lora_r", "4", *args],
-              env={**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"})
+              # W&B's switches only where it runs: transformers reads WANDB_MODE at import, so a run given it starts a fresh
+              # interpreter rather than forking the warm one (tests/warm_python.py)
+              env={**os.environ, **({"WANDB_MODE": "offline", "WANDB_SILENT": "true"} if HAS_WANDB else {})})
     assert res.returncode == 0, res.stderr[-3000:]
     return out
 

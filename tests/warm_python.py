@@ -36,12 +36,14 @@ SOCKET_ENV = "TASE_TEST_WARM_SOCKET"
 LOG_ENV = "TASE_WARM_LOG"
 # variables the forked runs may set differently from the server: read at run time (the test's name; the ranks and
 # rendezvous of a distributed launch; the project's own TASE_* and the thread count, which torch reads when its pool
-# starts, not at import)
+# starts, not at import; TRL_EXPERIMENTAL_SILENCE, which TRL's trainer reads per run, and whose notice at the import of
+# trl.experimental the server's preload printed once, whatever a run sets; OPENAI_API_KEY, read by the openai client,
+# which the server does not import)
 SAFE_ENV = re.compile(r"(PYTEST_.*|TASE_.*|RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|GROUP_RANK|GROUP_WORLD_SIZE|"
                       r"ROLE_RANK|ROLE_NAME|ROLE_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|TORCHELASTIC_.*|"
                       r"TORCH_NCCL_ASYNC_ERROR_HANDLING|NCCL_ASYNC_ERROR_HANDLING|CUDA_VISIBLE_DEVICES|OMP_NUM_THREADS|"
                       r"ACCELERATE_.*|FSDP_.*|DS_.*|LOCAL_SIZE|CROSS_RANK|CROSS_SIZE|COLUMNS|LINES|"
-                      r"VLLM_.*|TORCH_EXTENSIONS_DIR|PYTHONPATH|TMPDIR)")  # the last two the forked process applies itself (_child)
+                      r"TRL_EXPERIMENTAL_SILENCE|OPENAI_API_KEY|VLLM_.*|TORCH_EXTENSIONS_DIR|PYTHONPATH|TMPDIR)")  # the last two the forked process applies itself (_child)
 
 
 def preload() -> None:
