@@ -53,7 +53,12 @@ def entry_main(cmd: list[str], cwd: Path) -> tuple[Callable[[list[str]], Any], l
     try:
         if cmd[1] == "-m" and len(cmd) > 2:
             name, argv, prog = cmd[2], cmd[3:], cmd[2]
-            spec = importlib.util.find_spec(name.split(".")[0])
+            top = name.split(".")[0]
+            if not ((ROOT / top / "__init__.py").is_file() or (ROOT / f"{top}.py").is_file()):
+                # not the project's, and not even looked up: a lookup can have effects (setuptools' distutils shim
+                # turns itself off for good when pip is looked up, and TRL's import then fails in this interpreter)
+                return None
+            spec = importlib.util.find_spec(top)
             if spec is None or not spec.origin or ROOT not in Path(spec.origin).resolve().parents:
                 return None  # not the project's (python -m pip, -m pytest ...)
             if importlib.util.find_spec(name).submodule_search_locations is not None:

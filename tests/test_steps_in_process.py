@@ -37,6 +37,21 @@ def test_only_this_interpreter_running_a_project_entry_point_is_called_in_proces
         assert entry_main(cmd, ROOT) is None, cmd
 
 
+def test_looking_at_a_command_has_no_effect_on_this_interpreter():
+    """entry_main looked `python -m pip ...` up with importlib.util.find_spec; looking pip up turns setuptools' distutils
+    shim off for the rest of the process, so TRL's trainer (torch.utils.cpp_extension imports setuptools) then failed
+    to import in that interpreter (`AssertionError: .../distutils/core.py`): a later in-process step, or in the test
+    suite the next test file on the same worker. A module outside the project is not looked up at all now. In a
+    fresh interpreter, which holds the shim as every process starts."""
+    import subprocess
+
+    code = ("import sys\nfrom recipes.pipeline import ROOT, entry_main\n"
+            "assert entry_main([sys.executable, '-m', 'pip', 'list'], ROOT) is None\nimport setuptools\nprint('ok')")
+    res = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr[-2000:]
+
+
 def test_an_in_process_step_fails_as_its_subprocess_would_and_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(pipeline, "_IN_PROCESS", True)
     monkeypatch.delenv("TASE_STEP_PROBE", raising=False)
