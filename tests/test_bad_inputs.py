@@ -318,7 +318,11 @@ def test_killed_score_leaves_the_old_scores(tmp_path):
         assert strip(now) in (strip(old), strip(new)), sorted(now)
         assert json.loads(now["results.json"])["overall"] == json.loads(
             (old if strip(now) == strip(old) else new)["results.json"])["overall"]
+        t = time.perf_counter()
         res = subprocess.run([*score, "--predictions", str(preds)], cwd=ROOT, capture_output=True, text=True)
+        # the kill points are drawn within the quickest whole run seen: one slow first measure (the other worker
+        # busy) once put every kill after the run's end (0 of 18 killed)
+        full = min(full, time.perf_counter() - t)
         assert res.returncode == 0, res.stderr  # the rerun finishes the job
         assert strip(snapshot(out)) == strip(new)
     print(f"score: {killed} of {tries} runs killed mid-way, old or new scores whole every time")
