@@ -60,7 +60,7 @@ def entry_main(cmd: list[str], cwd: Path) -> tuple[Callable[[list[str]], Any], l
                 return None
             spec = importlib.util.find_spec(top)
             if spec is None or not spec.origin or ROOT not in Path(spec.origin).resolve().parents:
-                return None  # not the project's (python -m pip, -m pytest ...)
+                return None  # a module of that name found first outside the repository
             if importlib.util.find_spec(name).submodule_search_locations is not None:
                 name += ".__main__"
         elif cmd[1].endswith(".py"):

@@ -302,8 +302,8 @@ WARM = os.environ.get("TASE_TEST_WARM", "1") != "0"  # TASE_TEST_WARM=0: every C
 
 
 class WarmServer:
-    """The warm server of this test process (xdist worker): started by the first test that runs a CLI warm, with the
-    process's environment then. When that environment has changed since in a variable read at import (warm_python.
+    """The warm server of this test process (xdist worker): started at the first command forked warm
+    (warm_python.ENSURE_SERVER), with the process's environment then. When that environment has changed since in a variable read at import (warm_python.
     SAFE_ENV: vLLM imported in-process sets a dozen), every run would be exec'd fresh, so the server is started again
     with the new one (`current`)."""
 
@@ -384,20 +384,14 @@ def _fresh_module(request):
 @pytest.fixture(autouse=True)
 def _warm_cli_runs(request):
     """Tests marked `fresh_python` exec their runs: those that check what a fresh interpreter does once (warnings at
-    import, what a process imports) and those whose runs start vLLM. Before every other test, the server is made
-    current (started again if the environment drifted), so the environment a test builds names it."""
-    if not WARM:
+    import, what a process imports) and those whose runs start vLLM."""
+    if not WARM or not request.node.get_closest_marker("fresh_python"):
         yield
         return
-    if request.node.get_closest_marker("fresh_python"):
-        installed = subprocess.Popen is warm_python.WarmPopen
-        warm_python.uninstall_client()
-        try:
-            yield
-        finally:
-            if installed:
-                warm_python.install_client(always=True)
-        return
-    request.getfixturevalue("warm_server").current()
-    warm_python.install_client(always=True)
-    yield
+    installed = subprocess.Popen is warm_python.WarmPopen
+    warm_python.uninstall_client()
+    try:
+        yield
+    finally:
+        if installed:
+            warm_python.install_client(always=True)

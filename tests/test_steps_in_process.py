@@ -8,6 +8,7 @@ import os
 import sys
 
 import pytest
+from conftest import tree_env
 
 from common.errors import StepFailed
 from recipes import pipeline
@@ -47,8 +48,7 @@ def test_looking_at_a_command_has_no_effect_on_this_interpreter():
 
     code = ("import sys\nfrom recipes.pipeline import ROOT, entry_main\n"
             "assert entry_main([sys.executable, '-m', 'pip', 'list'], ROOT) is None\nimport setuptools\nprint('ok')")
-    res = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    res = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=tree_env())
     assert res.returncode == 0 and res.stdout == "ok\n", res.stderr[-2000:]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -42,25 +42,34 @@ def vllm_env() -> Iterator[dict[str, str]]:
 INPROC_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
 
 
-@pytest.fixture(scope="session")
-def vllm_llm(vllm_env) -> Iterator[Any]:
-    """The shared engine: the default model in float32 (as the hf side of the comparison), eager, greedy-ready."""
+def _in_process(build: Callable[[], Any]) -> Iterator[Any]:
+    """An engine `build()` starts in this process (INPROC_ENV), yielded, then shut down; the process as it was
+    around the start (vLLM's environment reads, torch's thread count)."""
     import torch
+    import vllm
 
-    from common.models import resolve_model
-    from eval.backends import import_vllm
-
-    vllm = import_vllm()
     threads = torch.get_num_threads()
     with _env(INPROC_ENV):
-        llm = vllm.LLM(model=str(resolve_model("default")), dtype="float32", enforce_eager=True, max_model_len=2048,
-                       seed=0, enable_prefix_caching=True, distributed_executor_backend="uni")
+        engine = build()
         # the in-process EngineCore froze vLLM's environment reads for this process (envs.enable_envs_cache): the
         # engines tests build later must read theirs (multiprocessing on, as a user's run has it)
         vllm.envs.disable_envs_cache()
     torch.set_num_threads(threads)  # vLLM's serving setup lowers this process's torch threads; later tests get them back
-    yield llm
+    yield engine
+    llm = getattr(engine, "llm", engine)  # a VLLMBackend holds its vllm.LLM as .llm
     llm.llm_engine.engine_core.shutdown() if hasattr(llm.llm_engine, "engine_core") else None
+
+
+@pytest.fixture(scope="session")
+def vllm_llm(vllm_env) -> Iterator[Any]:
+    """The shared engine: the default model in float32 (as the hf side of the comparison), eager, greedy-ready."""
+    from common.models import resolve_model
+    from eval.backends import import_vllm
+
+    vllm = import_vllm()
+    yield from _in_process(lambda: vllm.LLM(model=str(resolve_model("default")), dtype="float32", enforce_eager=True,
+                                            max_model_len=2048, seed=0, enable_prefix_caching=True,
+                                            distributed_executor_backend="uni"))
 
 
 @pytest.fixture(scope="session")
@@ -68,20 +77,10 @@ def vllm_sampling_backend(vllm_llm, tiny64) -> Iterator[Any]:
     """The eval backend's own sampling engine (`eval run --backend vllm --temperature 1`: whole prefills, a seed per
     request) on tests/conftest.py's tiny64, seed 0, 4 samples of <= 6 tokens: started by VLLMBackend as a user's run
     starts it, but in this process as the shared engine is (14 s less than spawning EngineCore and Worker, which
-    test_vllm_orphans.py and test_slurm.py's server still start). Shut down only at the
-    end of the session, before the shared engine: an in-process engine's shutdown tears down vLLM's distributed
-    state (`cleanup_dist_env_and_memory`), which the other engine in this process still uses."""
-    import torch
-
+    test_vllm_orphans.py and test_slurm.py's server still start). Shut down only at the end of the session, before
+    the shared engine: an in-process engine's shutdown tears down vLLM's distributed state
+    (`cleanup_dist_env_and_memory`), which the other engine in this process still uses."""
     from eval.backends import GenConfig, VLLMBackend
 
-    threads = torch.get_num_threads()
-    with _env(INPROC_ENV):
-        be = VLLMBackend(tiny64, GenConfig(max_new_tokens=6, temperature=1.0, num_samples=4, seed=0), dtype="float32",
-                         max_model_len=2048)
-        import vllm
-
-        vllm.envs.disable_envs_cache()
-    torch.set_num_threads(threads)
-    yield be
-    be.llm.llm_engine.engine_core.shutdown() if hasattr(be.llm.llm_engine, "engine_core") else None
+    yield from _in_process(lambda: VLLMBackend(tiny64, GenConfig(max_new_tokens=6, temperature=1.0, num_samples=4,
+                                                                 seed=0), dtype="float32", max_model_len=2048))
