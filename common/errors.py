@@ -65,6 +65,13 @@ _REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple, _REPR.maxset = 3, 
 _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
 
 
+def names(values: list[str], limit: int = MAX_QUOTE) -> str:
+    """Names for an error line, joined with commas as they are (`unknown task(s): nope, zz`) when that reads as one
+    short printable line; otherwise bounded(values), so a name holding a newline or a huge one cannot break the line."""
+    text = ", ".join(values)
+    return text if text.isprintable() and len(text) <= limit else bounded(values, limit)
+
+
 def bounded(value: Any, limit: int = MAX_QUOTE) -> str:
     """repr(value) for an error line, at most `limit` characters however large or deep the value (reprlib stops at
     depth 3 and 4 items a level, so an alias bomb is never expanded; an int past repr's digit limit is named)."""

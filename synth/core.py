@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, ClassVar
 
 from common import registry
-from common.errors import TaseError
+from common.errors import TaseError, names
 from common.record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
 
 MAX_TRIES = 64
@@ -395,7 +395,7 @@ def _picker(cells: list[tuple[str, str, str]], weights: dict[str, float] | None,
         return lambda i: i % k
     unknown = set(weights) - set(TASKS)
     if unknown:
-        raise SynthError(f"unknown task(s) in weights: {', '.join(sorted(unknown))}")
+        raise SynthError(f"unknown task(s) in weights: {names(sorted(map(str, unknown)))}")
     per_task: dict[str, int] = {}
     for t, _, _ in cells:
         per_task[t] = per_task.get(t, 0) + 1

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from common.errors import bounded
+from common.errors import bounded, names
 from common.record import TASKS
 
 from .core import SynthError
@@ -34,6 +34,6 @@ def load_mixture(path: str) -> dict[str, float]:
             raise SynthError(f"mixture file {path}: weight of {bounded(k)} must be a finite number >= 0, got {v}")
     unknown = sorted(set(out) - set(TASKS))
     if unknown:
-        raise SynthError(f"mixture file {path}: unknown task(s) in weights: {', '.join(unknown)} (choose from: "
+        raise SynthError(f"mixture file {path}: unknown task(s) in weights: {names(unknown)} (choose from: "
                          f"{', '.join(TASKS)})")
     return out
