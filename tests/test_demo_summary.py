@@ -19,6 +19,12 @@ def test_grpo_signal_sums_the_dynamic_sampling_counts(tmp_path):
     m = logged_steps(_metrics(tmp_path / "metrics.jsonl", rows))
     line = grpo_signal(m)
     assert "2 steps trained on 8 mixed groups" in line and "drew 24 and dropped the 15" in line and "(62%" in line
+    # the reading follows the GRPO stage's verdict: a delta beyond its interval either way is not called "little"
+    assert "A few steps move a model little" in line
+    down, up = grpo_signal(m, "loss"), grpo_signal(m, "gain")
+    assert "down beyond the interval" in down and "noise rather than a result" in down and "little" not in down
+    assert "up beyond the interval" in up and "not read as a result" in up and "little" not in up
+    assert all(x.endswith("took 100+ steps (make proof, docs/results.md)") for x in (line, down, up))
     assert grpo_signal(logged_steps(_metrics(tmp_path / "plain.jsonl", [{"step": 1, "reward": 0.1}]))).endswith(
         "no dynamic sampling metrics logged")
     assert logged_steps(tmp_path / "missing.jsonl") == []
