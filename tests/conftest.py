@@ -120,12 +120,30 @@ ONE_WORKER = {"test_vllm.py", "test_slurm.py", "test_zero3_cpu.py", "test_async_
               "test_vllm_orphans.py"}
 
 
-# The longest files, longest first, from a fresh clone's `make test --durations` (issue 65, 2 workers: the unit
-# above, then test_recipes, test_recipes_pipelines, the documented commands (one parametrized slow mark: by marks
-# alone it came last), test_nothing_lost and test_bad_inputs, test_cpu_speed): handed out before the rest, whatever
-# their number of slow marks. A stale order costs balance, never a test.
-LONGEST_FIRST = ("test_vllm.py", "test_recipes.py", "test_docs_commands.py", "test_recipes_pipelines.py",
-                 "test_nothing_lost.py", "test_bad_inputs.py", "test_cpu_speed.py")
+# What each file took, in test-seconds (setup + call + teardown of its tests, `pytest -n 2 --dist loadfile
+# --durations=0` in main on the 2-core Xeon, 2026-11-29; the files over 5 s): units are handed out longest first, the
+# classic schedule for two machines. Ordered by slow marks instead, the files without one (test_prefill 32 s,
+# test_quiet_output 40 s) came last and one worker ran the last 22 s of that run alone. A file not listed counts
+# 10 s per slow mark. A stale table costs balance, never a test.
+MEASURED_SECONDS = {
+    "test_vllm.py": 99, "test_slurm.py": 73, "test_docs_commands.py": 66, "test_async_grpo.py": 60,
+    "test_cpu_speed.py": 53, "test_eval_api.py": 41, "test_quiet_output.py": 40, "test_recipes.py": 34,
+    "test_prefill.py": 32, "test_eval.py": 32, "test_synth_realtext.py": 29, "test_tracking.py": 24,
+    "test_vllm_orphans.py": 24, "test_zero3_cpu.py": 21, "test_bad_inputs.py": 21, "test_lm_eval.py": 20,
+    "test_recipes_pipelines.py": 17, "test_trl_grpo.py": 17, "test_nothing_silent_issue36.py": 15,
+    "test_synth_awareness.py": 13, "test_synth_structural.py": 13, "test_eval_models.py": 11,
+    "test_proof_transfer.py": 11, "test_gpu_memory_table.py": 11, "test_guidance.py": 10, "test_eval_passk.py": 9,
+    "test_dynamic_sampling.py": 9, "test_rewards_props.py": 9, "test_force_guard.py": 8, "test_nothing_lost.py": 7,
+    "test_rewards_loopholes.py": 7, "test_nothing_lost_issue62.py": 7, "test_proof_control.py": 7,
+    "test_proof_select.py": 6, "test_launch_argv.py": 6, "test_exits.py": 6, "test_curriculum.py": 6,
+    "test_layers.py": 6, "test_async_guard.py": 5, "test_no_orphan_steps.py": 5,
+}
+
+
+def expected_seconds(file: str) -> float:
+    """The scheduler's estimate of how long a test file takes: its measured seconds, else 10 s per slow mark."""
+    name = Path(file).name
+    return MEASURED_SECONDS[name] if name in MEASURED_SECONDS else 10 * slow_marks(file)
 
 
 @functools.cache
@@ -141,7 +159,7 @@ def slow_marks(file: str) -> int:
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: `-p no:xdist` runs still load this file
 def pytest_xdist_make_scheduler(config, log):
     """loadfile's scheduler with the many-process files as one scope (ONE_WORKER), the longest units handed out first
-    (LONGEST_FIRST, then the most slow tests; the hook is pytest-xdist's, called on the controller). xdist orders
+    (by MEASURED_SECONDS; the hook is pytest-xdist's, called on the controller). xdist orders
     units by their number of tests, which put the single-test minutes-long files (SLURM plan, ZeRO-3) last, on one
     worker while the other idled; longest first is the classic schedule for two machines."""
     if config.getvalue("dist") != "loadfile":
@@ -154,10 +172,9 @@ def pytest_xdist_make_scheduler(config, log):
             return "many-process files" if Path(file).name in ONE_WORKER else file
 
         def _assign_work_unit(self, node) -> None:
-            def longest_first(item) -> tuple[int, int, int]:
+            def longest_first(item) -> tuple[float, int]:
                 files = {nodeid.split("::", 1)[0] for nodeid in item[1]}
-                known = [LONGEST_FIRST.index(Path(f).name) for f in files if Path(f).name in LONGEST_FIRST]
-                return min(known, default=len(LONGEST_FIRST)), -sum(slow_marks(f) for f in files), -len(item[1])
+                return -sum(expected_seconds(f) for f in files), -len(item[1])
 
             for scope, _ in sorted(self.workqueue.items(), key=longest_first):  # stable: ties keep xdist's order
                 self.workqueue.move_to_end(scope)
