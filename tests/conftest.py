@@ -320,9 +320,9 @@ WARM = os.environ.get("TASE_TEST_WARM", "1") != "0"  # TASE_TEST_WARM=0: every C
 
 class WarmServer:
     """The warm server of this test process (xdist worker): started at the first command forked warm
-    (warm_python.ENSURE_SERVER), with the process's environment then. When that environment has changed since in a variable read at import (warm_python.
-    SAFE_ENV: vLLM imported in-process sets a dozen), every run would be exec'd fresh, so the server is started again
-    with the new one (`current`)."""
+    (warm_python.ENSURE_SERVER), with the process's environment then. When that environment has changed since in a
+    variable read at import (warm_python.SAFE_ENV: vLLM imported in-process sets a dozen), every run would be exec'd
+    fresh, so the server is started again with the new one (`current`)."""
 
     def __init__(self) -> None:
         self.proc = None

@@ -46,8 +46,10 @@ def _in_process(build: Callable[[], Any]) -> Iterator[Any]:
     """An engine `build()` starts in this process (INPROC_ENV), yielded, then shut down; the process as it was
     around the start (vLLM's environment reads, torch's thread count)."""
     import torch
-    import vllm
 
+    from eval.backends import import_vllm
+
+    vllm = import_vllm()
     threads = torch.get_num_threads()
     with _env(INPROC_ENV):
         engine = build()
