@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	@# no ops compiled by pip (DS_BUILD_OPS=0): the one op the CPU plan needs is built just below
 	DS_BUILD_OPS=0 $(PY) -m pip install -q --no-deps --no-build-isolation $$(grep '^deepspeed==' requirements.lock)
 	@# DeepSpeed's CPU comm op (shm all-reduce, g++, 0.6-2.5 min on 2 cores), built once per install into the venv,
-	@# where recipes/distributed.py finds it (TORCH_EXTENSIONS_DIR): not once per emptied cache. Idempotent: torch's
+	@# where recipes/grpo_core/distributed.py finds it (TORCH_EXTENSIONS_DIR): not once per emptied cache. Idempotent: torch's
 	@# JIT loader rebuilds only when the sources or flags changed (a built op loads in ~2 s). Only where DeepSpeed
 	@# picks its CPU accelerator; without a compiler the first ZeRO-3 run on CPU tries again into the project cache.
 	TORCH_EXTENSIONS_DIR=$(abspath $(VENV))/torch_extensions $(PY) -c "from deepspeed.accelerator import get_accelerator; \

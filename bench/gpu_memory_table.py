@@ -86,7 +86,7 @@ def param_count(cfg: Any) -> int:
 def ds_estimates(total: int, largest: int) -> dict[str, float]:
     """DeepSpeed's ZeRO-3 model-state estimate on one GPU (GiB), the rows `--dry_run` prints: per GPU with no offload
     and with optimizer offload, and the host memory that offload needs (`cpu_for_offload`). Empty without deepspeed."""
-    from recipes.grpo_plan import zero3_model_states
+    from recipes.grpo_core.plan import zero3_model_states
 
     try:
         _, none = zero3_model_states(total, largest, 1, optimizer_offload=False)
@@ -109,8 +109,8 @@ def host_memory_gib() -> float | None:
 
 
 def dry_run_estimate(model_dir: Path) -> str:
-    """The memory part of the recipe's own `--dry_run` for this model folder (recipes/grpo_plan.py)."""
-    from recipes.grpo_plan import memory_estimate
+    """The memory part of the recipe's own `--dry_run` for this model folder (recipes/grpo_core/plan.py)."""
+    from recipes.grpo_core.plan import memory_estimate
 
     return memory_estimate(str(model_dir), 1)
 

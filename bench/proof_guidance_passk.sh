@@ -22,8 +22,8 @@ run() {  # name, model folder
 run warm-up "$RES/sft"
 for arm in hint gold dynamic control; do
   [ -d "$RES/select_$arm" ] || continue
-  # best_checkpoint.json (or a former selection.json, read for one more release): recipes/best_checkpoint.py
-  model=$("$PY" -c 'import sys; from recipes.best_checkpoint import read; r = read(sys.argv[1]); print(r["path"]) if r else sys.exit(1)' \
+  # best_checkpoint.json (or a former selection.json, read for one more release): recipes/shared/best_checkpoint.py
+  model=$("$PY" -c 'import sys; from recipes.shared.best_checkpoint import read; r = read(sys.argv[1]); print(r["path"]) if r else sys.exit(1)' \
     "$RES/select_$arm") || continue
   run "$arm" "$model"
 done

@@ -181,7 +181,7 @@ def spawned_children_die_with_me() -> None:
 
 def die_with_parent() -> Callable[[], None] | None:
     """A `preexec_fn` for subprocess: the child gets SIGKILL when the calling thread's process dies (kill -9
-    included), so a pipeline step (recipes/pipeline.py) does not run on alone, holding its output's lock
+    included), so a pipeline step (recipes/steps/pipeline.py) does not run on alone, holding its output's lock
     against the rerun. The prctl function is looked up here, in the parent: the child only calls it, then
     exits if the parent is already gone. None off Linux (no such signal there)."""
     import ctypes

@@ -77,7 +77,7 @@ class HFBackend:
 
     @classmethod
     def live(cls, model: Any, tok: Any, cfg: GenConfig) -> HFBackend:
-        """A backend on a model already in memory (a trainer's policy: recipes/heldout.py scores it while it
+        """A backend on a model already in memory (a trainer's policy: recipes/features/heldout/evaluation.py scores it while it
         trains, with no second copy and no engine to start). The caller puts the model in eval mode and the
         tokenizer on left padding for the calls, as `load_model_and_tokenizer` does for a loaded one."""
         self = cls.__new__(cls)

@@ -1,7 +1,7 @@
 """Training curves of one or more GRPO runs in one PNG, from each run folder's metrics.jsonl (the log the recipes
-write: TRL's metrics and the tase/ metrics of recipes/tracking.py): total reward, official and strict accuracy,
+write: TRL's metrics and the tase/ metrics of recipes/features/tracking/metrics.py): total reward, official and strict accuracy,
 the share of official passes that are loopholes, and the share of zero-variance groups, against the step; for runs
-with guided groups (recipes/guidance.py's tase/guide/ metrics) also the guided share with hinted and unhinted
+with guided groups (recipes/features/guidance/hints.py's tase/guide/ metrics) also the guided share with hinted and unhinted
 success and the hint level.
 
 Runs older than the tase/ metrics fall back where the log allows it: accuracies from `rewards/accuracy_coarse/mean`
@@ -35,7 +35,7 @@ PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
 )
 
 
-# drawn when a run logs guided GRPO's metrics (recipes/guidance.py, tase/guide/...): two more panels
+# drawn when a run logs guided GRPO's metrics (recipes/features/guidance/hints.py, tase/guide/...): two more panels
 GUIDE_PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
     ("guidance (all-fail groups hinted / given a gold member)",
      (("guided groups", ("tase/guide/guided_share",), "-"),
@@ -84,7 +84,7 @@ def read_run(run: str | Path) -> list[dict[str, Any]]:
 
 
 # a share is drawn only at steps where its denominator is not zero: the loophole share of official passes is
-# logged as 0 at a step without any official pass (recipes/tracking.py), where it is undefined
+# logged as 0 at a step without any official pass (recipes/features/tracking/metrics.py), where it is undefined
 NEEDS = {"tase/loophole_share": "tase/official_acc"}
 
 

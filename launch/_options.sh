@@ -5,7 +5,7 @@
 # command line: -h/--help prints usage and exits 0, `--` puts the rest into EXTRA (the recipe's own
 # options), anything else is one line on stderr and exit 2. A launcher may also set RENAMED, pairs of a former
 # flag and its new name (`--granularity --reward_granularity`): the old one still works, with one deprecation
-# line on stderr (the text recipes/parser.py deprecation_note prints).
+# line on stderr (the text recipes/shared/parser.py deprecation_note prints).
 # Commands are bash arrays run as "${CMD[@]}", never strings through `eval`: a value with spaces, quotes or `;`
 # reaches the program as one unchanged argument, and `show` prints a command so that pasting it runs the same.
 # shellcheck disable=SC2034  # EXTRA is read by the launcher that sources this file
@@ -60,8 +60,8 @@ show() {
 }
 
 # config_key FILE KEY: one top-level value of a recipe YAML, read by the recipes' own reader
-# (recipes/parser.py config_value, the reader recipes/grpo.py parses the same file with); empty when the key is
+# (recipes/shared/parser.py config_value, the reader recipes/grpo.py parses the same file with); empty when the key is
 # absent or null, or when the file does not read (the recipe's own run then says why in one line). Needs $PY.
 config_key() {
-  "$PY" -c 'import sys; from recipes.parser import config_value; print(config_value(sys.argv[1], sys.argv[2]))' "$1" "$2"
+  "$PY" -c 'import sys; from recipes.shared.parser import config_value; print(config_value(sys.argv[1], sys.argv[2]))' "$1" "$2"
 }

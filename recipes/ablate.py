@@ -18,7 +18,7 @@ start checks them), the evaluation options and --out, and trains nothing. --out 
 earlier ablation's (common/paths.py: the one output rule, with its marker); an arm's name is checked as every name
 that becomes a path, and options ablate sets itself (--output_dir, --config, ...) cannot follow `--`. Each step is a
 fresh interpreter running its printed command (a user can rerun it by hand); `--in-process` runs them in this one
-(recipes/pipeline.py `run_in_process`: torch, transformers and TRL imported once, for tiny arms such as the suite's).
+(recipes/steps/pipeline.py `run_in_process`: torch, transformers and TRL imported once, for tiny arms such as the suite's).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from common.errors import StepFailed, TaseError, one_line_exit
 from common.paths import OutputBusy, hold_output, out_folder_refusal, write_marker
 from common.process import apply as process_settings
-from recipes.pipeline import in_process, run_command, run_in_process
+from recipes.steps.pipeline import in_process, run_command, run_in_process
 from rewards.levels import COARSE, FINE, LEVELS
 
 HERE = Path(__file__).resolve().parent
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1 :]
     from eval._cli.common import pos_int
-    from recipes.parser import one_line_errors, rename_flags
+    from recipes.shared.parser import one_line_errors, rename_flags
 
     p = argparse.ArgumentParser(prog="python recipes/ablate.py", description=__doc__.splitlines()[0])
     p.add_argument("--config", required=True, help="GRPO YAML config (recipes/configs/...)")
@@ -98,7 +98,7 @@ def ablate(args: argparse.Namespace, extra: list[str]) -> int:
     if not Path(args.config).is_file():
         print(f"error: no such config file: {args.config}", file=sys.stderr)
         return 2
-    from recipes.ablate_grid import arms_with_vllm, check_arms, check_extra, expand, parse_vary
+    from recipes.steps.ablate_grid import arms_with_vllm, check_arms, check_extra, expand, parse_vary
 
     check_extra(extra)
     axes = parse_vary(args.vary)
@@ -142,7 +142,7 @@ def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path, vllm
     """Train, export and evaluate every arm into OUT (each step resumes), then write the comparison. A step that
     starts vLLM (the arms in `vllm_arms`, evaluations on the vllm backend) runs in its own process."""
     from eval.backends import default_backend
-    from recipes.ablate_grid import comparison_table, load_times
+    from recipes.steps.ablate_grid import comparison_table, load_times
 
     vllm_eval = (args.eval_backend or default_backend()) == "vllm"
 
@@ -152,7 +152,7 @@ def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path, vllm
     base_args = ["--model_name_or_path", args.base] if args.base else []
     models = {"base": args.base or "default"}
     if not args.base:
-        from recipes.parser import read_yaml
+        from recipes.shared.parser import read_yaml
 
         cfg = read_yaml(args.config)  # one line for invalid YAML or a key given twice, not a traceback
         models["base"] = str((cfg if isinstance(cfg, dict) else {}).get("model_name_or_path") or "default")

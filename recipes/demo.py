@@ -19,7 +19,7 @@
 Every step is a real command you can rerun by hand; they are printed as they run, with their progress bars
 and results; the library log lines of the steps go to runs/demo/logs/steps.log (`--verbose`: to the
 terminal, with vLLM's INFO lines). The steps run in this interpreter (each command's `main(argv)`,
-recipes/pipeline.py `run_in_process`): torch, transformers and TRL are imported once, not once a step
+recipes/steps/pipeline.py `run_in_process`): torch, transformers and TRL are imported once, not once a step
 (`--subprocess-steps`: a fresh interpreter each, as the printed commands run by hand). Outputs: runs/demo/.
 Rerunning resumes: finished training steps are skipped, evaluations continue where they stopped.
 """
@@ -34,7 +34,7 @@ from pathlib import Path
 from common.errors import one_line_exit
 from common.paths import foreign_entry
 from common.process import apply as process_settings
-from recipes.pipeline import Steps, gain_line, in_process, paired_gains, run_in_process
+from recipes.steps.pipeline import Steps, gain_line, in_process, paired_gains, run_in_process
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -267,7 +267,7 @@ def run_demo(args: argparse.Namespace) -> int:
               "--save_strategy", "no", "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", str(DYNAMIC_ROUNDS),
               "--resume_from_checkpoint", "true",
               *engine])
-    steps = logged_steps(out / "grpo" / "metrics.jsonl")  # the training printed one line per step (recipes/tracking)
+    steps = logged_steps(out / "grpo" / "metrics.jsonl")  # the training printed one line per step (recipes/features/tracking/metrics)
     step.run("plot the GRPO training curves (reward, official/strict accuracy, loophole and zero-variance shares)",
              [py, "-m", "eval", "plot-training", str(out / "grpo"), "--out", str(out / "training.png")])
     step(5, "export the tuned model",

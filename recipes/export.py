@@ -31,7 +31,7 @@ from common.paths import (
     write_marker,
 )
 from common.process import apply as process_settings, pop_verbose
-from recipes.run_dir import checkpoint_problem
+from recipes.shared.run_dir import checkpoint_problem
 
 
 def find_up(ckpt: Path, name: str) -> Path | None:
@@ -290,7 +290,7 @@ def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results:
     if (ckpt / "adapter_config.json").is_file():
         from peft import PeftModel
 
-        from recipes.lora_check import check_adapter
+        from recipes.shared.lora_check import check_adapter
 
         base, base_path = check_adapter(ckpt, args.base, args.allow_pickle_weights)  # named, same shapes: or one line
         model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.bfloat16,

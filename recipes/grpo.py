@@ -16,13 +16,15 @@ from typing import Any
 
 from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings, pop_verbose
-from recipes import adapters, distributed, features
-from recipes.config import TaseArgs
-from recipes.data import build_dataset
-from recipes.grpo_args import parse, validate
-from recipes.grpo_plan import dry_run, world_size
-from recipes.grpo_run import MetricsLogger, build, check_launch, save, start_run, tokenizer, train
-from recipes.run_dir import save_tase_config
+from recipes import features
+from recipes.grpo_core import distributed
+from recipes.grpo_core.args import parse, validate
+from recipes.grpo_core.plan import dry_run, world_size
+from recipes.grpo_core.run import MetricsLogger, build, check_launch, save, start_run, tokenizer, train
+from recipes.shared import adapters
+from recipes.shared.config import TaseArgs
+from recipes.shared.data import build_dataset
+from recipes.shared.run_dir import save_tase_config
 
 
 @one_line_exit
@@ -40,7 +42,7 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
     """Check, then print the plan (a dry run checks the inputs exactly as a real start does) or train: sync here,
     a trainer with a rollout worker (`trainer: async`) in recipes/async_grpo/main.py. Every opt-in is a feature
     folded from one list (recipes/features/): this function names none of them."""
-    rewards = validate(tase, cfg, model_args)  # the run's rewards, resolved once (recipes/reward_funcs.py)
+    rewards = validate(tase, cfg, model_args)  # the run's rewards, resolved once (recipes/grpo_core/reward_funcs.py)
     for k, v in features.environment(cfg).items():  # e.g. W&B's local files under the run folder
         os.environ.setdefault(k, v)
     if tase.dry_run:

@@ -8,7 +8,8 @@ The YAML is async (TRL AsyncGRPOTrainer, a vLLM server + FSDP2 trainer), as the 
 """
 from pathlib import Path
 
-from recipes import distributed, grpo
+from recipes import grpo
+from recipes.grpo_core import distributed
 
 if __name__ == "__main__":
     raise SystemExit(distributed.launcher_exit(

@@ -45,14 +45,14 @@ import time
 from common.errors import TaseError, one_line_exit
 from common.paths import OutputBusy, hold_output, out_folder_refusal, write_marker
 from common.process import apply as process_settings
-from recipes.parser import one_line_errors
-from recipes.pipeline import run_in_process
 from recipes.proof_stages.config import HERE
 from recipes.proof_stages.evaluate import stage_evaluate, stage_sets
 from recipes.proof_stages.inputs import Proof, setup, shown
 from recipes.proof_stages.report import completions_stage, summary
 from recipes.proof_stages.selection import selection_lines, stage_select
 from recipes.proof_stages.train import stage_control, stage_rft, stage_subset, stage_train
+from recipes.shared.parser import one_line_errors
+from recipes.steps.pipeline import run_in_process
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -6,14 +6,14 @@ is never looked at, so the choice does not peek at the test set (issue 41's long
 
 Writes OUT/<step>/ (each evaluation; a rerun resumes them), OUT/best_checkpoint.json (the choice and every
 candidate's held-out accuracy as a 0-1 share, the rule: the fields a run with `held_out_rows` writes, see
-recipes/best_checkpoint.py; selection.json before issue 61), OUT/selection.md and OUT/heldout_curve.png. Prints the
+recipes/shared/best_checkpoint.py; selection.json before issue 61), OUT/selection.md and OUT/heldout_curve.png. Prints the
 chosen folder last.
 OUT follows the one output rule (common/paths.py): never a file, another command's output or a folder holding
 one; the files above only where this command wrote them (its marker), the user's other files kept; one writer
 at a time.
 Each candidate also carries the numbers a run with `held_out_rows` logs while it trains (eval.headline: official and
 strict accuracy, loophole share, per task); `--metric strict_acc` chooses by the strict one. For runs made without
-evaluation during training: a run with it writes the same best_checkpoint.json itself (recipes/heldout.py).
+evaluation during training: a run with it writes the same best_checkpoint.json itself (recipes/features/heldout/evaluation.py).
 """
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from common.errors import TaseError, one_line_exit
 from common.paths import OutputBusy, file_refusal, hold_output, is_own, out_folder_refusal, read_marker, write_marker
 from eval.headline import headline
 from eval.runner import iter_samples
-from recipes import best_checkpoint
-from recipes.pipeline import Steps
-from recipes.run_dir import final_state, weights_problem
+from recipes.shared import best_checkpoint
+from recipes.shared.run_dir import final_state, weights_problem
+from recipes.steps.pipeline import Steps
 
 RULE = "highest held-out accuracy (overall, official verdict); ties go to the earlier step"
 OWN_FILES = (best_checkpoint.NAME, "selection.md", "heldout_curve.png")

@@ -13,10 +13,11 @@ import sys
 
 from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings, pop_verbose
-from recipes import adapters, config, data, features, model, run_dir
-from recipes.config import DataArgs
+from recipes import features
 from recipes.features.budget import BudgetArgs, wall_clock_stop  # noqa: F401  (their old home: kept importable)
-from recipes.parser import parse_config
+from recipes.shared import adapters, config, data, model, run_dir
+from recipes.shared.config import DataArgs
+from recipes.shared.parser import parse_config
 
 
 def option_types() -> tuple[type, ...]:
@@ -72,7 +73,7 @@ def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = N
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
-    """Parse (recipes/parser.py), check, build the SFTTrainer and train; the features that declare SFT (held-out
+    """Parse (recipes/shared/parser.py), check, build the SFTTrainer and train; the features that declare SFT (held-out
     evaluation, tracking, a wall-clock budget) are folded from recipes/features/ as GRPO's are."""
     argv, verbose = pop_verbose(argv)  # --verbose: the full log dict each step and the libraries' messages
     process_settings(verbose or None)  # OpenMP wait policy, before torch loads; quiet libraries (common/process.py)
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault(k, v)
     from transformers import AutoTokenizer
 
-    from recipes.grpo_run import build, train
+    from recipes.grpo_core.run import build, train
 
     resume = run_dir.prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
     if run_dir.already_finished(cfg.output_dir, resume, cfg.max_steps):
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
     trainer = build(features.trainer_class(SFTTrainer, job), model=path, args=cfg, train_dataset=ds, processing_class=tok,
-                    peft_config=get_peft_config(model_args),  # use_peft: LoRA (recipes/adapters.py)
+                    peft_config=get_peft_config(model_args),  # use_peft: LoRA (recipes/shared/adapters.py)
                     quantization_config=adapters.quantization_config(model_args))
     for callback in features.callbacks(job):
         trainer.add_callback(callback)

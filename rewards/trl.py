@@ -48,7 +48,7 @@ class RewardInputError(TaseError, ValueError):
 
 # The one name of a record's question text in a training row. TRL owns the dataset's `prompt` column (the chat
 # messages it generates from) and withholds it from reward functions, so the record's `prompt` travels under
-# this name: `reward_columns` writes it (recipes/data.py builds rows with it) and `_rows` reads it back.
+# this name: `reward_columns` writes it (recipes/shared/data.py builds rows with it) and `_rows` reads it back.
 QUESTION = "question"
 # the columns the scorers read; `type` is checked on its own
 _READ = ("answer", QUESTION, "prompt", "variation")
@@ -165,7 +165,7 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
 
 def _pays(level: str) -> Callable[[RewardFunc], RewardFunc]:
     """Marks an accuracy reward with the level it pays (`func.level`, what a run's resolved level is read from,
-    recipes/reward_funcs.py); its name must be the one rewards.levels gives that level."""
+    recipes/grpo_core/reward_funcs.py); its name must be the one rewards.levels gives that level."""
     def mark(func: RewardFunc) -> RewardFunc:
         if func.__name__ != accuracy_reward_name(level):
             raise TypeError(f"{func.__name__} pays {level}: name it {accuracy_reward_name(level)}")
@@ -199,7 +199,7 @@ def accuracy_fine(prompts: Sequence[Any], completions: Sequence[Any], **columns:
 def batch_scores(prompts: Sequence[Any] | None, completions: Sequence[Any], **columns: Any) -> list[Score]:
     """Every verdict of a batch at once (coarse, strict, fine and the extracted answer), from the same columns
     and with the same checks as the accuracy rewards: what a training run logs beside the reward it trains on
-    (recipes/tracking.py), so that loophole passes show while it trains. RewardInputError as theirs."""
+    (recipes/features/tracking/metrics.py), so that loophole passes show while it trains. RewardInputError as theirs."""
     rows = _rows(prompts, _check_completions("accuracy", completions), columns)
     return [score(r, c) for r, c in zip(rows, completions, strict=False)]
 
@@ -243,7 +243,7 @@ def get_reward_funcs(names: Sequence[str] | str, *, max_completion_length: int =
                      ) -> list[RewardFunc]:
     """The one reward loader (open-r1 style registry): ours by name, in order (REWARD_FUNCS, and `soft_overlong`
     built for the run's max_completion_length: rewards/overlong.py). A name that is not ours goes to `other`
-    (recipes/reward_funcs.py passes its loader of a user's function by import path, checked); without it, unknown
+    (recipes/grpo_core/reward_funcs.py passes its loader of a user's function by import path, checked); without it, unknown
     names, or none at all (a trainer with no reward learns nothing), raise one clear ValueError."""
     from .overlong import SOFT_OVERLONG, soft_overlong
 

@@ -52,12 +52,12 @@ class Generator:
     # `python -m synth stats` compares official and generated text lengths of the cells that define
     # `stats_texts`, generating this subtask
     stats_subtask: ClassVar[str | None] = None
-    # difficulty levels for a curriculum (recipes/curriculum.py), easiest first, the last one the official files'
+    # difficulty levels for a curriculum (recipes/features/curriculum/levels.py), easiest first, the last one the official files'
     # own range: each level is the Config fields it sets (`at_level`). Empty: the task has no levels and a
     # curriculum leaves it static. `level_knob` says in words what the levels move (docs/training.md's table).
     levels: ClassVar[tuple[dict[str, Any], ...]] = ()
     level_knob: ClassVar[str] = ""
-    # graded hints for guided GRPO (recipes/guidance.py, issue 63): how many levels `hint(record, level)` offers,
+    # graded hints for guided GRPO (recipes/features/guidance/hints.py, issue 63): how many levels `hint(record, level)` offers,
     # level 0 the strongest; each hint is built only from that record's own gold answer. 0: never hinted.
     hint_levels: ClassVar[int] = 0
     # rows harder than the official files' range (`generate(harder=True)`, `python -m synth --harder`): the Config
@@ -122,7 +122,7 @@ class Generator:
     def hint(cls, record: dict[str, Any], level: int) -> str | None:
         """The hint text (without HINT_PREFIX) of difficulty `level` (0: the strongest of `hint_levels`) for a
         labelled row, built from its `answer` alone, or None where the row has no such hint. Only training
-        prompts of guided GRPO ever carry it (recipes/guidance.py)."""
+        prompts of guided GRPO ever carry it (recipes/features/guidance/hints.py)."""
         return None
 
     def make(self, rng: random.Random, lang: str, subtask: str) -> dict[str, Any] | None:
@@ -201,7 +201,7 @@ def spec(task: str) -> type[Generator] | None:
     return GENERATORS.get(task)
 
 
-HINT_PREFIX = "Hint (for practice): "  # how a guided training prompt's hint starts (recipes/guidance.py)
+HINT_PREFIX = "Hint (for practice): "  # how a guided training prompt's hint starts (recipes/features/guidance/hints.py)
 
 
 def hint_count(task: str) -> int:
@@ -307,7 +307,7 @@ def generate(
     records, once every cell has stopped. `stats` (optional) receives "repeats" (prompts skipped) and
     "exhausted" (cells stopped).
 
-    `level` (a curriculum, recipes/curriculum.py) maps a task to its difficulty level, or None for the task's
+    `level` (a curriculum, recipes/features/curriculum/levels.py) maps a task to its difficulty level, or None for the task's
     plain config; it is read at every draw, so a level changed while the stream is being read reaches the next
     record drawn. A task without `levels` ignores it. Each record drawn at a level carries it in `meta["level"]`.
     A cell whose level has no new prompts left starts that level's prompts again instead of stopping (a curriculum

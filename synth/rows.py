@@ -2,7 +2,7 @@
 system prompt + the question as the user turn, common.prompts.build_messages), the record's identity, and the
 columns the reward functions read (rewards.trl.reward_columns; the question text travels as `question`, since TRL
 passes the chat, not the text, to reward functions). One definition for `python -m synth --format conversational`
-(a file TRL's own `trl grpo --dataset_name DIR` trains on) and the recipes (recipes/data.to_row)."""
+(a file TRL's own `trl grpo --dataset_name DIR` trains on) and the recipes (recipes/shared/data.to_row)."""
 from __future__ import annotations
 
 from typing import Any

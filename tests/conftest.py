@@ -105,7 +105,7 @@ def stub_hub_snapshot(hub: Path, repo_id: str, config: dict) -> Path:
 # (tests/test_recipes.py, the launchers' tests) read it from the session's hub cache, as on a machine that downloaded it
 # (its config.json fields that set the size: the dry run's memory estimate reads them as from a real download)
 stub_hub_snapshot(_SESSION_CACHE / "hf" / "hub", "Qwen/Qwen2.5-14B-Instruct",
-                  __import__("recipes.model_shapes").model_shapes.known_config("Qwen/Qwen2.5-14B-Instruct"))
+                  __import__("recipes.grpo_core.model_shapes").grpo_core.model_shapes.known_config("Qwen/Qwen2.5-14B-Instruct"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -282,7 +282,7 @@ def call_main(argv: list[str]) -> tuple[int, str]:
     """`python ARGV` in this process, for a case the CLI refuses early: its exit code and stderr as the CLI would give
     them (an uncaught exception is exit 1 with its traceback), from the repo root; the environment (entry points set
     process settings in it) and the working folder are restored. Not for a command that takes a lock held until
-    its process ends (recipes/run_dir.hold_output_dir): that one needs a subprocess."""
+    its process ends (recipes/shared/run_dir.hold_output_dir): that one needs a subprocess."""
     import contextlib
     import importlib
     import io

@@ -1,4 +1,4 @@
-"""recipes/ablate.py's grid (recipes/ablate_grid.py): `--vary` axes over any grpo.py option expand into arms that
+"""recipes/ablate.py's grid (recipes/steps/ablate_grid.py): `--vary` axes over any grpo.py option expand into arms that
 keep the data, seeds and warm-up equal; every arm's options are parsed before anything trains; and the one
 comparison table is written from real evaluation folders (`eval score` of predictions: right on some rows, wrong
 on others), with paired intervals against the base model and each arm's wall time. The full 2 x 2 run (train,
@@ -10,8 +10,8 @@ import pytest
 from conftest import call_main
 
 from common.errors import TaseError
-from recipes.ablate_grid import comparison_table, expand, parse_vary
-from recipes.parser import deprecation_note
+from recipes.shared.parser import deprecation_note
+from recipes.steps.ablate_grid import comparison_table, expand, parse_vary
 
 
 def test_two_by_two_grid_and_refusals():
@@ -47,7 +47,7 @@ def test_every_arm_is_parsed_before_training(tmp_path):
 
 def test_arms_that_start_vllm_are_known_before_training(tmp_path):
     """ablate --in-process runs these arms' training in its own process (vLLM rollouts, the async trainer's worker)."""
-    from recipes.ablate_grid import arms_with_vllm, check_arms
+    from recipes.steps.ablate_grid import arms_with_vllm, check_arms
 
     cfg = "recipes/configs/grpo_smollm2_cpu.yaml"
     for vary, want in (("use_vllm=true,false", {"true"}), ("trainer=sync,async", {"async"})):

@@ -69,7 +69,7 @@ def test_async_sample_metrics_average_to_the_sync_batch_metrics():
     """Averaged key by key over the samples that carry each key (what TRL's async collator does), the per-sample
     tase/ shares give tracking.batch_metrics of the same completions (equal-size groups, as GRPO's are)."""
     from recipes.async_grpo.metrics import sample_metrics
-    from recipes.tracking import Verdict, batch_metrics, groups
+    from recipes.features.tracking.metrics import Verdict, batch_metrics, groups
 
     vs = [Verdict("a", "sort_lengths", "en", 1.0, 1.0, 1.0, "ABC"), Verdict("a", "sort_lengths", "en", 1.0, 0.0, 0.5, "AB"),
           Verdict("a", "sort_lengths", "en", 0.0, 0.0, 0.0, "ABC"), Verdict("b", "freq_count", "zh", 0.0, 0.0, 0.2, "3"),

@@ -161,7 +161,7 @@ def snapshot(d: Path) -> dict[str, bytes]:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
-# cases that take a lock held until their process ends (recipes/run_dir.hold_output_dir): never in-process
+# cases that take a lock held until their process ends (recipes/shared/run_dir.hold_output_dir): never in-process
 PROCESS_LOCK = ["grpo output_dir that holds a run, not resuming"]
 # one case per entry point runs as a real subprocess (see the module docstring): the locking one, else the first
 IN_SUBPROCESS = {next(n for n in [*PROCESS_LOCK, *(c.name for c in CASES)]
@@ -381,7 +381,7 @@ def test_checkpoint_completeness_catches_every_torn_file(tmp_path):
     import torch
     from safetensors.torch import save_file
 
-    from recipes import run_dir
+    from recipes.shared import run_dir
 
     good = tmp_path / "checkpoint-2"
     good.mkdir()

@@ -1,4 +1,4 @@
-"""The faster CPU step (issue 52, recipes/cpu_speed.py) learns what the float32 step learns: on one fixed batch of
+"""The faster CPU step (issue 52, recipes/features/cpu_speed/speed.py) learns what the float32 step learns: on one fixed batch of
 the combine config (real SmolLM2-135M weights cut to their first LAYERS layers, 2 prompts x 8 fixed completions, no
 generation) the old path (float32, every
 position scored) and the new one (bf16 autocast over float32 weights, completion tokens only) give the same rewards
@@ -12,7 +12,7 @@ from conftest import ROOT
 
 from common.errors import TaseError
 from common.prefill import common_prefix
-from recipes import cpu_speed
+from recipes.features.cpu_speed import speed as cpu_speed
 
 CONFIG = str(ROOT / "recipes" / "configs" / "grpo_combine_cpu.yaml")
 # SmolLM2-135M's embeddings, tied LM head, final norm and first 2 of its 30 layers: the real weights' scales (what bf16
@@ -54,7 +54,7 @@ def test_cpu_bf16_resolves_where_native_and_explicit_bf16_wins():
 
 
 def test_cpu_bf16_reaches_the_parsed_config(tmp_path):
-    from recipes.grpo_args import parse
+    from recipes.grpo_core.args import parse
 
     base = ["--config", CONFIG, "--output_dir", str(tmp_path / "run"), "--use_cpu", "true"]
     _, cfg, _ = parse(base)  # the config says cpu_bf16: auto
@@ -70,11 +70,11 @@ def _trainer(tmp_path, cpu_bf16: str, model):
     """The recipe's sync trainer for the combine config (as recipes/grpo.py builds it), without training."""
     from trl import GRPOTrainer
 
-    from recipes.data import build_dataset
-    from recipes.grpo_args import parse
-    from recipes.grpo_run import tokenizer
-    from recipes.model import resolve
-    from recipes.reward_funcs import resolve_rewards
+    from recipes.grpo_core.args import parse
+    from recipes.grpo_core.reward_funcs import resolve_rewards
+    from recipes.grpo_core.run import tokenizer
+    from recipes.shared.data import build_dataset
+    from recipes.shared.model import resolve
 
     tase, cfg, model_args = parse(["--config", CONFIG, "--output_dir", str(tmp_path / cpu_bf16), "--use_cpu", "true",
                                    "--cpu_bf16", cpu_bf16, "--num_train_examples", "8", "--report_to", "none",
@@ -267,8 +267,8 @@ def sft_trainer_batch(real_first_layers, tmp_path_factory):
     from transformers import AutoTokenizer
     from trl import SFTTrainer
 
-    from recipes.parser import parse_config
     from recipes.sft_warmup import build_sft_dataset, option_types
+    from recipes.shared.parser import parse_config
 
     out = tmp_path_factory.mktemp("sft_prefix")
     data_args, cfg, _, *extra = parse_config(option_types(), [
@@ -318,7 +318,7 @@ def test_sft_shared_prefix_learns_what_the_full_forward_learns(sft_trainer_batch
     plain = model.forward
     try:
         full = _sft_step(trainer, batch)
-        assert cpu_speed.sft_speed_up(trainer) == [  # what recipes/features/cpu_speed.py applies (use_cpu)
+        assert cpu_speed.sft_speed_up(trainer) == [  # what recipes/features/cpu_speed/__init__.py applies (use_cpu)
             "LM head scores completion tokens only; the batch's shared prefix computed once"]
         seen: list[tuple[int, int]] = []
         hook = model.model.layers[0].register_forward_hook(lambda m, a, o: seen.append(tuple(a[0].shape[:2])))

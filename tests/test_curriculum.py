@@ -16,7 +16,7 @@ PY = sys.executable
 
 
 def _cur(counts, **kw):
-    from recipes.curriculum import Curriculum
+    from recipes.features.curriculum.levels import Curriculum
 
     return Curriculum(counts, **kw)
 
@@ -45,7 +45,7 @@ def test_levels_move_by_window_thresholds_and_bounds():
 
 
 def test_curriculum_options_are_one_line():
-    from recipes.config import TaseArgs
+    from recipes.shared.config import TaseArgs
 
     base = dict(tasks=["sentence_length"], langs=["en"], streaming=True, curriculum=True)
     TaseArgs(**base)  # fine
@@ -105,9 +105,9 @@ def test_registry_refuses_levels_of_unknown_knobs():
 def test_reward_wrapper_moves_levels_from_group_verdicts():
     """CurriculumReward on a real batch (rows drawn at a level, two GRPO groups of 2): returns the wrapped reward
     unchanged, moves the task by each group's strict accuracy, logs tase/curriculum/<task>/level."""
-    from recipes import data
-    from recipes.config import TaseArgs
-    from recipes.curriculum import CurriculumReward
+    from recipes.features.curriculum.levels import CurriculumReward
+    from recipes.shared import data
+    from recipes.shared.config import TaseArgs
     from rewards.trl import accuracy_strict
 
     args = TaseArgs(tasks=["sentence_length"], langs=["en"], subtasks=["count"], streaming=True, curriculum=True)
@@ -130,8 +130,8 @@ def test_guard_applies_at_every_level(tmp_path, fixture_root):
     """Held-out and official rows never reach training at any level: a held-out file of the very rows the stream draws
     first at that level, and the official sample, are both excluded from what the curriculum stream yields."""
     from common.guard import normalize_prompt
-    from recipes import data
-    from recipes.config import TaseArgs, data_streams, level_counts
+    from recipes.shared import data
+    from recipes.shared.config import TaseArgs, data_streams, level_counts
     from synth.guard import guard_from_specs
 
     official = guard_from_specs([f"official:{fixture_root}"])
@@ -163,8 +163,8 @@ def test_curriculum_run_logs_levels_and_resumes_at_saved_levels(tiny_model, tmp_
     """A CPU curriculum run (every group moves a level down: window 1, down 0.5, a random model scores 0) logs a level
     per task with levels (none for a static task); killed with SIGKILL after a checkpoint, it resumes at the levels
     that checkpoint saved, and its stream draws them."""
-    from recipes.curriculum import saved_state
-    from recipes.run_dir import checkpoint_problem
+    from recipes.features.curriculum.levels import saved_state
+    from recipes.shared.run_dir import checkpoint_problem
 
     out = tmp_path / "cur"
     cmd = [PY, "recipes/grpo.py", "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "4",
@@ -211,8 +211,8 @@ def test_start_restores_from_curriculum_json_or_trainer_state(tmp_path, capsys):
     from types import SimpleNamespace
 
     from common.errors import TaseError
-    from recipes.config import TaseArgs
-    from recipes.curriculum import STATE_FILE, start
+    from recipes.features.curriculum.levels import STATE_FILE, start
+    from recipes.shared.config import TaseArgs
 
     tase = TaseArgs(tasks=["sentence_length", "component_split", "freq_count"], langs=["en"], streaming=True,
                     curriculum=True, curriculum_start_level=1)

@@ -1,4 +1,4 @@
-"""Dynamic sampling (recipes/dynamic_sampling.py, issue 47): the group filter on real verdicts of real completions,
+"""Dynamic sampling (recipes/features/dynamic_sampling/sampling.py, issue 47): the group filter on real verdicts of real completions,
 the batch it builds (uniform groups never reach the loss), its options, the TRL/transformers sources it relies on
 (pinned), and a 3-step CPU GRPO run that logs tase/dynamic/ metrics and resumes at the same data position."""
 import hashlib
@@ -33,9 +33,9 @@ def test_format_term_alone_never_makes_a_group_mixed():
     """A group whose completions are all wrong but differ in format has a spread of total reward (what TRL's float
     std sees, and what OpenRLHF#1270 / NeMo-RL#4158 filtered on), yet its strict verdicts agree: uniform. One right
     answer among wrong ones is mixed."""
-    from recipes.config import TaseArgs
-    from recipes.dynamic_sampling import mixed_groups, verdict_level
-    from recipes.reward_funcs import resolve_rewards
+    from recipes.features.dynamic_sampling.sampling import mixed_groups, verdict_level
+    from recipes.grpo_core.reward_funcs import resolve_rewards
+    from recipes.shared.config import TaseArgs
     from rewards.trl import accuracy_fine, format_reward, reward_columns
 
     row = freq_row("2")
@@ -63,7 +63,7 @@ def test_format_term_alone_never_makes_a_group_mixed():
 
 
 def test_select_keeps_mixed_groups_and_pads_with_the_earliest_uniform_ones():
-    from recipes.dynamic_sampling import select
+    from recipes.features.dynamic_sampling.sampling import select
 
     s = select([[False, True, False], [True, True, False]], need=3)  # 3 mixed found in 2 rounds: no padding
     assert (s.kept, s.padded, s.dropped, s.surplus) == ([(0, 1), (1, 0), (1, 1)], [], 3, 0)
@@ -79,7 +79,7 @@ def test_uniform_groups_never_reach_the_loss():
     advantage, and TRL's loss (masked per token) takes nothing from them."""
     import torch
 
-    from recipes.dynamic_sampling import Selection, merge
+    from recipes.features.dynamic_sampling.sampling import Selection, merge
 
     def part(n: int, p: int, c: int, base: int) -> dict:
         ids = torch.arange(base, base + n * c).view(n, c)
@@ -107,8 +107,8 @@ def test_uniform_groups_never_reach_the_loss():
 
 def test_options_are_checked_in_one_line(tmp_path):
     from common.errors import TaseError
-    from recipes.config import TaseArgs
-    from recipes.dynamic_sampling import check_run
+    from recipes.features.dynamic_sampling.sampling import check_run
+    from recipes.shared.config import TaseArgs
 
     for kw, want in (({"dynamic_sampling_max_rounds": -1}, "integer from 0 to 32"),
                      ({"dynamic_sampling_max_rounds": True}, "integer from 0 to 32"),
@@ -127,7 +127,7 @@ def test_options_are_checked_in_one_line(tmp_path):
     assert code == 2 and "trainer: sync only" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-# The sources DynamicGRPOTrainer relies on (recipes/dynamic_sampling.py), as of TRL 1.16.0 / transformers 5.19.0. A
+# The sources DynamicGRPOTrainer relies on (recipes/features/dynamic_sampling/sampling.py), as of TRL 1.16.0 / transformers 5.19.0. A
 # change to one of them fails here: re-check what the note says, then record the new digest.
 PINNED = {
     "trl.GRPOTrainer._prepare_inputs": ("calls _generate_and_score_completions once per generation batch (only then "
@@ -177,10 +177,10 @@ def source_digest(name: str) -> str:
 
 def test_trl_sources_it_relies_on_are_unchanged():
     """Fails when TRL or transformers change a method DynamicGRPOTrainer wraps or relies on: re-check the note."""
-    from recipes.dynamic_sampling import trainer_class
+    from recipes.features.dynamic_sampling.sampling import trainer_class
 
     changed = [f"{n} ({source_digest(n)}): re-check that {PINNED[n]}" for n in PINNED if source_digest(n) != DIGESTS[n]]
-    assert not changed, "TRL/transformers changed what recipes/dynamic_sampling.py relies on:\n" + "\n".join(changed)
+    assert not changed, "TRL/transformers changed what recipes/features/dynamic_sampling/sampling.py relies on:\n" + "\n".join(changed)
     cls = trainer_class()
     base = cls.__mro__[1]
     for meth in ("_generate_and_score_completions", "_calculate_rewards", "get_batch_samples"):

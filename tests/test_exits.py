@@ -217,7 +217,8 @@ def test_a_failed_in_process_ablation_step_ends_the_ablation_with_its_exit_code(
     import os
     import sys
 
-    from recipes import ablate, pipeline
+    from recipes import ablate
+    from recipes.steps import pipeline
 
     step = tmp_path / "grpo.py"  # an entry point of the project once its root is tmp_path
     step.write_text(f"import sys\n\n\ndef main(argv):\n    print({STEP_SAYS!r}, file=sys.stderr)\n    return 4\n")
@@ -242,7 +243,7 @@ def test_a_failed_in_process_ablation_step_ends_the_ablation_with_its_exit_code(
 
 def test_an_option_combination_the_trainer_refuses_is_one_line(tmp_path, capsys, default_model):
     """TRL checks some combinations only in the trainer's constructor (SFT's `padding_free` with `max_length` and no
-    packing): one line naming the trainer and TRL's reason, exit 2, no traceback (recipes/grpo_run.build)."""
+    packing): one line naming the trainer and TRL's reason, exit 2, no traceback (recipes/grpo_core/run.build)."""
     from conftest import ROOT
 
     from recipes import sft_warmup

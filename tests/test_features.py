@@ -138,7 +138,7 @@ def _sources(*, skip_features: bool) -> list[Path]:
     """The packages' Python files; without the features and the modules they declare as theirs."""
     from recipes.features import FEATURES
 
-    own = {ROOT / m for f in FEATURES for m in f.modules} | set((ROOT / "recipes" / "features").glob("*.py"))
+    own = {ROOT / m for f in FEATURES for m in f.modules} | set((ROOT / "recipes" / "features").rglob("*.py"))
     files = [p for d in ("recipes", "common", "eval", "synth", "rewards", "bench") for p in (ROOT / d).rglob("*.py")]
     return sorted(p for p in files if not (skip_features and p in own))
 
@@ -179,14 +179,16 @@ def test_entry_points_fold_the_one_list():
     recipes.features. The warm-up keeps its old names BudgetArgs and wall_clock_stop importable (one line)."""
     from recipes.features import FEATURES
 
-    mechanisms = {Path(m).stem for f in FEATURES for m in f.modules} | {f.name for f in FEATURES}
-    assert {"dynamic_sampling", "heldout", "curriculum", "guidance_trainer", "vllm_server_cpu"} <= mechanisms
+    packages = {f.name for f in FEATURES}  # each feature's package, recipes/features/<name>/
+    assert {"dynamic_sampling", "heldout", "curriculum", "guidance", "vllm_cpu"} <= packages
     for path in ("recipes/grpo.py", "recipes/async_grpo/main.py", "recipes/sft_warmup.py"):
         text = (ROOT / path).read_text(encoding="utf-8")
         text = text.replace("from recipes.features.budget import BudgetArgs, wall_clock_stop  # noqa: F401", "")
         named = set()
         for module, names in re.findall(r"^\s*from recipes(?:\.([\w.]+))? import ([^\n#]+)", text, re.M):
-            named |= (set(module.split(".")) | {n.strip() for n in names.split(",")}) & mechanisms
+            parts = (module or "").split(".")
+            if parts[0] == "features":
+                named |= set(parts[1:2]) | ({n.strip() for n in names.split(",")} & packages)
         assert named == set(), (path, named)
         assert "features." in text, path
 
@@ -197,7 +199,7 @@ def test_a_renamed_option_still_works_with_one_deprecation_line(tmp_path, capsys
     new name prints none."""
     from conftest import call_main
 
-    from recipes.grpo_args import parse
+    from recipes.grpo_core.args import parse
 
     cfg = tmp_path / "old.yaml"
     cfg.write_text("dynamic_sampling_verdict: coarse\n")
@@ -215,3 +217,17 @@ def test_a_renamed_option_still_works_with_one_deprecation_line(tmp_path, capsys
                            str(tmp_path / "o"), "--dry-run"])
     assert code == 2 and err.splitlines()[0] == note
     assert "--dynamic_sampling_granularity" in err.splitlines()[-1] and "invalid choice: 'total'" in err  # its new name
+
+
+def test_each_feature_is_one_package_and_recipes_top_level_is_small():
+    """Each listed feature is the package recipes/features/<name>/ (its adapter in __init__.py), the modules it
+    declares as its implementation live in that package and nowhere else, and recipes/ keeps at most 15 modules at
+    its top level (the entry points; the rest sits in sub-packages)."""
+    from recipes.features import FEATURES
+
+    for f in FEATURES:
+        home = ROOT / "recipes" / "features" / f.name
+        assert type(f).__module__ == f"recipes.features.{f.name}" and (home / "__init__.py").is_file(), f.name
+        assert all((ROOT / m).is_file() and (ROOT / m).parent == home for m in f.modules), (f.name, f.modules)
+    top = sorted(p.name for p in (ROOT / "recipes").glob("*.py"))
+    assert len(top) <= 15, top

@@ -1,5 +1,5 @@
 """The GRPO front door (issue 48): the sync entry stays apart from async-only code, no recipe module grows past 400
-lines, and the one YAML reader (common.yamlfile.read) with what the launchers ask it (recipes.parser.config_value)."""
+lines, and the one YAML reader (common.yamlfile.read) with what the launchers ask it (recipes.shared.parser.config_value)."""
 from __future__ import annotations
 
 import subprocess
@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 from common.yamlfile import YamlFileError, read
-from recipes.parser import config_value
+from recipes.shared.parser import config_value
 
 
 def test_no_recipe_module_is_over_400_lines():

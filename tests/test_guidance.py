@@ -1,4 +1,4 @@
-"""Guided GRPO (recipes/guidance.py, issue 63): which groups are guided (all strict verdicts fail, scripted), hints
+"""Guided GRPO (recipes/features/guidance/hints.py, issue 63): which groups are guided (all strict verdicts fail, scripted), hints
 declared by the task modules from each row's own gold, no hint reaching evaluation, held-out or official rows, the
 options, and CPU GRPO runs that log guided groups and hint levels (with dynamic sampling, num_iterations 2 and
 gradient accumulation) and resume the hint schedule after kill -9."""
@@ -23,8 +23,8 @@ def test_only_groups_whose_strict_verdicts_all_fail_are_hinted():
     fails and gets a hinted prompt (its own gold's hint at the schedule's level); a group with one right answer is
     mixed and does not, nor does an all-right group, nor a failed group of a row that is not a synth row."""
     import synth
-    from recipes.data import to_row
-    from recipes.guidance import failed_groups, plan_hints
+    from recipes.features.guidance.hints import failed_groups, plan_hints
+    from recipes.shared.data import to_row
     from rewards.trl import batch_scores, reward_columns
     from synth.core import HINT_PREFIX
 
@@ -78,24 +78,24 @@ def test_hints_are_declared_by_task_modules_from_the_rows_gold_only():
 
 
 def test_no_hint_reaches_evaluation_heldout_or_official_rows(fixture_root, tmp_path):
-    """Hints exist only in recipes/guidance.py: no evaluation or held-out module imports it or the synth hint builder;
+    """Hints exist only in recipes/features/guidance/hints.py: no evaluation or held-out module imports it or the synth hint builder;
     official rows (every file of the fixture release) and held-out rows get no hint from it (only synth training ids
     are hinted), and the prompts eval builds for them carry no hint text."""
     from common.prompts import build_messages
     from eval.data import load_official
-    from recipes.config import TaseArgs
-    from recipes.data import to_row
-    from recipes.guidance import gold_text, hint_for
-    from recipes.heldout_rows import records
+    from recipes.features.guidance.hints import gold_text, hint_for
+    from recipes.features.heldout.rows import records
+    from recipes.shared.config import TaseArgs
+    from recipes.shared.data import to_row
     from synth.core import HINT_PREFIX
 
     users = []
-    for path in [*(ROOT / "eval").rglob("*.py"), *(ROOT / "recipes").glob("heldout*.py"), ROOT / "recipes/select_checkpoint.py",
+    for path in [*(ROOT / "eval").rglob("*.py"), *(ROOT / "recipes/features/heldout").glob("*.py"), ROOT / "recipes/select_checkpoint.py",
                  ROOT / "recipes/proof_stages/evaluate.py"]:
         tree = ast.parse(path.read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
         mods = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        if {"guidance", "task_hint", "hint_for", "HINT_PREFIX"} & names or "recipes.guidance" in mods | names:
+        if {"guidance", "task_hint", "hint_for", "HINT_PREFIX"} & names or "recipes.features.guidance.hints" in mods | names:
             users.append(str(path))
     assert not users, users
     official = list(load_official(fixture_root))
@@ -112,7 +112,7 @@ def test_no_hint_reaches_evaluation_heldout_or_official_rows(fixture_root, tmp_p
 
 
 def test_options_are_checked_in_one_line(tmp_path):
-    from recipes.config import TaseArgs
+    from recipes.shared.config import TaseArgs
 
     for kw, msg in (({"guidance": "hints"}, "guidance must be one of none, hint, gold, both"),
                     ({"guidance": "hint", "guidance_window": 0}, "guidance_window must be an integer >= 1"),
@@ -129,7 +129,7 @@ def test_options_are_checked_in_one_line(tmp_path):
 
 
 def test_hint_schedule_moves_by_unhinted_success_and_by_step():
-    from recipes.guidance import HintSchedule
+    from recipes.features.guidance.hints import HintSchedule
 
     s = HintSchedule({"a": 3, "none": 0}, "success", start=0, window=2, up=0.5, down=0.0)
     assert s.level("none") is None and s.level("a") == 0
@@ -210,8 +210,8 @@ def test_kill_then_resume_continues_the_hint_schedule(tiny_model, tmp_path):
     group (window 1, down 0.5, start at the weakest level 2; a random model never succeeds) logs guided groups and
     hint levels; killed with SIGKILL after a checkpoint, it resumes at the level that checkpoint saved."""
     import synth
-    from recipes.guidance import saved_state
-    from recipes.run_dir import checkpoint_problem
+    from recipes.features.guidance.hints import saved_state
+    from recipes.shared.run_dir import checkpoint_problem
 
     rows = list(synth.generate("component_split", "en", 40, 1234, "split", max_len=8))
     data = tmp_path / "train.jsonl"

@@ -1,4 +1,4 @@
-"""Evaluation during training (recipes/heldout.py, issue 50): the held-out rows guarded against the training stream
+"""Evaluation during training (recipes/features/heldout/evaluation.py, issue 50): the held-out rows guarded against the training stream
 and the `exclude` benchmarks by construction, the headline numbers shared with select_checkpoint
 (eval/headline.py), the option checks, and a CPU GRPO run that scores the held-out set every step, logs it to
 TensorBoard and metrics.jsonl and keeps the best checkpoint (named in best_checkpoint.json) through rotation."""
@@ -20,7 +20,7 @@ TINY = ["--use_cpu", "true", "--bf16", "false", "--tasks", "sort_lengths", "freq
 
 
 def data_args(**kw):
-    from recipes.config import DataArgs
+    from recipes.shared.config import DataArgs
 
     return DataArgs(**{"tasks": ["sentence_length"], "langs": ["en"], "max_len": 4, "num_train_examples": 300,
                        "held_out_rows": 20, **kw})
@@ -30,8 +30,8 @@ def test_heldout_rows_are_kept_out_of_training_and_benchmarks(tmp_path):
     """sentence_length at max_len 4 repeats prompts across seeds (18 of 50 measured), so without the guard the
     training stream holds held-out prompts; with it none, and the held-out rows skip an `exclude` file's prompts."""
     from common.guard import normalize_prompt
-    from recipes import heldout_rows as heldout
-    from recipes.data import iter_records
+    from recipes.features.heldout import rows as heldout
+    from recipes.shared.data import iter_records
 
     args = data_args()
     held = heldout.records(args)
@@ -89,7 +89,7 @@ def test_option_checks_are_one_line(tmp_path):
                         (["--held_out_rows", "4", "--synth_seed", "7", "--held_out_seed", "7"], "equals synth_seed")):
         code, err = call_main([*base, *extra])
         assert code == 2 and want in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    from recipes.heldout import check
+    from recipes.features.heldout.evaluation import check
 
     cfg = SimpleNamespace(eval_strategy="steps", metric_for_best_model="loss", greater_is_better=False)
     check(data_args(), cfg)  # transformers' load_best_model_at_end default "loss" becomes the held-out metric
@@ -97,7 +97,7 @@ def test_option_checks_are_one_line(tmp_path):
     cfg = SimpleNamespace(eval_strategy="steps", metric_for_best_model="eval_tase/heldout/official_acc")
     check(data_args(), cfg)
     assert cfg.metric_for_best_model == "tase/heldout/official_acc"
-    from recipes import features  # the trainers it works with are declared (recipes/features/heldout.py)
+    from recipes import features  # the trainers it works with are declared (recipes/features/heldout/__init__.py)
 
     with pytest.raises(Exception, match="trainer: sync"):
         features.check(features.Run(data_args(), SimpleNamespace(eval_strategy="steps", metric_for_best_model=None,
@@ -106,7 +106,7 @@ def test_option_checks_are_one_line(tmp_path):
 
 def test_the_committed_best_checkpoint_files_read_as_the_one_shape():
     """docs/results keeps the files runs wrote (never rewritten): each reads through the one reader as written."""
-    from recipes.best_checkpoint import read
+    from recipes.shared.best_checkpoint import read
 
     found = sorted((ROOT / "docs" / "results").glob("**/best_checkpoint.json"))
     assert len(found) >= 3
@@ -117,7 +117,7 @@ def test_the_committed_best_checkpoint_files_read_as_the_one_shape():
 
 
 def test_best_record_takes_the_highest_and_the_earlier_of_equals(tmp_path):
-    from recipes.heldout import best_record
+    from recipes.features.heldout.evaluation import best_record
 
     m = "tase/heldout/strict_acc"
     hist = [{"step": 0, m: 0.75}, {"step": 1, "loss": 0.1}, {"step": 2, m: 0.25}, {"step": 4, m: 0.5}, {"step": 6, m: 0.5}, {"step": 8, m: 0.0}]
@@ -169,7 +169,7 @@ def test_grpo_and_sft_evaluate_held_out_rows_and_keep_the_best_checkpoint(tiny_m
     want = next(s for s, v in logged if v == top)  # the highest logged value, the earliest step among equals
     assert (best["metric"], best["step"], best["value"]) == (key, want, top)
     assert best["evaluations"] == [{"step": s, "value": v} for s, v in logged]
-    from recipes.best_checkpoint import problem
+    from recipes.shared.best_checkpoint import problem
 
     assert problem(best) is None  # the one chosen-checkpoint shape, select_checkpoint.py's too (issue 61)
     assert Path(best["path"]) == grpo / f"checkpoint-{want}" and (grpo / f"checkpoint-{want}" / "model.safetensors").is_file()

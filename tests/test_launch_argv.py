@@ -175,7 +175,7 @@ def test_cpu_launcher_passes_every_value_intact(shim, odd, tmp_path):
 def test_cpu_launcher_former_granularity_flag_is_one_deprecation_line(shim):
     """`launch/cpu.sh --granularity G` is now `--reward_granularity G` (one name for the reward's granularity): the
     former flag still sets it, with exactly one deprecation line on stderr (the recipes' own text), the new one none."""
-    from recipes.parser import deprecation_note
+    from recipes.shared.parser import deprecation_note
 
     env, rec = shim
     note = deprecation_note("granularity", "reward_granularity") + "\n"

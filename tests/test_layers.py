@@ -335,7 +335,7 @@ def test_importing_the_library_sets_no_process_state():
             "import common, common.readers, common.models, common.paths, common.process, common.guard; "
             "import synth, synth.readers, rewards, eval.data, eval.aggregate, eval.compare, eval.runner; "
             "import eval.__main__; "
-            "import recipes.config, recipes.run_dir, recipes.data, recipes.model, recipes.grpo; "
+            "import recipes.shared.config, recipes.shared.run_dir, recipes.shared.data, recipes.shared.model, recipes.grpo; "
             "print(os.environ.get('OMP_WAIT_POLICY'), csv.field_size_limit() == lim)")
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env["PYTHONPATH"] = str(ROOT)

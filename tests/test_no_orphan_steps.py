@@ -1,6 +1,6 @@
 """A pipeline step dies with its pipeline (issue 36, orphans): `kill -9` of `make proof` / the demo / the ablation
 driver used to leave its running step (an `eval run`, a training) alive, holding its output's lock against the
-rerun. recipes/pipeline.py starts each step with common.process.die_with_parent (PR_SET_PDEATHSIG)."""
+rerun. recipes/steps/pipeline.py starts each step with common.process.die_with_parent (PR_SET_PDEATHSIG)."""
 from __future__ import annotations
 
 import signal
@@ -10,7 +10,7 @@ import time
 
 from tests.conftest import ROOT
 
-DRIVER = ("import sys; from pathlib import Path; from recipes.pipeline import Steps\n"
+DRIVER = ("import sys; from pathlib import Path; from recipes.steps.pipeline import Steps\n"
           "Steps('t', 1, Path('.'), log_dir=Path(sys.argv[2]) if sys.argv[2] != '-' else None)"
           "(1, 'sleep', [sys.executable, '-c', 'import time; time.sleep(120)', sys.argv[1]])\n")
 

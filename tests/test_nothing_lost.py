@@ -499,7 +499,7 @@ def test_os_errors_always_name_something():
 def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
     """`make demo` printed 482 lines, 291 of them vLLM INFO/WARNING lines: its steps' library log lines go
     to a file; progress bars, results and errors still reach the terminal."""
-    from recipes.pipeline import run_filtered
+    from recipes.steps.pipeline import run_filtered
 
     script = ("import sys, warnings\n"
               "print('(EngineCore pid=7) WARNING 11-24 17:00:06 [vllm.py:1] CPU note', file=sys.stderr)\n"

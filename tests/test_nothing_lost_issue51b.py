@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def batch() -> dict:
     """A real GRPO batch as TRL hands it to a reward function: 2 synth rows x 2 generations, chat prompts and
-    completions, the row columns recipes/data.to_row writes."""
-    from recipes.data import to_row
+    completions, the row columns recipes/shared/data.to_row writes."""
+    from recipes.shared.data import to_row
     from synth.core import generate
 
     rows = [to_row(r, "system") for r in generate("freq_count", "en", 2, seed=3)]
@@ -56,7 +56,7 @@ def user_module(tmp_path, monkeypatch):
 
 
 def test_user_rewards_from_the_current_directory_come_first_and_log_apart(user_module, batch):
-    from recipes.reward_funcs import load_reward_funcs
+    from recipes.grpo_core.reward_funcs import load_reward_funcs
 
     funcs = load_reward_funcs(["accuracy_fine", "rewards:mine", "rewards:accuracy_fine", "rewards.accuracy_fine"])
     # ours keeps its name; the cwd's rewards.py is read (not our package of that name); a user accuracy_fine logs
@@ -79,7 +79,7 @@ def test_user_rewards_from_the_current_directory_come_first_and_log_apart(user_m
     ("bomb", "rewards:bomb: value 0 is an integer past float32's range"),
 ])
 def test_bad_user_reward_output_is_one_line_naming_the_function(user_module, batch, name, expect):
-    from recipes.reward_funcs import load_reward_funcs
+    from recipes.grpo_core.reward_funcs import load_reward_funcs
 
     func = load_reward_funcs([f"rewards:{name}"])[0]
     with pytest.raises(RewardInputError) as e:
@@ -89,10 +89,10 @@ def test_bad_user_reward_output_is_one_line_naming_the_function(user_module, bat
 
 
 def test_a_bad_reward_stops_training_in_one_line(user_module, batch):
-    """recipes/grpo_run.py train() turns the first bad batch into the recipe's one line (TaseError), whatever the
+    """recipes/grpo_core/run.py train() turns the first bad batch into the recipe's one line (TaseError), whatever the
     trainer: here a stand-in trainer whose train() calls the reward as GRPOTrainer does."""
-    from recipes.grpo_run import train
-    from recipes.reward_funcs import load_reward_funcs
+    from recipes.grpo_core.reward_funcs import load_reward_funcs
+    from recipes.grpo_core.run import train
 
     func = load_reward_funcs(["rewards:inf"])[0]
     trainer = SimpleNamespace(train=lambda resume_from_checkpoint=None: func(**batch))
@@ -106,7 +106,7 @@ def test_a_bad_reward_stops_training_in_one_line(user_module, batch):
 @pytest.mark.parametrize("tracker, package", [("comet_ml", "comet_ml"), ("mlflow", "mlflow"), ("flyte", "flytekit"),
                                               ("azure_ml", "azureml")])
 def test_known_tracker_not_installed_is_refused_naming_the_package(tracker, package):
-    from recipes.tracking import check_trackers
+    from recipes.features.tracking.metrics import check_trackers
 
     why = check_trackers(SimpleNamespace(report_to=["tensorboard", tracker]))
     if importlib.util.find_spec(package) is not None:  # not in the lock; where someone installed it, it is taken
@@ -119,7 +119,7 @@ def test_known_tracker_not_installed_is_refused_naming_the_package(tracker, pack
 def test_every_tracker_transformers_knows_has_a_package():
     from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
 
-    from recipes.tracking import TRACKERS
+    from recipes.features.tracking.metrics import TRACKERS
 
     assert set(INTEGRATION_TO_CALLBACK) <= set(TRACKERS)
 
@@ -136,8 +136,8 @@ BOMB = "".join([
 def grpo_parse(tmp_path: Path, yaml_text: str) -> tuple:
     from trl import GRPOConfig, ModelConfig
 
-    from recipes.config import TaseArgs
-    from recipes.parser import parse_config
+    from recipes.shared.config import TaseArgs
+    from recipes.shared.parser import parse_config
 
     cfg = tmp_path / "recipe.yaml"
     cfg.write_text(yaml_text, encoding="utf-8")
@@ -236,7 +236,7 @@ def test_lora_export_checks_the_adapter_against_its_base(lora_adapter, tiny_mode
     import shutil
 
     from recipes.export import main
-    from recipes.lora_check import check_adapter
+    from recipes.shared.lora_check import check_adapter
 
     assert check_adapter(lora_adapter, None, False) == (str(tiny_model), str(tiny_model))  # the adapter's own base fits
     null = tmp_path / "null"
@@ -322,7 +322,7 @@ def test_a_hub_id_is_refused_alike_by_a_dry_run_and_a_real_start(tmp_path, tiny_
     from conftest import call_main, stub_hub_snapshot
     from huggingface_hub import constants
 
-    from recipes.model import resolve
+    from recipes.shared.model import resolve
 
     repo = "HuggingFaceTB/SmolLM2-135M-Instruct"
     line = (f"{repo}: no such model folder or GGUF file, nor a hub model of that id in the local Hugging Face cache "

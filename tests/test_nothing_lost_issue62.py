@@ -108,7 +108,7 @@ def test_gpu_memory_table_bad_input_is_one_line(tmp_path, capsys):
     ("x" * 300, "a name of 300 bytes"),
 ])
 def test_an_arm_name_that_is_no_folder_of_its_own_is_one_line(value, fragment):
-    from recipes.ablate_grid import expand, parse_vary
+    from recipes.steps.ablate_grid import expand, parse_vary
 
     with pytest.raises(TaseError, match="^--vary: arm ") as e:
         expand(parse_vary([f"run_name={value}"]))
@@ -153,7 +153,7 @@ def _ckpt(tmp_path: Path, own: object | None, copy: dict | None) -> Path:
 @pytest.mark.parametrize("own", ["[]", "null", "5", '{"moves": "x"}', '{"levels": {"sentence_length": "x"}}',
                                  '{"levels": {"sentence_length": [1]}}', '{"levels": {}, "moves": [1]}', "{not json"])
 def test_a_curriculum_json_of_the_wrong_shape_falls_back_to_trainer_state(tmp_path, capsys, own):
-    from recipes.curriculum import saved_state
+    from recipes.features.curriculum.levels import saved_state
 
     copy = {"levels": {"sentence_length": 3}, "scores": {"sentence_length": [0.5]}, "moves": 1}
     assert saved_state(_ckpt(tmp_path, own, copy)) == copy
@@ -166,7 +166,7 @@ def test_a_curriculum_json_of_the_wrong_shape_falls_back_to_trainer_state(tmp_pa
 
 
 def test_curriculum_json_that_is_a_folder_is_one_line(tmp_path):
-    from recipes.curriculum import saved_state
+    from recipes.features.curriculum.levels import saved_state
 
     ckpt = _ckpt(tmp_path, None, None)
     (ckpt / "curriculum.json").mkdir()
@@ -209,7 +209,7 @@ def test_a_corrupted_best_checkpoint_json_is_one_line(tmp_path, sel):
 
 
 def test_dynamic_sampling_state_of_the_wrong_shape_is_one_line():
-    from recipes.dynamic_sampling import saved_counts
+    from recipes.features.dynamic_sampling.sampling import saved_counts
 
     assert saved_counts(None, 6) == {"pos": 6, "extra": 0, "prompts": 0, "short_epochs": 0}
     assert saved_counts([{"attributes": {"pos": 3, "extra": 1}}], 6)["extra"] == 1
@@ -366,8 +366,8 @@ def test_proof_null_optional_keys_mean_their_defaults(tmp_path):
 
 
 def test_preset_dapo_adds_soft_overlong_to_explicit_reward_funcs():
-    from recipes.grpo_args import parse
-    from recipes.reward_funcs import resolve_rewards
+    from recipes.grpo_core.args import parse
+    from recipes.grpo_core.reward_funcs import resolve_rewards
 
     tase, cfg, _ = parse([*GRPO[1:], "--preset", "dapo", "--reward_funcs", "accuracy_fine", "format", "--dry-run"])
     assert tase.soft_overlong and resolve_rewards(tase, cfg).names == ["accuracy_fine", "format", "soft_overlong"]
@@ -390,7 +390,7 @@ def test_dry_run_length_counts_a_fractional_epoch(tmp_path, tiny_model, capsys):
 
 
 def test_held_out_rows_come_from_the_training_files_tasks(tmp_path):
-    from recipes.heldout_rows import records
+    from recipes.features.heldout.rows import records
     from synth.core import generate
 
     f = tmp_path / "train.jsonl"
@@ -425,7 +425,7 @@ CURRICULUM_STATES = st.one_of(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(own=CURRICULUM_STATES)
 def test_any_curriculum_json_gives_state_a_fallback_or_one_line(tmp_path, own):
-    from recipes.curriculum import Curriculum, saved_state, state_problem
+    from recipes.features.curriculum.levels import Curriculum, saved_state, state_problem
 
     copy = {"levels": {"sentence_length": 1}}
     (tmp_path / "c").mkdir(exist_ok=True)

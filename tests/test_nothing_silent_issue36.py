@@ -289,7 +289,7 @@ def test_grpo_dry_run_checks_what_a_real_start_checks(tmp_path, capsys):
     code, err = grpo([*base, "--train_data", str(typo.with_name("ok.jsonl"))], capsys)  # control: a bad path
     assert code == 2 and "no such file" in err
     (tmp_path / "ok.jsonl").write_text(jl(GOOD, GOOD2))  # and good inputs pass the same checks
-    from recipes.grpo_args import parse, validate
+    from recipes.grpo_core.args import parse, validate
 
     validate(*parse([*base, "--train_data", str(tmp_path / "ok.jsonl"), "--reward_weights", "1", "0.5",
                          "--temperature", "0.7"]))

@@ -1,4 +1,4 @@
-"""Loss presets (recipes/presets.py, recipes/configs/presets/*.yaml): each runs one CPU GRPO step with the options it
+"""Loss presets (recipes/features/presets/overlays.py, recipes/configs/presets/*.yaml): each runs one CPU GRPO step with the options it
 names in force, the command line overrides a preset, and DAPO's soft overlong punishment is TRL's Eq. 13 reward."""
 import json
 import subprocess
@@ -22,7 +22,7 @@ EXPECT = {  # preset -> options the trainer must have run with (from training_ar
 
 
 def test_every_shipped_preset_is_tested():
-    from recipes.presets import preset_names
+    from recipes.features.presets.overlays import preset_names
 
     assert preset_names() == sorted(EXPECT)
 
@@ -65,7 +65,7 @@ def test_preset_runs_one_cpu_step(preset, preset_runs):
     step = next(m for m in logs if "reward" in m)
     assert "rewards/accuracy_fine/mean" in step and "rewards/format/mean" in step
     names = saved["rewards"]["names"]
-    for name, weight in zip(names, saved["rewards"]["weights"], strict=False):  # per-reward logging (recipes/reward_log.py)
+    for name, weight in zip(names, saved["rewards"]["weights"], strict=False):  # per-reward logging (recipes/features/reward_log/weighted.py)
         assert step[f"tase/reward/{name}/mean"] == pytest.approx(step[f"rewards/{name}/mean"], abs=1e-6)
         assert step[f"tase/reward/{name}/weighted"] == pytest.approx(weight * step[f"rewards/{name}/mean"], abs=1e-6)
     assert sum(step[f"tase/reward/{n}/weighted"] for n in names) == pytest.approx(step["reward"], abs=1e-5)
@@ -77,7 +77,7 @@ def test_preset_runs_one_cpu_step(preset, preset_runs):
 
 
 def test_command_line_overrides_preset_and_bad_preset_is_one_line(tmp_path):
-    from recipes.grpo_args import parse
+    from recipes.grpo_core.args import parse
 
     base = ["--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--output_dir", str(tmp_path / "o"), "--dry-run"]
     tase, cfg, _ = parse([*base, "--preset", "gspo", "--epsilon", "0.1"])
@@ -91,7 +91,7 @@ def test_command_line_overrides_preset_and_bad_preset_is_one_line(tmp_path):
 
 
 def test_soft_overlong_is_dapo_eq13():
-    from recipes.presets import soft_overlong
+    from recipes.features.presets.overlays import soft_overlong
 
     f = soft_overlong(10, 4)  # no penalty up to 6 tokens, then -1/4 per token, -1 past 10
     assert f.__name__ == "soft_overlong"
@@ -103,7 +103,7 @@ def test_soft_overlong_is_dapo_eq13():
 
 
 def test_weighted_log_returns_what_it_wraps_and_logs_the_contribution():
-    from recipes.reward_log import WeightedLog, contribution, log_weighted
+    from recipes.features.reward_log.weighted import WeightedLog, contribution, log_weighted
 
     def format(completions, **kw):  # noqa: A001 - a reward function named as ours is
         return [1.0, 0.5, None, 0.0]

@@ -26,8 +26,8 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 def test_subtasks_draw_only_those_cells_exactly_as_the_synth_cli(tmp_path):
-    from recipes.config import DataArgs
-    from recipes.data import iter_records
+    from recipes.shared.config import DataArgs
+    from recipes.shared.data import iter_records
 
     args = DataArgs(tasks=["component_split"], langs=["en"], subtasks=["combine"], num_train_examples=40,
                     synth_seed=SEED, paraphrase=False)
@@ -44,8 +44,8 @@ def test_subtasks_draw_only_those_cells_exactly_as_the_synth_cli(tmp_path):
 
 
 def test_subtasks_keep_each_task_s_listed_subtasks_round_robin():
-    from recipes.config import DataArgs
-    from recipes.data import iter_records
+    from recipes.shared.config import DataArgs
+    from recipes.shared.data import iter_records
 
     args = DataArgs(tasks=["component_split"], langs=["en", "zh"], subtasks=["combine", "split"],
                     num_train_examples=8, synth_seed=SEED)
@@ -62,8 +62,8 @@ def test_subtasks_keep_each_task_s_listed_subtasks_round_robin():
 def test_subtasks_unset_draws_the_same_records_as_before(kw):
     """The default path is the old one: one synth.generate stream per task x lang, round-robin."""
     import synth
-    from recipes.config import DataArgs
-    from recipes.data import iter_records
+    from recipes.shared.config import DataArgs
+    from recipes.shared.data import iter_records
     from synth.mixture import load_mixture
 
     args = DataArgs(num_train_examples=60, synth_seed=SEED, **kw)
@@ -76,7 +76,7 @@ def test_subtasks_unset_draws_the_same_records_as_before(kw):
 
 
 def test_subtask_no_listed_task_has_is_a_value_error():
-    from recipes.config import DataArgs
+    from recipes.shared.config import DataArgs
 
     with pytest.raises(ValueError, match=r"^subtasks: task 'component_count' has none of combine"):
         DataArgs(tasks=["component_split", "component_count"], langs=["en"], subtasks=["combine"])
@@ -267,9 +267,9 @@ def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root)
     # the control's recipe config parses (TrlParser, as sft_warmup.py does) to the GRPO arms' data
     from trl import ModelConfig, SFTConfig
 
-    from recipes.config import DataArgs
-    from recipes.parser import parse_config
     from recipes.sft_warmup import BudgetArgs
+    from recipes.shared.config import DataArgs
+    from recipes.shared.parser import parse_config
 
     cfg = load_config(str(proof_config(tmp_path)))
     grpo_data = proof_inputs.data_args(ROOT / cfg.grpo.config, cfg.grpo.options)
@@ -317,8 +317,8 @@ def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):
     is a row of the accuracy table, and GRPO fine vs control and control vs warm-up are paired-CI lines."""
     from eval.gold import gold_predictions
     from eval.runner import score_predictions
-    from recipes.pipeline import Steps
     from recipes.proof_stages import report as proof_report, train as proof_train
+    from recipes.steps.pipeline import Steps
     from synth import generate
     from synth.readers import load_data
 
@@ -402,8 +402,8 @@ def test_the_char_classification_proof_config_weights_its_pool_and_pins_float32(
 def test_repeat_answers_weights_the_drawn_rows_by_gold_answer(tmp_path):
     """num_train_examples rows are drawn, then each whose gold answer is named comes K times; a malformed
     entry is one ValueError line."""
-    from recipes.config import DataArgs
-    from recipes.data import iter_records
+    from recipes.shared.config import DataArgs
+    from recipes.shared.data import iter_records
 
     f = tmp_path / "pool.jsonl"
     f.write_text("".join(json.dumps({"id": f"r{i}", "task": "dot_matrix", "subtask": "char_classification",

@@ -20,8 +20,8 @@ DIGITAL = dict(tasks=["variant_normalize"], langs=["ko"], subtasks=["digital"], 
 
 
 def records(**kw) -> list[dict]:
-    from recipes.config import DataArgs
-    from recipes.data import iter_records
+    from recipes.shared.config import DataArgs
+    from recipes.shared.data import iter_records
 
     return list(iter_records(DataArgs(**kw)))
 
@@ -38,7 +38,7 @@ def test_skip_examples_draws_the_rows_after_the_skipped_ones(tmp_path):
 
 
 def test_a_negative_skip_examples_is_one_line():
-    from recipes.config import DataArgs
+    from recipes.shared.config import DataArgs
 
     with pytest.raises(ValueError, match=r"^skip_examples must be an integer >= 0, got -1$"):
         DataArgs(skip_examples=-1)

@@ -239,11 +239,11 @@ def test_selection_stage_runs_select_checkpoint_and_the_evaluations_take_its_cho
     and the summary's table names it."""
     import shutil
 
-    from recipes.pipeline import Steps
     from recipes.proof import parse_args
     from recipes.proof_stages import inputs as proof_inputs
     from recipes.proof_stages.evaluate import stage_evaluate
     from recipes.proof_stages.selection import selection_lines, stage_select
+    from recipes.steps.pipeline import Steps
     from synth import generate
 
     text = CONTROL_CONFIG.format().replace("arms: [coarse, fine]", "arms: [fine]").replace("max_new_tokens: 32",

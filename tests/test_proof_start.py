@@ -310,7 +310,7 @@ def test_level_arms_mix_with_named_ones(tmp_path):
     """`arms: [fine, {name: ..., reward_granularity: coarse, options: ...}]`: the plain fine arm as before, the named
     one with its options; the control follows fine by default. The key's former name `accuracy` (one name for the
     reward's granularity) still works, with exactly one deprecation line on stderr."""
-    from recipes.parser import deprecation_note
+    from recipes.shared.parser import deprecation_note
 
     good = CONFIG.read_text(encoding="utf-8")
     arms = good[good.index("  arms:\n"):good.index("  reward_funcs:")]

@@ -147,9 +147,9 @@ def test_harder_rows_are_beyond_the_official_range_and_the_plain_ones_unchanged(
 def test_rft_records_keep_the_strict_correct_samples_and_sft_trains_on_them(tmp_path):
     """The RFT data: each strict-correct sample as its prompt's record with `completion`; sft_warmup's dataset takes
     that completion instead of the gold answer's turn; no strict-correct sample: an empty file."""
-    from recipes.config import DataArgs
     from recipes.proof_stages.train import rft_records
     from recipes.sft_warmup import build_sft_dataset
+    from recipes.shared.config import DataArgs
 
     recs = list(__import__("synth").generate("component_split", "en", 2, 3, "combine"))
     prompts = tmp_path / "p.jsonl"

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from common.errors import TaseError
 from common.readers import load_jsonl
 from eval.runner import read_predictions
-from recipes.parser import ConfigFile
 from recipes.proof_stages.config import load_config
+from recipes.shared.parser import ConfigFile
 from rewards.trl import REWARD_FUNCS, RewardInputError
 from synth.mixture import load_mixture
 
@@ -107,8 +107,8 @@ def test_the_training_rewards_score_any_completion_or_refuse_in_one_line(row, te
 def grpo_parser():
     from trl import GRPOConfig, ModelConfig
 
-    from recipes.config import TaseArgs
-    from recipes.parser import RecipeParser
+    from recipes.shared.config import TaseArgs
+    from recipes.shared.parser import RecipeParser
 
     return RecipeParser((TaseArgs, GRPOConfig, ModelConfig))
 
@@ -120,7 +120,7 @@ OPTIONS = ("learning_rate", "seed", "tasks", "report_to", "generation_kwargs", "
                                                                   HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(OPTIONS), value=values)
 def test_any_yaml_value_of_a_recipe_option_is_checked_in_one_line(grpo_parser, key, value):
-    """The recipe's YAML type check (recipes/parser.py check_types) on any value of a few options: accepted, or
+    """The recipe's YAML type check (recipes/shared/parser.py check_types) on any value of a few options: accepted, or
     one bounded line naming the key."""
     try:
         text = yaml.safe_dump({key: value, "use_cpu": True})

@@ -48,7 +48,7 @@ def test_verbose_keeps_the_library_messages():
 
 
 def test_summary_line_is_short_and_names_what_matters():
-    from recipes.tracking import summary_line
+    from recipes.features.tracking.metrics import summary_line
 
     logs = {"loss": 0.0123, "grad_norm": 1.5, "learning_rate": 5e-06, "num_tokens": 12345.0,
             "completions/mean_length": 31.5, "rewards/accuracy_fine/mean": 0.3, "rewards/format/mean": 1.0,
@@ -114,7 +114,7 @@ def test_plot_of_one_step_has_whole_steps_and_a_colour_per_curve(tmp_path):
 
 @pytest.mark.parametrize("size,total", [("0.5B", 494_032_768), ("14B", 14_770_033_664), ("72B", 72_706_203_648)])
 def test_qwen25_shape_table_gives_the_released_parameter_counts(size, total):
-    from recipes.model_shapes import known_config, param_counts
+    from recipes.grpo_core.model_shapes import known_config, param_counts
 
     for name in (f"Qwen/Qwen2.5-{size}", f"Qwen/Qwen2.5-{size}-Instruct"):
         assert param_counts(known_config(name))[0] == total
@@ -127,7 +127,7 @@ def test_shape_table_matches_transformers_model():
     from accelerate import init_empty_weights
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    from recipes.model_shapes import known_config, param_counts
+    from recipes.grpo_core.model_shapes import known_config, param_counts
 
     for name in ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-7B-Instruct"):
         cfg = {k: v for k, v in known_config(name).items() if k not in ("model_type", "architectures")}

@@ -113,8 +113,8 @@ def test_training_rows_keep_reward_columns_and_length_cap(tiny_model):
     from transformers import AutoTokenizer
 
     from common.prompts import SYSTEM_PROMPT
-    from recipes import data
-    from recipes.config import DataArgs
+    from recipes.shared import data
+    from recipes.shared.config import DataArgs
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     args = DataArgs(tasks=["sort_lengths", "freq_count"], langs=["en"], max_len=30, num_train_examples=12)
@@ -259,9 +259,9 @@ def test_launchers_help_and_dry_run():
 
 
 def test_deepspeed_cpu_op_is_found_where_make_install_built_it(tmp_path, monkeypatch):
-    """recipes/distributed.extension_cache: the venv's prebuilt CPU comm op (make install) when it is there, else
+    """recipes/grpo_core/distributed.extension_cache: the venv's prebuilt CPU comm op (make install) when it is there, else
     the project cache (built once per cache on first use); an explicit TORCH_EXTENSIONS_DIR always wins."""
-    from recipes import distributed
+    from recipes.grpo_core import distributed
 
     venv, cache = tmp_path / "venv", tmp_path / "cache"
     monkeypatch.setattr(sys, "prefix", str(venv))
@@ -285,7 +285,7 @@ def test_precision_guard_defers_to_a_deepspeed_config_file(monkeypatch):
     the file's bf16 block governs, so a bf16 recipe is not refused there (the 7B offload row of the GPU table was)."""
     from types import SimpleNamespace
 
-    from recipes.distributed import precision_mismatch
+    from recipes.grpo_core.distributed import precision_mismatch
 
     bf16 = SimpleNamespace(bf16=True, fp16=False)
     monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")

@@ -1,4 +1,4 @@
-"""The recipes' command line (issue 40): read once by TRL's parser (recipes/parser.py), abbreviations refused,
+"""The recipes' command line (issue 40): read once by TRL's parser (recipes/shared/parser.py), abbreviations refused,
 GRPO's checks in its config's __post_init__ and one validate() for dry and real runs, and library code that
 raises TaseError where it finds a problem: only entry points (a recipe's `main`) print the line and exit 2
 (tests/test_exits.py scans the source for anything else that ends the process)."""
@@ -26,7 +26,7 @@ def test_an_abbreviated_option_is_refused_not_read_as_the_full_one(script, argv,
 
 
 def test_full_option_names_and_their_dash_spelling_still_parse():
-    from recipes.grpo_args import parse
+    from recipes.grpo_core.args import parse
 
     tase, cfg, _ = parse(["--config", str(ROOT / "recipes/configs/grpo_smollm2_cpu.yaml"), "--learning-rate", "3e-6",
                           "--reward_granularity=coarse", "--dry-run"])
@@ -41,7 +41,7 @@ def test_grpo_config_checks_ranges_in_post_init_and_keeps_trl_s_options():
 
     from trl import GRPOConfig
 
-    from recipes import grpo_args
+    from recipes.grpo_core import args as grpo_args
 
     cls = grpo_args.TaseGRPOConfig
     assert issubclass(cls, GRPOConfig) and cls is grpo_args.config_types("sync")[1]
@@ -57,16 +57,16 @@ def test_library_functions_raise_tase_error_and_main_prints_it(tmp_path, capsys)
     """Callable and recoverable in-process: the same problem is a TaseError from the library function and one
     line with exit 2 from the recipe's main."""
     from common.errors import TaseError
-    from recipes import run_dir
     from recipes.grpo import main
-    from recipes.parser import parse_config, read_yaml
+    from recipes.shared import run_dir
+    from recipes.shared.parser import parse_config, read_yaml
 
     (tmp_path / "f").write_text("a file\n")
     with pytest.raises(TaseError, match="is a file, not a folder"):
         run_dir.check_output_dir(str(tmp_path / "f"))
     with pytest.raises(TaseError, match="cannot read"):
         read_yaml(tmp_path / "missing.yaml")
-    from recipes.config import DataArgs
+    from recipes.shared.config import DataArgs
 
     with pytest.raises(TaseError, match="--config needs a file"):
         parse_config((DataArgs,), ["--config"])

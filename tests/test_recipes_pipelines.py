@@ -28,7 +28,7 @@ def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     steps = [l[2:].split() for l in res.stdout.splitlines() if l.startswith("+ ")]
     assert len(steps) == 8  # 2 arms x (train, export), 3 evaluations, compare: each an entry point run in-process
-    from recipes.pipeline import entry_main
+    from recipes.steps.pipeline import entry_main
 
     assert all(entry_main(c, ROOT) for c in steps)
     summary = json.loads((out / "ablation.json").read_text())
@@ -127,8 +127,8 @@ def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     re-scored to the same accuracy (a mismatch is caught), and the summary's table and gains."""
     from eval.gold import gold_predictions
     from eval.runner import score_predictions
-    from recipes.pipeline import Steps
     from recipes.proof_stages import config as proof_config, report as proof_report, train as proof_train
+    from recipes.steps.pipeline import Steps
     from synth import generate
     from synth.readers import load_data
 
@@ -190,8 +190,8 @@ def test_sft_prompts_filling_max_length_are_one_line(tiny_model, tmp_path, capsy
     from transformers import AutoTokenizer
 
     from recipes import sft_warmup
-    from recipes.config import DataArgs
-    from recipes.data import PromptLength, iter_records
+    from recipes.shared.config import DataArgs
+    from recipes.shared.data import PromptLength, iter_records
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     args = DataArgs(tasks=["sort_lengths"], langs=["en"], max_len=6, num_train_examples=8, synth_seed=5,

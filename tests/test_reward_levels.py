@@ -1,6 +1,6 @@
 """Reward levels have one home (issue 48): rewards/levels.py declares coarse, strict and fine and is the only code
 that turns a level into a reward name; each accuracy reward carries its own level; a run's rewards are resolved once
-(recipes/reward_funcs.resolve_rewards) into names, functions, weights and the level that tracking, dynamic sampling
+(recipes/grpo_core/reward_funcs.resolve_rewards) into names, functions, weights and the level that tracking, dynamic sampling
 and the async worker read.
 
 The source checks walk every library module and script (not tests/, not docstrings): a string that names an
@@ -115,7 +115,7 @@ def test_level_helpers():
 
 
 def _args(**kw):
-    from recipes.config import TaseArgs
+    from recipes.shared.config import TaseArgs
 
     return TaseArgs(tasks=["freq_count"], langs=["en"], **kw)
 
@@ -125,7 +125,7 @@ def _cfg(**kw):
 
 
 def test_resolve_rewards_from_the_granularity():
-    from recipes.reward_funcs import resolve_rewards
+    from recipes.grpo_core.reward_funcs import resolve_rewards
     from rewards import REWARD_FUNCS
 
     run = resolve_rewards(_args(), _cfg())
@@ -140,7 +140,7 @@ def test_resolve_rewards_from_the_granularity():
 def test_resolve_rewards_from_explicit_names_reads_each_functions_level():
     """The level is the first function's own `.level`; a user's function (by import path, even of one of ours, as
     before) carries none; the granularity is not read when names are given."""
-    from recipes.reward_funcs import resolve_rewards
+    from recipes.grpo_core.reward_funcs import resolve_rewards
 
     run = resolve_rewards(_args(reward_funcs=["format", "accuracy_strict", "accuracy_coarse"]), _cfg())
     assert (run.level, run.weights) == ("strict", [0.2, 1.0, 1.0])
@@ -152,7 +152,7 @@ def test_resolve_rewards_from_explicit_names_reads_each_functions_level():
 
 def test_resolve_rewards_weights_and_refusals():
     from common.errors import TaseError
-    from recipes.reward_funcs import resolve_rewards
+    from recipes.grpo_core.reward_funcs import resolve_rewards
 
     given = [1.0, 0.5]
     cfg = _cfg(reward_weights=given)
@@ -171,7 +171,7 @@ def test_coarse_is_the_verdict_and_official_acc_its_mean():
     """Coarse and official are one idea (issue 61): `coarse` names the verdict and the level, `official_acc` its
     mean, from rewards/levels.METRICS, in the training log and in eval's headline alike."""
     from eval.headline import KEYS as HEADLINE
-    from recipes.tracking import KEYS as TRACKED, Verdict, batch_metrics
+    from recipes.features.tracking.metrics import KEYS as TRACKED, Verdict, batch_metrics
     from rewards.levels import COARSE, FINE, METRICS, STRICT
 
     assert METRICS == {COARSE: "official_acc", STRICT: "strict_acc", FINE: "fine_credit"}

@@ -438,9 +438,9 @@ def test_reward_funcs_pickle_under_their_logged_names():
 
 def test_one_reward_loader():
     """rewards.get_reward_funcs is the one loader (issue 61): it builds soft_overlong for the run's lengths, hands a
-    name that is not ours to `other` (recipes/reward_funcs.load_reward_funcs passes its import-path loader), and the
+    name that is not ours to `other` (recipes/grpo_core/reward_funcs.load_reward_funcs passes its import-path loader), and the
     recipes' loader is a thin call of it: the same functions for the same names."""
-    from recipes.reward_funcs import load_reward_funcs
+    from recipes.grpo_core.reward_funcs import load_reward_funcs
 
     names = ["accuracy_fine", "soft_overlong", "format"]
     ours = rewards.get_reward_funcs(names, max_completion_length=100, overlong_cache=20)

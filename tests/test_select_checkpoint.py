@@ -19,7 +19,7 @@ def test_committed_selections_in_the_former_file_read_as_the_one_shape(tmp_path,
     """docs/results keeps copies of select_checkpoint.py's former selection.json (never rewritten): each, read where a
     proof would find it, gives the same choice as best_checkpoint.json's fields (0-1 shares), with one deprecation
     line per file however often it is read."""
-    from recipes.best_checkpoint import read
+    from recipes.shared.best_checkpoint import read
 
     copies = sorted([*(ROOT / "docs" / "results").glob("*/selection/*.json"),
                      *(ROOT / "docs" / "results").glob("*/select_*.json")])
@@ -105,7 +105,7 @@ def test_evaluates_every_checkpoint_and_records_the_choice(tmp_path, tiny_model)
     assert p.returncode == 0, p.stderr[-2000:]
     assert not (out / "selection.json").exists()  # the former name (issue 61): one chosen-checkpoint file
     sel = json.loads((out / "best_checkpoint.json").read_text())
-    from recipes.best_checkpoint import problem
+    from recipes.shared.best_checkpoint import problem
 
     assert problem(sel) is None  # the one chosen-checkpoint shape, a training run's too
     evals = sel["evaluations"]

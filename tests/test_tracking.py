@@ -1,4 +1,4 @@
-"""Training you can watch and extend (issue 38): the tase/ metrics of every logging step (recipes/tracking.py),
+"""Training you can watch and extend (issue 38): the tase/ metrics of every logging step (recipes/features/tracking/metrics.py),
 read back from TensorBoard's event files with TensorBoard's own reader, from a W&B offline run and from
 metrics.jsonl; a user reward by import path; LoRA in GRPO and SFT and its merge by export; QLoRA refused on CPU;
 `eval plot-training` on the run. One 3-step GRPO run (module fixture) carries most of the assertions."""
@@ -40,7 +40,7 @@ def batch() -> dict:
 
 
 def test_batch_metrics_count_loopholes_groups_and_answers():
-    from recipes.tracking import WatchedReward, batch_metrics, verdicts
+    from recipes.features.tracking.metrics import WatchedReward, batch_metrics, verdicts
     from rewards import get_reward_funcs
 
     b = batch()

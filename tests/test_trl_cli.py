@@ -23,7 +23,7 @@ def synth_rows(out: Path, fmt: str) -> list[dict]:
 
 
 def test_conversational_rows_are_the_recipes_rows(tmp_path):
-    from recipes.data import to_row
+    from recipes.shared.data import to_row
 
     records = synth_rows(tmp_path / "records.jsonl", "records")
     rows = synth_rows(tmp_path / "train.jsonl", "conversational")

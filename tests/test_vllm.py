@@ -235,7 +235,7 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
         d = [abs(x - y) for la, lb in zip(a, b, strict=False) for x, y in zip(la, lb, strict=False)]
         return sum(d) / len(d)
 
-    assert r["eager"] is True  # recipes/vllm_sync.eager_on_cpu reached TRL's engine
+    assert r["eager"] is True  # recipes/features/vllm_cpu/colocate.eager_on_cpu reached TRL's engine
     assert r["stale"] == r["before"], "vLLM changed before the sync"
     assert r["after"] != r["before"], "vLLM's greedy output did not change: the step never reached vLLM"
     fp32 = r["vllm_dtype"] == "torch.float32"
@@ -243,7 +243,7 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
     # the plugin makes "auto" float32; without it vLLM's CPU platform downcasts the float32 checkpoint to bf16
     assert r["vllm_dtype"] == ("torch.float32" if plugin else "torch.bfloat16"), (r["vllm_dtype"], plugin)
     # float32 measured: 3.4e-6 before (the same weights, other kernels) and 2.5e-6 after the lr-1e-3 step; it was
-    # 0.026 after while vLLM kept a stale packed copy of the tied LM head (recipes/vllm_sync.refresh_tied_head);
+    # 0.026 after while vLLM kept a stale packed copy of the tied LM head (recipes/features/vllm_cpu/colocate.refresh_tied_head);
     # bf16 measured: 0.02 before, 0.065 after (with the stale head)
     assert mean_abs(r["after_lp"], r["hf_lp_of_vllm_after"]) < (1e-3 if fp32 else 0.15)
     assert mean_abs(r["before_lp"], r["hf_lp_of_vllm_before"]) < (1e-3 if fp32 else 0.1)  # agreed before too
@@ -256,7 +256,7 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
 
 
 def test_colocated_cpu_engine_is_built_eager_and_trl_keeps_its_engine_class(monkeypatch):
-    """recipes/features/vllm_cpu.py: a colocate run's trainer builds TRL's engine with enforce_eager=True on CPU (no
+    """recipes/features/vllm_cpu/__init__.py: a colocate run's trainer builds TRL's engine with enforce_eager=True on CPU (no
     compile at the first rollout; the real engine is test_grpo_step_syncs_weights_into_vllm's), TRL's own kwargs
     kept and its `LLM` name restored after the build; a server run's trainer class is left as it was. What TRL's
     __init__ would call is recorded here in place of vLLM's engine."""

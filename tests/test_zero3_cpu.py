@@ -112,7 +112,7 @@ def test_zero3_two_cpu_ranks_hold_half_and_match_unsharded(tiny_model, tmp_path)
         assert x["reward"] == pytest.approx(y["reward"], abs=1e-6), (x, y)  # the same completions were sampled
         assert abs(x["loss"] - y["loss"]) <= TOL_LOSS, (x["loss"], y["loss"])
         assert abs(x["grad_norm"] - y["grad_norm"]) <= TOL_LOSS * max(1.0, y["grad_norm"]), (x, y)
-    # the tase/ metrics gather both processes' completions inside the reward call (recipes/tracking.py): the collective
+    # the tase/ metrics gather both processes' completions inside the reward call (recipes/features/tracking/metrics.py): the collective
     # completes (no hang) under DDP and ZeRO-3, and a step whose one prompt per process came from two tasks logs both
     tasks = {"tase/task/sort_lengths/official_acc", "tase/task/freq_count/official_acc"}
     assert any(tasks <= set(m) for m in a) and any(tasks <= set(m) for m in b), (a, b)

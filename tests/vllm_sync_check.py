@@ -5,7 +5,7 @@
 Run by tests/test_vllm.py in its own process (vLLM colocate sets RANK/WORLD_SIZE and starts torch.distributed in
 the calling process; the `__main__` guard is required because vLLM may spawn). The model is the default
 SmolLM2-135M-Instruct saved as float32 (the policy trains in float32). The engine runs eager, as the recipe builds it
-on CPU (recipes/vllm_sync.eager_on_cpu: no dynamo trace at the first rollout). TRL builds the engine with
+on CPU (recipes/features/vllm_cpu/colocate.eager_on_cpu: no dynamo trace at the first rollout). TRL builds the engine with
 `dtype="auto"`: float32 where our vLLM platform plugin is active (eval/vllm_cpu.py: a CPU without native bf16, or
 TASE_VLLM_CPU_FP32=force; 3.4e-6 mean absolute log-prob difference against the policy before training), else
 bfloat16 (~0.02). A large learning rate
@@ -88,7 +88,7 @@ def check(out: str, tmp: Path) -> int:
                      lr_scheduler_type="constant", per_device_train_batch_size=4, num_generations=4,
                      max_completion_length=NEW_TOKENS, use_vllm=True, vllm_mode="colocate", vllm_max_model_length=512,
                      report_to="none", save_strategy="no", logging_steps=1, model_init_kwargs={"dtype": "float32"})
-    with eager_on_cpu():  # as recipes/features/vllm_cpu.py builds a colocated CPU engine
+    with eager_on_cpu():  # as recipes/features/vllm_cpu/__init__.py builds a colocated CPU engine
         trainer = GRPOTrainer(model=str(base), reward_funcs=length_reward, args=cfg, train_dataset=ds,
                               processing_class=tok)
     assert use_reload_sync(trainer, "always")

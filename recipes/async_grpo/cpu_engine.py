@@ -11,7 +11,7 @@ nothing in TRL or vLLM:
   child is a separate process, so generation runs beside training, not in turns with it.
 * `GlooWeightTransfer` / `GlooWeightReceiver` (recipes/async_grpo/gloo_transfer.py): the trainer's rank 0 broadcasts every
   parameter over a two-member gloo process group (its own TCPStore, apart from any training process group) into the child, which loads them with
-  vLLM's in-place reload API (`recipes/vllm_sync.reload_sync`, the same call the colocated CPU path uses) between two
+  vLLM's in-place reload API (`recipes/features/vllm_cpu/colocate.reload_sync`, the same call the colocated CPU path uses) between two
   generation batches and acknowledges. The broadcast blocks until the child reaches a batch boundary, so no batch
   mixes two policies, and the trainer bumps the policy version only after the acknowledgement: a sample is never
   tagged newer than the weights that produced it. Gloo is TCP, so the same two classes would also serve a CPU

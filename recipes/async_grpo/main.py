@@ -8,11 +8,11 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes import features
-from recipes.config import TaseArgs
-from recipes.data import build_dataset
-from recipes.grpo_run import MetricsLogger, save, start_run, tokenizer, train
-from recipes.reward_funcs import ResolvedRewards
-from recipes.run_dir import save_tase_config
+from recipes.grpo_core.reward_funcs import ResolvedRewards
+from recipes.grpo_core.run import MetricsLogger, save, start_run, tokenizer, train
+from recipes.shared.config import TaseArgs
+from recipes.shared.data import build_dataset
+from recipes.shared.run_dir import save_tase_config
 from rewards.levels import watched
 
 

@@ -1,6 +1,7 @@
 """The training features, in one ordered list, and the folds the entry points run over it (recipes/grpo.py,
-recipes/async_grpo/main.py, recipes/sft_warmup.py): adding a feature is one module here and one entry in FEATURES
-(docs/architecture.md, "Training features: one module and one list entry"). recipes/features/contract.py says what a feature declares.
+recipes/async_grpo/main.py, recipes/sft_warmup.py): adding a feature is one package here (recipes/features/<name>/,
+its adapter in __init__.py) and one entry in FEATURES (docs/architecture.md, "Training features: one module and one
+list entry"). recipes/features/contract.py says what a feature declares.
 
 The order is the order of effects: setups (a curriculum's line, then the held-out set's, then the guidance
 schedule's), reward wrappers (the first listed wraps first, so it sits innermost), callbacks and post-build notes;
@@ -115,7 +116,7 @@ def overlay(config: Any, route: Any) -> None:
 
 
 def renamed() -> dict[str, str]:
-    """Former option names -> new ones, accepted with a deprecation line (recipes/parser.py RecipeParser.rename)."""
+    """Former option names -> new ones, accepted with a deprecation line (recipes/shared/parser.py RecipeParser.rename)."""
     return {old: new for f in FEATURES for old, new in f.renamed.items()}
 
 

@@ -33,7 +33,7 @@ class TrainerKind:
     name: str
     rollout_worker: bool = False  # generation runs in its own process/server (TRL's AsyncGRPOTrainer)
     launcher: str = "recipes/accelerate/zero3.yaml"  # the accelerate config of a multi-GPU run
-    config_class: str = "TaseGRPOConfig"  # recipes/grpo_args.py builds it
+    config_class: str = "TaseGRPOConfig"  # recipes/grpo_core/args.py builds it
     quantization: bool = True  # takes a quantization_config (QLoRA)
     rows: str = "grpo"  # the held-out rows it is given: grpo (prompt rows) or sft (prompt-completion rows)
 
@@ -107,7 +107,7 @@ class Feature:
         return names
 
     def reward_kwargs(self, args: Any) -> dict[str, Any]:
-        """Keyword arguments of recipes/reward_funcs.load_reward_funcs that come from the feature's options."""
+        """Keyword arguments of recipes/grpo_core/reward_funcs.load_reward_funcs that come from the feature's options."""
         return {}
 
     def argv(self, config: Any, route: Any, trainer: str) -> list[str]:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError, bounded
-from recipes.parser import deprecation_note, read_yaml
 from recipes.proof_stages.sections import (
     START,
     Compare,
@@ -22,6 +21,7 @@ from recipes.proof_stages.sections import (
     typed,
 )
 from recipes.proof_stages.values import check_seeds, check_select, check_sweep, check_transfer, check_values
+from recipes.shared.parser import deprecation_note, read_yaml
 from rewards.levels import COARSE, FINE, STRICT
 
 HERE = Path(__file__).resolve().parents[1]  # recipes/: the recipes and configs the stages run

@@ -9,7 +9,7 @@ from common.errors import TaseError
 from recipes.proof_stages.config import RFT, control_runs, rft_empty
 from recipes.proof_stages.inputs import Proof, shown
 from recipes.proof_stages.sections import Heldout, Transfer
-from recipes.streams import data_streams
+from recipes.shared.streams import data_streams
 
 HARDER, UNTRAINED = "harder", "untrained"
 ROWS = 200  # transfer: rows per untrained file, by default  # the transfer data sets' names (eval/<name>/, comparison/<name>/)
@@ -18,7 +18,7 @@ ROWS = 200  # transfer: rows per untrained file, by default  # the transfer data
 def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, folder: Path) -> tuple[list, list]:
     """Commands writing what the recipe trains on, and the files to guard the held-out set against.
 
-    The recipes draw their rows on the fly (recipes/data.py iter_records): for each stream in turn (a task x
+    The recipes draw their rows on the fly (recipes/shared/data.py iter_records): for each stream in turn (a task x
     lang cell, or with `subtasks` a task x lang x subtask cell: streams.data_streams), the next row of
     `synth.generate(task, lang, ..., synth_seed, subtask)` (the same call `python -m synth --task T --lang L
     [--subtask S]` makes), round-robin, then the contamination guard, up to num_train_examples rows. So the

@@ -14,9 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.config import DataArgs
-from recipes.parser import read_yaml
-from recipes.pipeline import Steps
 from recipes.proof_stages.config import (
     DATA_KEYS,
     OPTIONAL_STAGES,
@@ -29,6 +26,9 @@ from recipes.proof_stages.config import (
     rft_on,
 )
 from recipes.proof_stages.sections import ProofConfig, StartStage
+from recipes.shared.config import DataArgs
+from recipes.shared.parser import read_yaml
+from recipes.steps.pipeline import Steps
 from rewards.levels import accuracy_reward_name
 
 
@@ -68,7 +68,7 @@ def data_args(recipe_config: Path, options: dict[str, Any], read: Callable[[str 
     """The training-data options a recipe will use, as its own parser makes them: the recipe parser over DataArgs,
     with the config's data keys as the YAML and the proof's data options as the flags proof.py passes. A bad
     value is DataArgs' own one line after `where` (e.g. "grpo: subtasks: ...")."""
-    from recipes.parser import ConfigFile, RecipeParser
+    from recipes.shared.parser import ConfigFile, RecipeParser
 
     read = read or config_reader()
 
@@ -108,9 +108,9 @@ def check_recipe_options(cfg: ProofConfig, sft_config: Path, grpo_config: Path,
     with options)."""
     from trl import GRPOConfig, ModelConfig
 
-    from recipes.config import TaseArgs, check_trainer_ranges
-    from recipes.parser import ConfigFile, RecipeParser
     from recipes.sft_warmup import option_types
+    from recipes.shared.config import TaseArgs, check_trainer_ranges
+    from recipes.shared.parser import ConfigFile, RecipeParser
 
     sft = option_types()
     common = ["--output_dir", os.devnull, "--use_cpu", "true"]  # set by proof.py; use_cpu: no GPU check here
@@ -288,7 +288,7 @@ def setup(args: argparse.Namespace) -> Proof:
 def check_rft_data(config: str, data: dict[str, Any]) -> None:
     """control: rft samples the GRPO arms' first prompts, written by one `python -m synth` call: the GRPO data must
     be generated (synth), one task x lang (x subtask) stream, and start at its first row (no skip_examples)."""
-    from recipes.streams import data_streams
+    from recipes.shared.streams import data_streams
 
     streams = data_streams(data["tasks"], data["langs"], data["subtasks"]) if data["train_data"] == "synth" else []
     if len(streams) != 1 or data.get("skip_examples") or "all" in streams[0][:2]:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes.pipeline import Steps, gain_line, paired_gains
 from recipes.proof_stages.config import (
     ARMS,
     CONTROL,
@@ -21,6 +20,7 @@ from recipes.proof_stages.config import (
 )
 from recipes.proof_stages.inputs import shown
 from recipes.proof_stages.sections import ProofConfig
+from recipes.steps.pipeline import Steps, gain_line, paired_gains
 from rewards.levels import COARSE, FINE
 
 
@@ -197,8 +197,8 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
     """transfer: every model in distribution (the files' average), on the harder rows and on the untrained files'
     slice (overall), and its retention: the mean change, file by file, on the untrained files against the model the
     arms train from (the start, else the warm-up); then the paired gains on those sets, per seed and pooled."""
-    from recipes.pipeline import paired_gains
     from recipes.proof_stages.evaluate import HARDER, UNTRAINED
+    from recipes.steps.pipeline import paired_gains
 
     tr = cfg.transfer
     assert tr is not None

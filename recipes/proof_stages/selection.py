@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
-from recipes import best_checkpoint
 from recipes.proof_stages.config import HERE, RFT, ROOT, ControlRun, control_runs, rft_empty
 from recipes.proof_stages.inputs import Proof, shown
+from recipes.shared import best_checkpoint
 
 
 def selected_runs(pr: Proof) -> dict[str, Path]:

@@ -1,0 +1,91 @@
+"""Guidance (recipes/features/guidance/hints.py, recipes/features/guidance/trainer.py): groups whose strict verdicts all fail are generated
+again with a graded hint and/or given the gold completion as a member. Sync, one training process."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from recipes.features.contract import SYNC, Feature, Run
+from recipes.features.guidance.hints import MODES, SCHEDULES
+
+
+@dataclass
+class GuidanceOptions:
+    guidance: str = field(default="none", metadata={
+        "help": "sync only: guide groups whose strict verdicts all fail (recipes/features/guidance/hints.py, docs/training.md): "
+                "hint (generate the group again with the task's graded hint in the prompt and train on it), gold "
+                "(put the row's gold completion in the group as one member), both, or none",
+        "choices": ["none", "hint", "gold", "both"]})
+    guidance_schedule: str = field(default="success", metadata={
+        "help": "guidance: how the hint weakens: success (one level weaker when the unhinted strict accuracy of a "
+                "task's last guidance_window groups reaches guidance_up), step (every guidance_step_every steps), "
+                "fixed", "choices": ["success", "step", "fixed"]})
+    guidance_start_level: int = field(default=0, metadata={"help": "guidance: first hint level (0: the strongest)"})
+    guidance_window: int = field(default=8, metadata={"help": "guidance: groups per task a success move is judged on"})
+    guidance_up: float = field(default=0.5, metadata={"help": "guidance: a weaker hint at this mean unhinted accuracy"})
+    guidance_down: float = field(default=0.0, metadata={"help": "guidance: a stronger hint at or below this"})
+    guidance_step_every: int = field(default=50, metadata={"help": "guidance step schedule: steps per level"})
+
+
+def check_guidance(args: Any) -> None:
+    """The guidance options, one ValueError line each (the trainer is the contract's: `refusal`)."""
+    if args.guidance not in MODES:
+        raise ValueError(f"guidance must be one of {', '.join(MODES)}, got {args.guidance!r}")
+    if args.guidance_schedule not in SCHEDULES:
+        raise ValueError(f"guidance_schedule must be one of {', '.join(SCHEDULES)}, got {args.guidance_schedule!r}")
+    for key, low in (("guidance_start_level", 0), ("guidance_window", 1), ("guidance_step_every", 1)):
+        v = getattr(args, key)
+        if not isinstance(v, int) or isinstance(v, bool) or v < low:
+            raise ValueError(f"{key} must be an integer >= {low}, got {v!r}")
+    up, down = args.guidance_up, args.guidance_down
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (up, down)) \
+            or not 0.0 <= down < up <= 1.0:
+        raise ValueError(f"guidance_down and guidance_up must be numbers with 0 <= down < up <= 1, got down "
+                         f"{down!r}, up {up!r}")
+
+
+class Guidance(Feature):
+    name = "guidance"
+    modules = ("recipes/features/guidance/hints.py", "recipes/features/guidance/trainer.py")
+    options = GuidanceOptions
+    after = "dynamic_sampling_granularity"
+    trainers = frozenset({SYNC})
+    refusal = ("guidance works with trainer: sync only (AsyncGRPOTrainer's rollout worker generates and scores on its "
+               "own; re-generating a group there is not built)")
+
+    def enabled(self, args: Any) -> bool:
+        return args.guidance != "none"
+
+    def check_options(self, args: Any) -> None:
+        check_guidance(args)
+
+    def check(self, run: Run) -> None:
+        from recipes.features.guidance import hints as guidance
+
+        guidance.check_run(run.args, run.cfg, run.processes)
+
+    def setup(self, run: Run) -> Any:
+        from recipes.features.guidance import hints as guidance
+
+        return guidance.start(run.args, run.resume)
+
+    def trainer_class(self, base: type, run: Run) -> type:
+        from trl import GRPOTrainer
+
+        from recipes.features.guidance import trainer as guidance_trainer
+
+        return guidance_trainer.trainer_class(None if base is GRPOTrainer else base)
+
+    def trainer_kwargs(self, run: Run) -> dict[str, Any]:
+        from recipes.features.guidance import hints as guidance
+
+        rewards = run.rewards  # the reward functions before any logging wrapper (the gold member's reward)
+        return guidance.trainer_args(run.args, run.state.get(self.name), rewards.funcs, rewards.weights)
+
+    def callbacks(self, run: Run) -> list[Any]:
+        from recipes.features.guidance import hints as guidance
+
+        return guidance.callbacks(run.state.get(self.name))
+
+
+FEATURE = Guidance()
