@@ -19,7 +19,7 @@ from typing import Any
 from common.errors import StepFailed
 from common.process import die_with_parent
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _IN_PROCESS = False  # run_in_process(): a process setting, made by an entry point (recipes/proof.py --in-process)
 
 

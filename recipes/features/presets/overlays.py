@@ -12,7 +12,7 @@ from common.errors import TaseError
 from recipes.shared.parser import ConfigFile, read_yaml
 from rewards.overlong import SOFT_OVERLONG, overlong_cache, soft_overlong  # noqa: F401  (their former home)
 
-PRESET_DIR = Path(__file__).resolve().parent / "configs" / "presets"
+PRESET_DIR = Path(__file__).resolve().parents[2] / "configs" / "presets"
 
 
 def preset_names() -> list[str]:
