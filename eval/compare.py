@@ -187,6 +187,7 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
     for n, r in zip(names, results, strict=False):
         lines.append(_row(n, r["by_task"], task_cols, [r["overall"], r["micro"]["overall"]]) + f" {r['n']} |")
     lines += _ratio_notes(names, results)
+    lines += files_scored_lines(names, results)
     lines += ["", "## Table 2: accuracy (%) by language", "",
               f"{off_table_text()} are left out, as in the official table; "
               "Avg = mean of the language scores.", "",
@@ -234,6 +235,17 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     write_marker(out, "compare", ["comparison.md", "comparison.json", "comparison.png"])
     return summary
+
+
+def files_scored_lines(names: list[str], results: list[dict[str, Any]]) -> list[str]:
+    """Which files the runs scored, under Table 1, when a run scored a subset (`eval run --tasks/--files`, a single
+    CSV): the tables' columns alone do not say that a task's score is one of its files."""
+    if not any(r.get("subset") or str(r.get("data", "")).lower().endswith(".csv") for r in results):
+        return []
+    files = [r.get("files_scored") or sorted(r.get("by_file") or {}) for r in results]
+    if all(f == files[0] for f in files):
+        return ["", f"Files scored (every run): {', '.join(files[0])}."]
+    return ["", "Files scored: " + "; ".join(f"{n}: {', '.join(f)}" for n, f in zip(names, files, strict=True)) + "."]
 
 
 def coverage_notes(names: list[str], runs: list[tuple[str, dict[str, Any], dict[str, dict[str, Any]]]],

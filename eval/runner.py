@@ -19,6 +19,7 @@ from common.errors import TaseError
 from common.paths import BLOCKS, followed, is_own, leftovers, output_kind, output_refusal, write_blocker, write_marker
 from common.prompts import SYSTEM_PROMPT, build_messages
 from common.readers import JSON_ERRORS, DataError, json_problem, open_text, text_lines
+from common.record import TASKS
 from common.types import type_info
 from rewards import score
 from synth.readers import load_data
@@ -103,6 +104,75 @@ def select(records: Iterable[dict[str, Any]], limit: int | None, how: str = "spr
             step = len(rows) / limit
             out += [rows[int(i * step)] for i in range(limit)]
     return out
+
+
+def file_names(key: str) -> list[str]:
+    """The names a file answers to in --files, shortest first: each tail of its key, with and without `.csv`
+    ('english', 'component_count/english', 'token_structure/component_count/english.csv', ...); a JSONL cell
+    'sentence_length/count/en' answers to 'en', 'count/en' and the whole key."""
+    parts = key.split("/")
+    tails = ["/".join(parts[i:]) for i in range(len(parts) - 1, -1, -1)]
+    return [n for t in tails for n in dict.fromkeys((t.removesuffix(".csv"), t))]
+
+
+def task_names(task: str) -> list[str]:
+    """The names a task answers to in --tasks: its folder name (component_count) and its paper code (COMPC)."""
+    info = TASKS.get(task)
+    return [task] + ([info.code] if info is not None else [])
+
+
+def _split(names: Iterable[str] | None) -> list[str]:
+    """--tasks/--files values: each may hold several names, separated by commas."""
+    return [n.strip() for v in names or () for n in v.split(",") if n.strip()]
+
+
+def subset(records: Iterable[dict[str, Any]], tasks: Iterable[str] | None = None,
+           files: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The records of the named tasks (folder names or the paper's codes, any case) and files (file names as the
+    tables print them: `english`, `en_split`, or `component_count/english` where a name alone is ambiguous), all of
+    them for an empty list. A name that matches nothing in the data is a DataError listing the valid names."""
+    want_tasks, want_files = _split(tasks), _split(files)
+    records = list(records)
+    if not want_tasks and not want_files:
+        return records
+    if want_tasks:
+        known = {n.lower(): r["task"] for r in records for n in task_names(r["task"])}
+        bad = [t for t in want_tasks if t.lower() not in known]
+        if bad:
+            valid = ", ".join(dict.fromkeys(r["task"] for r in records))
+            raise DataError(f"--tasks: no task {', '.join(map(repr, bad))} in the data; valid names: {valid} "
+                            "(or their paper codes)")
+        chosen = {known[t.lower()] for t in want_tasks}
+        records = [r for r in records if r["task"] in chosen]
+    if want_files:
+        keys = list(dict.fromkeys(file_key(r) for r in records))
+        names = {k: {n.lower() for n in file_names(k)} for k in keys}
+        bad = [f for f in want_files if not any(f.lower() in ns for ns in names.values())]
+        if bad:
+            valid = ", ".join(dict.fromkeys(file_names(k)[0] for k in keys))
+            where = " of the chosen tasks" if want_tasks else ""
+            raise DataError(f"--files: no file {', '.join(map(repr, bad))} in the data{where}; valid names: {valid} "
+                            "(or task/name)")
+        chosen_files = {k for k in keys if any(f.lower() in names[k] for f in want_files)}
+        records = [r for r in records if file_key(r) in chosen_files]
+    return records
+
+
+def limit_note(records: list[dict[str, Any]], limit: int | None) -> str | None:
+    """One line when --limit asks for more rows than some files hold (they are scored whole): the shipped
+    sample's 6 rows a file gave n=6 at --limit 20 without a word."""
+    if limit is None:
+        return None
+    sizes: dict[str, int] = {}
+    for r in records:
+        sizes[file_key(r)] = sizes.get(file_key(r), 0) + 1
+    short = {k: n for k, n in sizes.items() if n < limit}
+    if not short:
+        return None
+    lo, hi = min(short.values()), max(short.values())
+    rows = f"{lo}" if lo == hi else f"{lo} to {hi}"
+    which = f"{len(short)} of {len(sizes)} files hold" if len(sizes) > 1 else "the file holds"
+    return f"note: --limit {limit}: {which} fewer rows ({rows}); all their rows are scored"
 
 
 def sample_line(rec: dict[str, Any], completion: str) -> dict[str, Any]:
@@ -227,6 +297,7 @@ def write_results(out: Path, records: list[dict[str, Any]], done: dict[str, dict
             why = invalid_reason(smp)
             invalid[why] = invalid.get(why, 0) + 1
     res = {**header, **aggregate(samples), "n_expected": len(records), "complete": len(samples) == len(records),
+           "files_scored": list(dict.fromkeys(file_key(r) for r in records)),
            "invalid_by_reason": invalid, "versions": versions()}
     pk = pass_at(samples)
     if pk:
@@ -330,8 +401,10 @@ def _generate(be: Any, todo: list[dict[str, Any]], done: dict[str, dict[str, Any
 def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int | None = None, cot: bool = False,
         gen: Any = None, system_prompt: str = SYSTEM_PROMPT, progress: bool = True,
         backend_options: dict[str, Any] | None = None, allow_pickle_weights: bool = False,
-        select_how: str = "spread") -> dict[str, Any]:
-    """Generate, score and aggregate; resumes from `out/samples.jsonl` (finished ids are skipped)."""
+        select_how: str = "spread", tasks: list[str] | None = None, files: list[str] | None = None) -> dict[str, Any]:
+    """Generate, score and aggregate; resumes from `out/samples.jsonl` (finished ids are skipped). `tasks` and
+    `files` pick a subset of the data (`subset`); a folder's samples of other rows stay and are reused by a later
+    run that includes them."""
     from common.models import resolve_model
 
     from .backends import GenConfig, make_backend
@@ -346,7 +419,11 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     kind = output_kind(out) if out.is_dir() else None  # common/paths.py: never into another command's output
     if kind and kind[0] not in ("run", "score"):  # a score folder: _check_config words it, as before
         raise RunError(f"--out {out} is {kind[1]}; an `eval run` writes only into its own folder, use another --out")
-    records = select(load_data(data), limit, select_how)
+    picked = subset(load_data(data), tasks, files)
+    note = limit_note(picked, limit)
+    if note:
+        print(note, file=sys.stderr)
+    records = select(picked, limit, select_how)
     if limit is not None and len(records) > limit and not str(data).startswith("official:"):
         # per file, and a JSONL's files are its cells: 25 execute cells at --limit 2 are 50 rows, which needs saying
         print(f"--limit {limit}: {len(records)} rows, at most {limit} from each of {len({file_key(r) for r in records})} "
@@ -366,6 +443,8 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
                        f"than {data} now; the data changed, use another --out")
     todo = [r for r in records if r["id"] not in done]
     header = {"model": str(model), "data": data, "backend": backend, "seed": gen.seed, "generation": cfg}
+    if _split(tasks) or _split(files):
+        header["subset"] = {"tasks": _split(tasks), "files": _split(files)}
     if todo:
         be = make_backend(backend, model_path, gen, quiet=not progress, **(backend_options or {}))
         out.mkdir(parents=True, exist_ok=True)

@@ -56,12 +56,31 @@ def _official_types(root: Path) -> dict[str, str]:
     return out
 
 
+def one_file_release(path: Path) -> tuple[Path, str]:
+    """(release root, 'group/task/file.csv') of one official CSV given as a release of one file: its folder names the
+    task (`.../<task>/<file>.csv`), so its ids and file key are those the whole release gives it and runs of the file
+    and of the release compare row by row. The root is the folder holding tasks/ when the CSV sits in the official
+    layout (its task config is then cross-checked), else the CSV's folder."""
+    task = path.parent.name
+    if task not in TASKS:
+        raise DataError(f"{path}: a single official CSV must sit in its task's folder (.../<task>/<file>.csv, a task "
+                        f"of {', '.join(TASKS.names())}); its folder is {task!r}")
+    group = TASKS[task].group
+    rel = f"{group}/{task}/{path.name}"
+    layout = len(path.parents) > 3 and path.parents[1].name == group and path.parents[2].name == "tasks"
+    return (path.parents[3] if layout else path.parent), rel
+
+
 def official_files(root: str | Path) -> list[tuple[Path, FileInfo]]:
-    """The CSV files of an official release (sorted), each with its FileInfo."""
+    """The CSV files of an official release (sorted), each with its FileInfo; a path to one of its CSV files is a
+    release of that one file (`one_file_release`)."""
     root = Path(root)
+    if root.suffix.lower() == ".csv" and not root.is_dir():
+        return [_one_file(root)]
     tasks_dir = root / "tasks"
     if not tasks_dir.is_dir():
-        raise DataError(f"{root}: no tasks/ folder (expected the official layout tasks/<group>/<task>/<file>.csv)")
+        raise DataError(f"{root}: no tasks/ folder (expected the official layout tasks/<group>/<task>/<file>.csv, "
+                        "or one such .csv file)")
     cfg_types = _official_types(root)
     files = []
     for path in sorted(tasks_dir.glob("*/*/*.csv")):
@@ -80,6 +99,27 @@ def official_files(root: str | Path) -> list[tuple[Path, FileInfo]]:
     return files
 
 
+def _one_file(path: Path) -> tuple[Path, FileInfo]:
+    """One official CSV (a release of one file), checked as official_files checks each of a release's files."""
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    root, rel = one_file_release(path)
+    info = classify_file(path.parent.name, path.stem)
+    if info is None:
+        raise DataError(f"{rel}: unknown file name for task {path.parent.name}")
+    cfg_type = _official_types(root).get(f"tasks/{rel}") if root != path.parent else None
+    if cfg_type is not None and cfg_type != info.type:
+        raise DataError(f"{rel}: task config says {cfg_type}, expected {info.type}")
+    return path, info
+
+
+def file_rel(root: Path, path: Path) -> str:
+    """A CSV's key ('group/task/file.csv'): its path under root/tasks, or the key one_file_release gives it."""
+    if root == path:
+        return one_file_release(path)[1]
+    return path.relative_to(root / "tasks").as_posix()
+
+
 _NOTED: set[str] = set()  # header-only files already named in this process (a command may read the release twice)
 
 
@@ -92,10 +132,11 @@ def header_only(rel: str) -> None:
 
 
 def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
-    """Stream every row of an official TASE release (or a sample with the same layout) as records."""
+    """Stream every row of an official TASE release (or a sample with the same layout, or one of its CSV files) as
+    records."""
     root = Path(root)
     for path, info in official_files(root):
-        rel = path.relative_to(root / "tasks").as_posix()
+        rel = file_rel(root, path)
         t = type_info(info.type)
         reads_variation = t is not None and VARIATION in t.needs  # DIFF: the variation column, read as is
         rows = read_csv(path, rel)
@@ -130,7 +171,7 @@ def load_official(root: str | Path) -> Iterator[dict[str, Any]]:
 
 
 def load_data(spec: str) -> Iterator[dict[str, Any]]:
-    """`official:DIR` (official release layout) or a `.jsonl` file of records."""
+    """`official:DIR` (official release layout), `official:FILE.csv` (one file of it) or a `.jsonl` file of records."""
     if spec.startswith("official:"):
         return load_official(spec[len("official:") :])
     p = Path(spec)

@@ -170,6 +170,10 @@ RUNS: dict[str, Run] = {
         Run((OFFICIAL, ("--max-new-tokens 64", "--max-new-tokens 4 --backend hf")), r"overall"),  # resumes
     "python -m eval run --model default --data official:/path/to/Tase --out runs/eval/base --limit 100":
         Run((OFFICIAL, ("default", "{tiny}"), ("--limit 100", "--limit 1 " + HF_TINY)), r"overall"),  # resumes
+    "python -m eval run --model default --data official:/path/to/Tase --tasks component_count --files english "
+    "--out runs/eval/compc-en":
+        Run((OFFICIAL, ("default", "{tiny}"), ("--files english", "--files english " + HF_TINY)),
+            r"files: token_structure/component_count/english\.csv"),
     "python -m eval gold --data official:/path/to/Tase --out gold.jsonl":
         Run((OFFICIAL,), r"wrote \d+ gold predictions"),
     "python -m eval score --data official:/path/to/Tase --predictions gold.jsonl --out runs/eval/gold":

