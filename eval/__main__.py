@@ -4,6 +4,7 @@ base and tuned models. Prompts and scoring are those of the official TASE runner
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from ._cli import SUBCOMMANDS
@@ -61,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         out = getattr(args, "out", None)
-        if out:  # one writer per output: a second command on the same --out stops here, naming the first
-            with hold_output(out):
-                return args.execute(args)
-        return args.execute(args)
+        # quiet by default: the listed harmless lines of the libraries and of vLLM's engine processes are dropped
+        with process.quiet_output(), hold_output(out) if out else contextlib.nullcontext():
+            # one writer per output: a second command on the same --out stops at hold_output, naming the first
+            return args.execute(args)
     except TaseError as e:  # every library refusal (DataError, RunError, OutputBusy, ...): one line, exit 2
         return one_line(e)
     except MemoryError:

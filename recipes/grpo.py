@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from common.errors import TaseError, one_line_exit
-from common.process import apply as process_settings, pop_verbose
+from common.process import apply as process_settings, pop_verbose, quiet_output as process_quiet_output
 from recipes import features
 from recipes.grpo_core import distributed
 from recipes.grpo_core.args import parse, validate
@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None, default_config: str | None = None, callb
     process_settings(verbose or None)  # OpenMP wait policy, before torch loads; quiet libraries (common/process.py)
     distributed.extension_cache()  # DeepSpeed's CPU comm op: built at install, else once per cache
     tase, cfg, model_args = parse(argv, default_config)  # a real start: the GPU count first (grpo_args.check_gpus)
-    return run(tase, cfg, model_args, callbacks)
+    with process_quiet_output():  # vLLM's engine and worker lines, listed in common/process.py QUIET, dropped
+        return run(tase, cfg, model_args, callbacks)
 
 
 def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None) -> int:

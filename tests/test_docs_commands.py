@@ -136,6 +136,14 @@ RUNS: dict[str, Run] = {
     "python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --model_name_or_path runs/sft_smollm2_cpu":
         Run((("runs/sft_smollm2_cpu", "runs/sft_smollm2_cpu " + TINY_GRPO),), r"step 2/2 \| loss",
             ("runs/grpo_smollm2_cpu/checkpoint-2", "runs/grpo_smollm2_cpu/metrics.jsonl"), quiet=True),
+    # README "Use the data with TRL's own CLI": TRL's CLI from the warm-up above (the tiny model's), on tase_train
+    "trl grpo --model_name_or_path runs/sft_smollm2_cpu --dataset_name tase_train --reward_funcs "
+    "rewards.trl.accuracy_fine rewards.trl.format_reward --reward_weights 1.0 0.2 --output_dir runs/trl_cli "
+    "--max_steps 2 --per_device_train_batch_size 4 --num_generations 4 --max_completion_length 64 --report_to none "
+    "--use_cpu true --bf16 false":
+        Run((("--max_steps 2 --per_device_train_batch_size 4 --num_generations 4 --max_completion_length 64",
+              "--max_steps 1 --per_device_train_batch_size 2 --num_generations 2 --max_completion_length 8 "
+              "--save_strategy no --logging_steps 1"),), r"'rewards/format_reward/mean'|'rewards/format/mean'"),
     "python recipes/export.py runs/grpo_smollm2_cpu --out models/tuned":
         Run(expect=r"exported \S+ -> models/tuned", makes=("models/tuned/config.json",), quiet=True),
     "python -m synth --task sort_lengths --lang en -n 96 --seed 4242 --out heldout.jsonl":

@@ -15,26 +15,88 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.fresh_python  # library warnings are printed once per interpreter: a warm fork would hide them (tests/warm_python.py)
 
 
+# A message as the library prints it, for each QUIET pattern (a new pattern needs its example here).
+EXAMPLES = {
+    "TRL currently supports vLLM versions from": "TRL currently supports vLLM versions from 0.22.0 to 0.31.0. You have "
+                                                  "version 0.32.0 installed.",
+    "You are importing from 'trl.experimental'": "You are importing from 'trl.experimental'. APIs here may change.",
+    "`torch.distributed.reduce_op` is deprecated": "`torch.distributed.reduce_op` is deprecated, please use "
+                                                   "`torch.distributed.ReduceOp` instead",
+    "Triton is installed, but doesn't include CPU backend": "Triton is installed, but doesn't include CPU backend. "
+                                                            "Disabling Triton.",
+    "Triton is not installed. triton-cpu is expected": "Triton is not installed. triton-cpu is expected on x86 CPUs.",
+    "Model Runner V2 requires Triton; using the V1 model runner": "Model Runner V2 requires Triton; using the V1 model "
+                                                                  "runner instead.",
+    "Enforce eager set, disabling torch.compile": "Enforce eager set, disabling torch.compile, CUDAGraphs, and JIT "
+                                                  "kernel warmup.",
+    "Inductor compilation was disabled by user settings": "Inductor compilation was disabled by user settings, "
+                                                          "optimizations settings ... will be ignored.",
+    "VLLM_CPU_NUM_OF_RESERVED_CPU is less than the minimum requirement": "VLLM_CPU_NUM_OF_RESERVED_CPU is less than "
+                                                                         "the minimum requirement: 1 cores",
+    "(libtcmalloc|libiomp) is not found in LD_PRELOAD": "libtcmalloc is not found in LD_PRELOAD. For best performance",
+    "OMP_NUM_THREADS=d+ is set; leaving Torch threads at d+ for serving": "OMP_NUM_THREADS=2 is set; leaving Torch "
+                                                                          "threads at 2 for serving. Multi-threaded",
+    "Setting accelerator to CPU": "Setting accelerator to CPU.",
+    "Attempted to load weight ": "Attempted to load weight (torch.float32) into parameter (torch.bfloat16)",
+    "[shutdown] ": "[shutdown] Process manager: force killing remaining process EngineCore pid 7",
+    "[shutdown] force killing sub process": "[shutdown] force killing sub process VLLM::Worker pid 12816",
+    "resource_tracker: There appear to be d+ leaked shared_memory objects": "resource_tracker: There appear to be 1 "
+                                                                            "leaked shared_memory objects to clean up",
+    "NUMA binding: Using MEMBIND policy": "NUMA binding: Using MEMBIND policy for memory allocation on the NUMA nodes",
+    "Loading safetensors checkpoint shards": "Loading safetensors checkpoint shards: 100% Completed | 1/1",
+}
+
+
+def _key(pattern: str) -> str:
+    return pattern.replace("\\", "")
+
+
 def test_quiet_filters_each_listed_message_and_only_those():
-    """common.process.QUIET's messages are dropped after quiet_libraries(); a neighbour of the same logger is not."""
-    from common.process import QUIET, quiet_libraries
+    """common.process.QUIET's messages are dropped after quiet_libraries() (a logger's, a warning) and by the line
+    filter (any of them, as printed); a neighbour of the same logger, and the same message mentioning NaN, are not."""
+    from common.process import QUIET, harmless, quiet_libraries
 
     quiet_libraries()
     quiet_libraries()  # once: a second call adds no second filter
+    assert {_key(p) for _, p, _ in QUIET} == set(EXAMPLES), "each pattern has an example message here"
     for source, start, why in QUIET:
-        assert why and len(why) > 40, f"{start}: say why it is harmless"
+        assert why and len(why) > 35, f"{start}: say why it is harmless"
+        msg = EXAMPLES[_key(start)]
+        assert harmless(f"(EngineCore pid=1) WARNING 12-07 05:49:10 [x.py:1] {msg}\n") and harmless(msg + "\n")
+        assert not harmless(f"WARNING 12-07 05:49:10 [x.py:1] {msg} (loss is nan)\n")
+        if source == "output":
+            continue
         if source == "warnings":
             with warnings.catch_warnings(record=True) as got:
                 # catch_warnings copies the filters: the ones quiet_libraries installed still apply inside
-                warnings.warn(start + " (test)", UserWarning, stacklevel=1)
+                warnings.warn(msg, UserWarning, stacklevel=1)
                 warnings.warn("an unrelated warning", UserWarning, stacklevel=1)
             assert [str(w.message) for w in got] == ["an unrelated warning"]
+            assert harmless(f"/x/y.py:3: FutureWarning: {msg}\n")
             continue
         log = logging.getLogger(source)
         assert sum(1 for f in log.filters if start in getattr(f, "starts", ())) == 1
         kept = log.makeRecord(source, logging.WARNING, __file__, 1, "something else %s", ("x",), None)
-        dropped = log.makeRecord(source, logging.WARNING, __file__, 1, start + " %s", ("x",), None)
+        dropped = log.makeRecord(source, logging.WARNING, __file__, 1, "%s", (msg,), None)
         assert log.filter(kept) and not log.filter(dropped)
+
+
+@pytest.mark.parametrize("line", [
+    "/x/lib.py:3: RuntimeWarning: invalid value encountered in divide (NaN)\n",
+    "(Worker pid=8) WARNING 12-07 05:49:10 [memory.py:1] CUDA out of memory. Tried to allocate 2.00 GiB\n",
+    "(EngineCore pid=1) WARNING 12-07 05:49:10 [scheduler.py:1] a vLLM warning nobody listed\n",
+    "(EngineCore pid=1) ERROR 12-07 05:49:10 [core.py:1] EngineCore failed to start.\n",
+    "[2026-11-24 18:17:48,481] [WARNING] [engine.py:1:step] overflow, skipping step\n",
+    "Traceback (most recent call last):\n",
+    "OOM while sampling\n",
+    "INFO 12-07 05:49:10 [x.py:1] loss became nan\n",
+])
+def test_unknown_warnings_errors_nan_and_oom_lines_are_never_dropped(line):
+    """Issue 80: the filters dropped every WARNING line of a known format, a NaN RuntimeWarning and a CUDA OOM
+    warning with them; only a listed harmless pattern drops a line now."""
+    from common.process import harmless
+
+    assert not harmless(line)
 
 
 def test_verbose_keeps_the_library_messages():

@@ -23,14 +23,17 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     r.add_argument("--data", required=True,
                    help="official:DIR (official release layout), official:FILE.csv (one file of it) or FILE.jsonl")
     r.add_argument("--out", required=True, help="output folder; rerunning the same command resumes")
+    from common.record import TASE_TASKS, TASKS
+
+    first, second = list(TASE_TASKS)[:2]
     r.add_argument("--tasks", nargs="+", default=None, metavar="TASK",
-                   help="score only these tasks: folder names as Table 1's rows come from (component_count, "
-                        "freq_count, ...) or the paper's codes (COMPC, FREQ, ...); several, or comma-separated")
+                   help=f"score only these tasks: the release's folder names ({', '.join(TASE_TASKS)}) or the "
+                        f"paper's codes ({TASKS[first].code}, {TASKS[second].code}, ...); several, or comma-separated")
     r.add_argument("--files", nargs="+", default=None, metavar="FILE",
                    help="score only these files of the (chosen) tasks: file names as the release names them "
-                        "(english, korean, en_split, chinese_generate, char_classification, ...; task/name where a "
+                        "(english, korean, en_split, chinese_generate, char_classification, ...; TASK/NAME where a "
                         "name alone is ambiguous). A single official CSV also works as the data: "
-                        "--data official:DIR/tasks/token_structure/component_count/english.csv")
+                        f"--data official:DIR/tasks/{TASKS[first].group}/{first}/english.csv")
     r.add_argument("--limit", type=pos_int, default=None,
                    help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500); a "
                         "JSONL's files are its task/subtask/language cells")

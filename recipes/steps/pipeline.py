@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import StepFailed
-from common.process import die_with_parent
+from common.process import FILTERED_ENV, die_with_parent, filtered_output as process_filtered_output, pump
 
 ROOT = Path(__file__).resolve().parents[2]
 _IN_PROCESS = False  # run_in_process(): a process setting, made by an entry point (recipes/proof.py --in-process)
@@ -195,55 +194,30 @@ class Steps:
         return "\n".join(["| stage | wall time (s) |", "|---|---:|", *rows, f"| total | {total:.0f} |"])
 
 
-# Library log lines (vLLM's "(EngineCore pid=1) WARNING 11-24 17:00:06 [file.py:1] ...", DeepSpeed's
-# "[2026-11-24 18:17:48,481] [WARNING] [real_accelerator.py:213:get_accelerator] ...", Python warnings and
-# the source line they quote, logging's "WARNING:name:" form): the demo keeps them out of the terminal.
-NOISE = re.compile(r"^(\([\w-]+ pid=\d+\) )?(INFO|WARNING|DEBUG) \d\d-\d\d |^\S+:\d+: \w*Warning: |"
-                   r"^\[[\d-]+ [\d:,]+\] \[(INFO|WARNING|DEBUG)\] |"
-                   r"^(INFO|WARNING|DEBUG):\S+:|^Triton is installed|NUMA node|"
-                   r"^\r?Loading safetensors checkpoint shards")  # vLLM's second-long loading bar
-WARNING_HEAD = re.compile(r"^\S+:\d+: \w*Warning: ")  # Python's warning line; the next, indented, quotes the source
-
-
-def _pump(src: int, dst: Any, f: Any, lock: Any) -> None:
-    """Copy the file descriptor `src` until its end: NOISE lines (and the source line a Python warning quotes) to the
-    log file `f`, everything else (progress bars, which end in \\r, results and errors) to `dst` as it comes."""
-    buf, after_warning = b"", False
-    while True:
-        chunk = os.read(src, 65536)
-        buf += chunk
-        parts = re.split(rb"(?<=[\r\n])", buf)
-        buf = parts.pop() if chunk else b""
-        for seg in parts + ([buf] if not chunk and buf else []):
-            text = seg.decode("utf-8", "replace")
-            noise = NOISE.search(text) or (after_warning and text.startswith("  "))
-            after_warning = bool(WARNING_HEAD.search(text))
-            with lock:
-                if noise:
-                    f.write(seg)
-                    f.flush()
-                else:
-                    dst.write(seg)
-                    dst.flush()
-        if not chunk:
-            return
-
-
 def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> int:
-    """Run `cmd` with its output split: library log lines (NOISE, and the source line a Python warning
-    quotes) appended to `log`, everything else (progress bars, which end in \\r, results and errors) passed
-    on as it comes: stderr to ours, stdout to `stdout` (a file) or ours. Both streams are filtered, since
-    vLLM logs to stdout."""
+    """Run `cmd` with its output split by common/process.py's line filter (`pump`): the listed harmless library
+    lines appended to `log`, everything else (progress bars, which end in \\r, results, errors and any warning no
+    pattern lists) passed on as it comes: stderr to ours, stdout to `stdout` (a file) or ours. Both streams are
+    filtered, since vLLM logs to stdout. The step knows it is filtered (FILTERED_ENV) and adds no filter of its own."""
     import threading
 
     proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={**os.environ, FILTERED_ENV: "1"},
                             preexec_fn=die_with_parent())  # started before the pump threads
     lock = threading.Lock()
     with log.open("ab") as f:
         f.write(("+ " + " ".join(cmd) + "\n").encode())
+
+        def writer(dst: Any) -> Callable[[bytes], None]:
+            def write(seg: bytes) -> None:
+                dst.write(seg)
+                dst.flush()
+            return write
+
         out = stdout if stdout is not None else sys.stdout.buffer
-        threads = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, f, lock)),
-                   threading.Thread(target=_pump, args=(proc.stderr.fileno(), sys.stderr.buffer, f, lock))]
+        threads = [threading.Thread(target=pump, args=(os.dup(proc.stdout.fileno()), writer(out), writer(f), lock)),
+                   threading.Thread(target=pump, args=(os.dup(proc.stderr.fileno()), writer(sys.stderr.buffer),
+                                                       writer(f), lock))]
         for t in threads:
             t.start()
         for t in threads:
@@ -255,44 +229,14 @@ def run_filtered(cmd: list[str], cwd: Path, log: Path, stdout: Any = None) -> in
 
 @contextlib.contextmanager
 def filtered_output(log: Path, cmd: list[str]) -> Iterator[None]:
-    """For the block, this process's own stdout and stderr (file descriptors 1 and 2, so Python's logging and
-    warnings and what C code prints alike) split as run_filtered splits a subprocess's: an in-process step's library
-    log lines go to `log`, its progress bars and results to the terminal. A thread the step leaves running writes to
-    the terminal again afterwards; a process it leaves running keeps its copy of the pipe, whose pump thread then
-    stays (a daemon) instead of holding up the pipeline."""
-    import threading
-
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = (os.dup(1), os.dup(2))
-    pipes = (os.pipe(), os.pipe())
-    lock = threading.Lock()
-    with log.open("ab") as f, open(saved[0], "wb", closefd=False) as out, open(saved[1], "wb", closefd=False) as err:
+    """For the block, this process's own stdout and stderr split as run_filtered splits a subprocess's
+    (common/process.py `filtered_output`): an in-process step's listed harmless library lines go to `log`, its
+    progress bars, results, errors and unknown warnings to the terminal."""
+    with log.open("ab") as f:
         f.write(("+ " + " ".join(cmd) + "\n").encode())
         f.flush()
-        threads = [threading.Thread(target=_pump, args=(r, dst, f, lock), daemon=True)
-                   for (r, _), dst in zip(pipes, (out, err), strict=True)]
-        for t in threads:
-            t.start()
-        for (_, w), fd in zip(pipes, (1, 2), strict=True):
-            os.dup2(w, fd)
-            os.close(w)
-        try:
+        with process_filtered_output(f, force=True):
             yield
-        finally:
-            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-                try:
-                    stream.flush()
-                except (AttributeError, ValueError, OSError):  # a closed or replaced stream: nothing to flush
-                    pass
-            for fd, old in zip((1, 2), saved, strict=True):
-                os.dup2(old, fd)  # the pipes' last write ends here close: the pumps read to the end
-            for t, (r, _) in zip(threads, pipes, strict=True):
-                t.join(timeout=10)
-                if not t.is_alive():
-                    os.close(r)
-            for old in saved:
-                os.close(old)
 
 
 def paired_gains(evals: Path, pairs: tuple[tuple[str, str, str], ...], n_boot: int = 1000,
