@@ -156,8 +156,9 @@ def pump(src: int, show: Callable[[bytes], None], sink: Callable[[bytes], None] 
     """Copy the file descriptor `src` until its end, line by line: the harmless lines (`harmless`; the source line a
     dropped Python warning quotes, and a blank line that follows a dropped one, with them) to `sink` (None: nowhere),
     every other line (progress bars, which end in \\r, results, errors and any unknown warning) to `show` as it
-    comes. `done` is set when filtered_output's end mark comes through; the fds in `close` are closed at the end."""
-    buf, after_warning, after_drop = b"", False, False
+    comes. `done` is set when filtered_output's end mark comes through; the fds in `close` are closed at the end.
+    Where `show` fails (a closed pipe: `| head`), the rest is read and dropped, so the writers never block."""
+    buf, after_warning, after_drop, closed = b"", False, False, False
     try:
         while True:
             chunk = os.read(src, 65536)
@@ -174,10 +175,13 @@ def pump(src: int, show: Callable[[bytes], None], sink: Callable[[bytes], None] 
                 after_warning = bool(WARNING_HEAD.search(text)) and drop
                 after_drop = drop and not text.startswith("  ")
                 with lock:
-                    if not drop:
-                        show(seg)
-                    elif sink is not None:
-                        sink(seg)
+                    try:
+                        if not drop and not closed:
+                            show(seg)
+                        elif drop and sink is not None:
+                            sink(seg)
+                    except OSError:  # the reader went away (`| head`): keep draining, so no writer blocks
+                        closed = closed or not drop
             if marked:
                 buf = b""
                 if done is not None:

@@ -117,7 +117,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # core), and two default-model engines at once had taken the machine's memory to 18 GB of 24. xdist's own
 # `loadgroup` cannot say this here: it renames items' `_nodeid`, which pytest 9 no longer reads.
 ONE_WORKER = {"test_vllm.py", "test_slurm.py", "test_zero3_cpu.py", "test_async_grpo.py", "test_eval_api.py",
-              "test_vllm_orphans.py"}
+              "test_vllm_orphans.py", "test_quiet_vllm.py"}
 
 
 # What each file took, in test-seconds (setup + call + teardown of its tests, `pytest -n 2 --dist loadfile

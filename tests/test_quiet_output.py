@@ -250,3 +250,13 @@ def test_a_real_start_downloads_a_hub_id_unless_offline_or_told_not_to(tmp_path,
     monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo, **kw: calls.append((repo, kw)) or str(tmp_path))
     assert models.download_hub_model("tase-test/x") == tmp_path and calls[0][0] == "tase-test/x"
     assert "*.safetensors" in calls[0][1]["allow_patterns"] and "*.bin" not in calls[0][1]["allow_patterns"]
+
+
+def test_filtered_output_never_blocks_its_writers_when_the_reader_leaves():
+    """`python -m eval compare ... | head -1`: the reader goes away; the filter keeps draining the pipe, so the
+    command writes its 1 MB and ends instead of blocking on a full pipe."""
+    script = ("import sys\nfrom common.process import filtered_output\nwith filtered_output():\n"
+              "    for i in range(20000):\n        print('x' * 50)\nprint('done', file=sys.stderr)\n")
+    res = subprocess.run(["bash", "-c", f"{sys.executable} -c \"$0\" | head -1", script], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "TASE_OUTPUT_FILTERED": ""})
+    assert res.stdout == "x" * 50 + "\n" and res.stderr.strip().endswith("done"), res.stderr[-2000:]
