@@ -157,6 +157,9 @@ def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     """A model that exists (a folder, a GGUF file, a hub id or `default`), train_data and --exclude paths, and
     a writable output folder."""
     model = model_args.model_name_or_path
+    if model is not None and not str(model).strip():  # a start would refuse it (common/models.resolve_model)
+        raise TaseError(f"model_name_or_path {str(model)!r}: an empty name; give a folder, a .gguf file, a hub id or "
+                        "'default'")
     if model and str(model) not in ("default", "smollm2", "SmolLM2-135M-Instruct"):
         from common.models import hub_refusal, hub_snapshot, is_hub_id
         from recipes.model_shapes import fallback_note, known_config
