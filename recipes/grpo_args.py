@@ -142,9 +142,14 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
     rewards = resolve_rewards(tase, cfg)  # ours by name or any import path; an unknown one, bad weights: one line
     check_trainer_ranges(tase, cfg)
     check_clip(cfg)
+    if not features.trainer_kind(tase.trainer).rollout_worker:  # TRL's buffered generation batch (sync GRPO)
+        from recipes.generation_batch import check_save_steps
+
+        check_save_steps(cfg)
     from recipes.grpo_plan import world_size
 
-    features.check(features.Run(tase, cfg, model_args, trainer=tase.trainer, processes=world_size()))  # each feature's
+    # each feature's checks, with the resolved rewards (the curriculum reads verdicts from a synchronous one)
+    features.check(features.Run(tase, cfg, model_args, trainer=tase.trainer, processes=world_size(), rewards=rewards))
     if tase.train_data != "synth":
         check_train_data(tase)
     why = adapters.quantization_problem(model_args, tase.trainer, cfg.use_cpu, hardware=not tase.dry_run)

@@ -254,3 +254,16 @@ def test_torchrun_refusal_is_one_line_without_torchruns_traceback(tmp_path):
     assert errors == ["error: guidance runs with one training process, got 2: the hinted re-generation covers only "
                       "the failed groups, which TRL's cross-process gathers cannot take"], res.stderr[-3000:]
     assert "Traceback" not in res.stderr and not (tmp_path / "t").exists()
+
+
+def test_a_curriculum_over_async_rewards_only_is_refused_by_the_dry_run(tmp_path, monkeypatch):
+    """The curriculum reads verdicts from a synchronous reward; with async ones only it was refused after the model
+    loaded (curriculum.watch), now by the feature's check."""
+    (tmp_path / "async_rewards_issue80.py").write_text(
+        "async def score(completions, **kwargs):\n    return [0.0] * len(completions)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, err = call_main(["recipes/grpo.py", "--config", GRPO_CPU, "--train_data", "synth", "--streaming", "true",
+                           "--curriculum", "true", "--tasks", "component_split", "--langs", "en", "--max_steps", "2",
+                           "--reward_funcs", "async_rewards_issue80:score", "--format_reward", "false",
+                           "--output_dir", str(tmp_path / "o"), "--dry-run"])
+    one_line(code, err, "curriculum needs a synchronous reward function to read the verdicts from; every one is async")
