@@ -2,7 +2,8 @@
 micro-batches and keeps the batch in memory only, so checkpoints fall on generation-batch boundaries
 (recipes/generation_batch.py): a `save_steps` inside a batch is refused in one line (the dry run too), a checkpoint
 inside one is refused on resume, and a run with `steps_per_generation 2`, `num_iterations 2`, guidance, dynamic
-sampling and the curriculum killed with SIGKILL at every step and resumed ends with the uninterrupted run's weights."""
+sampling and the curriculum killed with SIGKILL at every step and resumed ends with the uninterrupted run's weights
+and guidance and curriculum states."""
 from __future__ import annotations
 
 import json
@@ -115,6 +116,8 @@ def test_kill_at_every_step_then_resume_gives_the_uninterrupted_weights(tiny_mod
         assert got.keys() == want.keys()
         differ = [n for n in want if not torch.equal(want[n], got[n])]
         assert not differ, (k, differ, res.stderr[-1500:])
+        for name in ("guidance.json", "curriculum.json"):  # the schedules too (guidance.json's step was off by one)
+            assert json.loads((out / name).read_text()) == json.loads((base / name).read_text()), (k, name)
         shutil.rmtree(out)
 
     # a checkpoint inside a batch (a run's final save at an odd max_steps, resumed with more): one line, nothing changed
