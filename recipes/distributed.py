@@ -103,6 +103,22 @@ def _parent_cmdline() -> list[str]:
         return []
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (read from /proc; those that cannot be read are skipped)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", encoding="utf-8", errors="replace") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid:
+            out.append(int(d))
+    return out
+
+
 def _elastic_agent(parent: list[str]) -> bool:
     """Whether `parent` is torch's elastic agent: torchrun, `python -m torch.distributed.run`, or `accelerate launch`
     with several processes (it runs torch.distributed.run in its own process)."""
@@ -120,10 +136,11 @@ def launcher_exit(code: int) -> int:
     - `accelerate launch` with one process: its simple launcher answers a non-zero exit with a CalledProcessError
       traceback. The launcher is ended with SIGTERM first, so the line is the last thing printed; the shell sees 143.
     - torchrun, or `accelerate launch` with several (LOCAL_RANK set): the elastic agent answers with a
-      ChildFailedError traceback, and its SIGTERM/SIGINT/SIGHUP handlers print one too, so the refusing rank ends it
-      with SIGKILL (the shell sees 137); rank 0 prints the line (common/errors.quiet_rank). Another rank waits up to
-      10 s for rank 0 to do so; where rank 0 did not refuse (the ranks disagree), it prints its own line and leaves the
-      agent to report."""
+      ChildFailedError traceback, and its SIGTERM/SIGINT/SIGHUP handlers print one too, so rank 0 ends the other
+      ranks with SIGTERM (as the agent would: none goes on alone, waiting for rank 0 in a collective) and the agent
+      with SIGKILL (the shell sees 137), after printing the line (common/errors.quiet_rank). Another rank waits up
+      to 10 s for rank 0 to do so; where rank 0 did not refuse (the ranks disagree), it prints its own line and
+      leaves the agent to report."""
     import signal
     import time
 
@@ -138,6 +155,9 @@ def launcher_exit(code: int) -> int:
         sys.stderr.flush()
         agent = os.getppid()
         if os.environ.get("RANK", "0") == "0":
+            for pid in _children(agent):  # as the agent would: a rank that did not refuse must not go on alone
+                if pid != os.getpid():
+                    os.kill(pid, signal.SIGTERM)
             os.kill(agent, signal.SIGKILL)
             return code
         for _ in range(100):

@@ -242,6 +242,7 @@ def test_guidance_gold_conflicts_are_refused_by_the_dry_run(tmp_path, extra, wan
 
 
 @pytest.mark.slow
+@pytest.mark.fresh_python  # torchrun itself the ranks' parent (a warm fork's parent is the warm server)
 def test_torchrun_refusal_is_one_line_without_torchruns_traceback(tmp_path):
     """Two ranks refuse `--guidance hint` (one training process only): rank 0's line, once, and no ChildFailedError
     traceback of torchrun's after it (rank 0 ends the agent; the shell sees 137)."""
