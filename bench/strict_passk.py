@@ -15,25 +15,39 @@ import json
 import sys
 from pathlib import Path
 
-from common.errors import TaseError, one_line_exit
+from common.errors import TaseError, bounded, one_line_errors, one_line_exit
+from common.paths import out_file_refusal
 from eval.aggregate import pass_at_k_estimate
 from rewards import score
 from synth.readers import load_data
 
 
 def row_counts(folder: Path, rows: dict[str, dict]) -> list[tuple[int, int, int]]:
-    """Per valid row of folder/samples.jsonl: (samples, official hits, strict hits)."""
+    """Per valid row of folder/samples.jsonl: (samples, official hits, strict hits); a line that is not an `eval run
+    --num-samples` sample is one line naming the file and line."""
     path = folder / "samples.jsonl"
     if not path.is_file():
         raise TaseError(f"{path}: no such file (run `python -m eval run --num-samples K` first)")
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        s = json.loads(line)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TaseError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            s = json.loads(line)
+        except (ValueError, RecursionError):
+            raise TaseError(f"{path}: line {n} is not JSON") from None
+        if not isinstance(s, dict) or "id" not in s:
+            raise TaseError(f"{path}: line {n} is not an `eval run` sample (no id): {bounded(s)}")
         every = s.get("samples")
         if not s.get("valid", True) or not isinstance(every, list) or not every:
             continue
+        if not all(isinstance(e, dict) and isinstance(e.get("completion"), str)
+                   and isinstance(e.get("coarse"), (int, float)) for e in every):
+            raise TaseError(f"{path}: line {n}: each of its samples needs a completion and a coarse verdict")
         if s["id"] not in rows:
-            raise TaseError(f"{path}: row {s['id']} is not in --data")
+            raise TaseError(f"{path}: row {bounded(s['id'])} is not in --data")
         strict = sum(score(rows[s["id"]], e["completion"]).strict for e in every)
         out.append((len(every), int(sum(e["coarse"] for e in every)), int(strict)))
     if not out:
@@ -47,27 +61,36 @@ def pct(counts: list[tuple[int, int, int]], k: int, hits: int) -> str:
 
 
 def table(data: str, folders: list[Path]) -> list[str]:
+    """One row per folder at its own K (the fewest samples of any of its rows): pass@j for j = 1, the powers of two
+    below K and K; a j beyond a folder's K is `-` (a folder of 4 samples has no pass@8), never a smaller K for all."""
     rows = {r["id"]: r for r in load_data(data)}
     counts = {f.name: row_counts(f, rows) for f in folders}
-    k = min(n for c in counts.values() for n, _, _ in c)
-    ks = sorted({1, k} | {2**j for j in range(1, 16) if 2**j < k})
-    head = " | ".join(f"strict pass@{j}" for j in ks) + " | " + f"official pass@1 | official pass@{k}"
-    lines = [f"pass@k (%) per row, unbiased estimator (Chen et al. 2021), {k} samples a row; strict = re-scored "
-             "without the official verdict's loopholes:", "", f"| model | rows | {head} |",
-             "|---|---:|" + "---:|" * (len(ks) + 2)]
+    own = {name: min(n for n, _, _ in c) for name, c in counts.items()}
+    ks = sorted({1} | set(own.values()) | {2**j for k in own.values() for j in range(1, 16) if 2**j < k})
+    head = " | ".join(f"strict pass@{j}" for j in ks) + " | official pass@1 | official pass@K"
+    lines = ["pass@k (%) per row, unbiased estimator (Chen et al. 2021), K samples a row (each folder's own); strict = "
+             "re-scored without the official verdict's loopholes:", "", f"| model | rows | K | {head} |",
+             "|---|---:|---:|" + "---:|" * (len(ks) + 2)]
     for name, c in counts.items():
-        cells = [pct(c, j, 2) for j in ks] + [pct(c, 1, 1), pct(c, k, 1)]
-        lines.append(f"| {name} | {len(c)} | " + " | ".join(cells) + " |")
+        k = own[name]
+        cells = [pct(c, j, 2) if j <= k else "-" for j in ks] + [pct(c, 1, 1), pct(c, k, 1)]
+        lines.append(f"| {name} | {len(c)} | {k} | " + " | ".join(cells) + " |")
     return lines
 
 
 @one_line_exit
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    one_line_errors(p)  # a bad value: one line and exit 2, as the CLIs
     p.add_argument("--data", required=True, help="the rows the folders were sampled on (official:DIR or a .jsonl)")
     p.add_argument("folders", nargs="+", type=Path, help="`eval run --num-samples K` output folders")
     p.add_argument("--out", help="also write the table here (markdown)")
     args = p.parse_args(argv)
+    why = args.out and out_file_refusal(args.out)
+    if why:
+        raise TaseError(why)
+    if len({f.name for f in args.folders}) != len(args.folders):  # the table names a row by its folder's name
+        raise TaseError(f"folders must have distinct names, got {', '.join(str(f) for f in args.folders)}")
     text = "\n".join(table(args.data, args.folders)) + "\n"
     print(text, end="")
     if args.out:

@@ -9,7 +9,10 @@ base (`DataError` is a `ValueError`, `RunError` a `RuntimeError`), so code that 
 """
 from __future__ import annotations
 
+import argparse
+import atexit
 import functools
+import os
 import reprlib
 import sys
 from collections.abc import Callable
@@ -34,10 +37,48 @@ class StepFailed(TaseError):
         self.exit_code = exit_code
 
 
+HELD: list[str] = []  # a quiet rank's lines (quiet_rank), printed at exit unless rank 0 said them (release_held)
+
+
+def quiet_rank() -> bool:
+    """Whether this process is a rank other than 0 of a multi-process launch (torchrun and `accelerate launch` set
+    RANK and LOCAL_RANK). Why: every rank checks the same options, so the same line came once per rank; rank 0 says
+    it once (recipes/grpo_core/distributed.launcher_exit)."""
+    return os.environ.get("LOCAL_RANK") is not None and os.environ.get("RANK", "0") != "0"
+
+
+def _print_held() -> None:
+    for line in HELD:
+        print(line, file=sys.stderr)
+    HELD.clear()
+
+
+def release_held() -> None:
+    """Drop a quiet rank's held lines: rank 0 printed the same refusal."""
+    HELD.clear()
+
+
 def one_line(e: TaseError) -> int:
-    """Print `e` as the one line `error: <message>` on stderr; the exit status for the entry point to return."""
-    print(f"error: {e}", file=sys.stderr)
+    """Print `e` as the one line `error: <message>` on stderr (a quiet rank holds it back until exit, where it is
+    printed unless released); the exit status for the entry point to return."""
+    line = f"error: {e}"
+    if quiet_rank():
+        if not HELD:
+            atexit.register(_print_held)
+        HELD.append(line)
+    else:
+        print(line, file=sys.stderr)
     return e.exit_code
+
+
+def one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """A plain argparse parser's errors (a bad value on the command line) as one TaseError line, not usage text
+    (under one_line_exit: exit 2)."""
+
+    def error(message: str):
+        raise TaseError(message)
+
+    parser.error = error  # type: ignore[method-assign]
 
 
 F = TypeVar("F", bound=Callable[..., int])

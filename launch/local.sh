@@ -32,9 +32,9 @@ OPTIONS=(--gpus GPUS  --config CONFIG  --async ASYNC=1  --vllm-gpus VGPUS  --por
 . "$(dirname "$0")/_options.sh"
 parse_options "$@"
 cd "$(dirname "$0")/.."
-[[ -z "$GPUS" ]] || need_int --gpus "$GPUS" 1
-[[ -z "$VGPUS" ]] || need_int --vllm-gpus "$VGPUS" 1
-need_int --port "$PORT" 1
+[[ -z "$GPUS" ]] || need_int --gpus GPUS 1
+[[ -z "$VGPUS" ]] || need_int --vllm-gpus VGPUS 1
+need_int --port PORT 1 65535
 if [[ -z "$GPUS" ]]; then
   GPUS=$(nvidia-smi -L 2>/dev/null | wc -l || true)
   [[ "$GPUS" -gt 0 ]] || GPUS=1

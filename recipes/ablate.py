@@ -109,7 +109,7 @@ def ablate(args: argparse.Namespace, extra: list[str]) -> int:
     arms = expand(axes)
     out = Path(args.out)
     check_out(out)
-    parsed = check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base else []), *extra], out)
+    parsed = check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base is not None else []), *extra], out)
     vllm_arms = arms_with_vllm(arms, parsed)
     for spec in args.eval_data:  # before anything trains: a missing file once failed after every arm had trained
         path = Path(spec.removeprefix("official:"))
@@ -149,9 +149,9 @@ def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path, vllm
     times_file = out / "times.json"
     times = load_times(times_file)
     py = sys.executable
-    base_args = ["--model_name_or_path", args.base] if args.base else []
+    base_args = ["--model_name_or_path", args.base] if args.base is not None else []  # "" is checked, as a model
     models = {"base": args.base or "default"}
-    if not args.base:
+    if args.base is None:
         from recipes.shared.parser import read_yaml
 
         cfg = read_yaml(args.config)  # one line for invalid YAML or a key given twice, not a traceback

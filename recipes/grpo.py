@@ -55,7 +55,10 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
 
         return main_async(tase, cfg, model_args, rewards, callbacks)
     check_sync_extras(cfg)
-    start = start_run(tase, cfg, model_args)
+    from recipes.grpo_core.generation_batch import check_resume
+
+    # a checkpoint inside a generation batch cannot resume exactly: refused before metrics.jsonl is trimmed to it
+    start = start_run(tase, cfg, model_args, check=lambda ckpt: check_resume(cfg, ckpt))
     if start is None:
         return 0
     resume, path = start

@@ -32,7 +32,7 @@ def test_strict_pass_at_k_counts_only_strict_samples(tmp_path, fixture_root):
     assert res.returncode == 0, res.stderr
     row = next(l for l in res.stdout.splitlines() if l.startswith("| m |"))
     # strict pass@1 2 4, official pass@1 4: row 0 gives 1/4, 1/2, 1 of a right answer, row 1 gives 0
-    assert row == "| m | 2 | 12.50 | 25.00 | 50.00 | 12.50 | 50.00 |", row
+    assert row == "| m | 2 | 4 | 12.50 | 25.00 | 50.00 | 12.50 | 50.00 |", row
     assert (tmp_path / "t.md").read_text(encoding="utf-8") == res.stdout
     (run / "samples.jsonl").write_text(json.dumps({"id": rows[0]["id"], "valid": True}) + "\n", encoding="utf-8")
     bad = subprocess.run([*cmd, str(run)], capture_output=True, text=True, cwd=ROOT)

@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     r.add_argument("--limit", type=pos_int, default=None,
                    help="at most N rows per file, evenly spread (the official runner's max_eval; it uses 1500); a "
                         "JSONL's files are its task/subtask/language cells")
-    r.add_argument("--select", choices=["spread", "first", "stratified"], default="spread",
-                   help="which rows --limit keeps per file: spread evenly (default, as the official runner), "
+    r.add_argument("--select", choices=["spread", "first", "stratified"], default=None,
+                   help="with --limit: which rows it keeps per file: spread evenly (default, as the official runner), "
                         "the first N (as lm_eval --limit N takes them from an export-lm-eval folder), or stratified: "
                         "each row kind (a DIFF row's variation, a classification file's answer) in proportion, "
                         "spread within the kind (a stride can miss kinds: every 2nd row of a DIFF file sees 2 of 4)")
@@ -58,6 +58,8 @@ def execute(args: argparse.Namespace) -> int:
     from ..backends import DEFAULT_BATCH, BackendError, GenConfig, default_backend
     from ..runner import run
 
+    if args.select is not None and args.limit is None:  # every row is kept: a selection would be ignored
+        raise BackendError(f"--select {args.select} chooses which rows --limit keeps; give --limit N (or drop --select)")
     args.backend = args.backend or default_backend()
     gen = GenConfig(args.max_new_tokens, args.temperature, args.top_p, args.top_k, args.seed,
                     args.batch_size or DEFAULT_BATCH[args.backend], args.num_samples)
@@ -78,7 +80,7 @@ def execute(args: argparse.Namespace) -> int:
     res = run(model, args.data, args.out, args.backend, args.limit, args.cot, gen,
               SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
               {k: v for k, v in opts.items() if v is not None}, args.allow_pickle_weights,
-              getattr(args, "select", "spread"), args.tasks, args.files)
+              args.select or "spread", args.tasks, args.files)
     warn_invalid(res)
     print(summary(res))
     if res.get("pass_at_k"):

@@ -142,9 +142,14 @@ def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
     rewards = resolve_rewards(tase, cfg)  # ours by name or any import path; an unknown one, bad weights: one line
     check_trainer_ranges(tase, cfg)
     check_clip(cfg)
+    if not features.trainer_kind(tase.trainer).rollout_worker:  # TRL's buffered generation batch (sync GRPO)
+        from recipes.grpo_core.generation_batch import check_save_steps
+
+        check_save_steps(cfg)
     from recipes.grpo_core.plan import world_size
 
-    features.check(features.Run(tase, cfg, model_args, trainer=tase.trainer, processes=world_size()))  # each feature's
+    # each feature's checks, with the resolved rewards (the curriculum reads verdicts from a synchronous one)
+    features.check(features.Run(tase, cfg, model_args, trainer=tase.trainer, processes=world_size(), rewards=rewards))
     if tase.train_data != "synth":
         check_train_data(tase)
     why = adapters.quantization_problem(model_args, tase.trainer, cfg.use_cpu, hardware=not tase.dry_run)
@@ -157,6 +162,9 @@ def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
     """A model that exists (a folder, a GGUF file, a hub id or `default`), train_data and --exclude paths, and
     a writable output folder."""
     model = model_args.model_name_or_path
+    if model is not None and not str(model).strip():  # a start would refuse it (common/models.resolve_model)
+        raise TaseError(f"model_name_or_path {str(model)!r}: an empty name; give a folder, a .gguf file, a hub id or "
+                        "'default'")
     if model and str(model) not in ("default", "smollm2", "SmolLM2-135M-Instruct"):
         from common.models import hub_refusal, hub_snapshot, is_hub_id
         from recipes.grpo_core.model_shapes import fallback_note, known_config

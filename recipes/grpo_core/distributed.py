@@ -95,22 +95,77 @@ def ZeroPartitionReport() -> Any:  # noqa: N802  (a factory: transformers is imp
     return _Report()
 
 
-def launcher_exit(code: int) -> int:
-    """The exit status for a recipe's `__main__`, after its one-line refusal under `accelerate launch` with one
-    process. accelerate's simple launcher (accelerate/commands/launch.py, simple_launcher) answers any non-zero exit
-    of the script with a CalledProcessError traceback of its own, under our one line (issue 66). Where this process's
-    parent is that launcher and the recipe refused (exit 2, its line already printed), the launcher is ended with
-    SIGTERM first, so the line is the last thing printed; the shell sees 143 (128 + SIGTERM) instead of 1. Multi-process
-    launchers (torchrun sets LOCAL_RANK) and every other exit are left alone."""
-    import signal
-
-    if code != 2 or os.environ.get("LOCAL_RANK") is not None or not sys.platform.startswith("linux"):
-        return code
+def _parent_cmdline() -> list[str]:
     try:
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
-            parent = [a.decode(errors="replace") for a in f.read().split(b"\0")]
+            return [a.decode(errors="replace") for a in f.read().split(b"\0")]
     except OSError:
+        return []
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (read from /proc; those that cannot be read are skipped)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", encoding="utf-8", errors="replace") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid:
+            out.append(int(d))
+    return out
+
+
+def _elastic_agent(parent: list[str]) -> bool:
+    """Whether `parent` is torch's elastic agent: torchrun, `python -m torch.distributed.run`, or `accelerate launch`
+    with several processes (it runs torch.distributed.run in its own process)."""
+    head = parent[:4]
+    return (any(a.endswith("/torchrun") or a == "torchrun" or a == "torch.distributed.run" for a in head)
+            or (any(a.endswith(("/accelerate", "accelerate.commands.launch")) or a == "accelerate" for a in head[:3])
+                and "launch" in " ".join(head)))
+
+
+def launcher_exit(code: int) -> int:
+    """The exit status for a recipe's `__main__`, after its one-line refusal (exit 2) under a launcher that would print
+    a traceback of its own under that line (issue 66, issue 80); every other exit is left alone. Linux only (the
+    parent is read from /proc).
+
+    - `accelerate launch` with one process: its simple launcher answers a non-zero exit with a CalledProcessError
+      traceback. The launcher is ended with SIGTERM first, so the line is the last thing printed; the shell sees 143.
+    - torchrun, or `accelerate launch` with several (LOCAL_RANK set): the elastic agent answers with a
+      ChildFailedError traceback, and its SIGTERM/SIGINT/SIGHUP handlers print one too, so rank 0 ends the other
+      ranks with SIGTERM (as the agent would: none goes on alone, waiting for rank 0 in a collective) and the agent
+      with SIGKILL (the shell sees 137), after printing the line (common/errors.quiet_rank). Another rank waits up
+      to 10 s for rank 0 to do so; where rank 0 did not refuse (the ranks disagree), it prints its own line and
+      leaves the agent to report."""
+    import signal
+    import time
+
+    from common.errors import release_held
+
+    if code != 2 or not sys.platform.startswith("linux"):
         return code
+    parent = _parent_cmdline()
+    if os.environ.get("LOCAL_RANK") is not None:
+        if not _elastic_agent(parent):
+            return code
+        sys.stderr.flush()
+        agent = os.getppid()
+        if os.environ.get("RANK", "0") == "0":
+            for pid in _children(agent):  # as the agent would: a rank that did not refuse must not go on alone
+                if pid != os.getpid():
+                    os.kill(pid, signal.SIGTERM)
+            os.kill(agent, signal.SIGKILL)
+            return code
+        for _ in range(100):
+            if os.getppid() != agent:  # rank 0 ended the agent: its line is the one
+                release_held()
+                return code
+            time.sleep(0.1)
+        return code  # rank 0 goes on: this rank's own line (held) is printed at exit, the agent reports the rest
     launcher = any(a.endswith(("/accelerate", "accelerate.commands.launch")) or a == "accelerate" for a in parent[:3])
     if launcher and "launch" in " ".join(parent[:4]):
         sys.stderr.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from common.errors import TaseError
@@ -31,10 +32,11 @@ class MetricsLogger:
 
 
 
-def start_run(tase: TaseArgs, cfg: Any, model_args: Any) -> tuple[Any, Any] | None:
-    """What both trainers do before building anything: the output folder (resume or a fresh start) and the model
-    path. None when the run already finished."""
-    resume = prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint)
+def start_run(tase: TaseArgs, cfg: Any, model_args: Any,
+              check: Callable[[str | None], None] | None = None) -> tuple[Any, Any] | None:
+    """What both trainers do before building anything: the output folder (resume or a fresh start, the checkpoint
+    passed to `check` first) and the model path. None when the run already finished."""
+    resume = prepare_output_dir(cfg.output_dir, cfg.resume_from_checkpoint, check)
     if already_finished(cfg.output_dir, resume, cfg.max_steps):
         return None
     return resume, resolve(model_args.model_name_or_path, tase.allow_pickle_weights, download=not tase.local_files_only)

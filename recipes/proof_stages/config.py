@@ -21,7 +21,7 @@ from recipes.proof_stages.sections import (
     typed,
 )
 from recipes.proof_stages.values import check_seeds, check_select, check_sweep, check_transfer, check_values
-from recipes.shared.parser import deprecation_note, read_yaml
+from recipes.shared.parser import both_names, deprecation_note, read_yaml
 from rewards.levels import COARSE, FINE, STRICT
 
 HERE = Path(__file__).resolve().parents[1]  # recipes/: the recipes and configs the stages run
@@ -115,11 +115,13 @@ def check_section(where: str, value: Any, schema: dict[str, Any]) -> None:
 def load_config(path: str) -> ProofConfig:
     """The proof config (yaml.safe_load), checked and typed: unknown or missing keys, wrong types and bad values are
     one line each. A `control:` key, even empty, turns the control stage on (its options {}); without it control
-    is None (select: likewise)."""
+    is None (select: likewise). An empty `transfer:` or `start:` is refused: each needs keys of its own."""
     cfg = read_yaml(path)
-    for part in OPTIONAL_STAGES:
+    for part in (*OPTIONAL_STAGES, "transfer"):
         if isinstance(cfg, dict) and part in cfg and cfg[part] is None:
-            cfg[part] = {}  # `control:` or `select:` with nothing under it: the stage with its defaults
+            # `control:` or `select:` with nothing under it: the stage with its defaults; a section without
+            # defaults (`transfer: null`, `start:`) is then refused for what it lacks, never silently off
+            cfg[part] = {}
     check_section(f"--config {path}", cfg, SCHEMA)
     if isinstance(cfg.get("start"), list) and not cfg["start"]:
         raise TaseError(f"--config {path}: start: give a mapping (one stage) or a list of them, got an empty list")
@@ -236,8 +238,7 @@ def rename_arm_keys(path: str, arms: list[dict[str, Any]]) -> None:
         used = [a for a in arms if old in a]
         for a in used:
             if new in a:
-                raise TaseError(f"--config {path}: grpo arm {bounded(a.get('name'))}: {old} is the former name of "
-                                f"{new}; give one")
+                raise TaseError(f"--config {path}: grpo arm {bounded(a.get('name'))}: {both_names(old, new)}")
             a[new] = a.pop(old)
         if used:
             print(deprecation_note(f"grpo arms' {old}", new), file=sys.stderr)

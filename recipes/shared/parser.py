@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common.errors import TaseError
+from common.errors import TaseError, one_line_errors  # noqa: F401  (one_line_errors: the recipes' import)
 
 
 def read_yaml(path: str | Path, what: str = "--config ") -> Any:
@@ -94,9 +94,10 @@ class RecipeParser:
         features' `renamed`, recipes/shared/config.py)."""
         return {old: new for t in self.types for old, new in getattr(t, "renamed_options", {}).items()}
 
-    def rename(self, values: dict, argv: list[str]) -> list[str]:
-        """Former option names (an options class's `renamed_options`) in the YAML `values` (changed in place) and
-        on the command line, given their new names; one deprecation line on stderr per name used."""
+    def rename(self, values: dict, argv: list[str], path: str | None = None) -> list[str]:
+        """Former option names (an options class's `renamed_options`) in the YAML `values` (read from `path`, changed
+        in place) and on the command line, given their new names; one deprecation line on stderr per name used. A
+        former name beside its new one in the YAML, or on the command line, is one line (both_names)."""
         known = {a.dest for a in self._actions()}
         argv = list(argv)
         for old, new in self.renamed.items():
@@ -104,7 +105,13 @@ class RecipeParser:
                 continue
             used = old in values
             if used:
+                if new in values:  # which one was meant is not for the parser to guess
+                    raise TaseError(f"--config {path}: {both_names(old, new)}")
                 values[new] = values.pop(old)
+            flags = [a[2:].split("=")[0] for a in argv if a.startswith("--")]
+            names = {f.replace("-", "_") for f in flags}
+            if old in names and new in names:
+                raise TaseError(f"{self.where}--{old} and --{new}: {both_names(old, new)}")
             for i, a in enumerate(argv):
                 name = a[2:].split("=")[0]
                 if a.startswith("--") and name.replace("-", "_") == old:
@@ -117,7 +124,7 @@ class RecipeParser:
         """The dataclasses, as TrlParser.parse_args_and_config builds them (YAML `env:` set first, unknown YAML
         keys refused after the command line is read), from the YAML read once."""
         values = dict(config.values)
-        argv = self.rename(values, config.argv)
+        argv = self.rename(values, config.argv, config.path)
         if values:
             self.check_types(config.path, values)
         try:
@@ -188,27 +195,28 @@ def deprecation_note(old: str, new: str) -> str:
     return f"{old} is deprecated: use {new} (the old name is accepted for one more release)"
 
 
+def both_names(old: str, new: str) -> str:
+    """The one line for a former option name given beside its new name (a YAML, a command line, a proof arm):
+    refused, since either could be the one meant."""
+    return f"{old} is the former name of {new}; give one"
+
+
 def rename_flags(argv: list[str], renamed: dict[str, str]) -> list[str]:
     """A plain argparse command line (ablate.py) with former flags (`--old` or `--old=V`, old -> new in `renamed`,
-    names without dashes) given their new names; one deprecation line on stderr per former name used."""
+    names without dashes) given their new names; one deprecation line on stderr per former name used, one error line
+    for a former flag beside its new one."""
     argv = list(argv)
     for old, new in renamed.items():
         used = False
+        flags = {a[2:].split("=")[0] for a in argv if a.startswith("--")}
+        if old in flags and new in flags:
+            raise TaseError(f"--{old} and --{new}: {both_names(old, new)}")
         for i, a in enumerate(argv):
             if a == "--" + old or a.startswith(f"--{old}="):
                 argv[i], used = "--" + new + a[2 + len(old):], True
         if used:
             print(deprecation_note(old, new), file=sys.stderr)
     return argv
-
-
-def one_line_errors(parser: argparse.ArgumentParser) -> None:
-    """A plain argparse parser's errors (a bad value on the command line) as one TaseError line, not usage text."""
-
-    def error(message: str):
-        raise TaseError(message)
-
-    parser.error = error  # type: ignore[method-assign]
 
 
 def _type_name(action: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -175,10 +176,11 @@ def hold_output_dir(output_dir: str) -> None:
     atexit.register(lock.__exit__, None, None, None)
 
 
-def prepare_output_dir(output_dir: str, resume: Any) -> str | None:
+def prepare_output_dir(output_dir: str, resume: Any, check: Callable[[str | None], None] | None = None) -> str | None:
     """Take output_dir's write lock (hold_output_dir), then refuse an unusable output_dir, or one that
     holds a run unless resuming it; returns the checkpoint
-    to resume from (see resolve_resume) and trims metrics.jsonl to it."""
+    to resume from (see resolve_resume; `check` may refuse it, before anything changes) and trims metrics.jsonl to
+    it."""
     out = check_output_dir(output_dir)
     hold_output_dir(output_dir)
     want = not (resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false")))
@@ -187,6 +189,8 @@ def prepare_output_dir(output_dir: str, resume: Any) -> str | None:
         raise TaseError(f"output_dir {out} already holds a training run ({', '.join(marks)}); pass --resume_from_checkpoint "
              "true to continue it, or choose another --output_dir")
     ckpt = resolve_resume(output_dir, resume) if want else None
+    if want and check is not None:
+        check(ckpt)
     if want and int(os.environ.get("RANK", "0")) == 0:
         step = 0
         if ckpt:

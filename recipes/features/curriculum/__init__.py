@@ -67,6 +67,18 @@ class Curriculum(Feature):
     def check_enabled(self, args: Any) -> None:
         check_levels(args)
 
+    def check(self, run: Run) -> None:
+        """A synchronous reward to read the verdicts from (curriculum.watch), checked before the model loads."""
+        if run.rewards is None or not run.args.curriculum:
+            return
+        from trl.trainer.utils import is_async_callable
+
+        from common.errors import TaseError
+
+        if all(is_async_callable(f) for f in run.rewards.funcs):
+            raise TaseError("curriculum needs a synchronous reward function to read the verdicts from; every one is "
+                            "async")
+
     def setup(self, run: Run) -> Any:
         from recipes.features.curriculum import levels as curriculum
 

@@ -62,7 +62,7 @@ class Guidance(Feature):
     def check(self, run: Run) -> None:
         from recipes.features.guidance import hints as guidance
 
-        guidance.check_run(run.args, run.cfg, run.processes)
+        guidance.check_run(run.args, run.cfg, run.processes, run.model_args)
 
     def setup(self, run: Run) -> Any:
         from recipes.features.guidance import hints as guidance

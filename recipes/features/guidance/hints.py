@@ -43,9 +43,11 @@ MODES = ("none", "hint", "gold", "both")  # the `guidance` option (checked in re
 SCHEDULES = ("success", "step", "fixed")
 
 
-def check_run(tase: Any, cfg: Any, processes: int) -> None:
-    """What guidance needs from the run (grpo_args.validate, dry runs too): one training process (the re-generated
-    batch holds only the failed groups, and TRL gathers rewards across processes by equal shapes)."""
+def check_run(tase: Any, cfg: Any, processes: int, model_args: Any = None) -> None:
+    """What guidance needs from the run (grpo_args.validate, dry runs too, before the model loads): one training
+    process (the re-generated batch holds only the failed groups, and TRL gathers rewards across processes by equal
+    shapes); for a gold member, TRL's sum_then_normalize advantages (the gold group's are computed that way) and,
+    with beta > 0, a reference model, which a PEFT adapter run has not (TRL disables the adapter instead)."""
     if tase.guidance == "none":
         return
     if processes > 1:
@@ -53,6 +55,13 @@ def check_run(tase: Any, cfg: Any, processes: int) -> None:
                         "only the failed groups, which TRL's cross-process gathers cannot take")
     if getattr(cfg, "restore_callback_states_from_checkpoint", False):
         raise TaseError("guidance restores its own state on resume; set restore_callback_states_from_checkpoint false")
+    if tase.guidance in ("gold", "both"):
+        agg = getattr(cfg, "multi_objective_aggregation", "sum_then_normalize")
+        if agg != "sum_then_normalize":
+            raise TaseError(f"guidance {tase.guidance} needs multi_objective_aggregation sum_then_normalize, got {agg}")
+        if getattr(cfg, "beta", 0.0) != 0.0 and getattr(model_args, "use_peft", False):
+            raise TaseError(f"guidance {tase.guidance} with beta > 0 needs a reference model; a PEFT adapter run has "
+                            "none: set beta 0 or use_peft false")
 
 
 # -- pure parts -------------------------------------------------------------------------------------------------------
