@@ -109,3 +109,58 @@ def test_async_grpo_steps_on_cpu(vllm_env, tiny64, tmp_path):
         assert all(k.split("/")[2] in ("sort_lengths", "freq_count", "sentence_length") for k in r
                    if k.startswith("tase/task/"))
     assert (out / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_async_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny64, tmp_path):
+    """One async CPU run for three features of issue 79. The tiny random model fails every row, so every group is
+    uniform: dynamic sampling drops in the worker up to its cap (1 round) and then delivers zero-advantage groups, so
+    the run does not stall; `max_train_seconds` stops it long before max_steps and saves, as sync does; reward logging
+    carries each reward's raw and weighted mean out of the worker; the checkpoint's rollout_state.json starts a resume
+    after the dropped prompts, not at the first of them."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
+           "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "1000",
+           "--num_generations", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
+           "--max_completion_length", "8", "--num_train_examples", "64", "--async_max_model_len", "512",
+           "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--max_train_seconds", "15",
+           "--save_strategy", "steps", "--save_steps", "1", "--save_total_limit", "1", "--logging_steps", "1"]
+    res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
+                         text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-4000:]
+    stops = [x for x in res.stdout.splitlines() if x.startswith("max_train_seconds 15 reached at step ")]
+    assert len(stops) == 1, res.stdout[-3000:]
+    last = int(stops[0].split()[-2].rstrip(";"))
+    assert 1 <= last < 1000 and (out / "model.safetensors").is_file()
+    logs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in logs if "sample/staleness_max" in r]
+    assert len(steps) == last
+    for r in steps:  # reward logging from the worker, under sync's names
+        assert r["tase/reward/accuracy_fine/mean"] == pytest.approx(r["rewards/accuracy_fine"])
+        assert r["tase/reward/format/weighted"] == pytest.approx(0.2 * r["tase/reward/format/mean"])
+    total = {k: sum(r.get(f"tase/dynamic/{k}_total") or 0 for r in logs)
+             for k in ("groups_drawn", "groups_kept", "groups_dropped", "groups_padded")}
+    assert total["groups_kept"] == 0 and total["groups_padded"] >= last  # all uniform: every trained group padded
+    assert total["groups_dropped"] > total["groups_padded"] and total["groups_drawn"] >= total["groups_dropped"]
+    assert "uniform groups now reach the trainer with zero advantage" in res.stderr  # the cap's one line
+    ckpt = next(out.glob("checkpoint-*"))
+    state = json.loads((ckpt / "rollout_state.json").read_text())
+    # one group per step trained; the dropped ones before it count as used: the resume starts past them
+    assert state["prompt_index"] > int(ckpt.name.split("-")[1]), state
+
+
+@pytest.mark.slow
+def test_async_run_whose_rollout_worker_dies_ends_in_one_line(vllm_env, tiny_model, tmp_path):
+    """Issue 80's case: a tiny Llama of head_dim 16, which vLLM's CPU attention rejects at the first generation
+    (`Unsupported CPU attention configuration: head_dim=16`); the rollout worker dies and the run ends with one line
+    naming it, exit 2, instead of the trainer waiting for samples until it is killed."""
+    cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
+           "--trainer", "async", "--model_name_or_path", str(tiny_model), "--output_dir", str(tmp_path / "run"),
+           "--max_steps", "2", "--num_generations", "4", "--per_device_train_batch_size", "4",
+           "--gradient_accumulation_steps", "1", "--max_completion_length", "8", "--save_strategy", "no",
+           "--num_train_examples", "16", "--async_max_model_len", "512"]
+    res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
+                         text=True, timeout=900)
+    last = res.stderr.strip().splitlines()[-1]
+    assert res.returncode == 2, res.stderr[-3000:]
+    assert last.startswith("error: the rollout worker died") and "head_dim=16" in last, last

@@ -135,5 +135,141 @@ def test_server_worker_spawns_the_tase_loop():
         _loop_cls, _loop_kwargs = _AsyncRolloutLoop, {}
 
     w = Worker()
-    assert carry_tase_metrics(w, "strict") and w._loop_cls is ServerRolloutLoop and w._loop_kwargs == {"tase_level": "strict"}
+    assert carry_tase_metrics(w, "strict") and w._loop_cls is ServerRolloutLoop and w._loop_kwargs == {"tase_level": "strict",
+                                                                                              "tase_hooks": []}
     assert not carry_tase_metrics(w, "strict") and not carry_tase_metrics(None, "fine")  # once; no worker off rank 0
+
+
+def _scored_loop(hooks: list, funcs: list):
+    """TRL's real scoring state of the GPU path's rollout loop (no server, no dataset) with the features' rollout
+    `hooks`, and a maker of one sort_lengths group of two completions (gold or wrong) with a given group id."""
+    from collections import defaultdict
+
+    from accelerate import PartialState
+    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence
+
+    import synth
+    from recipes.async_grpo import metrics as async_metrics
+    from rewards.trl import reward_columns
+    from synth.gold import gold_completion
+
+    PartialState()
+    loop = object.__new__(async_metrics.ServerRolloutLoop)
+    loop.reward_funcs, loop.reward_func_names = funcs, [f.__name__ for f in funcs]
+    loop._env_reward_types, loop._provides_rollout_reward, loop.tase_level = [], False, "fine"
+    loop.tase_hooks, loop._counters, loop._rates = hooks, defaultdict(float), defaultdict(lambda: [0.0, 0.0])
+    pushed: list = []
+    loop._push_metrics = pushed.append
+    rec = next(iter(synth.generate("sort_lengths", "en", 1, 5, max_len=6)))
+    cols = {"id": rec["id"], "task": rec["task"], "lang": rec["lang"], **reward_columns(rec)}
+
+    def group(gid: int, gold: tuple[bool, bool]):
+        texts = [gold_completion(rec) if g else "<answer>none</answer>" for g in gold]
+        return RolloutGroup(
+            prompts=[[{"role": "user", "content": rec["prompt"]}]] * 2,
+            reward_kwargs={k: [v] * 2 for k, v in cols.items()},
+            completions=[[{"role": "assistant", "content": t}] for t in texts], completions_ids=[[1, 2], [3]],
+            completions_sequences=[[TrainingSequence([0, 1, 2], [0, 1, 1], [0.0, -1.0, -1.0], "a")],
+                                   [TrainingSequence([0, 3], [0, 1], [0.0, -1.0], "b")]],
+            tool_call_counts=[0, 0], tool_failure_counts=[0, 0], model_version=0, group_id=gid,
+            env_rewards=[None, None], rollout_rewards=[None, None])
+
+    return loop, group, pushed
+
+
+def test_the_worker_drops_uniform_groups_up_to_the_round_cap_then_pads_with_zero_advantage(capsys):
+    """Dynamic sampling in the rollout worker (recipes/features/dynamic_sampling/sampling.WorkerFilter, issue 79): a uniform group is
+    dropped in _score_group (no sample reaches the trainer's queue) and its id reported; a mixed group passes as TRL
+    scored it. With every group uniform, after `rounds` x `per_step` drops (then `rounds` per group delivered) a
+    uniform group is delivered with advantage 0, in one line the first time: the trainer is slowed, never stalled.
+    The counters ride out on the worker's metrics queue, summed per window (`_total`)."""
+    import asyncio
+    import queue
+
+    from recipes.async_grpo.cpu_engine import WeightedReward
+    from recipes.features.dynamic_sampling.sampling import WorkerFilter
+    from rewards.trl import accuracy_fine, format_reward
+
+    dropped: queue.Queue = queue.Queue()
+    filt = WorkerFilter("strict", rounds=1, per_step=2, dropped=dropped)
+    loop, group, pushed = _scored_loop([filt], [WeightedReward(accuracy_fine, 1.0), WeightedReward(format_reward, 0.2)])
+    out = [asyncio.run(loop._score_group(group(i, g))) for i, g in enumerate(
+        [(True, False), (False, False), (False, False), (False, False), (False, False), (True, False)])]
+    assert [len(s) for s in out] == [2, 0, 0, 2, 0, 2]  # mixed; 2 drops (1 x 2); padded; 1 drop per delivery; mixed
+    assert [dropped.get_nowait() for _ in range(3)] == [1, 2, 4] and dropped.empty()
+    assert all(s.advantage == 0.0 for s in out[3]) and out[0][0].advantage > 0 > out[0][1].advantage
+    c = loop._counters
+    assert (c["tase/dynamic/groups_drawn_total"], c["tase/dynamic/groups_kept_total"],
+            c["tase/dynamic/groups_dropped_total"], c["tase/dynamic/groups_padded_total"]) == (6, 2, 4, 1)
+    assert loop._rates["tase/dynamic/trained_uniform_share"] == [1.0, 3.0]
+    assert pushed[-1] == {"tase/dynamic/prompts_consumed": 6.0}
+    err = capsys.readouterr().err
+    assert err.count("dynamic sampling: 1 uniform group(s) dropped per group delivered") == 1
+    never = WorkerFilter("strict", rounds=0, per_step=2)  # max_rounds 0: never drop, uniform groups carry no loss
+    loop, group, _ = _scored_loop([never], [WeightedReward(accuracy_fine, 1.0)])
+    assert [s.advantage for s in asyncio.run(loop._score_group(group(0, (False, False))))] == [0.0, 0.0]
+
+
+def test_the_worker_logs_each_rewards_raw_and_weighted_mean():
+    """Reward logging under async (recipes/features/reward_log/weighted.WorkerRewardLog): each sample carries its completion's raw
+    reward and weight x raw under sync's keys (tase/reward/<name>/mean, /weighted), named for the function, not
+    TRL's weighted name `format*0.2`; the collator's per-key average is the batch mean."""
+    import asyncio
+
+    from recipes.async_grpo.cpu_engine import WeightedReward
+    from recipes.features.reward_log.weighted import WorkerRewardLog
+    from rewards.trl import accuracy_fine, format_reward
+
+    loop, group, _ = _scored_loop([WorkerRewardLog()], [WeightedReward(accuracy_fine, 1.0),
+                                                       WeightedReward(format_reward, 0.2)])
+    samples = asyncio.run(loop._score_group(group(0, (True, False))))
+    m = [s.metrics for s in samples]
+    assert m[0]["tase/reward/accuracy_fine/mean"] == 1.0 and m[1]["tase/reward/accuracy_fine/mean"] < 1.0
+    for x in m:
+        assert x["tase/reward/format/weighted"] == pytest.approx(0.2 * x["tase/reward/format/mean"])
+        assert x["rewards/format*0.2"] == pytest.approx(x["tase/reward/format/weighted"])
+
+
+def _exit_3() -> None:
+    raise SystemExit(3)
+
+
+def test_a_dead_rollout_worker_or_server_ends_the_wait_in_one_line():
+    """Issue 80: TRL's trainer asks its rollout worker's health every few seconds while it waits for samples, but
+    notices only an exception the child reported or a heartbeat stale for minutes. Guarded (recipes/async_grpo/
+    trl_checks.guard_worker): a child process that died (here one that exits with code 3) is one TaseError line at
+    the next check, and so is a vLLM server address where nothing listens; a child's reported exception is one line
+    too, without TRL's chained traceback."""
+    import multiprocessing as mp
+
+    from trl.experimental.async_grpo.async_rollout_worker import AsyncRolloutWorker
+
+    from recipes.async_grpo.gloo_transfer import free_port
+    from recipes.async_grpo.trl_checks import guard_worker
+
+    worker = AsyncRolloutWorker(model_name="m", dataset=None, reward_funcs=[], processing_class=None,
+                                eos_token_ids=[0])  # TRL's real parent side; its child is never started here
+    assert guard_worker(worker) and not guard_worker(None)
+    worker._heartbeat_value.value = time.time()  # what start() and the child's loops do
+    worker.check_health(300)  # not started, heartbeat fresh: healthy
+    proc = mp.get_context("spawn").Process(target=_exit_3)
+    proc.start()
+    proc.join(60)
+    worker._process = proc
+    with pytest.raises(TaseError, match=r"^the rollout worker died while the trainer waited for samples \(exit code "
+                                        r"3\); its error is above on stderr$"):
+        worker.check_health(300)
+    worker._failed_event.set()
+    worker._exception_info_queue.put(("RuntimeError", "Unsupported CPU attention configuration: head_dim=16", "tb"))
+    deadline = time.time() + 30
+    while worker._exception_info_queue.empty() and time.time() < deadline:  # its feeder thread writes it
+        time.sleep(0.01)
+    with pytest.raises(TaseError, match=r"died while the trainer waited for samples: RuntimeError: Unsupported CPU "
+                                        r"attention configuration: head_dim=16$"):
+        worker.check_health(300)
+    server = AsyncRolloutWorker(model_name="m", dataset=None, reward_funcs=[], processing_class=None,
+                                eos_token_ids=[0])
+    url = f"http://127.0.0.1:{free_port()}"
+    guard_worker(server, url)
+    with pytest.raises(TaseError, match=f"^the vLLM server at {url} no longer accepts connections"):
+        server.check_health(300)

@@ -47,7 +47,8 @@ def test_cpu_bf16_resolves_where_native_and_explicit_bf16_wins():
     assert cpu_speed.bf16_argv("false", given, on_cpu=True, trainer="sync") == ["--bf16", "false"]
     assert cpu_speed.bf16_argv("true", given | {"bf16"}, on_cpu=True, trainer="sync") == []  # explicit bf16 wins
     assert cpu_speed.bf16_argv("true", given, on_cpu=False, trainer="sync") == []  # GPUs: untouched
-    assert cpu_speed.bf16_argv("true", given, on_cpu=True, trainer="async") == []
+    assert cpu_speed.bf16_argv("true", given, on_cpu=True, trainer="async") == ["--bf16", "true"]  # its loss forward
+    assert cpu_speed.bf16_argv("true", given, on_cpu=True, trainer="sft") == []
     assert cpu_speed.bf16_argv("false", set(), on_cpu=True, trainer="sync") == []  # not given: as before
     with pytest.raises(ValueError, match="cpu_bf16 must be one of auto, true, false, got 'fast'"):
         cpu_speed.bf16_argv("fast", set(), on_cpu=False, trainer="sync")

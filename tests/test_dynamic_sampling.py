@@ -113,8 +113,7 @@ def test_options_are_checked_in_one_line(tmp_path):
     for kw, want in (({"dynamic_sampling_max_rounds": -1}, "integer from 0 to 32"),
                      ({"dynamic_sampling_max_rounds": True}, "integer from 0 to 32"),
                      ({"dynamic_sampling_max_rounds": 33}, "integer from 0 to 32"),
-                     ({"dynamic_sampling_granularity": "total"}, "auto, strict, coarse or fine"),
-                     ({"dynamic_sampling": True, "trainer": "async"}, "trainer: sync only")):
+                     ({"dynamic_sampling_granularity": "total"}, "auto, strict, coarse or fine")):
         with pytest.raises(ValueError, match=want):
             TaseArgs(tasks=["freq_count"], langs=["en"], **kw)
     on = TaseArgs(tasks=["freq_count"], langs=["en"], dynamic_sampling=True)
@@ -123,8 +122,8 @@ def test_options_are_checked_in_one_line(tmp_path):
     with pytest.raises(TaseError, match=r"\(3\) to be a multiple of num_generations \(2\)"):
         check_run(on, cfg, 2)
     code, err = call_main(["recipes/grpo.py", "--trainer", "async", "--dynamic_sampling", "true", "--output_dir",
-                           str(tmp_path / "o"), "--dry-run"])
-    assert code == 2 and "trainer: sync only" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+                           str(tmp_path / "o"), "--dry-run"])  # async: the rollout worker filters (test_async_grpo.py)
+    assert code == 0, err[-2000:]
 
 
 # The sources DynamicGRPOTrainer relies on (recipes/features/dynamic_sampling/sampling.py), as of TRL 1.16.0 / transformers 5.19.0. A

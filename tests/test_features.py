@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, tree_env
@@ -231,3 +232,104 @@ def test_each_feature_is_one_package_and_recipes_top_level_is_small():
         assert all((ROOT / m).is_file() and (ROOT / m).parent == home for m in f.modules), (f.name, f.modules)
     top = sorted(p.name for p in (ROOT / "recipes").glob("*.py"))
     assert len(top) <= 15, top
+
+
+# one way to turn each listed feature on (a feature without a switch of its own is always on): a new feature must
+# add its line here, or the test below fails
+ENABLE = {"tracking": [], "presets": ["--soft_overlong", "true"], "reward_log": [], "vllm_cpu": [], "cpu_speed": [],
+          "curriculum": ["--curriculum", "true", "--train_data", "synth", "--streaming", "true"],
+          "heldout": ["--held_out_rows", "4", "--eval_strategy", "steps", "--eval_steps", "1"],
+          "dynamic_sampling": ["--dynamic_sampling", "true"], "guidance": ["--guidance", "hint"],
+          "budget": ["--max_train_seconds", "5"]}
+
+
+def _dry(argv: list[str]) -> tuple[int, str, Any]:
+    """What a dry run of recipes/grpo.py ARGV checks before it plans, in this process: the parse (parse-time refusals)
+    and each feature's check (check-time ones). Exit code (2: refused), stderr, and the parsed run (None if refused)."""
+    import contextlib
+    import io
+
+    from common.errors import TaseError
+    from recipes import features
+    from recipes.grpo_core.args import parse
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            tase, cfg, model_args = parse([*argv, "--dry-run"])
+            run = features.Run(tase, cfg, model_args, trainer=tase.trainer)
+            features.check(run)
+        except TaseError as e:
+            return 2, err.getvalue() + f"error: {e}\n", None
+        except SystemExit as e:
+            return int(e.code or 0), err.getvalue(), None
+    return 0, err.getvalue(), run
+
+
+def test_every_feature_under_every_trainer_runs_whole_or_is_refused_in_one_line(tmp_path):
+    """No silent skips (issue 79): each feature, enabled under each GRPO trainer, is either refused in one line (exit
+    2) or planned with every run hook it needs folded by that trainer's entry point; under the SFT warm-up the same
+    holds for the features whose options it takes."""
+    from recipes import features
+
+    assert set(ENABLE) == {f.name for f in features.FEATURES}
+    seen = {}
+    for f in features.FEATURES:
+        for trainer in features.GRPO_TRAINERS:
+            argv = [*ENABLE[f.name], "--trainer", trainer, "--output_dir", str(tmp_path / f"{f.name}-{trainer}")]
+            code, err, run = _dry(argv)
+            lines = [x for x in err.splitlines() if x.startswith("error:")]
+            if code:
+                assert code == 2 and len(lines) == 1 and "Traceback" not in err, (f.name, trainer, err[-1500:])
+                seen[f.name, trainer] = "refused"
+                continue
+            assert f in features._on(run), (f.name, trainer, "enabled, accepted, and left out")
+            assert f.needs(trainer) <= features.TRAINERS[trainer].folds, (f.name, trainer)
+            seen[f.name, trainer] = "runs"
+    for f in features.FEATURES:  # the SFT warm-up: the features whose options it parses, and those without options
+        if f.sft_options or f.data_options or f.options is None:
+            assert features.skipped(f, features.SFT) is None or f.refusal, f.name
+    # the paper's path: what trainer: async runs, and what it refuses (docs/training.md, "Features under async")
+    assert {k[0] for k, v in seen.items() if k[1] == "async" and v == "runs"} == {
+        "tracking", "presets", "reward_log", "vllm_cpu", "cpu_speed", "dynamic_sampling", "budget"}
+    assert all(v == "runs" for k, v in seen.items() if k[1] == "sync")
+
+
+def test_each_trainer_declares_the_hooks_its_entry_point_folds():
+    """TrainerKind.folds is what each entry point really calls (`features.<hook>(` in its source), no more and no
+    less: a hook removed from a trainer's list while its entry still folds it (or the reverse) fails here."""
+    from recipes.features import RUN_HOOKS, TRAINERS
+
+    for kind in TRAINERS.values():
+        text = (ROOT / kind.entry).read_text(encoding="utf-8")
+        called = {h for h in RUN_HOOKS if re.search(rf"\bfeatures\.{h}\(", text)}
+        assert called == set(kind.folds), (kind.name, kind.entry, called ^ set(kind.folds))
+
+
+@pytest.mark.parametrize("trainer,hook,argv", [("async", "callbacks", ["--max_train_seconds", "5"]),
+                                                ("async", "rollout", ["--dynamic_sampling", "true"]),
+                                                ("sync", "trainer_class", ["--guidance", "hint"])])
+def test_a_hook_removed_from_a_trainer_refuses_the_features_that_need_it(tmp_path, monkeypatch, trainer, hook, argv):
+    """Take `hook` out of a trainer's declared folds: a feature that needs it is refused at parse time in one line
+    naming the hook (not accepted and left out)."""
+    import dataclasses
+
+    from recipes.features import TRAINERS
+
+    monkeypatch.setitem(TRAINERS, trainer, dataclasses.replace(TRAINERS[trainer],
+                                                               folds=TRAINERS[trainer].folds - {hook}))
+    code, err, _ = _dry([*argv, "--trainer", trainer, "--output_dir", str(tmp_path / "o")])
+    assert code == 2 and f"needs the {hook} hook(s), which trainer: {trainer} does not run" in err, err[-1500:]
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["--cpu_shared_prefill", "false"], "cpu_shared_prefill false: trainer: async always computes"),
+    (["--vllm_reload_sync", "never"], "vllm_reload_sync never: trainer: async picks its weight path itself"),
+    (["--curriculum_window", "3"], "(given: curriculum_window)"),
+    (["--guidance_schedule", "step"], "(given: guidance_schedule)"),
+])
+def test_async_refuses_what_it_would_ignore_in_one_line(tmp_path, argv, why):
+    """Issue 80's "accepted and ignored" under --trainer async: a CPU option async does its own way, and an option
+    of a feature async does not run (given without its switch), are one line each."""
+    code, err, _ = _dry([*argv, "--trainer", "async", "--output_dir", str(tmp_path / "o")])
+    assert code == 2 and why in err and "Traceback" not in err, err[-1500:]

@@ -47,15 +47,20 @@ from rewards.levels import FINE
 
 class WeightedReward:
     """A reward function times a constant weight. TRL's async worker sums its reward functions with weight 1 (it has
-    no `reward_weights`), so weights other than 1 are folded in here; the logged name says so (`format*0.2`)."""
+    no `reward_weights`), so weights other than 1 are folded in here; the logged name says so (`format*0.2`).
+    `raw_name` and `last` (the unweighted values of the group scored last: the worker scores one group at a time)
+    are what reward logging reads (recipes/features/reward_log/weighted.WorkerRewardLog)."""
 
     def __init__(self, func: Any, weight: float):
         self.func, self.weight = func, float(weight)
         name = getattr(func, "__name__", type(func).__name__)
+        self.raw_name = name
         self.__name__ = name if self.weight == 1.0 else f"{name}*{self.weight:g}"
+        self.last: list[float | None] = []
 
     def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
-        return [None if r is None else self.weight * r for r in self.func(*args, **kwargs)]
+        self.last = list(self.func(*args, **kwargs))
+        return [None if r is None else self.weight * r for r in self.last]
 
 
 # --------------------------------------------------------------------------------------------- rollout worker
@@ -66,9 +71,9 @@ class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
     carries its `tase/*` metrics (recipes/async_grpo/metrics.py)."""
 
     def __init__(self, *, engine_kwargs: dict, transfer_info: dict, trace_path: str | None = None,
-                 tase_level: str = FINE, **kwargs):
+                 tase_level: str = FINE, tase_hooks: list | None = None, **kwargs):
         super().__init__(**kwargs)
-        self.tase_level = tase_level
+        self.tase_level, self.tase_hooks = tase_level, list(tase_hooks or [])
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # engine core in this process: reload sees it
         from vllm import LLM, SamplingParams
 
@@ -162,6 +167,11 @@ class EngineRolloutWorker(AsyncRolloutWorker):
         super().__init__(**kwargs)
         self.transfer = transfer
 
+    def exit_code(self) -> int | None:
+        """The child's exit code once it has died; None while it runs (or before it starts, after it stops)."""
+        proc = self._process
+        return None if proc is None or proc.is_alive() else proc.exitcode
+
     def start(self) -> None:  # started early by the weight transfer (it must join the group); TRL's call: no-op
         if self._process is None:
             self._loop_kwargs["transfer_info"] = self.transfer.peer_info()
@@ -192,17 +202,17 @@ class TraceSteps:
         return _Trace()
 
 
-def cpu_engine_parts(path: str, cfg: Any, tase: Any, dataset: Any, funcs: list, tok: Any, level: str
-                     ) -> tuple[dict, Any]:
+def cpu_engine_parts(path: str, cfg: Any, tase: Any, dataset: Any, funcs: list, tok: Any, level: str,
+                     hooks: list | None = None) -> tuple[dict, Any]:
     """`rollout_worker=` and `weight_transfer=` for AsyncGRPOTrainer on CPU; `finish_cpu_setup` completes them
     from the built trainer (parameter manifest, eos ids, in-flight limit). `level`: the verdict tase/zero_var_groups
-    is counted on (rewards.levels.watched of the run's resolved level)."""
+    is counted on (rewards.levels.watched of the run's resolved level); `hooks`: the features' rollout hooks."""
     transfer = GlooWeightTransfer(manifest={}, timeout_s=cfg.weight_sync_timeout)  # a stalled sync: one line
     worker = EngineRolloutWorker(
         transfer=transfer, queue_maxsize=cfg.queue_maxsize,
         engine_kwargs={"model": path, "dtype": cfg.dtype, "enforce_eager": True, "seed": cfg.seed,
                        "max_model_len": tase.async_max_model_len, "enable_prefix_caching": True},
-        trace_path=tase.async_trace, tase_level=level, model_name=path, lora_name=None, dataset=dataset, reward_funcs=funcs,
+        trace_path=tase.async_trace, tase_level=level, tase_hooks=hooks, model_name=path, lora_name=None, dataset=dataset, reward_funcs=funcs,
         processing_class=tok, eos_token_ids=[tok.eos_token_id], tools=None, environment_factory=None,
         num_generations=cfg.num_generations, max_inflight_tasks=max(cfg.max_inflight_tasks, 1),
         vllm_server_url="http://unused (in-process engine)", max_tokens=cfg.max_completion_length,
@@ -211,7 +221,8 @@ def cpu_engine_parts(path: str, cfg: Any, tase: Any, dataset: Any, funcs: list, 
         chat_template_kwargs=cfg.chat_template_kwargs, max_tool_calling_iterations=cfg.max_tool_calling_iterations,
         log_completions=cfg.log_completions, num_completions_to_print=cfg.num_completions_to_print,
         fork_threshold_tokens=cfg.fork_threshold_tokens)
-    transfer.start_peer = worker.start
+    transfer.start_peer = lambda: worker.start()  # noqa: PLW0108 - the start guard_worker sets later, at call time
+    transfer.peer_exit = worker.exit_code
     return {"rollout_worker": worker, "weight_transfer": transfer}, transfer
 
 

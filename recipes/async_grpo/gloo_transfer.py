@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from common.errors import TaseError
-from recipes.async_grpo.trl_checks import stalled_sync_line
+from recipes.async_grpo.trl_checks import dead_worker_line, stalled_sync_line
 
 
 def free_port() -> int:
@@ -30,11 +30,13 @@ class GlooWeightTransfer:
     """Trainer side (`WeightTransferProtocol` of TRL's AsyncGRPOTrainer), rank 0 only.
 
     `manifest`: (names, dtypes, shapes) of the parameters, in the order `send_weights` streams them.
-    `start_peer`: called once before the rendezvous (starts the rollout child, which joins the group)."""
+    `start_peer`: called once before the rendezvous (starts the rollout child, which joins the group).
+    `peer_exit`: returns the peer's exit code once it has died (None while it lives): every wait polls it, so a dead
+    rollout child ends the run in one line at once instead of after `timeout_s`."""
 
     def __init__(self, manifest: dict[str, list], start_peer: Any = None, host: str = "127.0.0.1",
-                 port: int | None = None, timeout_s: float = 600.0):
-        self.manifest, self.start_peer = manifest, start_peer
+                 port: int | None = None, timeout_s: float = 600.0, peer_exit: Any = None):
+        self.manifest, self.start_peer, self.peer_exit = manifest, start_peer, peer_exit
         self.host, self.port, self.timeout_s = host, port or free_port(), timeout_s
         self.store = self.pg = None
         self.version = 0
@@ -83,12 +85,27 @@ class GlooWeightTransfer:
                 raise RuntimeError(f"weight stream out of order: got {name!r}, manifest expects "
                                    f"{names[n] if n < len(names) else 'nothing'!r}")
             t = tensor.detach().to("cpu").contiguous()
-            self.pg.broadcast(t, 0).wait()
+            work = self.pg.broadcast(t, 0)
+            self._wait(work.is_completed, t0)
+            work.wait()  # raises what gloo raised (its own timeout)
             n += 1
         if n != len(names):
             raise RuntimeError(f"weight stream ended after {n} of {len(names)} parameters")
-        self.store.wait([f"ack_{self.version}"], timedelta(seconds=self.timeout_s))
+        self._wait(lambda: self.store.check([f"ack_{self.version}"]), t0)
         self.send_s.append(time.time() - t0)
+
+    def _wait(self, done: Any, t0: float) -> None:
+        """Until `done()`; a dead peer is one TaseError line at once, no answer within timeout_s a RuntimeError (the
+        stalled-sync line)."""
+        pause = 0.0005
+        while not done():
+            code = self.peer_exit() if self.peer_exit is not None else None
+            if code is not None:
+                raise TaseError(dead_worker_line(f"during weight sync {self.version}", code))
+            if time.time() - t0 > self.timeout_s:
+                raise RuntimeError(f"no answer in {self.timeout_s:g} s")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     def destroy(self) -> None:
         self.pg = None

@@ -45,8 +45,10 @@ def generation_mode(tase: TaseArgs, cfg: Any) -> str:
 def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, callbacks: list | None = None
                ) -> int:
     """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync. The
-    features that declare async (recipes/features/) are folded from the same list as sync's; the rollout worker
-    scores and weights the rewards itself, so reward wrappers and trainer mixins are sync's alone."""
+    features that declare async (recipes/features/) are folded from the same list as sync's: setup, callbacks,
+    after_build, after_train, and `rollout` (hooks the rollout worker runs on each group it scores); the worker
+    scores and weights the rewards itself, so reward wrappers and trainer mixins are sync's alone
+    (recipes/features/contract.py TRAINERS declares this, and a feature that needs another hook is refused)."""
     generation = generation_mode(tase, cfg)
     start = start_run(tase, cfg, model_args)
     if start is None:
@@ -72,7 +74,8 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
         callbacks = [*(callbacks or []), async_cpu.TraceSteps(tase.async_trace, trainer_ref)]
     async_patches.cpu_safe_peak_flops()
     if generation == "cpu_engine":
-        kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok, watched(rewards.level))
+        kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok, watched(rewards.level),
+                                                  features.rollout(job))
     try:
         trainer = AsyncGRPOTrainer(
             model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
@@ -82,13 +85,17 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
     except (ValueError, NotImplementedError, TypeError) as e:
         raise TaseError(f"trainer: async: {str(e).splitlines()[0]}") from e
     trainer_ref.append(trainer)
+    from recipes.async_grpo.trl_checks import guard_worker
+
+    guard_worker(getattr(trainer, "rollout_worker", None),  # a dead worker or server: one line, not a hang (issue 80)
+                 cfg.vllm_server_base_url if generation == "server" else None)
     features.after_build(trainer, job)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
     if generation == "cpu_engine":
         async_cpu.finish_cpu_setup(trainer, transfer)
     else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_grpo/metrics.py)
         from recipes.async_grpo.metrics import carry_tase_metrics
 
-        carry_tase_metrics(getattr(trainer, "rollout_worker", None), watched(rewards.level))
+        carry_tase_metrics(getattr(trainer, "rollout_worker", None), watched(rewards.level), features.rollout(job))
     trainer.accelerator.print(
         f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
         f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")

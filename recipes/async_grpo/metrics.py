@@ -44,15 +44,20 @@ def sample_metrics(group: Sequence[Verdict], level: str = FINE) -> list[dict[str
 class TaseMetricsLoop:
     """Mixin for TRL's `_AsyncRolloutLoop` (in the rollout child): after TRL scores a group, each of its training
     samples carries its `tase/*` share. A group that cannot be scored as TASE rows (no `type` column) turns the
-    metrics off with one line, as in sync runs."""
+    metrics off with one line, as in sync runs. Then the features' rollout hooks (`tase_hooks`, recipes/features/
+    `rollout`) run in order on the group's samples: each may add metrics, count into the worker's counters, or drop
+    the group (an empty list: nothing of it reaches the trainer's queue)."""
 
     tase_level: str = FINE
     tase_off: str | None = None
+    tase_hooks: Sequence[Any] = ()
 
     async def _score_group(self, group: Any) -> list:
         samples = await super()._score_group(group)  # type: ignore[misc]
         if self.tase_off is None:
             self._add_tase_metrics(group, samples)
+        for hook in self.tase_hooks:
+            samples = hook(self, group, samples)
         return samples
 
     def _add_tase_metrics(self, group: Any, samples: list) -> None:
@@ -77,9 +82,9 @@ def _server_loop_class() -> type:
     from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
 
     class ServerRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
-        def __init__(self, *, tase_level: str = FINE, **kwargs: Any) -> None:
+        def __init__(self, *, tase_level: str = FINE, tase_hooks: Sequence[Any] = (), **kwargs: Any) -> None:
             super().__init__(**kwargs)
-            self.tase_level = tase_level
+            self.tase_level, self.tase_hooks = tase_level, list(tase_hooks)
 
     ServerRolloutLoop.__module__, ServerRolloutLoop.__qualname__ = __name__, "ServerRolloutLoop"
     return ServerRolloutLoop
@@ -95,14 +100,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def carry_tase_metrics(worker: Any, level: str) -> bool:
+def carry_tase_metrics(worker: Any, level: str, hooks: Sequence[Any] = ()) -> bool:
     """Make the AsyncRolloutWorker that AsyncGRPOTrainer built for the server path spawn ServerRolloutLoop (its
-    child is started at train begin, after this); False where the worker runs another loop (the CPU engine's carries
-    the metrics already) or there is none (ranks other than 0)."""
+    child is started at train begin, after this) with the features' rollout `hooks`; False where the worker runs
+    another loop (the CPU engine's carries the metrics and hooks already) or there is none (ranks other than 0)."""
     from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
 
     if worker is None or getattr(worker, "_loop_cls", None) is not _AsyncRolloutLoop:
         return False
     worker._loop_cls = _server_loop_class()
     worker._loop_kwargs["tase_level"] = level
+    worker._loop_kwargs["tase_hooks"] = list(hooks)
     return True

@@ -8,6 +8,7 @@ hang (huggingface/trl#6797, #7103) and the sync fallback."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from common.errors import TaseError
 
@@ -45,6 +46,67 @@ def check_trl_version(version: str | None = None) -> None:
     if kind == "refuse":
         raise TaseError(line)
     print(line, file=sys.stderr)
+
+
+def dead_worker_line(when: str, exit_code: Any = None, error: str | None = None) -> str:
+    """The one line a rollout worker (or vLLM server) that died ends the run with, instead of the trainer waiting
+    for samples forever (issue 80)."""
+    how = f" (exit code {exit_code})" if exit_code is not None else ""
+    why = f": {error}" if error else "; its error is above on stderr"
+    return f"the rollout worker died {when}{how}{why}"
+
+
+def guard_worker(worker: Any, server_url: str | None = None) -> bool:
+    """Make TRL's rollout-worker health check (called by the trainer every few seconds while it waits for samples)
+    end the run in one line when the worker's process has died, whatever killed it (TRL itself notices only an
+    exception the child reported, or a heartbeat stale for heartbeat_stale_after_s), when it reported an exception
+    (TRL's RuntimeError chains the child's traceback), and, on the server path, when the vLLM server at
+    `server_url` no longer accepts connections (the child would retry its requests for minutes first). Returns
+    whether there was a worker to guard (rank 0 only has one)."""
+    if worker is None or not hasattr(worker, "check_health"):
+        return False
+    check = worker.check_health
+
+    def guarded(stale_after_s: float) -> None:
+        proc = getattr(worker, "_process", None)
+        if proc is not None and not proc.is_alive() and not worker._failed_event.is_set():
+            raise TaseError(dead_worker_line("while the trainer waited for samples", proc.exitcode))
+        if server_url and not _answers(server_url):
+            raise TaseError(f"the vLLM server at {server_url} no longer accepts connections: the run cannot get "
+                            "samples (is the server process still running? its log says why it stopped)")
+        try:
+            check(stale_after_s)
+        except RuntimeError as e:
+            if e.__cause__ is None and "stale" in str(e):  # alive but silent for stale_after_s
+                raise TaseError(f"the rollout worker stopped answering: {str(e).strip()} (heartbeat_stale_after_s)"
+                                ) from None
+            cause = str(e.__cause__ or e).strip().splitlines()
+            raise TaseError(dead_worker_line("while the trainer waited for samples", None,
+                                             (cause or ["unknown"])[0][:300])) from None
+
+    start = worker.start
+
+    def guarded_start() -> None:  # TRL's start raises RuntimeError when the child exits before its ready signal
+        try:
+            start()
+        except RuntimeError as e:
+            raise TaseError(dead_worker_line("while starting", None, str(e).strip().splitlines()[0][:300])) from None
+
+    worker.check_health, worker.start = guarded, guarded_start
+    return True
+
+
+def _answers(url: str) -> bool:
+    """Whether something accepts a TCP connection at the host and port of `url` (2 s)."""
+    import socket
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    try:
+        with socket.create_connection((u.hostname or "localhost", u.port or 80), timeout=2):
+            return True
+    except OSError:
+        return False
 
 
 def stalled_sync_line(what: str, timeout_s: float, error: BaseException) -> str:

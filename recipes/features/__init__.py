@@ -26,6 +26,7 @@ from recipes.features import (
 from recipes.features.contract import (
     ASYNC,
     GRPO_TRAINERS,
+    RUN_HOOKS,
     SFT,
     SYNC,
     TRAINERS,
@@ -36,7 +37,7 @@ from recipes.features.contract import (
 )
 
 __all__ = ["FEATURES", "Feature", "Run", "TrainerKind", "TRAINERS", "GRPO_TRAINERS", "SYNC", "ASYNC", "SFT", "trainer_kind",
-           "feature", "option_fields", "check_options", "ranges", "check", "environment", "setup", "wrap_rewards",
+           "RUN_HOOKS", "skipped", "given_problem", "rollout", "feature", "option_fields", "check_options", "ranges", "check", "environment", "setup", "wrap_rewards",
            "callbacks", "trainer_class", "trainer_kwargs", "after_build", "after_train", "dry_run_lines", "overlay",
            "argv", "sft_option_types", "merged", "reward_names", "reward_kwargs", "renamed"]
 
@@ -77,18 +78,45 @@ def _for(args: Any, trainer: str) -> list[Feature]:
     return [f for f in FEATURES if f.supports(trainer) and _present(f, args)]
 
 
+def skipped(f: Feature, trainer: str) -> str | None:
+    """The one line that refuses feature `f`, enabled, under `trainer`: the trainer is not among those it declares,
+    or its entry point does not fold a run hook the feature needs there; None where the trainer runs it whole."""
+    if not f.supports(trainer):
+        return f.refusal or (f"{f.name} does not run with trainer: {trainer} (its module declares "
+                             f"{', '.join(sorted(f.trainers))}; docs/training.md)")
+    missing = sorted(f.needs(trainer) - TRAINERS[trainer].folds)
+    if missing:
+        return (f"{f.name} needs the {', '.join(missing)} hook(s), which trainer: {trainer} does not run "
+                f"({TRAINERS[trainer].entry}); docs/training.md")
+    return None
+
+
 def check_options(args: Any, data: bool) -> None:
     """Parse time (the options dataclasses' __post_init__): each feature's option checks, then its declared trainers
-    (the first problem is one ValueError line)."""
+    and hooks (the first problem is one ValueError line: nothing enabled is left out without a word)."""
     trainer = getattr(args, "trainer", None)
     for f in FEATURES:
         if f.data_options != data or not _present(f, args):
             continue
         f.check_options(args)
-        if trainer and f.refuse_at == "parse" and f.refusal and f.enabled(args) and not f.supports(trainer):
-            raise ValueError(f.refusal)
+        if trainer and f.refuse_at == "parse" and f.enabled(args) and (line := skipped(f, trainer)):
+            raise ValueError(line)
+        if trainer and f.supports(trainer) and (line := f.trainer_problem(args, TRAINERS[trainer])):
+            raise ValueError(line)
         if f.enabled(args):
             f.check_enabled(args)
+
+
+def given_problem(given: set[str], trainer: str) -> str | None:
+    """Before the parser: an option given on the command line or in the YAML that belongs to a feature `trainer`
+    does not run (curriculum_window under async without the curriculum would be accepted and ignored)."""
+    for f in FEATURES:
+        if f.options is None or f.supports(trainer):
+            continue
+        mine = sorted(given & {x.name for x in dataclasses.fields(f.options)})
+        if mine:
+            return f"{skipped(f, trainer)} (given: {', '.join(mine)})"
+    return None
 
 
 def ranges() -> dict[str, tuple[Any, str]]:
@@ -105,8 +133,8 @@ def check(run: Run) -> None:
         if not _present(f, run.args):
             continue
         f.check(run)
-        if f.refuse_at == "check" and f.refusal and f.enabled(run.args) and not f.supports(run.trainer):
-            raise TaseError(f.refusal)
+        if f.refuse_at == "check" and f.enabled(run.args) and (line := skipped(f, run.trainer)):
+            raise TaseError(line)
 
 
 def overlay(config: Any, route: Any) -> None:
@@ -151,52 +179,68 @@ def environment(cfg: Any) -> dict[str, str]:
 
 def setup(run: Run) -> None:
     """Each enabled feature's state for this run, in run.state[name] (before the training rows are built)."""
-    for f in _for(run.args, run.trainer):
-        if f.enabled(run.args):
-            run.state[f.name] = f.setup(run)
+    for f in _on(run, "setup"):
+        run.state[f.name] = f.setup(run)
 
 
-def _on(run: Run) -> list[Feature]:
-    return [f for f in _for(run.args, run.trainer) if f.enabled(run.args)]
+def _on(run: Run, hook: str | None = None) -> list[Feature]:
+    """The enabled features of the run; with `hook`, those that need it under the run's trainer (Feature.needs)."""
+    return [f for f in _for(run.args, run.trainer) if f.enabled(run.args)
+            and (hook is None or hook in f.needs(run.trainer))]
 
 
 def wrap_rewards(funcs: list[Any], run: Run) -> list[Any]:
     """The reward functions through each feature's wrapper, the first listed innermost."""
-    for f in _on(run):
+    for f in _on(run, "wrap_rewards"):
         funcs = f.wrap_rewards(funcs, run)
     return funcs
 
 
 def callbacks(run: Run) -> list[Any]:
-    return [cb for f in _on(run) for cb in f.callbacks(run)]
+    return [cb for f in _on(run, "callbacks") for cb in f.callbacks(run)]
 
 
 def trainer_class(base: type, run: Run) -> type:
     """`base` with each feature's mixin, the first listed outermost."""
-    for f in reversed(_on(run)):
+    for f in reversed(_on(run, "trainer_class")):
         base = f.trainer_class(base, run)
     return base
 
 
 def trainer_kwargs(run: Run) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in _on(run):
+    for f in _on(run, "trainer_kwargs"):
         out.update(f.trainer_kwargs(run))
     return out
 
 
 def after_build(trainer: Any, run: Run) -> None:
-    for f in _on(run):
+    for f in _on(run, "after_build"):
         f.after_build(trainer, run)
 
 
 def after_train(trainer: Any, run: Run) -> None:
-    for f in _on(run):
+    for f in _on(run, "after_train"):
         f.after_train(trainer, run)
 
 
+def rollout(run: Run) -> list[Any]:
+    """The objects the async rollout worker runs on each scored group, in the order of the list."""
+    return [hook for f in _on(run, "rollout") for hook in f.rollout(run)]
+
+
 def dry_run_lines(run: Run) -> list[str]:
-    return [line for f in _on(run) if (line := f.dry_run_line(run))]
+    """The features the run folds (and those its trainer refuses), then each enabled feature's line (what it will do
+    in this run) and what the trainer does in a feature's place."""
+    refused = [f.name for f in FEATURES if _present(f, run.args) and skipped(f, run.trainer)]
+    head = f"features (trainer: {run.trainer}): {', '.join(f.name for f in _on(run))}" + (
+        f"; refused here if enabled: {', '.join(refused)}" if refused else "")
+    return [head, *(line for f in _on(run) for line in (f.dry_run_line(run), _native(f, run.trainer)) if line)]
+
+
+def _native(f: Feature, trainer: str) -> str | None:
+    why = f.native.get(trainer)
+    return f"{f.name}: {why}" if why else None
 
 
 def sft_option_types() -> tuple[type, ...]:

@@ -16,7 +16,14 @@ A feature is a `Feature` subclass; every hook has a do-nothing default, so a fea
 - `environment`: process variables a run sets before it starts (setdefault);
 - `setup` (its state, once the run's folder and model are known), `wrap_rewards`, `callbacks`, `trainer_class`
   (a mixin over the class so far), `trainer_kwargs`, `after_build` (patches and one-line notes on the built
-  trainer), `after_train`, `dry_run_line`.
+  trainer), `after_train`, `rollout` (picklable objects the async rollout worker runs on each group it scores, in
+  its own process: recipes/async_grpo/metrics.py), `dry_run_line`.
+
+No silent skips: each trainer declares the run hooks its entry point folds (`TrainerKind.folds`, checked against the
+entry's source by tests/test_features.py), and each feature the run hooks it needs under each trainer (`needs`: the
+ones it overrides, or `hooks[trainer]` where they differ by trainer, with `native[trainer]` saying what that trainer
+does by itself instead). A feature enabled under a trainer it does not declare, or whose needed hooks that trainer
+does not fold, is refused in one line (recipes/features/__init__.skipped).
 """
 from __future__ import annotations
 
@@ -24,6 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SYNC, ASYNC, SFT = "sync", "async", "sft"
+
+# the hooks an entry point folds while it builds and runs a trainer (the parse-time hooks run for every trainer)
+RUN_HOOKS = ("setup", "wrap_rewards", "callbacks", "trainer_class", "trainer_kwargs", "after_build", "after_train",
+             "rollout")
 
 
 @dataclass(frozen=True)
@@ -36,13 +47,18 @@ class TrainerKind:
     config_class: str = "TaseGRPOConfig"  # recipes/grpo_core/args.py builds it
     quantization: bool = True  # takes a quantization_config (QLoRA)
     rows: str = "grpo"  # the held-out rows it is given: grpo (prompt rows) or sft (prompt-completion rows)
+    folds: frozenset[str] = frozenset()  # the RUN_HOOKS its entry point runs
+    entry: str = "recipes/grpo.py"  # the module that folds them
 
 
 TRAINERS: dict[str, TrainerKind] = {
-    SYNC: TrainerKind(SYNC),
+    SYNC: TrainerKind(SYNC, folds=frozenset({"setup", "wrap_rewards", "callbacks", "trainer_class", "trainer_kwargs",
+                                             "after_build", "after_train"})),
     ASYNC: TrainerKind(ASYNC, rollout_worker=True, launcher="recipes/accelerate/fsdp2.yaml",
-                       config_class="TaseAsyncGRPOConfig", quantization=False),
-    SFT: TrainerKind(SFT, rows="sft"),
+                       config_class="TaseAsyncGRPOConfig", quantization=False, entry="recipes/async_grpo/main.py",
+                       folds=frozenset({"setup", "callbacks", "after_build", "after_train", "rollout"})),
+    SFT: TrainerKind(SFT, rows="sft", entry="recipes/sft_warmup.py",
+                     folds=frozenset({"setup", "callbacks", "trainer_class", "after_build", "after_train"})),
 }
 GRPO_TRAINERS = (SYNC, ASYNC)  # the values of TaseArgs.trainer
 
@@ -85,6 +101,19 @@ class Feature:
     ranges: dict[str, tuple[Any, str]] = {}
     renamed: dict[str, str] = {}  # former option name -> new name (accepted for one release, with one line)
     modules: tuple[str, ...] = ()  # the modules that implement it (they, and only they, read its options too)
+    hooks: dict[str, tuple[str, ...]] = {}  # trainer -> the run hooks it needs there (default: those it overrides)
+    native: dict[str, str] = {}  # trainer -> what that trainer does by itself in the feature's place (dry-run line)
+
+    def needs(self, trainer: str) -> frozenset[str]:
+        """The run hooks (RUN_HOOKS) this feature needs folded under `trainer`."""
+        if trainer in self.hooks:
+            return frozenset(self.hooks[trainer])
+        return frozenset(h for h in RUN_HOOKS if getattr(type(self), h) is not getattr(Feature, h))
+
+    def trainer_problem(self, args: Any, kind: TrainerKind) -> str | None:
+        """Parse time, once the trainer is known to support it: an option value this trainer cannot honour (one
+        line), e.g. a CPU setting the async trainer does its own way."""
+        return None
 
     def enabled(self, args: Any) -> bool:
         """Whether the run asked for it (a feature with no switch of its own: always)."""
@@ -139,6 +168,11 @@ class Feature:
 
     def after_train(self, trainer: Any, run: Run) -> None:
         pass
+
+    def rollout(self, run: Run) -> list[Any]:
+        """Objects the async rollout worker calls as `hook(loop, group, samples) -> samples` on each group it scores
+        (in its spawned process: picklable, module-level classes)."""
+        return []
 
     def dry_run_line(self, run: Run) -> str | None:
         return None

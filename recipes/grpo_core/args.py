@@ -48,6 +48,8 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
 
         check_trl_version()  # outside the tested TRL range: one line (older refused, newer warned)
         check_async_options(config.given())
+    if line := features.given_problem(config.given(), trainer):  # a feature's option the trainer would not use
+        raise TaseError(line)
     config.argv += features.argv(config, route, trainer)  # e.g. cpu_bf16's resolved --bf16
     return RecipeParser(config_types(trainer)).parse(config)
 

@@ -1,12 +1,13 @@
 """A wall-clock budget (`max_train_seconds`): stop after that many seconds of training and save, so arms are
-compared at equal time (recipes/proof.py's control). Sync GRPO and the SFT warm-up; the async trainer leaves it."""
+compared at equal time (recipes/proof.py's control). Every trainer: a callback checked after each optimizer step
+(under async the rollout worker is stopped, as at max_steps, and the final model saved)."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.features.contract import SFT, SYNC, Feature, Run
+from recipes.features.contract import ASYNC, SFT, SYNC, Feature, Run
 
 
 def _inf() -> float:
@@ -16,7 +17,7 @@ def _inf() -> float:
 @dataclass
 class BudgetOptions:
     max_train_seconds: float | None = field(default=None, metadata={
-        "help": "sync only: stop after this many seconds of training (checked after each step) and save; arms compared "
+        "help": "stop after this many seconds of training (checked after each step) and save; arms compared "
                 "at equal wall time (max_steps still sets the learning-rate schedule)"})
 
 
@@ -54,7 +55,7 @@ class Budget(Feature):
     options = BudgetOptions
     sft_options = BudgetArgs  # the warm-up's help says it without "sync only"
     after = "guidance_step_every"
-    trainers = frozenset({SYNC, SFT})
+    trainers = frozenset({SYNC, ASYNC, SFT})
     ranges = {"max_train_seconds": (lambda v: v is None or 0 < v < _inf(), "> 0")}
 
     def enabled(self, args: Any) -> bool:

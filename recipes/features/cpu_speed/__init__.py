@@ -1,18 +1,21 @@
 """CPU speed (recipes/features/cpu_speed/speed.py): `cpu_bf16` resolved into `--bf16` before the parser exists, and on CPU the bf16
 generation cast once, the completion-only LM head and each distinct prompt prefilled once (sync GRPO); the SFT
-warm-up takes `cpu_shared_prefill` alone: its batch's shared prefix computed once, with the completion-only head."""
+warm-up takes `cpu_shared_prefill` alone: its batch's shared prefix computed once, with the completion-only head.
+Under `trainer: async` cpu_bf16 resolves the same way (the trainer's loss forward); each prompt's prefix is computed
+once by the trainer itself (TRL's prefix tree in the loss, vLLM's prefix cache in generation), so
+cpu_shared_prefill false is refused there."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.features.contract import SFT, SYNC, TRAINERS, Feature, Run
+from recipes.features.contract import ASYNC, SFT, SYNC, TRAINERS, Feature, Run, TrainerKind
 
 
 @dataclass
 class CpuSpeedOptions:
     cpu_bf16: str = field(default="false", metadata={
-        "help": "sync runs on CPU: auto (bf16 autocast with float32 weights where the CPU has native bf16, "
+        "help": "GRPO runs on CPU: auto (bf16 autocast with float32 weights where the CPU has native bf16, "
                 "avx512_bf16 or AMX; else float32), true, false; an explicit bf16 wins (recipes/features/cpu_speed/speed.py)",
         "choices": ["auto", "true", "false"]})
     cpu_shared_prefill: bool = field(default=True, metadata={
@@ -36,10 +39,19 @@ class CpuSpeed(Feature):
     options = CpuSpeedOptions
     sft_options = CpuSpeedSFTOptions
     after = "async_max_model_len"
-    trainers = frozenset({SYNC, SFT})
+    trainers = frozenset({SYNC, ASYNC, SFT})
+    hooks = {ASYNC: ()}  # cpu_bf16 is resolved into --bf16 before the parser (argv), as for sync
+    native = {ASYNC: "each prompt's prefix computed once: TRL's prefix tree in the loss, vLLM's prefix cache in "
+                     "generation"}
+
+    def trainer_problem(self, args: Any, kind: TrainerKind) -> str | None:
+        if kind.rollout_worker and args.cpu_shared_prefill is False:
+            return ("cpu_shared_prefill false: trainer: async always computes each prompt's prefix once (TRL's prefix "
+                    "tree in the loss, vLLM's prefix cache in generation); remove it (docs/training.md)")
+        return None
 
     def argv(self, config: Any, route: Any, trainer: str) -> list[str]:
-        """`--bf16 true` where cpu_bf16 resolves on for this run (a sync run on CPU, no explicit bf16); a bad value is
+        """`--bf16 true` where cpu_bf16 resolves on for this run (a GRPO run on CPU, no explicit bf16); a bad value is
         one line."""
         from common.errors import TaseError
         from recipes.features.cpu_speed.speed import bf16_argv

@@ -67,9 +67,9 @@ def resolve(setting: str, native: bool | None = None) -> bool:
 def bf16_argv(setting: str | None, given: set[str], on_cpu: bool, trainer: str) -> list[str]:
     """The options to add to a recipe's command line for cpu_bf16 (before parsing, as `use_cpu` is added): `--bf16
     true` or `--bf16 false` as it resolves (TRL's GRPOConfig would otherwise turn bf16 on by itself); nothing when
-    cpu_bf16 is not given, the run is not a sync run on CPU, or `bf16` is given explicitly."""
+    cpu_bf16 is not given, the run is not a GRPO run (sync or async) on CPU, or `bf16` is given explicitly."""
     setting = "false" if setting is None else str(setting).lower()
-    if "cpu_bf16" not in given or not on_cpu or trainer != "sync" or "bf16" in given:
+    if "cpu_bf16" not in given or not on_cpu or trainer not in ("sync", "async") or "bf16" in given:
         resolve(setting, native=False)  # still one line for a bad value
         return []
     return ["--bf16", "true" if resolve(setting) else "false"]

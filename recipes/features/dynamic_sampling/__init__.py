@@ -1,19 +1,21 @@
-"""DAPO's dynamic sampling (recipes/features/dynamic_sampling/sampling.py): train only on groups whose verdicts differ, re-drawing
-prompts to fill the batch. Sync (docs/training.md says why not async)."""
+"""DAPO's dynamic sampling (recipes/features/dynamic_sampling/sampling.py): train only on groups whose verdicts
+differ, re-drawing prompts to fill the batch. Sync (a trainer mixin) and async (a rollout hook: the worker drops a uniform group before
+it reaches the trainer's queue; docs/training.md, "Dynamic sampling")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.features.contract import SYNC, Feature, Run
+from recipes.features.contract import ASYNC, SYNC, Feature, Run
 from rewards.levels import COARSE, FINE, STRICT
 
 
 @dataclass
 class DynamicSamplingOptions:
     dynamic_sampling: bool = field(default=False, metadata={
-        "help": "sync only: DAPO's dynamic sampling (recipes/features/dynamic_sampling/sampling.py): train only on groups whose "
-                "accuracy verdicts differ, re-drawing fresh prompts from the data stream to fill the batch"})
+        "help": "DAPO's dynamic sampling (recipes/features/dynamic_sampling/sampling.py): train only on groups whose "
+                "accuracy verdicts differ, re-drawing fresh prompts from the data stream to fill the batch (async: the rollout worker "
+                "drops uniform groups)"})
     dynamic_sampling_max_rounds: int = field(default=4, metadata={
         "help": "dynamic sampling: most re-draw rounds per generation batch; past it the batch is filled with "
                 "uniform groups that carry no loss (0: drop uniform groups from the loss, never re-draw)"})
@@ -28,10 +30,9 @@ class DynamicSampling(Feature):
     modules = ("recipes/features/dynamic_sampling/sampling.py",)
     options = DynamicSamplingOptions
     after = "curriculum_down"
-    trainers = frozenset({SYNC})
+    trainers = frozenset({SYNC, ASYNC})
+    hooks = {SYNC: ("trainer_class", "trainer_kwargs"), ASYNC: ("setup", "rollout", "callbacks", "after_build")}
     renamed = {"dynamic_sampling_verdict": "dynamic_sampling_granularity"}  # one name per idea (issue 61)
-    refusal = ("dynamic_sampling works with trainer: sync only (AsyncGRPOTrainer's rollout worker fills its queue on "
-               "its own; filtering there is not built)")
 
     def enabled(self, args: Any) -> bool:
         return args.dynamic_sampling is True
@@ -44,7 +45,32 @@ class DynamicSampling(Feature):
     def check(self, run: Run) -> None:
         from recipes.features.dynamic_sampling.sampling import check_run
 
+        if not run.args.dynamic_sampling or not hasattr(run.cfg, "steps_per_generation"):
+            return  # async: the worker keeps or drops whole groups in one process
         check_run(run.args, run.cfg, run.processes)
+
+    def setup(self, run: Run) -> Any:
+        """Async: where the worker reports the groups it dropped (their prompts count as used on resume)."""
+        from recipes.features.dynamic_sampling.sampling import DroppedGroups
+
+        return DroppedGroups()
+
+    def rollout(self, run: Run) -> list[Any]:
+        from recipes.features.dynamic_sampling.sampling import WorkerFilter, verdict_level
+
+        cfg = run.cfg
+        per_step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * max(cfg.world_size, 1) \
+            // cfg.num_generations
+        return [WorkerFilter(verdict_level(run.args, run.rewards.level), run.args.dynamic_sampling_max_rounds,
+                             per_step, run.state[self.name].queue)]
+
+    def callbacks(self, run: Run) -> list[Any]:
+        from recipes.features.dynamic_sampling.sampling import dropped_groups_callback
+
+        return [dropped_groups_callback(run.state[self.name])]
+
+    def after_build(self, trainer: Any, run: Run) -> None:
+        run.state[self.name].trainer = trainer
 
     def trainer_class(self, base: type, run: Run) -> type:
         from trl import GRPOTrainer

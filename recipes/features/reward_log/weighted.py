@@ -62,3 +62,24 @@ def log_weighted(funcs: list[Any], weights: Sequence[float]) -> list[Any]:
     if len(funcs) != len(weights):
         raise ValueError(f"{len(weights)} weights for {len(funcs)} reward functions")
     return [f if is_async_callable(f) else WeightedLog(f, w) for f, w in zip(funcs, weights, strict=False)]
+
+
+class WorkerRewardLog:
+    """The async rollout worker's reward logging (a rollout hook, recipes/features/reward_log.py): each sample of a
+    scored group carries its completion's raw reward and weight x raw under the same keys as sync runs; TRL's
+    collator averages each key over the samples that have it, so the logged values are the batch's raw mean and
+    weighted contribution (a function that returned None for a completion is left out of its mean). Reads the raw
+    values the worker's weighted reward functions kept (recipes/async_grpo/cpu_engine.WeightedReward.last)."""
+
+    def __call__(self, loop: Any, group: Any, samples: list) -> list:
+        rows = [i for i, seqs in enumerate(group.completions_sequences) for _ in seqs]  # a conversation's rows share it
+        for func in loop.reward_funcs:
+            raw, weight = getattr(func, "last", None), getattr(func, "weight", 1.0)
+            if not raw:
+                continue
+            name = getattr(func, "raw_name", reward_name(func))
+            for sample, i in zip(samples, rows, strict=False):
+                if i < len(raw) and raw[i] is not None:
+                    sample.metrics[f"{PREFIX}reward/{name}/mean"] = float(raw[i])
+                    sample.metrics[f"{PREFIX}reward/{name}/weighted"] = weight * float(raw[i])
+        return samples

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recipes.features.contract import SYNC, Feature, Run
+from recipes.features.contract import ASYNC, SYNC, Feature, Run, TrainerKind
 
 
 @dataclass
@@ -23,7 +23,16 @@ class VllmCpu(Feature):
     modules = ("recipes/features/vllm_cpu/server.py", "recipes/features/vllm_cpu/colocate.py")
     options = VllmCpuOptions
     after = "min_gpus"
-    trainers = frozenset({SYNC})
+    trainers = frozenset({SYNC, ASYNC})
+    hooks = {ASYNC: ()}
+    native = {ASYNC: "weights reach vLLM by the trainer's own path: over gloo into vLLM's reload API on the CPU engine "
+                     "(recipes/async_grpo/gloo_transfer.py), over NCCL to a server"}
+
+    def trainer_problem(self, args: Any, kind: TrainerKind) -> str | None:
+        if kind.rollout_worker and args.vllm_reload_sync != "auto":
+            return (f"vllm_reload_sync {args.vllm_reload_sync}: trainer: async picks its weight path itself (gloo "
+                    "into vLLM's reload API on the CPU engine, NCCL to a server); the option is sync's (remove it)")
+        return None
 
     def setup(self, run: Run) -> Any:
         from recipes.features.vllm_cpu import server as vllm_server_cpu
