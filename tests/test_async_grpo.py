@@ -164,3 +164,45 @@ def test_async_run_whose_rollout_worker_dies_ends_in_one_line(vllm_env, tiny_mod
     last = res.stderr.strip().splitlines()[-1]
     assert res.returncode == 2, res.stderr[-3000:]
     assert last.startswith("error: the rollout worker died") and "head_dim=16" in last, last
+
+
+@pytest.mark.slow
+def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position(vllm_env, tiny64, tmp_path):
+    """kill -9 during an async run with dynamic sampling (every group uniform: the worker drops and pads), then
+    --resume_from_checkpoint true: the run continues from the last complete checkpoint to max_steps, and the
+    worker starts at the saved prompt position (rollout_state.json, past the dropped prompts): the next checkpoint's
+    position is at least the saved one plus the groups trained since, and the policy version keeps counting."""
+    import os
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
+           "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "4",
+           "--num_generations", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
+           "--max_completion_length", "8", "--num_train_examples", "64", "--async_max_model_len", "512",
+           "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--save_strategy", "steps",
+           "--save_steps", "1", "--logging_steps", "1"]
+    env = {**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}
+    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        deadline = time.time() + 900
+        while not (out / "checkpoint-2" / "trainer_state.json").is_file():
+            assert p.poll() is None and time.time() < deadline, "the run ended or stalled before checkpoint-2"
+            time.sleep(0.5)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)  # the trainer and its rollout child
+        p.wait()
+    ckpts = sorted((c for c in out.glob("checkpoint-*") if (c / "trainer_state.json").is_file()),
+                   key=lambda c: int(c.name.split("-")[1]))
+    saved_step = int(ckpts[-1].name.split("-")[1])
+    saved = json.loads((ckpts[-1] / "rollout_state.json").read_text())
+    assert saved_step < 4 and saved["prompt_index"] > saved_step  # the dropped prompts count as used
+    res = subprocess.run([*cmd, "--resume_from_checkpoint", "true"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
+    after = json.loads((out / "checkpoint-4" / "rollout_state.json").read_text())
+    assert after["prompt_index"] >= saved["prompt_index"] + (4 - saved_step), (saved, after)
+    assert after["model_version"] > saved["model_version"]
