@@ -18,7 +18,7 @@
 
 Every step is a real command you can rerun by hand; they are printed as they run, with their progress bars
 and results; the library log lines of the steps go to runs/demo/logs/steps.log (`--verbose`: to the
-terminal, with vLLM's INFO lines). The steps run in this interpreter (each command's `main(argv)`,
+terminal, with vLLM's INFO lines). The steps run in forks of this interpreter (each command's `main(argv)`,
 recipes/steps/pipeline.py `run_in_process`): torch, transformers and TRL are imported once, not once a step
 (`--subprocess-steps`: a fresh interpreter each, as the printed commands run by hand). Outputs: runs/demo/.
 Rerunning resumes: finished training steps are skipped, evaluations continue where they stopped.

@@ -52,7 +52,7 @@ def test_looking_at_a_command_has_no_effect_on_this_interpreter():
     assert res.returncode == 0 and res.stdout == "ok\n", res.stderr[-2000:]
 
 
-def test_an_in_process_step_fails_as_its_subprocess_would_and_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
+def test_an_in_process_step_fails_as_its_subprocess_would_and_leaves_nothing_behind(tmp_path, capfd, monkeypatch):
     monkeypatch.setattr(pipeline, "_IN_PROCESS", True)
     monkeypatch.delenv("TASE_STEP_PROBE", raising=False)
     steps = Steps("t", 2, ROOT)
@@ -64,7 +64,7 @@ def test_an_in_process_step_fails_as_its_subprocess_would_and_leaves_nothing_beh
     with pytest.raises(StepFailed) as e:  # argparse's exit 2, from the same interpreter
         steps(2, "bad", [PY, "-m", "synth", "--task", "component_split", "-n", "nope"])
     assert e.value.exit_code == 2 and "failed (exit 2)" in str(e.value)
-    assert "argument -n/--n: invalid int value: 'nope'" in capsys.readouterr().err
+    assert "argument -n/--n: invalid int value: 'nope'" in capfd.readouterr().err  # the step's own fd 2
     assert (os.getcwd(), sys.argv, dict(os.environ)) == (cwd, argv, env)
 
 
@@ -135,3 +135,58 @@ def test_an_in_process_step_with_a_log_folder_still_prints_its_results_and_error
     assert "== 1/2 rows" in got and str(out) in got  # synth's own line naming what it wrote
     assert "argument -n/--n: invalid int value: 'nope'" in err
     assert "invalid int value" not in (tmp_path / "logs" / "steps.log").read_text()
+
+
+GRPO_ARGS = ["--max_steps", "2", "--save_strategy", "no", "--reward_funcs", "tests.user_rewards:counted",
+             "tests.user_rewards:torch_threads", "--format_reward", "false", "--use_cpu", "true", "--bf16", "false",
+             "--dtype", "float32",
+             "--tasks", "freq_count", "--langs", "en", "--max_len", "6", "--num_train_examples", "8",
+             "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
+             "--logging_steps", "1", "--report_to", "none", "--learning_rate", "1e-3", "--seed", "0",
+             "--gradient_checkpointing", "false"]
+
+
+def rewards(out) -> list[dict]:
+    """Each logged step's reward columns (metrics.jsonl), as the run wrote them."""
+    import json
+
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [{k: v for k, v in r.items() if "reward" in k or k == "step"} for r in rows if "reward" in r]
+
+
+@pytest.mark.slow
+def test_in_process_steps_give_the_bytes_of_fresh_interpreters(tiny_model, tmp_path):
+    """Issue 80: an in-process `eval run --threads 1` left torch on 1 thread for the next GRPO step (its weights
+    differed from the subprocess run's in 594,391 elements), and a user reward module's module-level state went on
+    from one step to the next (rewards 1.05/2.05 where the subprocess gives 0.05/1.05). A pipeline running
+    `eval run --threads 1`, then the same 2-step GRPO run twice with a stateful user reward, in-process; each run's
+    weights and rewards must be those of the same command in a fresh interpreter, byte for byte. A second user
+    reward scores torch's thread count in the step's process: the tiny model's weights alone did not show it."""
+    import subprocess
+
+    grpo = [PY, "recipes/grpo.py", "--model_name_or_path", str(tiny_model), *GRPO_ARGS]
+    driver = f"""if True:
+        import sys
+        from pathlib import Path
+        from recipes import pipeline
+        pipeline.run_in_process()
+        steps = pipeline.Steps("t", 4, pipeline.ROOT)
+        steps(1, "rows", [sys.executable, "-m", "synth", "--task", "freq_count", "--lang", "en", "-n", "2",
+                          "--no-progress", "--out", {str(tmp_path / "rows.jsonl")!r}])
+        steps(2, "eval", [sys.executable, "-m", "eval", "run", "--model", {str(tiny_model)!r}, "--threads", "1",
+                          "--backend", "hf", "--data", {str(tmp_path / "rows.jsonl")!r}, "--max-new-tokens", "4",
+                          "--no-progress", "--out", {str(tmp_path / "eval")!r}])
+        for k, name in ((3, "a"), (4, "b")):
+            steps(k, name, [*{grpo!r}, "--output_dir", str(Path({str(tmp_path)!r}) / name)])
+    """
+    res = subprocess.run([PY, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=900, env=tree_env())
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert (tmp_path / "eval" / "results.json").is_file()
+    res = subprocess.run([*grpo, "--output_dir", str(tmp_path / "fresh")], cwd=ROOT, capture_output=True, text=True,
+                         timeout=900, env=tree_env())
+    assert res.returncode == 0, res.stderr[-3000:]
+    fresh = (tmp_path / "fresh" / "model.safetensors").read_bytes()
+    for name in ("a", "b"):
+        assert rewards(tmp_path / name) == rewards(tmp_path / "fresh"), name
+        assert (tmp_path / name / "model.safetensors").read_bytes() == fresh, name
+    assert rewards(tmp_path / "fresh")[0]["rewards/counted/mean"] < 1  # the first batch a fresh module scores

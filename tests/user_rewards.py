@@ -32,3 +32,24 @@ def record_prompts(prompts: list[Any], completions: list[Any], **kwargs: Any) ->
         for p in prompts:
             f.write(json.dumps(p, ensure_ascii=False) + "\n")
     return [0.0] * len(completions)
+
+
+_SCORED = [0]  # batches scored by this process so far: module-level state, as a user's reward may keep
+
+
+def counted(completions: list[Any], **kwargs: Any) -> list[float]:
+    """The number of batches this process scored before this one, plus the completion's length in characters / 100:
+    a reward with module-level state (tests/test_steps_in_process.py: a step run in the pipeline's interpreter must
+    start from a fresh module, as its subprocess does)."""
+    before = _SCORED[0]
+    _SCORED[0] += 1
+    texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+    return [before + len(t) / 100 for t in texts]
+
+
+def torch_threads(completions: list[Any], **kwargs: Any) -> list[float]:
+    """torch's intra-op thread count in the scoring process, for every completion: a process setting a reward can
+    see (tests/test_steps_in_process.py: an earlier in-process step's `--threads 1` must not reach a later step)."""
+    import torch
+
+    return [float(torch.get_num_threads())] * len(completions)

@@ -1,7 +1,7 @@
 """Pieces shared by the multi-stage recipes (recipes/demo.py, recipes/proof.py, recipes/ablate.py): numbered steps
 that print the real command before running it and time it (a subprocess each; after `run_in_process()`, a project
-entry point's `main(argv)` in this interpreter; `run_command` for one unnumbered step, ablate's), and the paired
-bootstrap gains between evaluation runs.
+entry point's `main(argv)` in a fork of this interpreter; `run_command` for one unnumbered step, ablate's), and the
+paired bootstrap gains between evaluation runs.
 """
 from __future__ import annotations
 
@@ -24,14 +24,18 @@ _IN_PROCESS = False  # run_in_process(): a process setting, made by an entry poi
 
 def run_in_process(on: bool = True) -> None:
     """From now on, every Steps of this process runs a step that is this interpreter running one of the project's
-    entry points (`PY -m eval ...`, `PY -m synth ...`, `PY recipes/x.py ...`) as that module's `main(argv)` here,
-    not in a fresh interpreter: torch, transformers and TRL are imported once, not once a step (about 20 s of a
-    step's 25-35 s for a tiny model on 2 busy cores). Why it is not the default: a step's leaks (memory, threads,
-    the run folder's write lock, held until the process ends) stay with the pipeline, a step that crashes the
-    interpreter ends it, and a multi-process launch (accelerate, torchrun) needs its own processes. Any other
-    command still runs as a subprocess."""
-    global _IN_PROCESS
+    entry points (`PY -m eval ...`, `PY -m synth ...`, `PY recipes/x.py ...`) as that module's `main(argv)` in a
+    fork of this interpreter (call_in_process), not in a fresh one: torch, transformers and TRL are imported once,
+    here, not once a step (about 20 s of a step's 25-35 s for a tiny model on 2 busy cores). The fork gives the same
+    bytes as the fresh interpreter: what a step changes in its process (torch's thread count, seeds, the modules it
+    imports and their module-level state, logging filters, monkeypatches, locks) dies with it. Why it is not the
+    default: a multi-process launch (accelerate, torchrun) and a step that starts vLLM need their own processes,
+    and a process that has loaded the CUDA driver cannot fork a step (fork_refusal: its steps run as subprocesses). Any
+    other command still runs as a subprocess."""
+    global _IN_PROCESS, _THREADS
     _IN_PROCESS = on
+    if on and _THREADS is None and "torch" in sys.modules:
+        _THREADS = sys.modules["torch"].get_num_threads()
 
 
 def in_process() -> bool:
@@ -43,11 +47,20 @@ def entry_main(cmd: list[str], cwd: Path) -> tuple[Callable[[list[str]], Any], l
     """(main, argv, argv[0]) of a command that runs a project entry point with this interpreter: `PY -m PKG ARGS`
     (PKG.__main__, or the module itself) or `PY FILE.py ARGS` for a FILE inside the repository; None for anything
     else (another program or interpreter, a module outside the project, a module without `main`
-    or one that does not import: the subprocess then reports it as it would)."""
+    or one that does not import: the subprocess then reports it as it would), and None while this process cannot
+    fork a step (fork_refusal)."""
     import importlib
     import importlib.util
 
+    global _THREADS
     if len(cmd) < 2 or cmd[0] != sys.executable:
+        return None
+    why = fork_refusal()
+    if why is not None:
+        if _IN_PROCESS and not _NOTED:
+            _NOTED.append(why)
+            print(f"note: the steps run as subprocesses ({why}): a fork of this process could not run them",
+                  file=sys.stderr, flush=True)
         return None
     try:
         if cmd[1] == "-m" and len(cmd) > 2:
@@ -69,40 +82,169 @@ def entry_main(cmd: list[str], cwd: Path) -> tuple[Callable[[list[str]], Any], l
             name, argv, prog = ".".join(path.relative_to(ROOT).with_suffix("").parts), cmd[2:], cmd[1]
         else:
             return None
+        fresh_torch = "torch" not in sys.modules
         main = getattr(importlib.import_module(name), "main", None)
+        if fresh_torch and _THREADS is None and "torch" in sys.modules:  # torch's own default, before any step
+            _THREADS = sys.modules["torch"].get_num_threads()
     except Exception:  # noqa: BLE001 - a module that does not import: its subprocess says why, in its own words
         return None
     return (main, argv, prog) if callable(main) else None
 
 
-def call_in_process(main: Callable[[list[str]], Any], argv: list[str], prog: str, cwd: Path) -> int:
-    """`main(argv)` from `cwd` with sys.argv as the interpreter would have it; its exit status as the interpreter
-    would give it (SystemExit's code; an uncaught exception: its traceback and 1). The working folder, sys.argv
-    and the environment (entry points set process settings there, e.g. trackers' folders) are restored, so one
-    step's settings do not reach the next, as they would not from a subprocess."""
-    import traceback
-
-    env, old_cwd, old_argv = dict(os.environ), os.getcwd(), sys.argv
-    os.chdir(cwd)
-    sys.argv = [prog, *argv]
+def fork_refusal() -> str | None:
+    """Why this process cannot run a step in a fork of itself (None: it can): no fork (not a POSIX system), or the
+    CUDA driver loaded here (torch initialised CUDA, or only asked it for devices: the driver does not survive a
+    fork, and a forked step could not use the GPU). Such a step runs as a subprocess, with the same bytes."""
+    if not hasattr(os, "fork"):
+        return "this system has no fork"
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "CUDA is initialised in this process"
     try:
-        code: Any = main(list(argv))
-    except SystemExit as e:
-        code = e.code
-    except Exception:  # noqa: BLE001 - what the interpreter prints for an uncaught exception
-        traceback.print_exc()
-        code = 1
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.chdir(old_cwd)
-        sys.argv = old_argv
-        os.environ.clear()
-        os.environ.update(env)
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            if any("/libcuda.so" in line for line in f):
+                return "the CUDA driver is loaded in this process"
+    except OSError:
+        pass
+    return None
+
+
+_NOTED: list[str] = []  # why the steps run as subprocesses after all, once said
+_GOMP: list[Any] = []  # the OpenMP runtime loaded in this process, once looked up (ctypes library, or None)
+
+
+def release_openmp() -> None:
+    """End the OpenMP runtime's worker threads (omp_pause_resource_all, OpenMP 5.0), as GNU libgomp needs before a
+    fork: a child forked after the parent ran a parallel region waits forever for workers it does not have (torch's
+    first matmul in the child hung, measured). The parent's next parallel region starts them again."""
+    import ctypes
+
+    if not _GOMP:
+        try:
+            with open("/proc/self/maps", encoding="utf-8") as f:
+                libs = {line.split()[-1] for line in f if re.search(r"/lib(gomp|iomp5)[^/]*\.so", line)}
+        except OSError:
+            libs = set()
+        handle = None
+        for lib in sorted(libs):
+            try:
+                handle = ctypes.CDLL(lib).omp_pause_resource_all
+                break
+            except (OSError, AttributeError):
+                continue
+        _GOMP.append(handle)
+    if _GOMP[0] is not None:
+        _GOMP[0](2)  # omp_pause_hard: the threads and their state released
+
+
+_THREADS: int | None = None  # torch's thread count as a fresh interpreter has it (read before any step ran)
+_DEFAULT_TORCH_SEED = 67280421310721  # the seed of torch's default generator in a fresh interpreter
+
+
+def _as_fresh(prog: str, stdout: int | None) -> None:
+    """In the forked child, before the step: what a fresh interpreter running `prog` would have and the fork did
+    not inherit as such: default signal handlers, stdout/stderr as text files over file descriptors 1 and 2 (the
+    parent's may be a capture or a redirect; `stdout`, when given, becomes fd 1), the parent's exit handlers gone
+    (its output lock or temporary folders are not the step's to release), unseeded `random` and numpy, torch's
+    default seed and thread count."""
+    import atexit
+    import io
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if stdout is not None:
+        os.dup2(stdout, 1)
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        old = getattr(sys, f"__{name}__") or getattr(sys, name)
+        new = io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding=getattr(old, "encoding", None) or "utf-8",
+                               errors=getattr(old, "errors", None) or "strict", line_buffering=os.isatty(fd))
+        setattr(sys, name, new)
+        setattr(sys, f"__{name}__", new)
+    atexit._clear()  # type: ignore[attr-defined]
+    if "logging" in sys.modules:  # what logging registers at its import: the step's handlers flushed at its end
+        atexit.register(sys.modules["logging"].shutdown)
+    import random
+
+    random.seed()
+    if "numpy" in sys.modules:  # a fresh interpreter's global numpy generator is seeded from the OS
+        sys.modules["numpy"].random.seed()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(_DEFAULT_TORCH_SEED)
+        if _THREADS is not None:
+            torch.set_num_threads(_THREADS)
+    sys.path[0] = os.path.dirname(os.path.abspath(prog)) if prog.endswith(".py") else os.getcwd()
+
+
+def _end_child(code: Any) -> None:
+    """End the forked child as the interpreter ends a script: non-daemon threads joined, the step's exit handlers
+    run, the standard streams flushed, SystemExit's value as the status; without tearing down the modules it
+    inherited (seconds for torch and TRL). Never returns."""
+    import atexit
+    import threading
+
     if isinstance(code, str):  # sys.exit("message"): printed to stderr, exit 1
-        print(code, file=sys.stderr, flush=True)
-        return 1
-    return int(code or 0)
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        code = int(code or 0)
+    except (TypeError, ValueError):
+        code = 1
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a thread that fails to join must not keep the status from the parent
+        pass
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    os._exit(code & 0xFF)
+
+
+def call_in_process(main: Callable[[list[str]], Any], argv: list[str], prog: str, cwd: Path,
+                    stdout: int | None = None) -> int:
+    """`main(argv)` from `cwd` with sys.argv as the interpreter would have it, in a fork of this interpreter (the
+    modules it imported are shared, what the step changes dies with it: run_in_process), and its exit status as
+    the interpreter would give it (SystemExit's code; an uncaught exception: its traceback and 1; killed by a
+    signal: minus its number, as subprocess gives it). `stdout`: a file descriptor for the step's standard output.
+    The step dies with this process (common.process.die_with_parent)."""
+    import signal
+
+    preexec = die_with_parent()
+    release_openmp()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except (AttributeError, ValueError, OSError):
+            pass
+    pid = os.fork()
+    if pid == 0:  # the step
+        code: Any = 1
+        try:
+            if preexec is not None:
+                preexec()
+            os.chdir(cwd)
+            sys.argv = [prog, *argv]
+            _as_fresh(prog, stdout)
+            code = main(list(argv))
+        except SystemExit as e:
+            code = e.code
+        except BaseException as e:  # noqa: BLE001 - what the interpreter prints for an uncaught exception
+            sys.excepthook(type(e), e, e.__traceback__)
+            code = 1
+        finally:
+            _end_child(code)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except BaseException:  # Ctrl-C (the step got it too) or an error here: the step does not run on alone
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    return os.waitstatus_to_exitcode(status)
 
 
 def run_command(cmd: list[str], cwd: Path, fresh: bool = False) -> int:
@@ -153,19 +295,13 @@ class Steps:
         entry = entry_main(cmd, self.cwd) if _IN_PROCESS else None
         with tempfile.TemporaryFile() as out:
             sink = out if show else None
-            if entry is not None:  # run_in_process(): the step's main(argv) in this interpreter
-                import contextlib
-                import io
-
+            if entry is not None:  # run_in_process(): the step's main(argv) in a fork of this interpreter
                 log = None
                 if self.log_dir is not None:  # the same split as run_filtered, on this process's own output
                     self.log_dir.mkdir(parents=True, exist_ok=True)
                     log = self.log_dir / "steps.log"
-                text = io.StringIO()
-                with filtered_output(log, cmd) if log else contextlib.nullcontext(), \
-                        contextlib.redirect_stdout(text) if show else contextlib.nullcontext():
-                    code = call_in_process(*entry, self.cwd)
-                out.write(text.getvalue().encode("utf-8"))
+                with filtered_output(log, cmd) if log else contextlib.nullcontext():
+                    code = call_in_process(*entry, self.cwd, stdout=out.fileno() if show else None)
             elif self.log_dir is None:
                 code = subprocess.run(cmd, cwd=self.cwd, stdout=sink, preexec_fn=die_with_parent()).returncode
                 log = None
