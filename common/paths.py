@@ -103,6 +103,29 @@ def name_refusal(name: str, what: str, reserved: tuple[str, ...] = (), room: int
     return None
 
 
+def relative_refusal(rel: str, what: str) -> str | None:
+    """Why `rel`, a relative path of several names from a config or a command line (a proof's `files:` and
+    `transfer: files:` entries, `<group>/<task>/<file>.csv`), cannot name a place inside the folder it is joined to
+    (None when it can): each of its parts passes name_refusal, so `..`, an empty part or an absolute path never
+    reaches outside."""
+    if not isinstance(rel, str) or not rel:
+        return f"{what}: not a relative path of file names"
+    return next((why for part in rel.split("/") if (why := name_refusal(part, what))), None)
+
+
+def inside_refusal(path: str | Path, folder: Path, what: str) -> str | None:
+    """Why `path`, read from a file the project wrote earlier (selection.json's chosen model, a manifest's
+    folders), is not a place inside `folder` once symlinks are followed (None when it is): an old state file, or
+    a symlink put in its place, must not make `/etc` a model or an output."""
+    try:
+        real, root = Path(os.path.realpath(folder / path)), Path(os.path.realpath(folder))
+    except (OSError, ValueError) as e:
+        return f"{what}: {path!r} is not a usable path ({e})"
+    if real != root and root not in real.parents:
+        return f"{what}: {str(path)[:200]!r} is outside {folder} once links are followed"
+    return None
+
+
 def followed(out: str | Path) -> Path:
     """The path an output is written at: a symlinked --out is followed to its target, by every command (the link
     stays and the target is replaced; `eval score --force` once replaced the link with a folder and left the old

@@ -3,7 +3,7 @@
 # A launcher defines usage(), sets its defaults and OPTIONS, pairs of flag and target: `--out OUT` takes a
 # value into $OUT, `--dry-run DRY=1` is a switch that sets DRY to 1. `parse_options "$@"` then reads the
 # command line: -h/--help prints usage and exits 0, `--` puts the rest into EXTRA (the recipe's own
-# options), anything else is one line on stderr and exit 2. A launcher may also set RENAMED, pairs of a former
+# options), anything else (an empty value too) is one line on stderr and exit 2. A launcher may also set RENAMED, pairs of a former
 # flag and its new name (`--granularity --reward_granularity`): the old one still works, with one deprecation
 # line on stderr (the text recipes/shared/parser.py deprecation_note prints); a former flag beside its new one is one error
 # line and exit 2 (recipes/shared/parser.py both_names).
@@ -42,6 +42,8 @@ parse_options() {
       printf -v "${target%%=*}" '%s' "${target#*=}"; shift
     else
       [[ $# -ge 2 ]] || { echo "error: $1 needs a value (see --help)" >&2; exit 2; }
+      # an empty value names nothing: `--out ''` planned /sft, /grpo and an export into /export
+      [[ -n "$2" ]] || { echo "error: $1 needs a value, got an empty one (see --help)" >&2; exit 2; }
       printf -v "$target" '%s' "$2"; shift 2
     fi
   done

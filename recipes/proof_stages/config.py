@@ -131,11 +131,10 @@ def load_config(path: str) -> ProofConfig:
     if not files or not all(isinstance(f, str) and re.fullmatch(r"[^/]+/[^/]+/[^/]+\.csv", f) for f in files):
         raise TaseError(f"--config {path}: files must list official files as <group>/<task>/<file>.csv, got "
                         f"{bounded(files)}")
-    from common.paths import name_refusal
+    from common.paths import relative_refusal
 
     for f in files:  # each part a name inside the release's tasks/ (and OUT/official): `../../x.csv` read outside it
-        why = next((w for part in f.split("/") if (w := name_refusal(part, f"--config {path}: files entry {f!r}"))),
-                   None)
+        why = relative_refusal(f, f"--config {path}: files entry {f!r}")
         if why:
             raise TaseError(why)
     check_values(path, Heldout(**cfg["heldout"]), Eval(**cfg["eval"]), Compare(**cfg["compare"]))

@@ -62,11 +62,20 @@ def read_selection(folder: Path) -> dict[str, Any]:
     return sel
 
 
-def chosen_model(path: str) -> str:
+def chosen_model(path: str, run: Path | None = None, where: Path | None = None) -> str:
     """The chosen checkpoint as the evaluation's --model: select_checkpoint.py ran from the repository root (the
-    steps' cwd), so a relative path is relative to it; shown like every other path of the plan."""
+    steps' cwd), so a relative path is relative to it; shown like every other path of the plan. With `run`, the
+    chosen folder must lie inside that run's folder (common/paths.inside_refusal): an old or planted state file
+    `where` naming `/etc` is one line, not the evaluated model."""
     p = Path(path)
-    return shown(p if p.is_absolute() else ROOT / p)
+    p = p if p.is_absolute() else ROOT / p
+    if run is not None:
+        from common.paths import inside_refusal
+
+        why = inside_refusal(p, run, f"{shown(where or run)}: the chosen checkpoint")
+        if why:
+            raise TaseError(f"{why}; remove the folder to select again")
+    return shown(p)
 
 
 def stage_select(pr: Proof) -> dict[str, str]:
@@ -89,8 +98,8 @@ def stage_select(pr: Proof) -> dict[str, str]:
         title = f"checkpoint selection for {name} on {heldout.name} (held-out rows only)"
         if not pr.skip(k, f"checkpoint selection for {name}", done, cmd, f"{k} checkpoint selection"):
             pr.step(k, title, cmd, stage=f"{k} checkpoint selection")
-        if done.is_file():
-            chosen[name] = chosen_model(read_selection(out)["path"])
+        if done.exists() or not pr.dry:  # a folder of that name, too: one line, not a placeholder as the model
+            chosen[name] = chosen_model(read_selection(out)["path"], run, done)
         else:  # only under --dry-run: the step above wrote it otherwise
             chosen[name] = f"<chosen checkpoint in {shown(done)}>"
     if sweeps(pr):  # a sweep: each seed's best rate

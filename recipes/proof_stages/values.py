@@ -91,6 +91,12 @@ def check_transfer(path: str, cfg: ProofConfig) -> None:
                 or len(set(files)) != len(files):
             raise TaseError(f"--config {path}: transfer: files must list official files as <group>/<task>/<file>.csv, "
                             f"each once, got {bounded(files)}")
+        from common.paths import relative_refusal
+
+        for f in files:  # as files: entries, each part a name: `../../x.csv` was linked into OUT from outside
+            why = relative_refusal(f, f"--config {path}: transfer: files entry {f!r}")
+            if why:
+                raise TaseError(why)
         trained = [f for f in files if f in cfg.files]
         if trained:
             raise TaseError(f"--config {path}: transfer: files are the files the models did not train on; "

@@ -105,38 +105,13 @@ def state_problem(state: Any) -> str | None:
 
 
 def saved_state(ckpt: str | Path) -> dict[str, Any] | None:
-    """The curriculum state of a checkpoint: its curriculum.json, else the copy in trainer_state.json (written with the
-    checkpoint itself, so a kill between the checkpoint and curriculum.json loses nothing); None for a checkpoint of a
-    run without a curriculum. Both are read through common/state.read_state: a curriculum.json of the wrong shape
-    (`[]`, `null`, a level "x") falls back to trainer_state.json's copy, saying so; with no usable copy either, one
-    line."""
-    from common.state import StateError, read_state
+    """The curriculum state of a checkpoint, in common/state.FALLBACK's order: its curriculum.json, else the copy in
+    trainer_state.json (written with the checkpoint itself, so a kill between the checkpoint and curriculum.json
+    loses nothing); None for a checkpoint of a run without a curriculum. A curriculum.json of the wrong shape (`[]`,
+    `null`, a level "x") falls back to the copy, saying so; with no usable copy either, one line."""
+    from common.state import read_saved
 
-    ckpt = Path(ckpt)
-    try:
-        own = read_state(ckpt / STATE_FILE, state_problem)
-    except StateError as e:
-        own, broken = None, str(e)
-    else:
-        broken = None
-        if own is not None:
-            return own
-    try:
-        st = read_state(ckpt / "trainer_state.json", lambda v: None if isinstance(v, dict) else "not a JSON object")
-    except StateError:
-        st = None
-    copy = (((st or {}).get("stateful_callbacks") or {}).get("CurriculumCallback") or {})
-    copy = (copy[-1] if isinstance(copy, list) and copy else copy) or {}
-    saved = copy.get("attributes", {}).get("saved") if isinstance(copy, dict) and isinstance(
-        copy.get("attributes"), dict) else None
-    if saved is not None and state_problem(saved):
-        saved = None
-    if broken:
-        if saved is None:
-            raise TaseError(f"{broken}, and {ckpt / 'trainer_state.json'} holds no copy of the curriculum; fix or "
-                            f"remove {ckpt / STATE_FILE} (removed: the levels start over)")
-        print(f"note: {broken}; using the curriculum levels saved in {ckpt / 'trainer_state.json'}", file=sys.stderr)
-    return saved
+    return read_saved(Path(ckpt), STATE_FILE, "CurriculumCallback", state_problem, "curriculum levels")
 
 
 def start(tase: Any, cfg: Any, resume: str | None) -> Curriculum | None:

@@ -152,13 +152,17 @@ def merge(parts: Sequence[dict[str, Any]], sel: Selection, size: int, pad_id: in
 
 def saved_counts(entry: Any, pos: int) -> dict[str, int]:
     """The re-draw counters a resumed checkpoint saved (its trainer_state.json's DynamicSamplingState entry), checked
-    as every state file read on resume is (common/state.py): absent ones take their defaults (`pos`: the batches
-    transformers skips), a value that is not a whole number >= 0 is one line, not a ValueError mid-resume."""
+    as every state file read on resume is (common/state.py): no entry (a run without dynamic sampling) or absent
+    counters take their defaults (`pos`: the batches transformers skips); an entry of another shape, or a value that
+    is not a whole number >= 0, is one line, not a ValueError mid-resume or a silent start over."""
     from common.errors import bounded
     from common.state import whole
 
     entry = entry[-1] if isinstance(entry, list) and entry else entry
     attrs = entry.get("attributes") if isinstance(entry, dict) else None
+    if entry is not None and not isinstance(attrs, dict):  # there, but not the callback's shape: not a silent start
+        raise TaseError(f"trainer_state.json of the resumed checkpoint: stateful_callbacks.{STATE_NAME} is "
+                        f"{bounded(entry)}, not a callback state with attributes; resume from another checkpoint")
     out = {"pos": pos, "extra": 0, "prompts": 0, "short_epochs": 0}
     for key in out:
         if isinstance(attrs, dict) and key in attrs:

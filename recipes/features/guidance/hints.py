@@ -30,7 +30,6 @@ unhinted pass only.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -158,21 +157,25 @@ class HintSchedule:
         self.step = int(state.get("step") or 0)
 
 
+def state_problem(state: Any) -> str | None:
+    """What is wrong with a guidance state (HintSchedule.state()'s shape: the curriculum's over hint levels, a mode
+    and a step), or None."""
+    from common.state import mapping_problem, whole
+    from recipes.curriculum import state_problem as levels_problem
+
+    why = levels_problem(state) or mapping_problem(state, {"mode": lambda m: m in SCHEDULES, "step": whole},
+                                                     optional=("mode", "step"))
+    return why.replace("curriculum state", "guidance state") if why else None
+
+
 def saved_state(ckpt: str | Path) -> dict[str, Any] | None:
-    """A checkpoint's guidance state: guidance.json, else the copy in trainer_state.json (written with the checkpoint
-    itself, so a kill before guidance.json loses nothing); None for a checkpoint of a run without guidance."""
-    ckpt = Path(ckpt)
-    try:
-        return json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError) as e:
-        raise TaseError(f"{ckpt / STATE_FILE}: unreadable guidance state ({e})") from e
-    try:
-        st = json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return ((st.get("stateful_callbacks") or {}).get("GuidanceCallback") or {}).get("attributes", {}).get("saved")
+    """A checkpoint's guidance state, in common/state.FALLBACK's order: guidance.json, else the copy in
+    trainer_state.json (written with the checkpoint itself, so a kill before guidance.json loses nothing); None for a
+    checkpoint of a run without guidance. A guidance.json of the wrong shape (`[]`, `null`, levels "x", a level -5)
+    falls back to the copy, saying so; with no usable copy either, one line."""
+    from common.state import read_saved
+
+    return read_saved(Path(ckpt), STATE_FILE, "GuidanceCallback", state_problem, "guidance hint levels")
 
 
 def start(tase: Any, resume: str | None) -> HintSchedule | None:
