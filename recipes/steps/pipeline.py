@@ -159,7 +159,8 @@ def _as_fresh(prog: str, stdout: int | None) -> None:
     for name, fd in (("stdout", 1), ("stderr", 2)):
         old = getattr(sys, f"__{name}__") or getattr(sys, name)
         new = io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding=getattr(old, "encoding", None) or "utf-8",
-                               errors=getattr(old, "errors", None) or "strict", line_buffering=os.isatty(fd))
+                               errors=getattr(old, "errors", None) or "strict",
+                               line_buffering=fd == 2 or os.isatty(fd))  # as Python 3.9+ makes them
         setattr(sys, name, new)
         setattr(sys, f"__{name}__", new)
     atexit._clear()  # type: ignore[attr-defined]
