@@ -1,5 +1,5 @@
 """A command's `main(argv)` in a fork of this interpreter, with the bytes a fresh interpreter running the same
-command gives (recipes/pipeline.py's in-process steps: `make demo`, `proof.py --in-process`, `ablate.py`): the
+command gives (recipes/steps/pipeline.py's in-process steps: `make demo`, `proof.py --in-process`, `ablate.py`): the
 modules this process imported are shared, and everything the step changes in its process (environment, working
 folder, torch's thread count, seeds, the modules it imports and their module-level state, logging filters,
 monkeypatches, its memory and its output lock) dies with the fork. Process settings only where an entry point calls

@@ -126,7 +126,7 @@ def test_a_guidance_json_of_the_wrong_shape_falls_back_to_trainer_state(tmp_path
     """A checkpoint's guidance.json holding [] or null restarted the schedule at its start level, though
     trainer_state.json holds the saved one; {"levels": "x"} was a traceback; {"levels": {"component_split": -5}}
     printed "restored" and used the start level."""
-    from recipes.guidance import saved_state
+    from recipes.features.guidance.hints import saved_state
 
     assert saved_state(_ckpt(tmp_path, own, "GuidanceCallback", SAVED_GUIDANCE, "guidance.json")) == SAVED_GUIDANCE
     err = capsys.readouterr().err
@@ -139,7 +139,7 @@ def test_a_guidance_json_of_the_wrong_shape_falls_back_to_trainer_state(tmp_path
 
 
 def test_guidance_restored_from_its_own_file_and_from_the_copy_alone(tmp_path, capsys):
-    from recipes.guidance import saved_state
+    from recipes.features.guidance.hints import saved_state
 
     own = dict(SAVED_GUIDANCE, step=9)
     assert saved_state(_ckpt(tmp_path, json.dumps(own), "GuidanceCallback", SAVED_GUIDANCE, "guidance.json")) == own
@@ -149,7 +149,7 @@ def test_guidance_restored_from_its_own_file_and_from_the_copy_alone(tmp_path, c
 
 
 def test_a_dynamic_sampling_entry_of_another_shape_is_one_line_not_a_silent_start():
-    from recipes.dynamic_sampling import saved_counts
+    from recipes.features.dynamic_sampling.sampling import saved_counts
 
     for bad in ("x", 5, {"attributes": 5}, {"args": {}}, []):
         with pytest.raises(TaseError, match="DynamicSamplingState is .*not a callback state") as e:
@@ -174,7 +174,8 @@ STATE_VALUES = JSON | CURRICULUM_LIKE
 
 def _reader_case(tmp_path: Path, reader: str, own: object, copy: object) -> tuple[object, str]:
     """Run one reader on `own` (the feature's own file, as JSON) and `copy` (trainer_state's copy, or absent)."""
-    from recipes import curriculum, guidance
+    from recipes.features.curriculum import levels as curriculum
+    from recipes.features.guidance import hints as guidance
 
     mod, name, callback = {"curriculum": (curriculum, "curriculum.json", "CurriculumCallback"),
                            "guidance": (guidance, "guidance.json", "GuidanceCallback")}[reader]
@@ -191,8 +192,8 @@ def test_checkpoint_state_readers_give_one_line_or_the_declared_fallback(tmp_pat
         got, problem = _reader_case(tmp_path, reader, own, copy)
     except TaseError as e:
         assert "\n" not in str(e), str(e)
-        got, problem = None, None
-        from recipes import curriculum, guidance
+        from recipes.features.curriculum import levels as curriculum
+        from recipes.features.guidance import hints as guidance
 
         problem = {"curriculum": curriculum, "guidance": guidance}[reader].state_problem
         assert problem(own) is not None  # refused: the own file was unusable...
@@ -213,7 +214,7 @@ def test_checkpoint_state_readers_give_one_line_or_the_declared_fallback(tmp_pat
        st.fixed_dictionaries({"metric": JSON, "value": st.floats(0, 1) | JSON, "step": st.integers(-1, 3) | JSON,
                               "path": JSON, "evaluations": st.lists(JSON, max_size=2)}))
 def test_the_chosen_checkpoint_reader_gives_one_line_or_the_file(tmp_path, name, value):
-    from recipes import best_checkpoint
+    from recipes.shared import best_checkpoint
 
     for old in ("best_checkpoint.json", "selection.json"):
         (tmp_path / old).unlink(missing_ok=True)
@@ -233,7 +234,7 @@ def test_the_chosen_checkpoint_reader_gives_one_line_or_the_file(tmp_path, name,
 @given(entry=st.none() | JSON | st.fixed_dictionaries({"attributes": st.dictionaries(
     st.sampled_from(["pos", "extra", "prompts", "short_epochs"]), st.integers(-2, 5) | JSON, max_size=4)}))
 def test_the_dynamic_sampling_reader_gives_one_line_or_the_saved_counters(entry):
-    from recipes.dynamic_sampling import saved_counts
+    from recipes.features.dynamic_sampling.sampling import saved_counts
 
     try:
         got = saved_counts(entry, 6)

@@ -168,7 +168,7 @@ def test_in_process_steps_give_the_bytes_of_fresh_interpreters(tiny_model, tmp_p
     driver = f"""if True:
         import sys
         from pathlib import Path
-        from recipes import pipeline
+        from recipes.steps import pipeline
         pipeline.run_in_process()
         steps = pipeline.Steps("t", 4, pipeline.ROOT)
         steps(1, "rows", [sys.executable, "-m", "synth", "--task", "freq_count", "--lang", "en", "-n", "2",

@@ -161,7 +161,7 @@ def state_problem(state: Any) -> str | None:
     """What is wrong with a guidance state (HintSchedule.state()'s shape: the curriculum's over hint levels, a mode
     and a step), or None."""
     from common.state import mapping_problem, whole
-    from recipes.curriculum import state_problem as levels_problem
+    from recipes.features.curriculum.levels import state_problem as levels_problem
 
     why = levels_problem(state) or mapping_problem(state, {"mode": lambda m: m in SCHEDULES, "step": whole},
                                                      optional=("mode", "step"))
