@@ -128,7 +128,8 @@ def pooled_pairs(cfg: ProofConfig, models: list[str]) -> list[tuple[str, list[tu
     base = START if START in models else "warm-up"
     seeds = seed_list(cfg)
     out = []
-    names = list(dict.fromkeys(a.base for a in arm_specs(cfg).values()))
+    specs = arm_specs(cfg).values()  # the arms trained on every seed (a named arm's seeds: may leave some out)
+    names = [n for n in dict.fromkeys(a.base for a in specs) if sum(a.base == n for a in specs) == len(seeds)]
     for other, label in ((None, base), (CONTROL, "control"), (RFT, RFT)):
         if other is not None and seeded(other, seeds[0]) not in models:
             continue
@@ -251,9 +252,10 @@ def pooled_lines(evals: Path, pooled: list[tuple[str, list[tuple[str, str]]]], n
 
 
 def summary(out: Path, cfg: ProofConfig, models: list[str], n_boot: int, step: Steps, total: float,
-            selection: list[str] | None = None) -> str:
+            selection: list[str] | None = None, units: list[str] | None = None) -> str:
     """The summary's text; `selection`: the selection stage's lines (selection.selection_lines), after the
-    accuracy table; the paired gains: summary_pairs."""
+    accuracy table; the paired gains: summary_pairs; `units`: the seeds' prefixes whose wall times it gives (with
+    the shared stages'; ProofSteps.table_of), else every stage's."""
     files = cfg.files
     lines = ["official subset (whole files), accuracy % (coarse = the official verdict):", "",
              "| model | " + " | ".join(f.split("/", 1)[1].removesuffix(".csv") for f in files)
@@ -275,11 +277,15 @@ def summary(out: Path, cfg: ProofConfig, models: list[str], n_boot: int, step: S
     if cfg.transfer is not None:
         lines += transfer_lines(out, cfg, models, n_boot)
     lines += answer_class_lines(out / "eval" / "official", models, files)
-    lines += ["", "wall time per stage (this invocation; skipped stages count 0):", "", step.table(),
-              "", f"proof finished in {total:.0f} s; comparisons: {shown(out / 'comparison')}"]
+    table = step.table_of(units) if units is not None and hasattr(step, "table_of") else step.table()
+    lines += ["", WALL_TITLE, "", table,
+              "", f"this invocation: {total:.0f} s; comparisons: {shown(out / 'comparison')}"]
     return "\n".join(lines)
 
 
+# the summary's wall-time heading: what follows it differs between an interrupted and an uninterrupted proof
+WALL_TITLE = ("wall time per stage (every invocation into this OUT added up; skipped stages count 0, a killed step's "
+              "partial time is not counted):")
 MAX_CLASSES = 12  # a file whose gold answers take at most this many values is a classification: per-class table
 
 
