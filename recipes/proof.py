@@ -55,7 +55,14 @@ from common.errors import TaseError, one_line_exit
 from common.paths import OutputBusy, hold_output, out_folder_refusal, write_marker
 from common.process import apply as process_settings
 from recipes.proof_stages.config import HERE, RFT, control_runs, seed_list
-from recipes.proof_stages.evaluate import data_sets, stage_baseline, stage_compare, stage_evaluate, stage_sets
+from recipes.proof_stages.evaluate import (
+    data_sets,
+    stage_baseline,
+    stage_compare,
+    stage_evaluate,
+    stage_kl,
+    stage_sets,
+)
 from recipes.proof_stages.inputs import Proof, setup, shown
 from recipes.proof_stages.report import completions_stage, summary
 from recipes.proof_stages.selection import selection_lines, sft_runs, stage_select
@@ -175,6 +182,7 @@ def run_unit(pr: Proof, seed: int | None, heldout: Path, shared: dict[str, str],
         stage_rft(pr)
     chosen = stage_select(pr) if pr.select else None  # each selected run's chosen checkpoint, by model name
     mine = stage_evaluate(pr, heldout, chosen)
+    stage_kl(pr, mine)  # with transfer: files, the KL from the start on the untrained files (RL's Razor)
     names = [*models, *(m for m in mine if m not in models)]
     stage_compare(pr, heldout, names)
     if completions_stage(pr.step, pr.out, pr.cfg.files, [*shared, *mine], pr.completions,

@@ -53,8 +53,9 @@ def test_dry_run_selects_every_arm_and_the_control_on_held_out_rows_then_evaluat
         f"{out / run} --heldout {out / 'heldout_select.jsonl'} --out {out / ('select_' + run)} --backend hf "
         "--max-new-tokens 32" for run in ("coarse", "fine", "control")]
     assert not any("official" in c for c in select)  # held-out rows only
-    # the selection runs after the sets and before the evaluations
-    assert cmds.index(sel_set[0]) < cmds.index(select[0]) < min(i for i, c in enumerate(cmds) if " -m eval run " in c)
+    # the selection runs after the sets and before the evaluations of the arms (the baseline's come before the arms)
+    assert cmds.index(sel_set[0]) < cmds.index(select[0]) < min(i for i, c in enumerate(cmds) if " -m eval run " in c
+                                                                and "/coarse" in c)
     evals = [c for c in cmds if " -m eval run " in c]
     for name, run in (("coarse", "coarse"), ("fine", "fine"), ("sft_control", "control")):
         mine = [c for c in evals if f"--out {out / 'eval'}/" in c and c.split(" --out ")[1].split()[0].endswith(

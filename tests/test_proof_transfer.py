@@ -204,6 +204,42 @@ def test_pooled_gain_averages_the_seeds_and_widens_with_their_spread(tmp_path):
     assert wide["delta"] == 15.0 and wide["lo"] <= 0.5 and wide["hi"] >= 29
 
 
+def test_the_pooled_table_puts_grpo_against_the_best_sft_and_rft_over_the_finished_seeds(tmp_path):
+    """The transfer config with two seeds finished: a row for the arm trained on every seed (grpo_dyn; grpo ran on
+    seed 42 only), the SFT control and RFT; each cell the pooled gain over the start with its interval, on every
+    transfer set; the KL column says it is not measured."""
+    import dataclasses
+
+    from recipes.proof_stages.config import load_config
+    from recipes.proof_stages.report import pooled_table
+
+    def write(dname: str, name: str, correct: int) -> None:
+        d = tmp_path / "eval" / dname / name
+        d.mkdir(parents=True)
+        rows = [{"id": f"component_split/en_combine/{i}", "task": "component_split", "subtask": "combine",
+                 "lang": "en", "file": "token_structure/component_split/en_combine.csv", "coarse": float(i < correct),
+                 "valid": True} for i in range(100)]
+        (d / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (d / "results.json").write_text(json.dumps({"overall": correct, "by_task": {}, "by_lang": {}, "micro": correct,
+                                                    "n": 100}), encoding="utf-8")
+
+    cfg = dataclasses.replace(load_config(str(CONFIG)), seeds=[42, 7])
+    models = ["base", "warm-up", "start", "grpo_s42", "grpo_dyn_s42", "grpo_lr_matched_s42", "sft_control_s42",
+              "rft_s42", "grpo_dyn_s7", "sft_control_s7", "rft_s7"]
+    for dname in ("official", "harder", "untrained"):
+        write(dname, "start", 20)
+        for s, extra in ((42, 10), (7, 20)):
+            write(dname, f"grpo_dyn_s{s}", 20 + extra)
+            write(dname, f"sft_control_s{s}", 20 + extra // 2)
+            write(dname, f"rft_s{s}", 20)
+    lines = pooled_table(tmp_path, cfg, models, 200)
+    assert lines[3].startswith("| method | in distribution | harder rows | untrained files (retention) | KL from")
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines[5:]}
+    assert list(rows) == ["GRPO grpo_dyn", "best SFT (control)", "RFT"]
+    assert all(c.startswith("+15.00 [") for c in rows["GRPO grpo_dyn"][:3]) and rows["RFT"][0].startswith("+0.00 ")
+    assert rows["best SFT (control)"][1].startswith("+7.50 [") and rows["RFT"][3] == "not measured |"
+
+
 TINY = """\
 out: runs/unused
 files:
@@ -334,9 +370,13 @@ def test_a_tiny_proof_with_transfer_seeds_rft_and_a_sweep_runs_end_to_end(tmp_pa
     for part in ("GRPO fine_s1 vs control_s1", "GRPO fine_s2 vs rft_s2", "pooled over seeds on official",
                  "GRPO fine vs control", "transfer, accuracy %", "retention (vs warm-up)", "gains on harder",
                  "gains on untrained", "the learning-rate sweep", "sft_control_s1: lr ",
-                 "sft_control_s2: lr ", "(chosen for sft_control_s1)", "| s2 9 evaluate on untrained |"):
+                 "sft_control_s2: lr ", "(chosen for sft_control_s1)", "| s2 9 evaluate on untrained |",
+                 "KL from warm-up (nats/token)", "RL against SFT pooled over 2 seed(s) (1, 2)", "| s1 9 KL from start |"):
         assert part in summary, (part, summary)
     assert "no sample is strict-correct: rft_s1 is" in res.stdout
+    pooled = summary[summary.index("RL against SFT pooled"):].splitlines()
+    assert pooled[4].startswith("| GRPO fine | ") and pooled[5].startswith("| best SFT (control) | ")
+    assert pooled[6].startswith("| RFT | +0.00 [+0.00, +0.00] | ") and "not measured" not in "".join(pooled[4:7])
     # seed-major: every step of seed 1 before any of seed 2; the shared evaluations before either
     text = res.stdout
     assert text.index("== 4/12 evaluate base on official") < text.index("#### seed 1 of 2") \

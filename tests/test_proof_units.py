@@ -46,11 +46,13 @@ def test_a_run_killed_inside_its_final_save_is_not_done(tmp_path):
 def test_a_finished_looking_arm_without_its_marker_trains_again(tmp_path):
     """The dry run of a proof whose arm folder holds model.safetensors but no complete state plans that arm again;
     with the marker it is skipped."""
+    from common.paths import write_marker
     from recipes.proof_stages.train import DONE
 
     config = ROOT / "recipes" / "configs" / "proof_combine_cpu.yaml"
     out = tmp_path / "out"
     write_model(out / "fine")
+    write_marker(out, "proof", [])  # an earlier proof's folder
     code, text, err = render(config, FIXTURE, out)
     assert code == 0, err
     assert "GRPO fine: skipped" not in text and "--output_dir OUT/fine " in one(commands(text), "OUT/fine ")
@@ -129,7 +131,7 @@ def test_the_combine_plan_is_seed_major_with_the_cuts(tmp_path):
     units = text.split("\n#### ")
     assert [u.splitlines()[0] for u in units[1:]] == ["seed 1 of 3: seed 42", "seed 2 of 3: seed 7",
                                                      "seed 3 of 3: seed 11"]
-    assert not any("GRPO" in h or "selection" in h for h in headers(units[0]))
+    assert not any("GRPO" in h or "selection for" in h for h in headers(units[0]))
     first, later = headers(units[1]), headers(units[2])
     assert [h.split(" (")[0] for h in first if " GRPO " in h] == [
         "6/13 GRPO grpo_s42", "6/13 GRPO grpo_dyn_s42", "6/13 GRPO grpo_lr_matched_s42"]
@@ -166,3 +168,37 @@ def test_bad_arm_seeds_and_sweep_once_are_one_line(tmp_path):
         p.write_text(text.replace(old, new, 1), encoding="utf-8")
         code, out, err = render(p, FIXTURE, tmp_path / "out")
         assert code == 2 and err.count("\n") == 1 and want in err and not out.strip(), (want, err, out[-300:])
+
+
+def test_kl_from_start_is_zero_against_itself_and_positive_against_another_model(tmp_path, tiny_model, capsys):
+    """recipes/proof_stages/kl.py on a tiny Llama's completions: against itself 0 on every row; against a model with
+    other weights > 0; each row's token count is its completion's; a samples file without prompts is one line."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from recipes.proof_stages.kl import main
+    from recipes.proof_stages.report import pooled_kl, read_kl
+
+    other = tmp_path / "other"
+    m = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    m.save_pretrained(other)
+    samples = tmp_path / "samples.jsonl"
+    rows = [{"id": "a/1", "prompt": "Count the letters of 'apple'.", "completion": "<answer>5</answer>"},
+            {"id": "a/2", "prompt": "Split 'sunflower'.", "completion": ""}]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = ["--model", str(tiny_model), "--samples", str(samples), "--batch-size", "2"]
+    assert main([*args, "--reference", str(tiny_model), "--out", str(tmp_path / "self.json")]) == 0
+    assert main([*args, "--reference", str(other), "--out", str(tmp_path / "other.json")]) == 0
+    same, diff = read_kl(tmp_path / "self.json"), read_kl(tmp_path / "other.json")
+    assert abs(same["kl_per_token"]) < 1e-5 and diff["kl_per_token"] > 1e-4
+    assert [r["tokens"] > 0 for r in diff["per_row"]] == [True, False] and diff["tokens"] == diff["per_row"][0]["tokens"]
+    point, lo, hi = pooled_kl([tmp_path / "other.json", tmp_path / "self.json"], 200)
+    assert abs(point - diff["kl_per_token"] / 2) < 1e-9 and lo <= point <= hi
+    samples.write_text('{"id": "a/1"}\n', encoding="utf-8")
+    capsys.readouterr()
+    assert main([*args, "--reference", str(tiny_model), "--out", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 1 has no prompt and completion text" in err

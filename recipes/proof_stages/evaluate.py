@@ -169,3 +169,25 @@ def stage_compare(pr: Proof, heldout: Path, models: list[str]) -> None:
                                            "--out", shown(out / "comparison" / dname), "--n-boot",
                                            str(pr.cfg.compare.n_boot)],
                 stage=f"{k} compare")
+
+
+def kl_file(out: Path, name: str) -> Path:
+    """OUT/kl/<model>.json: the model's mean per-token KL from the origin on the untrained files (kl.py)."""
+    return out / "kl" / f"{name}.json"
+
+
+def stage_kl(pr: Proof, models: dict[str, str]) -> None:
+    """With transfer: files, the retention explainer (RL's Razor): each of the unit's models scored against the
+    model it trained from (the origin) on its own completions of the untrained files' rows (recipes/proof_stages/
+    kl.py); skipped where its file exists. Part of the evaluate stage."""
+    tr = pr.cfg.transfer
+    if tr is None or not tr.files:
+        return
+    k = pr.k("evaluate")
+    for name, model in models.items():
+        done = kl_file(pr.out, name)
+        cmd = [pr.py, "-m", "recipes.proof_stages.kl", "--model", model, "--reference", shown(pr.origin),
+               "--samples", shown(pr.out / "eval" / UNTRAINED / name / "samples.jsonl"), "--out", shown(done)]
+        title = f"KL of {name} from {pr.origin.name} on its own untrained-file completions (RL's Razor)"
+        if not pr.skip(k, title, done, cmd, f"{k} KL from start"):
+            pr.step(k, title, cmd, stage=f"{k} KL from start")

@@ -209,11 +209,15 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
     def res(dname: str, name: str) -> dict[str, Any]:
         return json.loads((out / "eval" / dname / name / "results.json").read_text(encoding="utf-8"))
 
+    from recipes.proof_stages.evaluate import kl_file
+
     head = ["in distribution", *(("harder rows",) if HARDER in sets else ()),
-            *(("untrained files", f"retention (vs {origin})") if UNTRAINED in sets else ())]
+            *(("untrained files", f"retention (vs {origin})", f"KL from {origin} (nats/token)")
+              if UNTRAINED in sets else ())]
     lines = ["", "transfer, accuracy % (in distribution: the files' average; harder rows: synth --harder, beyond the "
                  "official range; untrained files: a stratified slice of each; retention: the mean change on the "
-                 "untrained files, file by file):", "", "| model | " + " | ".join(head) + " |",
+                 "untrained files, file by file; KL: the mean per-token KL of each tuned model from the model it "
+                 "trained from on its own completions of the untrained files' rows, RL's Razor):", "", "| model | " + " | ".join(head) + " |",
              "|---|" + "---:|" * len(head)]
     files = cfg.files
     for name in models:
@@ -224,8 +228,11 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
         if UNTRAINED in sets:
             u, base = res(UNTRAINED, name)["by_file"], res(UNTRAINED, origin)["by_file"]
             change = sum(u[f]["accuracy"] - base[f]["accuracy"] for f in tr.files) / len(tr.files)
-            cells += [f"{res(UNTRAINED, name)['overall']:.2f}", f"{change:+.2f}"]
+            kl = kl_file(out, name)
+            cells += [f"{res(UNTRAINED, name)['overall']:.2f}", f"{change:+.2f}",
+                      f"{read_kl(kl)['kl_per_token']:.4f}" if kl.is_file() else "-"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += pooled_table(out, cfg, models, n_boot)
     pairs = summary_pairs(cfg, models)
     pooled = pooled_pairs(cfg, models)
     for dname in sets:
@@ -234,6 +241,85 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
         lines += ["  the evaluations share no rows"] if g is None else [gain_line(k, x, 22) for k, x in g.items()]
         lines += pooled_lines(out / "eval" / dname, pooled, n_boot, dname)
     return lines
+
+
+def pooled_table(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) -> list[str]:
+    """With seeds: and transfer:, RL against SFT pooled over the seeds finished (cfg.seeds): a row for each GRPO arm
+    trained on every seed, the SFT control (per seed its held-out best rate) and the RFT control; a column for each
+    set: the gain over the model they train from (the start, else the warm-up) in distribution (the official
+    files), on the harder rows and on the untrained files (retention), each the mean of the seeds' gains with its
+    95% bootstrap over seeds and rows (pooled_gain); then the KL from the start on the untrained files (RL's Razor,
+    pooled_kl), "not measured" where a seed has no KL file."""
+    from recipes.proof_stages.evaluate import HARDER, UNTRAINED
+
+    tr = cfg.transfer
+    if cfg.seeds is None or tr is None:
+        return []
+    seeds = seed_list(cfg)
+    origin = START if START in models else "warm-up"
+    specs = list(arm_specs(cfg).values())
+    arms = [n for n in dict.fromkeys(a.base for a in specs) if sum(a.base == n for a in specs) == len(seeds)]
+    rows = [(f"GRPO {a}", a) for a in arms] + [("best SFT (control)", CONTROL), ("RFT", RFT)]
+    rows = [(label, base) for label, base in rows if all(seeded(base, s) in models for s in seeds)]
+    from recipes.proof_stages.evaluate import kl_file
+
+    sets = [("in distribution", "official"), *((("harder rows", HARDER),) if tr.harder else ()),
+            *((("untrained files (retention)", UNTRAINED),) if tr.files else ())]
+    lines = ["", f"RL against SFT pooled over {len(seeds)} seed(s) ({', '.join(map(str, seeds))}): the gain over "
+                 f"{origin} in points, the mean of the seeds' gains [95% bootstrap over seeds and rows, {n_boot} "
+                 "resamples]; eval compare's overall (file means, then task means):", "",
+             "| method | " + " | ".join(c for c, _ in sets) + " | KL from start |", "|---|" + "---:|" * (len(sets) + 1)]
+    for label, base in rows:
+        cells = []
+        for _, dname in sets:
+            g = pooled_gain(out / "eval" / dname, [(origin, seeded(base, s)) for s in seeds], n_boot)
+            cells.append("no shared rows" if g is None else f"{g['delta']:+.2f} [{g['lo']:+.2f}, {g['hi']:+.2f}]")
+        files = [kl_file(out, seeded(base, s)) for s in seeds]
+        kl = pooled_kl(files, n_boot) if tr.files and all(f.is_file() for f in files) else None
+        cells.append("not measured" if kl is None else f"{kl[0]:.4f} [{kl[1]:.4f}, {kl[2]:.4f}]")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def read_kl(path: Path) -> dict[str, Any]:
+    """A model's KL file (kl.py), read through the checked reader of state files; of another shape: one line."""
+    from common.state import read_state
+
+    def shape(v: Any) -> str | None:
+        ok = isinstance(v, dict) and isinstance(v.get("kl_per_token"), (int, float)) and isinstance(
+            v.get("per_row"), list) and all(isinstance(r, dict) and isinstance(r.get("kl"), (int, float))
+                                            and isinstance(r.get("tokens"), int) for r in v["per_row"])
+        return None if ok else "not a KL file of recipes/proof_stages/kl.py (kl_per_token, per_row)"
+
+    got = read_state(path, shape, "; remove it to measure again")
+    if got is None:
+        raise TaseError(f"{shown(path)}: no such file")
+    return got
+
+
+def pooled_kl(files: list[Path], n_boot: int, seed: int = 0) -> tuple[float, float, float]:
+    """The mean over seeds of each seed's KL per token (kl files, one per seed), with a 95% bootstrap over seeds and
+    rows (seeds drawn with replacement, then each drawn seed's rows; a replicate's KL per token is its rows' KL sum
+    over their token count)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    per = [read_kl(f)["per_row"] for f in files]
+    kls = [np.asarray([r["kl"] for r in rows], dtype=float) for rows in per]
+    toks = [np.asarray([r["tokens"] for r in rows], dtype=float) for rows in per]
+    point = float(np.mean([k.sum() / max(t.sum(), 1.0) for k, t in zip(kls, toks, strict=True)]))
+    boot = np.zeros(n_boot)
+    for b in range(n_boot):
+        vals = []
+        for j in rng.integers(0, len(files), len(files)):
+            if not len(kls[j]):
+                vals.append(0.0)
+                continue
+            idx = rng.integers(0, len(kls[j]), len(kls[j]))
+            vals.append(kls[j][idx].sum() / max(toks[j][idx].sum(), 1.0))
+        boot[b] = np.mean(vals)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return point, float(lo), float(hi)
 
 
 def pooled_lines(evals: Path, pooled: list[tuple[str, list[tuple[str, str]]]], n_boot: int, dname: str) -> list[str]:

@@ -349,8 +349,9 @@ def stage_rft(pr: Proof) -> None:
                                     pr.guard, out / "data")
     (prompts, cmd), = cmds
     later = pr.cfg.seeds is not None and pr.cfg.seeds[0] != pr.cfg.first_seed  # the first seed's unit wrote them
-    if not pr.skip(k, "RFT prompts", prompts, cmd, f"{k} RFT", prompts.exists() or (pr.dry and later),
-                   f"{shown(prompts)} " + ("exists" if prompts.exists() else "is the first seed's")):
+    if pr.dry and later and not prompts.exists():  # the plan shows their command once, in the first seed's unit
+        pr.step.header(k, f"RFT prompts: {shown(prompts)}, written in the first seed's unit")
+    elif not pr.skip(k, "RFT prompts", prompts, cmd, f"{k} RFT"):
         pr.step.header(k, f"RFT prompts: the GRPO arms' first {n_prompts} ({completions} completions as the "
                           f"{control_follows(pr.cfg)} arm generated, {per} per prompt)")
         pr.step.run("RFT prompts", cmd, stage=f"{k} RFT")
