@@ -256,19 +256,16 @@ class ProofSteps(Steps):
         self.keep: Path | None = None
 
     def load(self, keep: Path) -> None:
-        """Start from the times kept in `keep` (an unreadable or foreign file: one line, nothing overwritten)."""
-        import json
+        """Start from the times kept in `keep`, read through the checked reader of state files (an unreadable or
+        foreign file: one line, nothing overwritten)."""
+        from common.state import read_state
 
         self.keep = keep
-        if not keep.is_file():
-            return
-        try:
-            old = json.loads(keep.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as e:
-            raise TaseError(f"{shown(keep)}: unreadable ({e}); remove it to start the wall-time table again") from None
-        if not isinstance(old, dict) or not all(isinstance(v, (int, float)) for v in old.values()):
-            raise TaseError(f"{shown(keep)}: not a table of stage: seconds; remove it to start the table again")
-        self.times = {str(k): float(v) for k, v in old.items()}
+        old = read_state(keep, lambda v: None if isinstance(v, dict) and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values())
+            else "not a table of stage: seconds", "; remove it to start the wall-time table again")
+        if old is not None:
+            self.times = {str(k): float(v) for k, v in old.items()}
 
     def add(self, stage: str, seconds: float) -> None:
         super().add(self.unit + stage, seconds)

@@ -115,7 +115,7 @@ def write_manifest(pr: Proof, seed: int | None, models: list[str], runs: list[st
     """The unit's manifest, written last (complete: true): its seed, models, training runs, environment and its own
     wall times (the steps of this unit over every invocation)."""
     unit = pr.step.unit
-    times = {k.removeprefix(unit): round(v, 1) for k, v in pr.step.times.items() if unit and k.startswith(unit)}
+    times = {k.removeprefix(unit): round(v, 1) for k, v in pr.step.times.items() if k.startswith(unit)}
     path = manifest_path(pr.out, seed)
     body = {"complete": True, "seed": seed, "models": models, "runs": runs, **env, "wall_times": times,
             "wall_time_total": round(sum(times.values()), 1)}
