@@ -55,10 +55,10 @@ def test_a_finished_looking_arm_without_its_marker_trains_again(tmp_path):
     write_marker(out, "proof", [])  # an earlier proof's folder
     code, text, err = render(config, FIXTURE, out)
     assert code == 0, err
-    assert "GRPO fine: skipped" not in text and "--output_dir OUT/fine " in one(commands(text), "OUT/fine ")
+    assert "GRPO fine: skipped" not in text and "PY recipes/grpo.py " in one(commands(text), "--output_dir OUT/fine ")
     (out / "fine" / DONE).write_text("{}\n", encoding="utf-8")
     code, text, err = render(config, FIXTURE, out)
-    assert code == 0 and "== 6/11 GRPO fine: skipped, OUT/fine/proof_trained.json says it finished" in text, text
+    assert code == 0 and "== 5/10 GRPO fine: skipped, OUT/fine/proof_trained.json says it finished" in text, text
 
 
 def test_wall_times_add_up_across_invocations(tmp_path):
@@ -131,12 +131,13 @@ def test_the_combine_plan_is_seed_major_with_the_cuts(tmp_path):
     units = text.split("\n#### ")
     assert [u.splitlines()[0] for u in units[1:]] == ["seed 1 of 3: seed 42", "seed 2 of 3: seed 7",
                                                      "seed 3 of 3: seed 11"]
-    assert not any("GRPO" in h or "selection for" in h for h in headers(units[0]))
+    assert not any(h.split(" ", 1)[1].startswith(("GRPO", "checkpoint selection")) for h in headers(units[0]))
     first, later = headers(units[1]), headers(units[2])
-    assert [h.split(" (")[0] for h in first if " GRPO " in h] == [
+    assert [h.split(" (")[0] for h in first if h.split(" ", 1)[1].startswith("GRPO")] == [
         "6/13 GRPO grpo_s42", "6/13 GRPO grpo_dyn_s42", "6/13 GRPO grpo_lr_matched_s42"]
     assert sum("checkpoint selection" in h for h in first) == 9 and sum("checkpoint selection" in h for h in later) == 3
-    assert [h.split(" (")[0] for h in later if "GRPO" in h or "control" in h or "RFT rft" in h] == [
+    trains = ("GRPO", "more-SFT control", "RFT rft", "checkpoint selection for sft_control")
+    assert [h.split(" (")[0] for h in later if h.split(" ", 1)[1].startswith(trains)] == [
         "6/13 GRPO grpo_dyn_s7", "7/13 more-SFT control control_chosen_s7", "8/13 RFT rft_chosen_s7",
         "9/13 checkpoint selection for sft_control_chosen_s7 on heldout_select.jsonl"]
     cmds = commands(text)
