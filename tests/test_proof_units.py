@@ -177,8 +177,7 @@ def test_kl_from_start_is_zero_against_itself_and_positive_against_another_model
     import torch
     from transformers import AutoModelForCausalLM
 
-    from recipes.proof_stages.kl import main
-    from recipes.proof_stages.report import pooled_kl, read_kl
+    from recipes.proof_stages.kl import main, pooled_kl, read_kl
 
     other = tmp_path / "other"
     m = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)

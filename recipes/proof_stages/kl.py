@@ -12,7 +12,7 @@ the mean per token over all rows and, per row, the KL sum and token count (the p
 over seeds and rows). Greedy completions are the model's own outputs, not draws from it: the number measures how far
 the model moved along what it says, as RL's Razor's on-policy samples do, without sampling noise. A completion
 re-tokenized can differ from the generated ids at a merge boundary; both models score the same ids, so the
-comparison stays paired."""
+comparison stays paired. `read_kl` and `pooled_kl` read such files back for the proof's summary."""
 from __future__ import annotations
 
 import argparse
@@ -88,6 +88,47 @@ def kl_rows(model: Any, reference: Any, tokenizer: Any, rows: list[dict[str, Any
             kl = (lm[j, at].exp() * (lm[j, at] - lr[j, at])).sum(-1)
             out.append({"kl": float(kl.sum()), "tokens": n})
     return out
+
+
+def read_kl(path: Path) -> dict[str, Any]:
+    """A model's KL file (kl.py), read through the checked reader of state files; of another shape: one line."""
+    from common.state import read_state
+
+    def shape(v: Any) -> str | None:
+        ok = isinstance(v, dict) and isinstance(v.get("kl_per_token"), (int, float)) and isinstance(
+            v.get("per_row"), list) and all(isinstance(r, dict) and isinstance(r.get("kl"), (int, float))
+                                            and isinstance(r.get("tokens"), int) for r in v["per_row"])
+        return None if ok else "not a KL file of recipes/proof_stages/kl.py (kl_per_token, per_row)"
+
+    got = read_state(path, shape, "; remove it to measure again")
+    if got is None:
+        raise TaseError(f"{path}: no such file")
+    return got
+
+
+def pooled_kl(files: list[Path], n_boot: int, seed: int = 0) -> tuple[float, float, float]:
+    """The mean over seeds of each seed's KL per token (kl files, one per seed), with a 95% bootstrap over seeds and
+    rows (seeds drawn with replacement, then each drawn seed's rows; a replicate's KL per token is its rows' KL sum
+    over their token count)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    per = [read_kl(f)["per_row"] for f in files]
+    kls = [np.asarray([r["kl"] for r in rows], dtype=float) for rows in per]
+    toks = [np.asarray([r["tokens"] for r in rows], dtype=float) for rows in per]
+    point = float(np.mean([k.sum() / max(t.sum(), 1.0) for k, t in zip(kls, toks, strict=True)]))
+    boot = np.zeros(n_boot)
+    for b in range(n_boot):
+        vals = []
+        for j in rng.integers(0, len(files), len(files)):
+            if not len(kls[j]):
+                vals.append(0.0)
+                continue
+            idx = rng.integers(0, len(kls[j]), len(kls[j]))
+            vals.append(kls[j][idx].sum() / max(toks[j][idx].sum(), 1.0))
+        boot[b] = np.mean(vals)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return point, float(lo), float(hi)
 
 
 @one_line_exit

@@ -210,6 +210,7 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
         return json.loads((out / "eval" / dname / name / "results.json").read_text(encoding="utf-8"))
 
     from recipes.proof_stages.evaluate import kl_file
+    from recipes.proof_stages.kl import read_kl
 
     head = ["in distribution", *(("harder rows",) if HARDER in sets else ()),
             *(("untrained files", f"retention (vs {origin})", f"KL from {origin} (nats/token)")
@@ -262,6 +263,7 @@ def pooled_table(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) ->
     rows = [(f"GRPO {a}", a) for a in arms] + [("best SFT (control)", CONTROL), ("RFT", RFT)]
     rows = [(label, base) for label, base in rows if all(seeded(base, s) in models for s in seeds)]
     from recipes.proof_stages.evaluate import kl_file
+    from recipes.proof_stages.kl import pooled_kl
 
     sets = [("in distribution", "official"), *((("harder rows", HARDER),) if tr.harder else ()),
             *((("untrained files (retention)", UNTRAINED),) if tr.files else ())]
@@ -279,47 +281,6 @@ def pooled_table(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) ->
         cells.append("not measured" if kl is None else f"{kl[0]:.4f} [{kl[1]:.4f}, {kl[2]:.4f}]")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
-
-
-def read_kl(path: Path) -> dict[str, Any]:
-    """A model's KL file (kl.py), read through the checked reader of state files; of another shape: one line."""
-    from common.state import read_state
-
-    def shape(v: Any) -> str | None:
-        ok = isinstance(v, dict) and isinstance(v.get("kl_per_token"), (int, float)) and isinstance(
-            v.get("per_row"), list) and all(isinstance(r, dict) and isinstance(r.get("kl"), (int, float))
-                                            and isinstance(r.get("tokens"), int) for r in v["per_row"])
-        return None if ok else "not a KL file of recipes/proof_stages/kl.py (kl_per_token, per_row)"
-
-    got = read_state(path, shape, "; remove it to measure again")
-    if got is None:
-        raise TaseError(f"{shown(path)}: no such file")
-    return got
-
-
-def pooled_kl(files: list[Path], n_boot: int, seed: int = 0) -> tuple[float, float, float]:
-    """The mean over seeds of each seed's KL per token (kl files, one per seed), with a 95% bootstrap over seeds and
-    rows (seeds drawn with replacement, then each drawn seed's rows; a replicate's KL per token is its rows' KL sum
-    over their token count)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    per = [read_kl(f)["per_row"] for f in files]
-    kls = [np.asarray([r["kl"] for r in rows], dtype=float) for rows in per]
-    toks = [np.asarray([r["tokens"] for r in rows], dtype=float) for rows in per]
-    point = float(np.mean([k.sum() / max(t.sum(), 1.0) for k, t in zip(kls, toks, strict=True)]))
-    boot = np.zeros(n_boot)
-    for b in range(n_boot):
-        vals = []
-        for j in rng.integers(0, len(files), len(files)):
-            if not len(kls[j]):
-                vals.append(0.0)
-                continue
-            idx = rng.integers(0, len(kls[j]), len(kls[j]))
-            vals.append(kls[j][idx].sum() / max(toks[j][idx].sum(), 1.0))
-        boot[b] = np.mean(vals)
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return point, float(lo), float(hi)
 
 
 def pooled_lines(evals: Path, pooled: list[tuple[str, list[tuple[str, str]]]], n_boot: int, dname: str) -> list[str]:
