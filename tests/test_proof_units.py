@@ -118,9 +118,15 @@ def test_the_transfer_configs_are_float32(name, tmp_path):
     from recipes.proof_stages import inputs
     from recipes.proof_stages.units import precision
 
-    pr = inputs.setup(parse_args(["--config", str(ROOT / "recipes" / "configs" / f"{name}.yaml"), "--official",
-                                  str(FIXTURE), "--out", str(tmp_path / "o"), "--dry-run"]))
+    config = ROOT / "recipes" / "configs" / f"{name}.yaml"
+    pr = inputs.setup(parse_args(["--config", str(config), "--official", str(FIXTURE), "--out", str(tmp_path / "o"),
+                                  "--dry-run"]))
     assert precision(pr) == "float32"
+    bf16 = tmp_path / "bf16.yaml"  # the same with GRPO under bf16 autocast on any CPU: not float32, and says where
+    bf16.write_text(config.read_text(encoding="utf-8").replace('cpu_bf16: "false"', 'cpu_bf16: "true"'), encoding="utf-8")
+    pr = inputs.setup(parse_args(["--config", str(bf16), "--official", str(FIXTURE), "--out", str(tmp_path / "o"),
+                                  "--dry-run"]))
+    assert precision(pr).startswith("train bf16 autocast (grpo") and precision(pr).endswith(", eval float32")
 
 
 def test_the_combine_plan_is_seed_major_with_the_cuts(tmp_path):

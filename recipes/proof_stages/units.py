@@ -86,17 +86,9 @@ def precision(pr: Proof) -> str:
     """The proof's precision: "float32" when no training part runs under bf16 autocast (cpu_bf16 resolved on this
     CPU, or bf16 true) and the evaluations are pinned to float32; else what differs, e.g. "train bf16 autocast
     (grpo), eval float32"."""
-    from recipes.cpu_speed import resolve
+    from recipes.features.cpu_speed import trains_bf16
 
-    bf16 = []
-    for part, parsed in pr.parsed.items():
-        setting = next((x.cpu_bf16 for x in parsed if hasattr(x, "cpu_bf16")), None)
-        if setting is not None:  # a GRPO part: cpu_bf16 decides (recipes/cpu_speed.py), as the run will resolve it
-            on = resolve(str(setting).lower())
-        else:  # an SFT part: its own bf16
-            on = any(getattr(x, "bf16", None) is True for x in parsed)
-        if on:
-            bf16.append(part)
+    bf16 = [part for part, parsed in pr.parsed.items() if trains_bf16(parsed)]
     ev = pr.cfg.eval.dtype or "the CPU's default"
     if not bf16 and ev == "float32":
         return PROOF_PRECISION
