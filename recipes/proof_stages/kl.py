@@ -25,7 +25,7 @@ from common.errors import TaseError, one_line_exit
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from recipes.parser import one_line_errors
+    from recipes.shared.parser import one_line_errors
 
     p = argparse.ArgumentParser(prog="python -m recipes.proof_stages.kl", description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="the tuned model's folder (whose completions are scored)")

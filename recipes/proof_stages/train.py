@@ -33,7 +33,7 @@ def trained(run: Path) -> bool:
     inside its final save leaves one). Its step returned 0 (the proof's marker DONE, written after the recipe's
     final save), or, for a run finished before the marker, the recipes' last write: trainer_state.json at the top of
     the folder, whole, at its max_steps, after a whole model."""
-    from recipes.run_dir import final_state, weights_problem
+    from recipes.shared.run_dir import final_state, weights_problem
 
     if (run / DONE).is_file():
         return True
