@@ -159,8 +159,8 @@ def commands(stdout: str) -> list[str]:
 def test_proof_dry_run_plans_the_control_and_the_subtask_sets(tmp_path, fixture_root):
     out = tmp_path / "proof"
     text = dry_run(proof_config(tmp_path), fixture_root, out)
-    assert [line.split()[1] for line in text.splitlines() if line.startswith("== ")][0] == "1/9"
-    assert "== 4/9 more-SFT control" in text and "== 9/9 summary" in text
+    assert [line.split()[1] for line in text.splitlines() if line.startswith("== ")][0] == "1/10"
+    assert "== 6/10 more-SFT control" in text and "== 10/10 summary" in text
     cmds = commands(text)
     control = [c for c in cmds if f"--output_dir {out / 'control'}" in c]
     assert len(control) == 1 and "recipes/sft_warmup.py" in control[0]
@@ -189,13 +189,13 @@ def test_proof_dry_run_plans_the_control_and_the_subtask_sets(tmp_path, fixture_
 
 
 def test_proof_without_control_is_the_same_plan_minus_the_control(tmp_path, fixture_root):
-    """No control section: eight stages, and every command of the nine-stage plan but the control's own and
+    """No control section: nine stages, and every command of the ten-stage plan but the control's own and
     those of its model (evaluations, re-scores; the comparisons lose it)."""
     out = tmp_path / "proof"
     with_control = dry_run(proof_config(tmp_path), fixture_root, out)
     without = dry_run(proof_config(tmp_path, control=False), fixture_root, out)
     assert "sft_control" not in without and "more-SFT control" not in without and "control_config" not in without
-    assert [line.split()[1] for line in without.splitlines() if line.startswith("== ")][-1] == "8/8"
+    assert [line.split()[1] for line in without.splitlines() if line.startswith("== ")][-1] == "9/9"
 
     def of_control(c: str) -> bool:
         return " -m eval compare " not in c and ("sft_control" in c or f"{out / 'control'} " in c)
@@ -226,7 +226,7 @@ def test_proof_control_config_errors_are_one_line(tmp_path, fixture_root):
              "grpo: subtasks: task 'component_split' has none of count")
     empty = tmp_path / "empty_control.yaml"  # `control:` alone: the stage, with no extra options
     empty.write_text(good.replace(good[good.index("control:"):good.index("heldout:")], "control:\n"))
-    assert "== 4/9 more-SFT control" in dry_run(empty, fixture_root, tmp_path / "p2")
+    assert "== 6/10 more-SFT control" in dry_run(empty, fixture_root, tmp_path / "p2")
 
 
 def tiny_trainer_run(output_dir: Path) -> None:
@@ -288,28 +288,35 @@ def test_control_trains_for_the_fine_arm_s_train_runtime(tmp_path, fixture_root)
 
 
 def test_control_stage_fails_in_one_line_without_the_fine_arm_s_state_and_resumes(tmp_path, fixture_root):
-    """A real (not dry) run whose warm-up and arms exist (skipped) but whose fine arm left no trainer_state.json:
-    the control stage stops in one line, before anything trains; once the control exists it is skipped."""
+    """A proof whose warm-up and arms finished (their markers) but whose fine arm left no trainer_state.json: the
+    control stage stops in one line, before it trains; once the control finished it is skipped (a dry run shows
+    the earlier stages skipped too). The stage is called as proof.py calls it, on the unit's view."""
     from common.paths import write_marker
+    from recipes.proof import parse_args
+    from recipes.proof_stages import inputs as proof_inputs
+    from recipes.proof_stages.train import DONE, stage_control
 
     out = tmp_path / "proof"
     for name in ("sft", "coarse", "fine"):
         (out / name).mkdir(parents=True)
         (out / name / "model.safetensors").write_bytes(b"")
+        (out / name / DONE).write_text("{}\n", encoding="utf-8")
     write_marker(out, "proof", [])  # an earlier proof's folder, as its first run marks it
-    cmd = [PY, "recipes/proof.py", "--config", str(proof_config(tmp_path)), "--official", str(fixture_root),
-           "--out", str(out)]
-    res = run(cmd)
-    assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert res.stderr.splitlines() == [
-        f"error: {out / 'fine' / 'trainer_state.json'}: cannot read the fine arm's train_runtime (No such file or "
-        "directory); the control trains for as long as the fine arm did"]
-    assert "== 3/9 GRPO fine: skipped" in res.stdout and not (out / "control").exists()
+    args = ["--config", str(proof_config(tmp_path)), "--official", str(fixture_root), "--out", str(out)]
+    pr = proof_inputs.setup(parse_args(args))
+    with pytest.raises(TaseError) as e:
+        stage_control(pr.unit(None))
+    assert str(e.value) == (f"{out / 'fine' / 'trainer_state.json'}: cannot read the fine arm's train_runtime (No such "
+                            "file or directory); the control trains for as long as the fine arm did")
+    assert not (out / "control").exists()
     (out / "control").mkdir()
     (out / "control" / "model.safetensors").write_bytes(b"")
-    res = run([*cmd, "--dry-run"])
-    assert res.returncode == 0 and f"== 4/9 more-SFT control: skipped, {out / 'control' / 'model.safetensors'} " \
-        "exists" in res.stdout
+    res = run([PY, "recipes/proof.py", *args, "--dry-run"])
+    assert res.returncode == 0 and "== 6/10 more-SFT control: skipped" not in res.stdout  # model.safetensors alone
+    (out / "control" / DONE).write_text("{}\n", encoding="utf-8")
+    res = run([PY, "recipes/proof.py", *args, "--dry-run"])
+    assert res.returncode == 0 and "== 5/10 GRPO fine: skipped" in res.stdout
+    assert f"== 6/10 more-SFT control: skipped, {out / 'control' / DONE} says it finished" in res.stdout
 
 
 def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):

@@ -101,7 +101,7 @@ def test_a_list_of_start_stages_chains_them(tmp_path):
     start1, start = one(cmds, "--output_dir OUT/start1 "), one(cmds, "--output_dir OUT/start ")
     assert "--config OUT/start1_config.yaml --model_name_or_path OUT/sft " in start1 and "--max_steps" not in start1
     assert "--config OUT/start_config.yaml --model_name_or_path OUT/start1 " in start and "--max_steps 88 " in start
-    assert "== 3/10 start (gold answers on the GRPO data with synth_seed 777, num_train_examples 928, skip_examples " \
+    assert "== 3/11 start (gold answers on the GRPO data with synth_seed 777, num_train_examples 928, skip_examples " \
            "3072, from start1)" in text
     fine, control = one(cmds, "--output_dir OUT/fine "), one(cmds, "--output_dir OUT/control ")
     assert "--model_name_or_path OUT/start " in fine and "--synth_seed 779 --num_train_examples 928 " in fine

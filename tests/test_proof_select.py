@@ -35,9 +35,9 @@ def test_dry_run_selects_every_arm_and_the_control_on_held_out_rows_then_evaluat
     out = tmp_path / "proof"
     text = dry_run(config(tmp_path), fixture_root, out)
     heads = headers(text)
-    assert heads[0].startswith("1/10 ") and heads[-1] == "10/10 summary" and not out.exists()
-    assert [h for h in heads if h.startswith("6/10 ")] == [
-        f"6/10 checkpoint selection for {name} on heldout_select.jsonl (held-out rows only)"
+    assert heads[0].startswith("1/11 ") and heads[-1] == "11/11 summary" and not out.exists()
+    assert [h for h in heads if h.startswith("7/11 ")] == [
+        f"7/11 checkpoint selection for {name} on heldout_select.jsonl (held-out rows only)"
         for name in ("coarse", "fine", "sft_control")]
     cmds = commands(text)
     # the selection's own rows: 300, seed 4243, guarded like the held-out set and against it
@@ -53,8 +53,9 @@ def test_dry_run_selects_every_arm_and_the_control_on_held_out_rows_then_evaluat
         f"{out / run} --heldout {out / 'heldout_select.jsonl'} --out {out / ('select_' + run)} --backend hf "
         "--max-new-tokens 32" for run in ("coarse", "fine", "control")]
     assert not any("official" in c for c in select)  # held-out rows only
-    # the selection runs after the sets and before the evaluations
-    assert cmds.index(sel_set[0]) < cmds.index(select[0]) < min(i for i, c in enumerate(cmds) if " -m eval run " in c)
+    # the selection runs after the sets and before the evaluations of the arms (the baseline's come before the arms)
+    assert cmds.index(sel_set[0]) < cmds.index(select[0]) < min(i for i, c in enumerate(cmds) if " -m eval run " in c
+                                                                and "/coarse" in c)
     evals = [c for c in cmds if " -m eval run " in c]
     for name, run in (("coarse", "coarse"), ("fine", "fine"), ("sft_control", "control")):
         mine = [c for c in evals if f"--out {out / 'eval'}/" in c and c.split(" --out ")[1].split()[0].endswith(
@@ -67,14 +68,14 @@ def test_dry_run_selects_every_arm_and_the_control_on_held_out_rows_then_evaluat
 
 
 def test_without_select_the_plan_is_the_selected_one_less_the_selection(tmp_path, fixture_root):
-    """No select section: nine stages, and every command of the ten-stage plan but the selection's set and its
+    """No select section: ten stages, and every command of the eleven-stage plan but the selection's set and its
     select_checkpoint runs, each selected run evaluated as its final model (the plan before select: existed; its
     exact commands are pinned by tests/test_proof_control.py)."""
     out = tmp_path / "proof"
     with_select = dry_run(config(tmp_path), fixture_root, out)
     without = dry_run(config(tmp_path, None, "plain.yaml"), fixture_root, out)
     assert "select" not in without.replace(str(tmp_path), "").replace(str(ROOT), "")
-    assert headers(without)[-1] == "9/9 summary"
+    assert headers(without)[-1] == "10/10 summary"
     keep = [c for c in commands(with_select) if "recipes/select_checkpoint.py" not in c and "heldout_select" not in c]
     for run, name in (("coarse", "coarse"), ("fine", "fine"), ("control", "control")):
         placeholder = f"'<chosen checkpoint in {out / ('select_' + run) / 'best_checkpoint.json'}>'"
@@ -95,7 +96,7 @@ def test_select_without_n_and_seed_uses_the_held_out_set(tmp_path, fixture_root)
     out = tmp_path / "proof"
     text = dry_run(config(tmp_path, "select:\n  metric: strict_acc\n"), fixture_root, out)
     cmds = commands(text)
-    assert "heldout_select" not in text and headers(text)[-1] == "10/10 summary"
+    assert "heldout_select" not in text and headers(text)[-1] == "11/11 summary"
     select = [c for c in cmds if "recipes/select_checkpoint.py" in c]
     assert len(select) == 3 and all(f"--heldout {out / 'heldout.jsonl'} " in c and c.endswith(" --metric strict_acc")
                                     for c in select)
@@ -166,7 +167,7 @@ def test_a_finished_selection_is_skipped_and_its_choice_evaluated_and_summarised
                   "best_checkpoint.json (a 0-1 share under `value`) since issue 61 (the old file is read for one more "
                   "release)")
     assert [line for line in res.stderr.splitlines() if "deprecated" in line] == [deprecated]  # read thrice, one line
-    assert f"== 6/10 checkpoint selection for fine: skipped, {out / 'select_fine' / 'best_checkpoint.json'} exists" \
+    assert f"== 7/11 checkpoint selection for fine: skipped, {out / 'select_fine' / 'best_checkpoint.json'} exists" \
         in text
     assert f"checkpoint selection for sft_control: skipped, {out / 'select_control' / 'selection.json'} exists" in text
     evals = [c for c in commands(text) if " -m eval run " in c]

@@ -84,8 +84,8 @@ def test_the_sft_then_grpo_config_plans_the_committed_run(tmp_path):
     300 rows of seed 4243 guarded against every prompt set; the start evaluated as it is."""
     text = dry(tmp_path)
     heads = headers(text)
-    assert heads[0].startswith("1/11 ") and heads[-1] == "11/11 summary"
-    assert heads[2] == "3/11 start (gold answers on the GRPO data with synth_seed 778, from the warm-up)"
+    assert heads[0].startswith("1/12 ") and heads[-1] == "12/12 summary"
+    assert heads[2] == "3/12 start (gold answers on the GRPO data with synth_seed 778, from the warm-up)"
     cmds = commands(text)
     warm = one(cmds, "--output_dir OUT/sft ")
     assert "--num_train_examples 768 --synth_seed 777 --paraphrase false --learning_rate 0.0001" in warm
@@ -103,14 +103,14 @@ def test_the_sft_then_grpo_config_plans_the_committed_run(tmp_path):
                      f"--exclude official:OFFICIAL --output_dir OUT/{arm} --reward_funcs accuracy_fine format "
                      "length_penalty --cpu_bf16 false --subtasks combine --synth_seed 779 --num_iterations 2 "
                      f"--save_total_limit 10 {opts} --resume_from_checkpoint true"), c
-    assert [h for h in heads if h.startswith("4/11 ")] == [
-        f"4/11 GRPO {arm} (accuracy_fine + format + length_penalty)" for arm in ARM_OPTS]
+    assert [h for h in heads if h.startswith("6/12 ")] == [
+        f"6/12 GRPO {arm} (accuracy_fine + format + length_penalty)" for arm in ARM_OPTS]
     control = one(cmds, "--output_dir OUT/control ")
     assert control == ("PY recipes/sft_warmup.py --config OUT/control_config.yaml --model_name_or_path OUT/start "
                        "--learning_rate 5e-05 --logging_steps 8 --lr_scheduler_type constant --warmup_steps 0 "
                        "--save_strategy steps --save_steps 100 --save_total_limit 30 --max_steps 329 --exclude "
                        "official:OFFICIAL --output_dir OUT/control --resume_from_checkpoint true")  # control: steps
-    assert "== 5/11 more-SFT control (gold answers on the GRPO data, 329 steps)" in text
+    assert "== 7/12 more-SFT control (gold answers on the GRPO data, 329 steps)" in text
     assert "with the GRPO arms' data options: train_data \"synth\"" in text and ", synth_seed 779, " in text
     # the sets: every prompt pool written out, the selection's rows guarded against all of them
     sets = {c.split("--out ")[1].split()[0]: c for c in cmds if " -m synth " in c}
@@ -215,8 +215,10 @@ def test_a_finished_start_is_skipped_and_the_summary_measures_against_it(tmp_pat
     (out / "start").mkdir(parents=True)
     (out / "start" / "model.safetensors").write_bytes(b"")
     write_marker(out, "proof", [])  # an earlier proof's folder, as its first run marks it
+    assert "start: skipped" not in dry(tmp_path)  # model.safetensors alone: a kill inside the final save leaves it
+    (out / "start" / "proof_trained.json").write_text("{}\n", encoding="utf-8")  # the step returned 0
     text = dry(tmp_path)
-    assert "== 3/11 start: skipped, OUT/start/model.safetensors exists" in text
+    assert "== 3/12 start: skipped, OUT/start/proof_trained.json says it finished" in text
     assert "# writes OUT/start_config.yaml" not in text  # a skipped start writes nothing
     models = ["base", "warm-up", "start", "grpo", "grpo_dyn", "grpo_dyn_s7", "sft_control"]
     assert [p[0] for p in summary_pairs(load_config(str(CONFIG)), models)] == [
@@ -252,7 +254,7 @@ BAD = {
 ARM_BAD = {
     "{name: extra}": "grpo arm 2: missing key 'reward_granularity'",
     "{name: extra, reward_granularity: fine, steps: 80}":
-        "grpo arm 2: unknown key 'steps' (known: name, reward_granularity, options)",
+        "grpo arm 2: unknown key 'steps' (known: name, reward_granularity, options, seeds)",
     "{name: extra, reward_granularity: strict}":
         "grpo arm 'extra': reward_granularity must be one of coarse, fine, got 'strict'",
     "{name: start, reward_granularity: fine}":

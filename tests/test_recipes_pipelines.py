@@ -80,8 +80,8 @@ def test_proof_dry_run_prints_every_stage_and_runs_nothing(tmp_path, fixture_roo
     before = snapshot()
     res = run([*PROOF, "--dry-run", "--official", str(fixture_root), "--out", str(out)], timeout=60)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert [l.split()[1] for l in res.stdout.splitlines() if l.startswith("== ")][0] == "1/8"
-    assert all(f"== {k}/8 " in res.stdout for k in range(1, 9))
+    assert [l.split()[1] for l in res.stdout.splitlines() if l.startswith("== ")][0] == "1/9"
+    assert all(f"== {k}/9 " in res.stdout for k in range(1, 10))
     cmds = [l[2:] for l in res.stdout.splitlines() if l.startswith("+ ")]
     guard = f"--exclude official:{fixture_root}"
     sft = [c for c in cmds if "recipes/sft_warmup.py" in c]

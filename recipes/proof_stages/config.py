@@ -27,8 +27,11 @@ from rewards.levels import COARSE, FINE, STRICT
 HERE = Path(__file__).resolve().parents[1]  # recipes/: the recipes and configs the stages run
 ROOT = HERE.parent
 # the stages in order; "start", "control" and "select" exist only with their config section (stage_names)
-STAGES = ("subset", "sft", "start", "grpo", "control", "rft", "sets", "select", "evaluate", "compare", "completions",
-          "summary")
+# stages shared by every seed run first (subset .. baseline: the evaluations of base, warm-up and start), then each
+# seed's unit runs grpo .. summary to its end before the next seed starts (proof.py's seed-major order)
+STAGES = ("subset", "sft", "start", "sets", "baseline", "grpo", "control", "rft", "select", "evaluate", "compare",
+          "completions", "summary")
+UNIT_STAGES = STAGES[STAGES.index("grpo"):]  # a seed's own stages
 OPTIONAL_STAGES = ("start", "control", "rft", "select")  # rft: with control: rft
 ARMS = (COARSE, FINE)  # the accuracy levels (rewards/levels.py) a proof may train an arm on, each its folder's name
 CONTROL = "sft_control"  # the control's model name: eval folders, comparisons, <completions>/sft_control
@@ -36,7 +39,7 @@ RFT = "rft"  # the rejection-sampling SFT control's model name and folder (contr
 LR_MATCHED = "_lr_matched"  # grpo: lr_matched: ARM adds the arm ARM<LR_MATCHED>
 # names a named arm cannot take: the other models' names and OUT's own folders (an arm's folder is OUT/<name>)
 RESERVED = ("base", "warm-up", "sft", START, "control", CONTROL, "official", "data", "eval", "comparison",
-            "completions", "rescore", RFT, "transfer_official")
+            "completions", "rescore", RFT, "transfer_official", "control_chosen", "rft_chosen")
 OPTIONAL = object()
 # eval.dtype (optional, passed as `eval run --dtype`): pin it (float32) so the numbers do not depend on the CPU,
 # whose default is bfloat16 where it has bf16 natively and float32 elsewhere
@@ -58,8 +61,11 @@ SCHEMA: dict[str, Any] = {
     # step count (--max_steps, no time budget), so that the control reproduces on any machine; learning_rates: the
     # control as a sweep over these rates (select: chooses among rates and steps); rft: true adds the rejection-
     # sampling SFT control (the origin's own strict-correct samples on the GRPO prompts, as many as GRPO generated)
+    # sweep_once: [control, rft] (either or both): that sweep on the first seed only, every later seed at the rate
+    # the first seed's selection chose
     "control": ({"options": (dict, OPTIONAL), "follows": (str, OPTIONAL), "steps": (int, OPTIONAL),
-                 "learning_rates": (list, OPTIONAL), "rft": (bool, OPTIONAL)}, OPTIONAL),
+                 "learning_rates": (list, OPTIONAL), "rft": (bool, OPTIONAL), "sweep_once": (list, OPTIONAL)},
+                OPTIONAL),
     # the training seed (--seed) of every arm and control run, each seed its own run (names suffixed _s<seed>)
     "seeds": (list, OPTIONAL),
     # every model also evaluated on harder generated rows of the trained task (heldout:'s task, lang, subtask drawn
@@ -73,6 +79,9 @@ SCHEMA: dict[str, Any] = {
                 "subtask": (str, OPTIONAL)},
     "eval": {"backend": str, "max_new_tokens": int, "batch_size": (int, OPTIONAL), "dtype": (str, OPTIONAL)},
     "compare": {"n_boot": int},
+    # true: a seed's checkpoint-N folders (arms, controls) deleted once that seed is selected, evaluated and its
+    # manifest written; a finished seed is then skipped whole on a rerun
+    "delete_checkpoints": (bool, OPTIONAL),
 }
 # a start stage: its data is the GRPO arms' with its own synth_seed (and optionally its own num_train_examples and
 # skip_examples: e.g. the next slice of the warm-up's seed); its options are sft_warmup.py's
@@ -80,8 +89,9 @@ START_SCHEMA: dict[str, Any] = {"synth_seed": int, "num_train_examples": (int, O
                                 "skip_examples": (int, OPTIONAL), "options": (dict, OPTIONAL)}
 START_DATA = tuple(k for k in START_SCHEMA if k != "options")  # a start stage's own data keys, over the GRPO data's
 # a named arm: its folder and model name, its reward_granularity (one of ARMS; formerly `accuracy`, still read with a
-# deprecation line), its GRPO options over grpo.options
-ARM_SCHEMA: dict[str, Any] = {"name": str, "reward_granularity": str, "options": (dict, OPTIONAL)}
+# deprecation line), its GRPO options over grpo.options, and (with seeds:) the seeds it trains on (default all)
+ARM_SCHEMA: dict[str, Any] = {"name": str, "reward_granularity": str, "options": (dict, OPTIONAL),
+                              "seeds": (list, OPTIONAL)}
 ARM_RENAMED = {"accuracy": "reward_granularity"}  # a named arm's former keys
 SET_HERE = ("config", "output_dir", "exclude", "resume_from_checkpoint")  # options proof.py itself passes
 DATA_KEYS = ("train_data", "tasks", "langs", "mixture", "num_train_examples", "skip_examples", "synth_seed", "max_len",
@@ -277,6 +287,7 @@ class Arm:
     base: str = ""
     seed: int | None = None
     lr_from: str | None = None
+    seeds: list[int] | None = None  # the config's arm's seeds (None: every seed)
 
     def grpo_options(self, cfg: ProofConfig) -> dict[str, Any]:
         """The options its grpo.py run takes: grpo.options, then its own (each key once, its value winning)."""
@@ -298,17 +309,16 @@ def arm_specs(cfg: ProofConfig, expand: bool = True) -> dict[str, Arm]:
     a named arm (ARM_SCHEMA) is its name, reward_granularity and options; with `grpo: lr_matched: X` the arm X_lr_matched
     last. With seeds: (and `expand`), every arm once per seed, named <arm>_s<seed> with option seed (seed by seed).
     The one reading of grpo: arms."""
-    arms = [Arm(x.name, x.reward_granularity, x.options, x.name) for x in cfg.grpo.arms]
+    arms = [Arm(x.name, x.reward_granularity, x.options, x.name, seeds=x.seeds) for x in cfg.grpo.arms]
     ref = cfg.grpo.lr_matched
     if ref is not None and ref in {a.name for a in arms}:
         r = next(a for a in arms if a.name == ref)
-        arms.append(Arm(ref + LR_MATCHED, r.level, r.options, ref + LR_MATCHED, lr_from=ref))
+        arms.append(Arm(ref + LR_MATCHED, r.level, r.options, ref + LR_MATCHED, lr_from=ref, seeds=r.seeds))
     if not expand or cfg.seeds is None:
         return {a.name: a for a in arms}
     return {seeded(a.name, s): Arm(seeded(a.name, s), a.level, {**a.options, "seed": s},
-                                                a.name, s, None if a.lr_from is None else
-                                                seeded(a.lr_from, s))
-            for s in seed_list(cfg) for a in arms}
+                                   a.name, s, None if a.lr_from is None else seeded(a.lr_from, s))
+            for s in seed_list(cfg) for a in arms if a.seeds is None or s in a.seeds}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,19 +331,27 @@ class ControlRun:
     model: str
     seed: int | None
     lr: float | None
+    rate_of: str | None = None  # control: sweep_once: the first seed's model whose chosen rate this run takes
 
 
 def control_runs(cfg: ProofConfig, kind: str = "control") -> list[ControlRun]:
     """The runs of the more-SFT control (`kind` control) or of the rejection-sampling SFT control (`kind` rft, with
     control: rft): one (OUT/control, sft_control; OUT/rft, rft), or per seed (control_s<seed>), or per rate and
     seed (control_lr<rate>_s<seed>: the selection chooses, per seed, the rate whose chosen checkpoint scores best
-    on the held-out rows, evaluated as sft_control_s<seed>)."""
+    on the held-out rows, evaluated as sft_control_s<seed>). With control: sweep_once naming `kind`, a seed after
+    the first has one run, control_chosen_s<seed> (rft_chosen_s<seed>), at the rate the first seed's selection
+    chose (rate_of: the first seed's model)."""
     if cfg.control is None or (kind == RFT and not rft_on(cfg)):
         return []
     folder, model = ("control", CONTROL) if kind == "control" else (RFT, RFT)
     rates = cfg.control.learning_rates or [None]
+    once = kind in (cfg.control.sweep_once or []) and cfg.first_seed is not None
     out = []
     for s in seed_list(cfg):
+        if once and s != cfg.first_seed:
+            out.append(ControlRun(seeded(folder + "_chosen", s), seeded(model + "_chosen", s), seeded(model, s), s,
+                                  None, seeded(model, cfg.first_seed)))
+            continue
         for r in rates:
             tag = "" if r is None else f"_lr{r:g}"
             out.append(ControlRun(seeded(folder + tag, s), seeded(model + tag, s), seeded(model, s), s, r))

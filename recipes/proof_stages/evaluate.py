@@ -95,26 +95,41 @@ def stage_sets(pr: Proof) -> Path:
     return heldout
 
 
-def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = None) -> tuple[dict[str, str],
-                                                                                            dict[str, str]]:
-    """The evaluate stage: greedy evaluations of every model (base, warm-up, the start, the arms, the control) on
-    both data sets; then comparisons with paired bootstrap intervals. `chosen`: the model to evaluate for a selected
-    run (by model name: its chosen checkpoint) instead of its final model. Returns the models and data sets, by name."""
+def shared_models(pr: Proof) -> dict[str, str]:
+    """The models every seed shares, by name: base, warm-up and the start stages (start1 .. start)."""
+    models = {"base": pr.base_model, "warm-up": shown(pr.out / "sft")}
+    models.update({st.name: shown(pr.out / st.name) for st in pr.starts})
+    return models
+
+
+def unit_models(pr: Proof, chosen: dict[str, str] | None = None) -> dict[str, str]:
+    """A unit's models (Proof.unit: one seed's), by name: its arms, then its control and RFT control (a sweep's by
+    model name; an RFT control without a strict-correct sample is the origin); `chosen`: the model to evaluate for
+    a selected run (by model name: its chosen checkpoint) instead of its final model."""
     out = pr.out
-    models = {"base": pr.base_model, "warm-up": shown(out / "sft")}
-    models.update({st.name: shown(out / st.name) for st in pr.starts})  # start1 .. start
-    models.update({arm: shown(out / arm) for arm in pr.arms})
+    models = {arm: shown(out / arm) for arm in pr.arms}
     for run in control_runs(pr.cfg) + control_runs(pr.cfg, RFT):  # without a sweep, a model is its one run
         models.setdefault(run.model, shown(pr.origin if rft_empty(out, run) else out / run.folder))
     models.update(chosen or {})
-    k_eval, k_cmp = pr.k("evaluate"), pr.k("compare")
+    return models
+
+
+def data_sets(pr: Proof, heldout: Path) -> dict[str, str]:
+    """The evaluation data sets, by name: official, heldout, and transfer:'s harder rows and untrained files."""
+    out = pr.out
     data = {"official": f"official:{shown(out / 'official')}", "heldout": shown(heldout)}
     tr = pr.cfg.transfer or Transfer()
     if tr.harder:
         data[HARDER] = shown(out / "transfer_harder.jsonl")
     if tr.files:
         data[UNTRAINED] = f"official:{shown(out / 'transfer_official')}"
-    ev = pr.cfg.eval
+    return data
+
+
+def evaluate(pr: Proof, k: int, models: dict[str, str], data: dict[str, str]) -> None:
+    """Step k: greedy `eval run` of every model on every data set (each resumes)."""
+    out, ev = pr.out, pr.cfg.eval
+    tr = pr.cfg.transfer or Transfer()
     for dname, spec in data.items():
         for name, model in models.items():
             cmd = [pr.py, "-m", "eval", "run", "--model", model, "--data", spec, "--out",
@@ -124,12 +139,55 @@ def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = Non
                 cmd += ["--limit", str(ROWS if tr.rows is None else tr.rows), "--select", "stratified"]
             cmd += ["--batch-size", str(ev.batch_size)] if ev.batch_size else []
             cmd += ["--dtype", ev.dtype] if ev.dtype else []
-            pr.step(k_eval, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,
-                    stage=f"{k_eval} evaluate on {dname}")
-    n_boot = pr.cfg.compare.n_boot
-    for dname in data:
-        pr.step(k_cmp, f"compare on {dname}", [pr.py, "-m", "eval", "compare",
-                                               *(shown(out / "eval" / dname / m) for m in models),
-                                               "--out", shown(out / "comparison" / dname), "--n-boot", str(n_boot)],
-                stage=f"{k_cmp} compare")
-    return models, data
+            pr.step(k, f"evaluate {name} on {dname} ({pr.backend}, greedy; resumes)", cmd,
+                    stage=f"{k} evaluate on {dname}")
+
+
+def stage_baseline(pr: Proof, heldout: Path) -> dict[str, str]:
+    """The baseline stage: the models every seed shares (base, warm-up, start) evaluated once, before any seed's
+    unit; returns them by name."""
+    models = shared_models(pr)
+    evaluate(pr, pr.k("baseline"), models, data_sets(pr, heldout))
+    return models
+
+
+def stage_evaluate(pr: Proof, heldout: Path, chosen: dict[str, str] | None = None) -> dict[str, str]:
+    """The evaluate stage of a unit: greedy evaluations of its models (unit_models: the arms, the control, the RFT
+    control; a selected run's chosen checkpoint) on every data set. Returns its models by name."""
+    models = unit_models(pr, chosen)
+    evaluate(pr, pr.k("evaluate"), models, data_sets(pr, heldout))
+    return models
+
+
+def stage_compare(pr: Proof, heldout: Path, models: list[str]) -> None:
+    """The compare stage: `eval compare` of the given models (those shared and of every seed finished so far) per
+    data set, paired bootstrap intervals (OUT/comparison/<set>, rewritten as seeds finish)."""
+    out, k = pr.out, pr.k("compare")
+    for dname in data_sets(pr, heldout):
+        pr.step(k, f"compare on {dname}", [pr.py, "-m", "eval", "compare",
+                                           *(shown(out / "eval" / dname / m) for m in models),
+                                           "--out", shown(out / "comparison" / dname), "--n-boot",
+                                           str(pr.cfg.compare.n_boot)],
+                stage=f"{k} compare")
+
+
+def kl_file(out: Path, name: str) -> Path:
+    """OUT/kl/<model>.json: the model's mean per-token KL from the origin on the untrained files (kl.py)."""
+    return out / "kl" / f"{name}.json"
+
+
+def stage_kl(pr: Proof, models: dict[str, str]) -> None:
+    """With transfer: files, the retention explainer (RL's Razor): each of the unit's models scored against the
+    model it trained from (the origin) on its own completions of the untrained files' rows (recipes/proof_stages/
+    kl.py); skipped where its file exists. Part of the evaluate stage."""
+    tr = pr.cfg.transfer
+    if tr is None or not tr.files:
+        return
+    k = pr.k("evaluate")
+    for name, model in models.items():
+        done = kl_file(pr.out, name)
+        cmd = [pr.py, "-m", "recipes.proof_stages.kl", "--model", model, "--reference", shown(pr.origin),
+               "--samples", shown(pr.out / "eval" / UNTRAINED / name / "samples.jsonl"), "--out", shown(done)]
+        title = f"KL of {name} from {pr.origin.name} on its own untrained-file completions (RL's Razor)"
+        if not pr.skip(k, title, done, cmd, f"{k} KL from start"):
+            pr.step(k, title, cmd, stage=f"{k} KL from start")

@@ -222,15 +222,65 @@ class Proof:
         up by one."""
         return stage_names(self.cfg).index(stage) + 1
 
-    def skip(self, k: int, title: str, done: Path, cmd: list[str], stage: str) -> bool:
-        """True (after saying so) when the stage's output exists; under --dry-run its command still shows."""
-        if not done.exists():
+    def unit(self, seed: int | None) -> Proof:
+        """The view of one seed's unit: the config's seeds: narrowed to `seed` (its arms and control runs only;
+        first_seed kept, so control: sweep_once still knows the first), everything else shared. Without seeds:
+        the proof itself."""
+        if self.cfg.seeds is None:
+            return self
+        return dataclasses.replace(self, cfg=dataclasses.replace(self.cfg, seeds=[seed]))
+
+    def skip(self, k: int, title: str, done: Path, cmd: list[str], stage: str, finished: bool | None = None,
+             why: str | None = None) -> bool:
+        """True (after saying so, or `why`) when the stage's output exists (`finished` given: when that is true,
+        e.g. a training run whose completion marker is there); under --dry-run its command still shows."""
+        if not (done.exists() if finished is None else finished):
             return False
-        self.step.header(k, f"{title}: skipped, {shown(done)} exists")
+        why = why or f"{shown(done)} " + ("exists" if finished is None else "says it finished")
+        self.step.header(k, f"{title}: skipped, {why}")
         self.step.add(stage, 0.0)
         if self.dry:
             self.step.show(cmd)
         return True
+
+
+class ProofSteps(Steps):
+    """The proof's steps, their wall times kept per unit (`unit`: "" for the stages every seed shares, "s<seed> "
+    for a seed's) and, once `keep` names a file (OUT/wall_times.json), added to what earlier invocations of the same
+    OUT spent and written after every step: a resumed proof's table adds up across invocations (a killed step's
+    partial time is not counted)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.unit = ""
+        self.keep: Path | None = None
+
+    def load(self, keep: Path) -> None:
+        """Start from the times kept in `keep`, read through the checked reader of state files (an unreadable or
+        foreign file: one line, nothing overwritten)."""
+        from common.state import read_state
+
+        self.keep = keep
+        old = read_state(keep, lambda v: None if isinstance(v, dict) and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values())
+            else "not a table of stage: seconds", "; remove it to start the wall-time table again")
+        if old is not None:
+            self.times = {str(k): float(v) for k, v in old.items()}
+
+    def add(self, stage: str, seconds: float) -> None:
+        super().add(self.unit + stage, seconds)
+        if self.keep is not None and not self.dry_run:
+            import json
+
+            tmp = self.keep.with_name(self.keep.name + ".tmp")
+            tmp.write_text(json.dumps(self.times, indent=1) + "\n", encoding="utf-8")
+            os.replace(tmp, self.keep)
+
+    def table_of(self, units: list[str]) -> str:
+        """The wall-time table of the stages shared by every seed and of the given units (their prefixes)."""
+        rows = {k: v for k, v in self.times.items() if not k.startswith("s") or any(k.startswith(u) for u in units)}
+        lines = [f"| {stage} | {s:.0f} |" for stage, s in rows.items()]
+        return "\n".join(["| stage | wall time (s) |", "|---|---:|", *lines, f"| total | {sum(rows.values()):.0f} |"])
 
 
 def stage_names(cfg: ProofConfig) -> list[str]:
@@ -280,7 +330,7 @@ def setup(args: argparse.Namespace) -> Proof:
     if backend == "vllm" and default_backend() != "vllm":
         print(f"note: vllm is not installed; evaluating with {default_backend()} (eval's default)")
         backend = default_backend()
-    step = Steps("proof", len(stage_names(cfg)), ROOT, dry_run=args.dry_run, quote=True)
+    step = ProofSteps("proof", len(stage_names(cfg)), ROOT, dry_run=args.dry_run, quote=True)
     return Proof(cfg, official, out, sft_config, grpo_config, backend, step, args.dry_run, completions=completions,
                  data=data, base_model=base_model, read=read, parsed=parsed)
 

@@ -128,7 +128,8 @@ def pooled_pairs(cfg: ProofConfig, models: list[str]) -> list[tuple[str, list[tu
     base = START if START in models else "warm-up"
     seeds = seed_list(cfg)
     out = []
-    names = list(dict.fromkeys(a.base for a in arm_specs(cfg).values()))
+    specs = arm_specs(cfg).values()  # the arms trained on every seed (a named arm's seeds: may leave some out)
+    names = [n for n in dict.fromkeys(a.base for a in specs) if sum(a.base == n for a in specs) == len(seeds)]
     for other, label in ((None, base), (CONTROL, "control"), (RFT, RFT)):
         if other is not None and seeded(other, seeds[0]) not in models:
             continue
@@ -208,11 +209,16 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
     def res(dname: str, name: str) -> dict[str, Any]:
         return json.loads((out / "eval" / dname / name / "results.json").read_text(encoding="utf-8"))
 
+    from recipes.proof_stages.evaluate import kl_file
+    from recipes.proof_stages.kl import read_kl
+
     head = ["in distribution", *(("harder rows",) if HARDER in sets else ()),
-            *(("untrained files", f"retention (vs {origin})") if UNTRAINED in sets else ())]
+            *(("untrained files", f"retention (vs {origin})", f"KL from {origin} (nats/token)")
+              if UNTRAINED in sets else ())]
     lines = ["", "transfer, accuracy % (in distribution: the files' average; harder rows: synth --harder, beyond the "
                  "official range; untrained files: a stratified slice of each; retention: the mean change on the "
-                 "untrained files, file by file):", "", "| model | " + " | ".join(head) + " |",
+                 "untrained files, file by file; KL: the mean per-token KL of each tuned model from the model it "
+                 "trained from on its own completions of the untrained files' rows, RL's Razor):", "", "| model | " + " | ".join(head) + " |",
              "|---|" + "---:|" * len(head)]
     files = cfg.files
     for name in models:
@@ -223,8 +229,11 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
         if UNTRAINED in sets:
             u, base = res(UNTRAINED, name)["by_file"], res(UNTRAINED, origin)["by_file"]
             change = sum(u[f]["accuracy"] - base[f]["accuracy"] for f in tr.files) / len(tr.files)
-            cells += [f"{res(UNTRAINED, name)['overall']:.2f}", f"{change:+.2f}"]
+            kl = kl_file(out, name)
+            cells += [f"{res(UNTRAINED, name)['overall']:.2f}", f"{change:+.2f}",
+                      f"{read_kl(kl)['kl_per_token']:.4f}" if kl.is_file() else "-"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += pooled_table(out, cfg, models, n_boot)
     pairs = summary_pairs(cfg, models)
     pooled = pooled_pairs(cfg, models)
     for dname in sets:
@@ -232,6 +241,45 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
         g = paired_gains(out / "eval" / dname, pairs, n_boot)
         lines += ["  the evaluations share no rows"] if g is None else [gain_line(k, x, 22) for k, x in g.items()]
         lines += pooled_lines(out / "eval" / dname, pooled, n_boot, dname)
+    return lines
+
+
+def pooled_table(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) -> list[str]:
+    """With seeds: and transfer:, RL against SFT pooled over the seeds finished (cfg.seeds): a row for each GRPO arm
+    trained on every seed, the SFT control (per seed its held-out best rate) and the RFT control; a column for each
+    set: the gain over the model they train from (the start, else the warm-up) in distribution (the official
+    files), on the harder rows and on the untrained files (retention), each the mean of the seeds' gains with its
+    95% bootstrap over seeds and rows (pooled_gain); then the KL from the start on the untrained files (RL's Razor,
+    pooled_kl), "not measured" where a seed has no KL file."""
+    from recipes.proof_stages.evaluate import HARDER, UNTRAINED
+
+    tr = cfg.transfer
+    if cfg.seeds is None or tr is None:
+        return []
+    seeds = seed_list(cfg)
+    origin = START if START in models else "warm-up"
+    specs = list(arm_specs(cfg).values())
+    arms = [n for n in dict.fromkeys(a.base for a in specs) if sum(a.base == n for a in specs) == len(seeds)]
+    rows = [(f"GRPO {a}", a) for a in arms] + [("best SFT (control)", CONTROL), ("RFT", RFT)]
+    rows = [(label, base) for label, base in rows if all(seeded(base, s) in models for s in seeds)]
+    from recipes.proof_stages.evaluate import kl_file
+    from recipes.proof_stages.kl import pooled_kl
+
+    sets = [("in distribution", "official"), *((("harder rows", HARDER),) if tr.harder else ()),
+            *((("untrained files (retention)", UNTRAINED),) if tr.files else ())]
+    lines = ["", f"RL against SFT pooled over {len(seeds)} seed(s) ({', '.join(map(str, seeds))}): the gain over "
+                 f"{origin} in points, the mean of the seeds' gains [95% bootstrap over seeds and rows, {n_boot} "
+                 "resamples]; eval compare's overall (file means, then task means):", "",
+             "| method | " + " | ".join(c for c, _ in sets) + " | KL from start |", "|---|" + "---:|" * (len(sets) + 1)]
+    for label, base in rows:
+        cells = []
+        for _, dname in sets:
+            g = pooled_gain(out / "eval" / dname, [(origin, seeded(base, s)) for s in seeds], n_boot)
+            cells.append("no shared rows" if g is None else f"{g['delta']:+.2f} [{g['lo']:+.2f}, {g['hi']:+.2f}]")
+        files = [kl_file(out, seeded(base, s)) for s in seeds]
+        kl = pooled_kl(files, n_boot) if tr.files and all(f.is_file() for f in files) else None
+        cells.append("not measured" if kl is None else f"{kl[0]:.4f} [{kl[1]:.4f}, {kl[2]:.4f}]")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -251,9 +299,10 @@ def pooled_lines(evals: Path, pooled: list[tuple[str, list[tuple[str, str]]]], n
 
 
 def summary(out: Path, cfg: ProofConfig, models: list[str], n_boot: int, step: Steps, total: float,
-            selection: list[str] | None = None) -> str:
+            selection: list[str] | None = None, units: list[str] | None = None) -> str:
     """The summary's text; `selection`: the selection stage's lines (selection.selection_lines), after the
-    accuracy table; the paired gains: summary_pairs."""
+    accuracy table; the paired gains: summary_pairs; `units`: the seeds' prefixes whose wall times it gives (with
+    the shared stages'; ProofSteps.table_of), else every stage's."""
     files = cfg.files
     lines = ["official subset (whole files), accuracy % (coarse = the official verdict):", "",
              "| model | " + " | ".join(f.split("/", 1)[1].removesuffix(".csv") for f in files)
@@ -275,11 +324,15 @@ def summary(out: Path, cfg: ProofConfig, models: list[str], n_boot: int, step: S
     if cfg.transfer is not None:
         lines += transfer_lines(out, cfg, models, n_boot)
     lines += answer_class_lines(out / "eval" / "official", models, files)
-    lines += ["", "wall time per stage (this invocation; skipped stages count 0):", "", step.table(),
-              "", f"proof finished in {total:.0f} s; comparisons: {shown(out / 'comparison')}"]
+    table = step.table_of(units) if units is not None and hasattr(step, "table_of") else step.table()
+    lines += ["", WALL_TITLE, "", table,
+              "", f"this invocation: {total:.0f} s; comparisons: {shown(out / 'comparison')}"]
     return "\n".join(lines)
 
 
+# the summary's wall-time heading: what follows it differs between an interrupted and an uninterrupted proof
+WALL_TITLE = ("wall time per stage (every invocation into this OUT added up; skipped stages count 0, a killed step's "
+              "partial time is not counted):")
 MAX_CLASSES = 12  # a file whose gold answers take at most this many values is a classification: per-class table
 
 

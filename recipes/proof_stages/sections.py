@@ -43,6 +43,7 @@ class GrpoArm:
     reward_granularity: str
     options: dict[str, Any]
     named: bool
+    seeds: list[int] | None = None  # the seeds it trains on (a named arm's `seeds:`), None: every seed of seeds:
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +66,7 @@ class Control:
     steps: int | None = None
     learning_rates: list[float] | None = None
     rft: bool | None = None
+    sweep_once: list[str] | None = None  # control and/or rft: the sweep on the first seed, its chosen rate after
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +141,8 @@ class ProofConfig:
     seeds: list[int] | None = None
     transfer: Transfer | None = None
     select: Select | None = None
+    delete_checkpoints: bool | None = None  # a seed's checkpoint folders deleted once it is selected and evaluated
+    first_seed: int | None = None  # seeds:'s first (not a YAML key): kept when a seed's view narrows seeds
 
 
 def typed(cfg: dict[str, Any]) -> ProofConfig:
@@ -150,12 +154,14 @@ def typed(cfg: dict[str, Any]) -> ProofConfig:
         grpo=Grpo(config=cfg["grpo"]["config"], reward_funcs=cfg["grpo"]["reward_funcs"],
                   options=cfg["grpo"]["options"], lr_matched=cfg["grpo"].get("lr_matched"),
                   arms=[GrpoArm(a, a, {}, False) if isinstance(a, str) else
-                        GrpoArm(a["name"], a["reward_granularity"], a["options"], True) for a in arms]),
+                        GrpoArm(a["name"], a["reward_granularity"], a["options"], True, a.get("seeds"))
+                        for a in arms]),
         control=Control(**cfg["control"]) if "control" in cfg else None, seeds=cfg.get("seeds"),
         transfer=None if tr is None else Transfer(Harder(**tr["harder"]) if "harder" in tr else None, tr.get("files"),
                                                   tr.get("rows")),
         select=Select(**cfg["select"]) if "select" in cfg else None, heldout=Heldout(**cfg["heldout"]),
-        eval=Eval(**cfg["eval"]), compare=Compare(**cfg["compare"]))
+        eval=Eval(**cfg["eval"]), compare=Compare(**cfg["compare"]), delete_checkpoints=cfg.get("delete_checkpoints"),
+        first_seed=(cfg.get("seeds") or [None])[0])
 
 
 def start_sections(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -46,6 +46,28 @@ def sweep_choice(pr: Proof) -> dict[str, str]:
     return {model: name for model, (_, name) in best.items()}
 
 
+def first_seed_rate(pr: Proof, model: str) -> Any:
+    """control: sweep_once: the learning rate the first seed's selection chose for `model` (sft_control_s<first>,
+    rft_s<first>): the rate of its run whose chosen checkpoint scored best on the selection's held-out rows (the
+    first listed on a tie); a placeholder under --dry-run before the first seed is selected; none selected (the
+    first seed's RFT had no strict-correct sample): one line."""
+    first = pr.unit(pr.cfg.first_seed)
+    runs = [r for kind in ("control", RFT) for r in control_runs(first.cfg, kind) if r.model == model]
+    best: tuple[float, float | None] | None = None
+    for run in runs:
+        folder = select_dir(pr, pr.out / run.folder)
+        if best_checkpoint.found(folder):
+            value = read_selection(folder)["value"]
+            if best is None or value > best[0]:
+                best = (value, run.lr)
+    if best is not None:
+        return best[1]
+    if pr.dry:
+        return f"<the rate chosen for {model} on {pr.select_heldout.name}>"
+    raise TaseError(f"control: sweep_once: no selection of {model}'s rates in {shown(pr.out)} (did the first seed "
+                    f"train them?); the later seeds train at the rate it chose")
+
+
 def select_dir(pr: Proof, run: Path) -> Path:
     """OUT/select_<run folder>: select_checkpoint.py's --out for that run (its evaluations, best_checkpoint.json,
     selection.md)."""
@@ -106,8 +128,9 @@ def stage_select(pr: Proof) -> dict[str, str]:
         runs = {r.name: r for r in sft_runs(pr)}
         picked = sweep_choice(pr) if not pr.dry else {}
         for model in dict.fromkeys(r.model for r in runs.values()):
-            if model in picked:
-                chosen[model] = chosen[picked[model]]
+            mine = [n for n, r in runs.items() if r.model == model]
+            if model in picked or len(mine) == 1:  # one run (a later seed of sweep_once): its own choice
+                chosen[model] = chosen[picked.get(model, mine[0])]
             else:  # under --dry-run: the rates' selections are not there yet
                 chosen[model] = (f"<best of {', '.join(n for n, r in runs.items() if r.model == model)} on "
                                  f"{heldout.name}>")
@@ -137,8 +160,10 @@ def selection_lines(pr: Proof) -> list[str]:
         lines += ["", "the learning-rate sweep, chosen on the same held-out rows (rate and step):"]
         for model, name in sweep_choice(pr).items():
             c = read_selection(select_dir(pr, pr.out / runs[name].folder))
-            lines.append(f"  {model}: lr {runs[name].lr:g}, step {c['step']} (held-out {100 * c['value']:.2f}; "
-                         f"run {name})")
+            run = runs[name]
+            lr = run.lr if run.rate_of is None else first_seed_rate(pr, run.rate_of)
+            lines.append(f"  {model}: lr {lr:g}{'' if run.rate_of is None else f' (chosen for {run.rate_of})'}, "
+                         f"step {c['step']} (held-out {100 * c['value']:.2f}; run {name})")
     if heldout == pr.out / "heldout.jsonl":
         lines += ["", "the selection used the proof's held-out set: the held-out column of a selected run is the score "
                       "it was chosen by, not an independent measure"]

@@ -20,11 +20,34 @@ from recipes.proof_stages.config import (
     control_runs,
     control_steps,
     rft_data,
-    seed_list,
     seeded,
 )
 from recipes.proof_stages.inputs import Proof, config_reader, continued_options, flags, shown
 from rewards.levels import accuracy_reward_name
+
+DONE = "proof_trained.json"  # written in a training run's folder by the proof once the run's step returned 0
+
+
+def trained(run: Path) -> bool:
+    """Whether a training stage is done: the run said so, not merely that `model.safetensors` exists (a run killed
+    inside its final save leaves one). Its step returned 0 (the proof's marker DONE, written after the recipe's
+    final save), or, for a run finished before the marker, the recipes' last write: trainer_state.json at the top of
+    the folder, whole, at its max_steps, after a whole model."""
+    from recipes.shared.run_dir import final_state, weights_problem
+
+    if (run / DONE).is_file():
+        return True
+    state = final_state(run)
+    if state is None or weights_problem(run) is not None:
+        return False
+    planned = state.get("max_steps")
+    return isinstance(planned, int) and 0 < planned <= state["global_step"]
+
+
+def mark_trained(pr: Proof, run: Path, cmd: list[str]) -> None:
+    """The marker of a finished training run (DONE): its command, written once its step returned 0."""
+    if not pr.dry:
+        (run / DONE).write_text(json.dumps({"command": cmd}, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def link_subset(official: Path, files: list[str], dest: Path, dry_run: bool) -> list[list[str]]:
@@ -79,30 +102,36 @@ def stage_train(pr: Proof) -> None:
     cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(pr.sft_config), *flags(cfg.sft.options),
            "--exclude", pr.guard, "--output_dir", shown(out / "sft"),
            "--resume_from_checkpoint", "true"]  # a killed run continues
-    if not pr.skip(2, "SFT warm-up", out / "sft" / "model.safetensors", cmd, "2 SFT warm-up"):
+    if not pr.skip(2, "SFT warm-up", out / "sft" / DONE, cmd, "2 SFT warm-up", trained(out / "sft")):
         step(2, "SFT warm-up", cmd, stage="2 SFT warm-up")
+        mark_trained(pr, out / "sft", cmd)
     if pr.start:
         stage_start(pr)
+
+
+def stage_arms(pr: Proof) -> None:
+    """The grpo stage of a unit (Proof.unit): its arms, from the origin (stage_train's docstring)."""
+    cfg, out, step = pr.cfg, pr.out, pr.step
     k = pr.k("grpo")
     for name, arm in pr.arms.items():
         reward = accuracy_reward_name(arm.level)  # the arm's accuracy reward, named by rewards/levels.py
         options, note = arm.grpo_options(cfg), None
         if arm.lr_from is not None:  # the plain arm at the rate dynamic sampling in effect trains at
-            done = out / name / "model.safetensors"
             lr = arm_learning_rate(pr, arm.lr_from)
-            rate, share = lr_matched_rate(out / arm.lr_from, lr, pr.dry or done.exists())
+            rate, share = lr_matched_rate(out / arm.lr_from, lr, pr.dry or trained(out / name))
             options = {**options, "learning_rate": rate}
             note = (f"# --learning_rate: {arm.lr_from}'s {lr:g} / {share}, the share of its groups with a learning "
                     f"signal (1 - mean frac_reward_zero_std of {shown(out / arm.lr_from / 'trainer_state.json')})")
         cmd = [pr.py, shown(HERE / "grpo.py"), "--config", shown(pr.grpo_config), "--model_name_or_path",
                shown(pr.origin), "--exclude", pr.guard, "--output_dir", shown(out / name), "--reward_funcs",
                reward, *cfg.grpo.reward_funcs, *flags(options), "--resume_from_checkpoint", "true"]
-        if not pr.skip(k, f"GRPO {name}", out / name / "model.safetensors", cmd, f"{k} GRPO {name}"):
+        if not pr.skip(k, f"GRPO {name}", out / name / DONE, cmd, f"{k} GRPO {name}", trained(out / name)):
             step.header(k, f"GRPO {name} ({reward} + {' + '.join(cfg.grpo.reward_funcs)})")
             if note:
                 print(note)
             step.run(f"GRPO {name} ({reward} + {' + '.join(cfg.grpo.reward_funcs)})", cmd,
                      stage=f"{k} GRPO {name}")
+            mark_trained(pr, out / name, cmd)
 
 
 def arm_learning_rate(pr: Proof, name: str) -> float:
@@ -160,13 +189,12 @@ def continued_sft(pr: Proof, k: int, options: dict[str, Any], name: str, title: 
     """Step k (`name`; `title` in full): sft_warmup.py continuing the model `source` with gold answers, the warm-up
     or the start stage before (a start stage) or what the arms train from (the control): --config `config`, written
     now as the sft recipe config with `data` (control_config_text), then the sft options but data and model and the
-    section's own `options` (continued_options), then `budget` (the control's --max_train_seconds). Skipped when its
-    model exists; the config is written only when it changes."""
-    done = folder / "model.safetensors"
+    section's own `options` (continued_options), then `budget` (the control's --max_train_seconds). Skipped when the
+    run finished (trained); the config is written only when it changes."""
     cmd = [pr.py, shown(HERE / "sft_warmup.py"), "--config", shown(config), "--model_name_or_path",
            shown(source), *flags(continued_options(pr.cfg, options)), *budget, "--exclude", pr.guard,
            "--output_dir", shown(folder), "--resume_from_checkpoint", "true"]
-    if pr.skip(k, name, done, cmd, f"{k} {name}"):
+    if pr.skip(k, name, folder / DONE, cmd, f"{k} {name}", trained(folder)):
         return
     pr.step.header(k, title)
     print(f"# writes {shown(config)}: {shown(pr.sft_config)} with {what}: "
@@ -178,6 +206,7 @@ def continued_sft(pr: Proof, k: int, options: dict[str, Any], name: str, title: 
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(text, encoding="utf-8")
     pr.step.run(name, cmd, stage=f"{k} {name}")
+    mark_trained(pr, folder, cmd)
 
 
 def stage_start(pr: Proof) -> None:
@@ -211,7 +240,7 @@ def train_runtime(run: Path) -> float:
     return float(times[-1])
 
 
-def control_budget(pr: Proof, run: ControlRun, done: Path) -> tuple[str, list[str], str]:
+def control_budget(pr: Proof, run: ControlRun, done: bool) -> tuple[str, list[str], str]:
     """How long a control run trains: control: steps (--max_steps), else the followed arm's (of the run's seed)
     train_runtime (--max_train_seconds); returns (words, flags, note line)."""
     out, arm, steps = pr.out, seeded(control_follows(pr.cfg), run.seed), control_steps(pr.cfg)
@@ -219,7 +248,7 @@ def control_budget(pr: Proof, run: ControlRun, done: Path) -> tuple[str, list[st
         return (f"{steps} steps", ["--max_steps", str(steps)],
                 f"# --max_steps {steps} (control: steps): a fixed step count, no time budget")
     state = out / arm / "trainer_state.json"
-    if not state.is_file() and (pr.dry or done.exists()):
+    if not state.is_file() and (pr.dry or done):
         seconds = f"<train_runtime of {shown(state)}>"  # read once the followed arm has trained
     else:
         seconds = f"{train_runtime(out / arm):g}"
@@ -227,16 +256,20 @@ def control_budget(pr: Proof, run: ControlRun, done: Path) -> tuple[str, list[st
             f"# --max_train_seconds: the {arm} arm's train_runtime, from {shown(state)}")
 
 
-def run_options(run: ControlRun) -> dict[str, Any]:
-    """A control run's own options over control.options: its sweep rate and its seed (seeds:), where it has them."""
-    return {**({"learning_rate": run.lr} if run.lr is not None else {}),
+def run_options(run: ControlRun, rate: Any = None) -> dict[str, Any]:
+    """A control run's own options over control.options: its sweep rate (or `rate`, the first seed's chosen one, for
+    a run of control: sweep_once) and its seed (seeds:), where it has them."""
+    lr = run.lr if run.lr is not None else rate
+    return {**({"learning_rate": lr} if lr is not None else {}),
             **({"seed": run.seed} if run.seed is not None else {})}
 
 
 def control_options(pr: Proof, run: ControlRun) -> dict[str, Any]:
     """A control run's options: control.options, then its own (run_options)."""
+    from recipes.proof_stages.selection import first_seed_rate
+
     assert pr.cfg.control is not None
-    return {**pr.cfg.control.options, **run_options(run)}
+    return {**pr.cfg.control.options, **run_options(run, first_seed_rate(pr, run.rate_of) if run.rate_of else None)}
 
 
 def stage_control(pr: Proof) -> None:
@@ -251,7 +284,7 @@ def stage_control(pr: Proof) -> None:
     options of its own."""
     out = pr.out
     for run in control_runs(pr.cfg):
-        length, budget, note = control_budget(pr, run, out / run.folder / "model.safetensors")
+        length, budget, note = control_budget(pr, run, trained(out / run.folder))
         name = "more-SFT control" + ("" if run.folder == "control" else f" {run.folder}")
         continued_sft(pr, pr.k("control"), control_options(pr, run), name,
                       f"{name} (gold answers on the GRPO data, {length})", out / "control_config.yaml",
@@ -265,9 +298,11 @@ def rft_budget(pr: Proof) -> tuple[int, int, int]:
     counted), on its first prompts, num_generations samples per prompt (more per prompt when the GRPO data has
     fewer prompts than that needs)."""
     import math
+    import re
 
-    arm = control_follows(pr.cfg)
-    g = pr.parsed.get(f"grpo:{seeded(arm, seed_list(pr.cfg)[0])}", pr.parsed["grpo"])[1]
+    arm = control_follows(pr.cfg)  # its parsed options under any seed's name (the schedule is the same on each)
+    g = next((v for key, v in pr.parsed.items() if re.fullmatch(rf"grpo:{re.escape(arm)}(_s\d+)?", key)),
+             pr.parsed["grpo"])[1]
     events = math.ceil(g.max_steps * g.gradient_accumulation_steps / (g.steps_per_generation * g.num_iterations))
     completions = events * g.generation_batch_size
     prompts = min(math.ceil(completions / g.num_generations), pr.data["grpo"]["num_train_examples"])
@@ -313,7 +348,10 @@ def stage_rft(pr: Proof) -> None:
     cmds, files = training_set_cmds(pr.py, "rft_prompts", {**pr.data["grpo"], "num_train_examples": n_prompts},
                                     pr.guard, out / "data")
     (prompts, cmd), = cmds
-    if not pr.skip(k, "RFT prompts", prompts, cmd, f"{k} RFT"):
+    later = pr.cfg.seeds is not None and pr.cfg.seeds[0] != pr.cfg.first_seed  # the first seed's unit wrote them
+    if pr.dry and later and not prompts.exists():  # the plan shows their command once, in the first seed's unit
+        pr.step.header(k, f"RFT prompts: {shown(prompts)}, written in the first seed's unit")
+    elif not pr.skip(k, "RFT prompts", prompts, cmd, f"{k} RFT"):
         pr.step.header(k, f"RFT prompts: the GRPO arms' first {n_prompts} ({completions} completions as the "
                           f"{control_follows(pr.cfg)} arm generated, {per} per prompt)")
         pr.step.run("RFT prompts", cmd, stage=f"{k} RFT")
@@ -338,7 +376,7 @@ def stage_rft(pr: Proof) -> None:
                   "nothing); its runs are not trained, selected or evaluated apart")
             continue
         for run in (r for r in control_runs(pr.cfg, RFT) if r.seed == s):
-            length, budget, note = control_budget(pr, run, out / run.folder / "model.safetensors")
+            length, budget, note = control_budget(pr, run, trained(out / run.folder))
             continued_sft(pr, k, control_options(pr, run), f"RFT {run.folder}", f"RFT {run.folder} (its own strict-correct "
                           f"samples, {length})", out / f"{seeded(RFT, s)}_config.yaml",
                           {**pr.data["grpo"], "train_data": shown(data), "num_train_examples": completions},

@@ -32,13 +32,39 @@ def check_values(path: str, ho: Heldout, ev: Eval, compare: Compare) -> None:
 
 
 def check_seeds(path: str, cfg: ProofConfig) -> None:
-    """`seeds:` a non-empty list of distinct integers >= 0, and no arm or control option `seed` beside it."""
+    """`seeds:` a non-empty list of distinct integers >= 0, and no arm or control option `seed` beside it; a named
+    arm's `seeds:` some of them (the control timed by an arm needs that arm on every seed); `control: sweep_once`
+    some of control, rft, each swept (learning_rates; rft: true), with seeds:."""
+    seeds = cfg.seeds
+    if seeds is not None and (not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                                   for x in seeds) or len(set(seeds)) != len(seeds)):
+        raise TaseError(f"--config {path}: seeds must list distinct whole numbers >= 0, got {bounded(seeds)}")
+    ctl = cfg.control
+    once = ctl.sweep_once if ctl is not None else None
+    if once is not None:
+        if not once or not all(x in ("control", "rft") for x in once) or len(set(once)) != len(once):
+            raise TaseError(f"--config {path}: control: sweep_once must list control and/or rft, each once, got "
+                            f"{bounded(once)}")
+        if cfg.seeds is None or not ctl.learning_rates:
+            raise TaseError(f"--config {path}: control: sweep_once sweeps the first seed's rates and trains the later "
+                            "seeds at the chosen one: it needs seeds: and control: learning_rates")
+        if "rft" in once and not ctl.rft:
+            raise TaseError(f"--config {path}: control: sweep_once names rft without control: rft: true")
+    for arm in cfg.grpo.arms:
+        if arm.seeds is None:
+            continue
+        if cfg.seeds is None:
+            raise TaseError(f"--config {path}: grpo arm {arm.name!r}: seeds: picks among the config's seeds:, which "
+                            "it has not")
+        if not arm.seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x in cfg.seeds
+                                    for x in arm.seeds) or len(set(arm.seeds)) != len(arm.seeds):
+            raise TaseError(f"--config {path}: grpo arm {arm.name!r}: seeds must list some of seeds: "
+                            f"({', '.join(map(str, cfg.seeds))}), each once, got {bounded(arm.seeds)}")
+        if ctl is not None and ctl.steps is None and (ctl.follows or "fine") == arm.name:
+            raise TaseError(f"--config {path}: the control trains for the {arm.name} arm's train_runtime on every "
+                            f"seed: that arm cannot leave out seeds (or give control: steps)")
     if cfg.seeds is None:
         return
-    seeds = cfg.seeds
-    if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds) \
-            or len(set(seeds)) != len(seeds):
-        raise TaseError(f"--config {path}: seeds must list distinct whole numbers >= 0, got {bounded(seeds)}")
     where = [("grpo options", cfg.grpo.options), *((f"grpo arm {a.name!r} options", a.options)
                                                    for a in cfg.grpo.arms if a.named),
              *((("control options", cfg.control.options),) if cfg.control is not None else ())]

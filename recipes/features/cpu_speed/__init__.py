@@ -74,3 +74,15 @@ class CpuSpeed(Feature):
 
 
 FEATURE = CpuSpeed()
+
+
+def trains_bf16(parsed: tuple[Any, ...]) -> bool:
+    """Whether a run parsed into `parsed` (its option dataclasses) trains under bf16 autocast on this CPU: cpu_bf16 as
+    this CPU resolves it (speed.py) where the run has the option, else its own bf16. The proof records it
+    in each seed's manifest and pools only seeds of one precision."""
+    from recipes.features.cpu_speed.speed import resolve
+
+    setting = next((x.cpu_bf16 for x in parsed if hasattr(x, "cpu_bf16")), None)
+    if setting is not None:
+        return resolve(str(setting).lower())
+    return any(getattr(x, "bf16", None) is True for x in parsed)
