@@ -73,7 +73,8 @@ def previous_hint(ckpt: Path) -> str:
     run = ckpt.parent if ckpt.name.startswith("checkpoint-") else ckpt
     step = int(ckpt.name.split("-")[-1]) if ckpt.name.split("-")[-1].isdigit() and run != ckpt else None
     done = sorted((int(c.name.split("-")[-1]), c) for c in run.glob("checkpoint-*")
-                  if c.name.split("-")[-1].isdigit() and c != ckpt and checkpoint_problem(c) is None)
+                  if c.name.split("-")[-1].isdigit() and c != ckpt
+                  and checkpoint_problem(c, weights_only_ok=True) is None)
     done = [c for n, c in done if step is None or n < step]
     return f", e.g. {done[-1]}" if done else ""
 
@@ -354,8 +355,14 @@ def write_gguf_files(qtype: str, ckpt: Path, model: object, tmp: Path, out: Path
     """model.gguf (from the bf16 weights just saved in `tmp`) and the Ollama Modelfile beside it, or one line
     refusing a model --gguf does not cover; the line that says what was written."""
     from common.prompts import SYSTEM_PROMPT
-    from recipes.shared.gguf_export import (GGUF_NAME, MODELFILE, config_refusal, modelfile, tokenizer_refusal,
-                                            write_gguf)
+    from recipes.shared.gguf_export import (
+        GGUF_NAME,
+        MODELFILE,
+        config_refusal,
+        modelfile,
+        tokenizer_refusal,
+        write_gguf,
+    )
 
     why = config_refusal(model.config.to_dict(), ckpt) or tokenizer_refusal(tmp)
     if why:
