@@ -2,12 +2,15 @@
 
     python recipes/export.py runs/grpo_smollm2_cpu/checkpoint-40 --out models/tuned [--force] [--results DIR ...]
     python recipes/export.py runs/grpo_smollm2_cpu --out models/tuned --card-only --results runs/eval/tuned
+    python recipes/export.py runs/grpo_smollm2_cpu --out models/tuned --gguf q8_0   # + model.gguf, Modelfile
 
 Full checkpoints are re-saved in bf16 (safetensors); PEFT/LoRA checkpoints are merged into their base
 model first. The tokenizer and its chat template come along (from the checkpoint, its run folder or the
 base model). A README.md model card records the training configuration (tase_config.json of the run) and
 the evaluation results given with --results (results.json of `eval run`) or found under the run's
 `eval/*/results.json`; `--card-only` rewrites just the card of an existing export (after evaluating it).
+`--gguf TYPE` (f16, q8_0, bf16, f32) also writes model.gguf for llama.cpp and an Ollama Modelfile beside it
+(recipes/shared/gguf_export.py; Llama models with a byte-level BPE tokenizer, as the default SmolLM2).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from common.paths import (
     write_marker,
 )
 from common.process import apply as process_settings, pop_verbose
+from recipes.shared.gguf_export import TYPES as GGUF_TYPES
 from recipes.shared.run_dir import checkpoint_problem
 
 
@@ -69,7 +73,8 @@ def previous_hint(ckpt: Path) -> str:
     run = ckpt.parent if ckpt.name.startswith("checkpoint-") else ckpt
     step = int(ckpt.name.split("-")[-1]) if ckpt.name.split("-")[-1].isdigit() and run != ckpt else None
     done = sorted((int(c.name.split("-")[-1]), c) for c in run.glob("checkpoint-*")
-                  if c.name.split("-")[-1].isdigit() and c != ckpt and checkpoint_problem(c) is None)
+                  if c.name.split("-")[-1].isdigit() and c != ckpt
+                  and checkpoint_problem(c, weights_only_ok=True) is None)
     done = [c for n, c in done if step is None or n < step]
     return f", e.g. {done[-1]}" if done else ""
 
@@ -116,9 +121,14 @@ def check_checkpoint(ckpt: Path) -> None:
             raise TaseError(str(e)) from e
 
 
-def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str | None) -> str:
+def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str | None,
+               gguf: str | None = None) -> str:
+    """The README.md of an export; `gguf`: the type of its model.gguf ("" for one of unknown type), None: none."""
     lines = [f"# {out_name}", "", f"Exported by tase-grpo `recipes/export.py` from `{ckpt}`"
              + (f" (LoRA merged into `{merged_from}`)" if merged_from else "") + ".", ""]
+    if gguf is not None:
+        lines += ["## GGUF", "", f"`model.gguf`{f' ({gguf})' if gguf else ''} runs in llama.cpp "
+                  "(`llama-cli -m model.gguf`) and Ollama (`ollama create NAME -f Modelfile`).", ""]
     cfg = find_up(ckpt, "tase_config.json")
     if cfg:
         c = read_json(cfg, "fix or remove it, or pass --results/another checkpoint")
@@ -181,7 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", action="append", default=[], help="eval result folders to put in the model card "
                    "(default: CHECKPOINT/eval/*/ or its run folder's, when present)")
     p.add_argument("--card-only", action="store_true", help="only rewrite README.md of an existing export at --out")
+    p.add_argument("--gguf", nargs="?", const="f16", choices=GGUF_TYPES, metavar="TYPE",
+                   help="also write OUT/model.gguf for llama.cpp and OUT/Modelfile for Ollama; TYPE is f16 (the "
+                   "default when only --gguf is given), q8_0 (half the size, near lossless), bf16 or f32. Llama "
+                   "models with a byte-level BPE tokenizer (the default SmolLM2); others are refused")
     args = p.parse_args(argv)
+    if args.card_only and args.gguf:
+        raise TaseError("--card-only rewrites only the model card; export again with --gguf (and --force) instead")
     ckpt, out = Path(args.checkpoint), followed(args.out)  # a symlinked --out: its target is replaced, the link stays
     if out.name in ("", ".", ".."):  # name the folder itself: its temp and old-* siblings are named after it
         out = Path(os.path.abspath(out))
@@ -209,7 +225,8 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
                              if adapter.is_file() else None)
         card = out / "README.md"
         tmp_card = out / ".README.md.tmp"
-        tmp_card.write_text(model_card(ckpt, out.name, results, base), encoding="utf-8")
+        gguf = "" if (out / "model.gguf").is_file() else None
+        tmp_card.write_text(model_card(ckpt, out.name, results, base, gguf), encoding="utf-8")
         os.replace(tmp_card, card)
         print(f"model card rewritten: {card}")
         return 0
@@ -231,6 +248,12 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
             except ModelError as e:
                 raise TaseError(str(e)) from e
     check_checkpoint(ckpt)
+    if args.gguf and (ckpt / "config.json").is_file() and not (ckpt / "adapter_config.json").is_file():
+        from recipes.shared.gguf_export import config_refusal  # before loading; a merged LoRA: after the merge
+
+        why = config_refusal(read_json(ckpt / "config.json", "export an earlier checkpoint instead"), ckpt)
+        if why:
+            raise TaseError(why)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:  # made now, so an unwritable destination fails before minutes of loading
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -314,7 +337,8 @@ def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results:
         print("warning: the tokenizer has no chat template; eval run needs one", file=sys.stderr)
     model.to(torch.bfloat16).save_pretrained(tmp, safe_serialization=True)
     tok.save_pretrained(tmp)
-    (tmp / "README.md").write_text(model_card(ckpt, out.name, results, merged_from), encoding="utf-8")
+    gguf_line = write_gguf_files(args.gguf, ckpt, model, tmp, out) if args.gguf else ""
+    (tmp / "README.md").write_text(model_card(ckpt, out.name, results, merged_from, args.gguf), encoding="utf-8")
     for name in ("tase_config.json",):
         src = find_up(ckpt, name)
         if src:
@@ -322,7 +346,34 @@ def _export(args: argparse.Namespace, ckpt: Path, out: Path, tmp: Path, results:
     write_marker(tmp, "export")  # what a later --force may replace: this folder, these files
     replace_folder(tmp, out)
     print(f"exported {ckpt} -> {out} (bf16{', LoRA merged' if merged_from else ''})")
+    if gguf_line:
+        print(gguf_line)
     return 0
+
+
+def write_gguf_files(qtype: str, ckpt: Path, model: object, tmp: Path, out: Path) -> str:
+    """model.gguf (from the bf16 weights just saved in `tmp`) and the Ollama Modelfile beside it, or one line
+    refusing a model --gguf does not cover; the line that says what was written."""
+    from common.prompts import SYSTEM_PROMPT
+    from recipes.shared.gguf_export import (
+        GGUF_NAME,
+        MODELFILE,
+        config_refusal,
+        modelfile,
+        tokenizer_refusal,
+        write_gguf,
+    )
+
+    why = config_refusal(model.config.to_dict(), ckpt) or tokenizer_refusal(tmp)
+    if why:
+        raise TaseError(why)
+    tensors, size = write_gguf(tmp, model.state_dict(), tmp / GGUF_NAME, qtype, out.name)
+    cfg = find_up(ckpt, "tase_config.json")
+    tase = read_json(cfg, "fix or remove it") if cfg else {}
+    system = (tase.get("tase") or tase.get("data") or {}).get("system_prompt", SYSTEM_PROMPT)
+    (tmp / MODELFILE).write_text(modelfile(tmp, system), encoding="utf-8")
+    return (f"GGUF: {out / GGUF_NAME} ({qtype}, {tensors} tensors, {size / 2**20:.1f} MiB) and {out / MODELFILE} "
+            f"for Ollama (docs/training.md, Export)")
 
 
 if __name__ == "__main__":

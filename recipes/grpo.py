@@ -91,7 +91,7 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
     features.after_build(trainer, job)  # step logs, the rollouts line, CPU speed-ups
     train(trainer, resume)
     features.after_train(trainer, job)
-    save(trainer, tok, cfg.output_dir)
+    save(trainer, tok, cfg.output_dir, tase.keep_optimizer_state)
     return 0
 
 

@@ -33,7 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/data.md", "docs/training.md", "docs/evaluation.md")
 SKIP_FILE = ROOT / "tests" / "docs_commands_skip.yaml"
-SKIP_KINDS = ("gpu", "slurm", "network", "slow", "release", "extra")  # why CI cannot run it (the file says more)
+SKIP_KINDS = ("gpu", "slurm", "network", "slow", "release", "extra", "tool")  # why CI cannot run it (see the file)
 FENCE = re.compile(r"^```(bash|sh|shell)\s*$")
 
 
@@ -146,6 +146,9 @@ RUNS: dict[str, Run] = {
               "--save_strategy no --logging_steps 1"),), r"'rewards/format_reward/mean'|'rewards/format/mean'"),
     "python recipes/export.py runs/grpo_smollm2_cpu --out models/tuned":
         Run(expect=r"exported \S+ -> models/tuned", makes=("models/tuned/config.json",), quiet=True),
+    "python recipes/export.py runs/grpo_smollm2_cpu --out models/tuned-gguf --gguf q8_0":
+        Run(expect=r"GGUF: models/tuned-gguf/model\.gguf \(q8_0, ",
+            makes=("models/tuned-gguf/model.gguf", "models/tuned-gguf/Modelfile"), quiet=True),
     "python -m synth --task sort_lengths --lang en -n 96 --seed 4242 --out heldout.jsonl":
         Run((("-n 96", "-n 3"),), lines=3),
     "python recipes/select_checkpoint.py runs/grpo_smollm2_cpu --heldout heldout.jsonl":

@@ -217,7 +217,8 @@ def test_three_step_run_logs_groups_and_resumes_at_the_same_prompts(tiny_model, 
             "--seed", "0", "--gradient_checkpointing", "false", "--log_completions", "true",
             "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "3"]
     first, again = tmp_path / "first", tmp_path / "again"
-    res = subprocess.run([*args, "--output_dir", str(first)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    res = subprocess.run([*args, "--output_dir", str(first), "--keep_optimizer_state", "true"],  # resumed from below
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     logs = [json.loads(x) for x in (first / "metrics.jsonl").read_text().splitlines()]
     steps = [m for m in logs if "tase/dynamic/groups_drawn" in m]

@@ -101,5 +101,5 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
         f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")
     train(trainer, resume)
     features.after_train(trainer, job)
-    save(trainer, tok, cfg.output_dir)
+    save(trainer, tok, cfg.output_dir, tase.keep_optimizer_state)
     return 0

@@ -137,9 +137,16 @@ def train(trainer: Any, resume: str | None) -> None:
 
 
 
-def save(trainer: Any, tok: Any, output_dir: str) -> None:
-    """The final model, trainer_state.json (log history, for export's model card) and the tokenizer."""
+def save(trainer: Any, tok: Any, output_dir: str, keep_optimizer_state: bool = False) -> None:
+    """The final model, trainer_state.json (log history, for export's model card) and the tokenizer; then what the
+    finished run keeps on disk (run_dir.finish_run: no optimizer state unless asked, the final weights once) and one
+    line saying what it wrote and its size."""
     trainer.save_model(output_dir)
     trainer.save_state()
     tok.save_pretrained(output_dir)
     trainer.accelerator.print(f"saved to {output_dir}")
+    if trainer.accelerator.is_main_process:
+        from recipes.shared.run_dir import finish_run
+
+        dtype = str(next(trainer.model.parameters()).dtype).removeprefix("torch.")
+        print(finish_run(output_dir, keep_optimizer_state, dtype))

@@ -134,6 +134,10 @@ class _TaseFields:
                                    "Hugging Face cache only; by default a real start downloads one the cache lacks, as "
                                    "TRL does (HF_HUB_OFFLINE=1 refuses in one line)"})
     min_gpus: int = field(default=0, metadata={"help": "refuse to start with fewer CUDA devices than this"})
+    keep_optimizer_state: bool = field(default=False, metadata={
+        "help": "keep the checkpoints' optimizer and scheduler state when the run finishes (twice the model's size "
+                "per checkpoint; needed only to train a finished run on to a larger --max_steps). A run that has not "
+                "finished always keeps it, so resume stays exact"})
     trainer: str = field(default="sync", metadata={
         "help": "sync: TRL's GRPOTrainer (generation and optimizer steps take turns); async: TRL's AsyncGRPOTrainer "
                 "(a rollout worker generates while the trainer trains; FSDP2 only, see docs/training.md)",

@@ -32,10 +32,17 @@ def holds_run(out: Path) -> list[str]:
     return marks + [m for m in ("trainer_state.json", "metrics.jsonl") if (out / m).exists()]
 
 
-def checkpoint_problem(ckpt: Path) -> str | None:
+WEIGHTS_ONLY = "WEIGHTS_ONLY"  # in a checkpoint whose optimizer state the finished run removed (finish_run)
+WEIGHTS_ONLY_WHY = ("weights only: its optimizer state was removed when the run finished; --keep_optimizer_state "
+                    "true keeps it")
+
+
+def checkpoint_problem(ckpt: Path, weights_only_ok: bool = False) -> str | None:
     """Why a Trainer checkpoint cannot be resumed from (None when complete): weights, optimizer and
     scheduler state and trainer_state.json must all be present and whole. The Trainer writes them in that
-    order into the folder itself, so a kill during a save leaves a folder that fails one of these checks."""
+    order into the folder itself, so a kill during a save leaves a folder that fails one of these checks.
+    A finished run's checkpoint marked WEIGHTS_ONLY is whole but not resumable (WEIGHTS_ONLY_WHY), unless
+    `weights_only_ok` (export and select_checkpoint read only its weights)."""
     st = ckpt / "trainer_state.json"
     try:
         state = json.loads(st.read_text(encoding="utf-8"))
@@ -51,6 +58,9 @@ def checkpoint_problem(ckpt: Path) -> str | None:
     if any(ckpt.glob("global_step*")):  # DeepSpeed keeps optimizer state in its own folder
         if not (ckpt / "latest").is_file():
             return "DeepSpeed state without 'latest'"
+    elif (ckpt / WEIGHTS_ONLY).is_file():
+        if not weights_only_ok:
+            return WEIGHTS_ONLY_WHY
     else:
         for name in ("optimizer.pt", "scheduler.pt"):
             if not _whole_zip(ckpt / name):
@@ -128,6 +138,9 @@ def resolve_resume(output_dir: str, resume: Any) -> str | None:
             if main:
                 print(f"resuming from {c} (newest complete checkpoint{note})", file=sys.stderr)
             return str(c)
+        if why == WEIGHTS_ONLY_WHY:  # whole, not torn: left where it is
+            skipped.append(f"{c.name} ({why})")
+            continue
         aside = c.with_name(c.name + ".incomplete")
         k = 1
         while aside.exists():
@@ -135,7 +148,12 @@ def resolve_resume(output_dir: str, resume: Any) -> str | None:
         if main:
             os.replace(c, aside)
         skipped.append(f"{c.name} ({why}; moved to {aside.name})")
-    if main and not (_saved(out) and final_state(out)):  # a finished run: already_finished says what happens
+    finished = _saved(out) and final_state(out)
+    if not finished and any(WEIGHTS_ONLY_WHY in s for s in skipped):
+        raise TaseError(f"{out}: its checkpoints hold weights only (the run finished and removed its optimizer state) "
+                        "but its final model is gone; choose another --output_dir (--model_name_or_path "
+                        f"{out}/checkpoint-N starts a new run from one)")
+    if main and not finished:  # a finished run: already_finished says what happens
         print(f"no complete checkpoint in {out}" + (f" (skipped {', '.join(skipped)})" if skipped else "")
               + "; starting from step 0", file=sys.stderr)
     return None
@@ -215,8 +233,12 @@ def already_finished(output_dir: str, ckpt: str | None, max_steps: int) -> bool:
             print(f"{output_dir}: already trained (step {step} of {planned}) and saved; nothing to do")
             return True
         if not ckpt:
+            light = any((c / WEIGHTS_ONLY).is_file() for c in out.glob("checkpoint-*"))
             raise TaseError(f"output_dir {output_dir} holds a finished run (step {step} of {planned}) and no checkpoint to "
-                 f"train on from to max_steps {max_steps}; choose another --output_dir")
+                 f"train on from to max_steps {max_steps}"
+                 + (" (its checkpoints hold weights only: the optimizer state was removed when it finished; "
+                    "--keep_optimizer_state true keeps it)" if light else "")
+                 + f"; choose another --output_dir (--model_name_or_path {output_dir} starts a new run from it)")
     if not ckpt or max_steps <= 0:
         return False
     step = json.loads((Path(ckpt) / "trainer_state.json").read_text(encoding="utf-8"))["global_step"]
@@ -224,6 +246,86 @@ def already_finished(output_dir: str, ckpt: str | None, max_steps: int) -> bool:
         print(f"{output_dir}: already trained to max_steps {max_steps} ({Path(ckpt).name}) and saved; nothing to do")
         return True
     return False
+
+
+def disk_bytes(folder: Path) -> int:
+    """Bytes the files under `folder` hold on disk, each file once however many hard links name it (du -sb)."""
+    seen, total = set(), 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
+
+
+def size_text(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return ""
+
+
+def _link_over(src: Path, dst: Path) -> bool:
+    """Make `dst` a hard link to `src` (same bytes, checked by the caller); False where the file system has none."""
+    tmp = dst.with_name(f".{dst.name}.link")
+    try:
+        tmp.unlink(missing_ok=True)
+        os.link(src, tmp)
+        os.replace(tmp, dst)
+        return True
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return False
+
+
+def finish_run(output_dir: str, keep_optimizer_state: bool, dtype: str) -> str:
+    """After the final save of a finished run, what a small run keeps on disk, and the line that says it.
+
+    * Each checkpoint's optimizer.pt (Adam: twice the model's size) is removed, unless `keep_optimizer_state`: a
+      finished run is not resumed (already_finished), and export and select_checkpoint read only the weights. The
+      WEIGHTS_ONLY marker is written first, so a kill midway never leaves a checkpoint that looks torn. DeepSpeed and
+      FSDP checkpoints (their own optimizer folders) are left as they are. A run that has not finished never gets
+      here, so its checkpoints keep everything an exact resume needs.
+    * The newest checkpoint holds the final weights again (the Trainer saves at the last step): each of its files
+      identical to the one at the top of output_dir becomes a hard link to it, so the final model is on disk once.
+    """
+    import filecmp
+
+    out = Path(output_dir)
+    ckpts = sorted((c for c in out.glob("checkpoint-*") if c.is_dir() and c.name.split("-", 1)[1].isdigit()),
+                   key=lambda c: int(c.name.split("-", 1)[1]))
+    removed, emptied = 0, []
+    for c in ckpts if not keep_optimizer_state else []:
+        opt = c / "optimizer.pt"
+        if not opt.is_file() or any(c.glob("global_step*")) or checkpoint_problem(c) is not None:
+            continue
+        (c / WEIGHTS_ONLY).write_text(WEIGHTS_ONLY_WHY + "\n", encoding="utf-8")
+        removed += opt.stat().st_size
+        opt.unlink()
+        emptied.append(c.name)
+    shared = []
+    if ckpts:
+        for f in sorted(ckpts[-1].iterdir()):
+            top = out / f.name
+            if (f.is_file() and not f.is_symlink() and top.is_file() and not top.samefile(f)
+                    and f.stat().st_size == top.stat().st_size and filecmp.cmp(f, top, shallow=False)):
+                if not _link_over(top, f):
+                    break
+                shared.append(f.name)
+    weights = sum(p.stat().st_size for p in out.glob("*.safetensors"))
+    line = f"wrote {out}: {size_text(disk_bytes(out))} on disk; final model {size_text(weights)} ({dtype})"
+    if shared:
+        line += f", shared with {ckpts[-1].name} (hard links)"
+    if emptied:
+        line += (f"; optimizer state removed from {', '.join(emptied)} ({size_text(removed)}): the run finished, "
+                 "--keep_optimizer_state true keeps it")
+    return line
 
 
 def _saved(out: Path) -> bool:
