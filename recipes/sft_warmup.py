@@ -120,8 +120,27 @@ def main(argv: list[str] | None = None) -> int:
     trainer.save_model(cfg.output_dir)
     trainer.save_state()
     tok.save_pretrained(cfg.output_dir)
-    print(f"saved to {cfg.output_dir} ({len(ds)} examples)")
+    what = trained_rows(trainer.state.global_step, len(trainer.train_dataset), cfg.per_device_train_batch_size,
+                        cfg.gradient_accumulation_steps, cfg.world_size)
+    print(f"saved to {cfg.output_dir} ({what})")
     return 0
+
+
+def trained_rows(steps: int, rows: int, batch: int, accumulation: int, processes: int = 1) -> str:
+    """What `steps` optimizer steps trained on, as transformers' epoch loop takes a set of `rows` (batches of
+    `batch` per process, `accumulation` of them a step, the last batch and step of an epoch short): "4 steps, 32
+    examples of a set of 256" (max_steps ended it early), "8 steps, 64 examples", "16 steps, 2 epochs of 64
+    examples"."""
+    per_batch = batch * processes
+    batches = -(-rows // per_batch)  # an epoch's dataloader length (the last batch short)
+    epoch_steps = max(-(-batches // accumulation), 1)
+    epochs, rest = divmod(steps, epoch_steps)
+    seen = epochs * rows + min(rest * accumulation * per_batch, rows)
+    head = f"{steps} step{'s' * (steps != 1)}, "
+    if seen == rows * epochs and epochs:
+        return head + (f"{rows} examples" if epochs == 1 else f"{epochs} epochs of {rows} examples")
+    more = f" ({epochs} epoch{'s' * (epochs != 1)} and part of another)" if epochs else ""
+    return head + f"{seen} examples of a set of {rows}" + more
 
 
 if __name__ == "__main__":
