@@ -79,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     process_settings(verbose or None)  # OpenMP wait policy, before torch loads; quiet libraries (common/process.py)
     from trl import SFTTrainer, get_peft_config
 
-    data_args, cfg, model_args, *extra = parse_config(option_types(), argv)
+    data_args, cfg, model_args, *extra = parse_config(
+        option_types(), argv, prog="python recipes/sft_warmup.py", section=config.option_section,
+        description="SFT warm-up before GRPO with TRL's SFTTrainer: teaches the <answer> format on gold answers. "
+                    "Options: ours (data, each feature's), then TRL's and transformers' own (docs/training.md).")
     config.check_trainer_ranges(cfg, *extra)  # max_steps -5, learning_rate nan, max_train_seconds 0: one line
     job = features.Run(features.merged(data_args, *extra), cfg, model_args, trainer=features.SFT)
     features.check(job)  # held_out_rows with eval_strategy, installed trackers, ...
