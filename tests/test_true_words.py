@@ -30,9 +30,9 @@ def test_sft_warmup_says_how_many_examples_it_trained_on(tiny_model, tmp_path, c
     from recipes import sft_warmup
 
     out = tmp_path / "sft"
-    code = sft_warmup.main(["--config", str(ROOT / "recipes" / "configs" / "sft_smollm2_cpu.yaml"), "--model_name_or_path",
-                            str(tiny_model), "--output_dir", str(out), "--max_steps", "4", "--report_to", "none",
-                            "--num_train_examples", "64"])
+    code = sft_warmup.main(["--config", str(ROOT / "recipes" / "configs" / "sft_smollm2_cpu.yaml"),
+                            "--model_name_or_path", str(tiny_model), "--output_dir", str(out), "--max_steps", "4",
+                            "--report_to", "none", "--num_train_examples", "64"])
     assert code == 0
     said = [x for x in capsys.readouterr().out.splitlines() if x.startswith("saved to ")]
     m = re.fullmatch(re.escape(f"saved to {out} (4 steps, 32 examples of a set of ") + r"(\d+)\)", said[0])
