@@ -121,7 +121,8 @@ def grpo_signal(rows: list[dict], verdict: str | None = None) -> str:
     surplus = drawn - kept - dropped  # logged as groups_surplus; the difference also covers a log without it
     parts = [f"dropped {dropped} whose strict verdicts were all equal ({100 * dropped / max(drawn, 1):.0f}%: plain "
              "GRPO would have spent that share of its batches on groups with no signal"
-             + (f"; {padded} of them filled batches whose re-draws ran out, with no loss)" if padded else ")")]
+             + (f"; {padded} of them filled {'a batch' if padded == 1 else 'batches'} whose re-draws ran out, with no "
+                "loss)" if padded else ")")]
     if surplus:
         parts.append(f"discarded {surplus} mixed {'group' if surplus == 1 else 'groups'} beyond the batches' need")
     return (f"GRPO signal: {len(rows)} steps trained on {kept} mixed groups; dynamic sampling drew {drawn}, kept "
