@@ -1,8 +1,8 @@
 """Ablation over any recipes/grpo.py option: one GRPO arm per point of a grid, evaluated and compared.
 
-Every arm trains from the same config (hence the same data and seed) and the same warm-up `--base`; evaluate the base model and every arm on whole files with `eval
-run`, and write one comparison table (paired intervals against the base model, each arm's wall time) beside `eval
-compare`'s tables.
+Every arm trains from the same config (hence the same data and seed) and the same warm-up `--base`; evaluate the
+base model and every arm with `eval run` (whole files, or at most `--eval-limit N` rows of each), and write one
+comparison table (paired intervals against the base model, each arm's wall time) beside `eval compare`'s tables.
 
     python recipes/ablate.py --config recipes/configs/grpo_combine_cpu.yaml --out runs/ablate \
         --vary loss_type=dapo,dr_grpo --vary importance_sampling_level=token,sequence \
@@ -194,7 +194,7 @@ def _run(args: argparse.Namespace, arms: list, extra: list[str], out: Path, vllm
         cmp_dir = out / "comparison" / f"data{k}"
         sh([py, "-m", "eval", "compare", *runs, "--out", str(cmp_dir)])
         summary[spec] = json.loads((cmp_dir / "comparison.json").read_text())["markdown"]
-        tables[spec] = comparison_table(out / "eval" / f"data{k}", arms, times)
+        tables[spec] = comparison_table(out / "eval" / f"data{k}", arms, times, limit=args.eval_limit)
     (out / "ablation.json").write_text(json.dumps(
         {"models": models, "arms": {a.name: a.options for a in arms}, "times": times, "tables": tables,
          "comparisons": summary}, indent=2))

@@ -109,17 +109,25 @@ FEW_STEPS = {
 
 
 def grpo_signal(rows: list[dict], verdict: str | None = None) -> str:
-    """What the GRPO stage learned from: the mixed groups dynamic sampling kept, of those it drew, and what its delta
-    means (`verdict`: the GRPO stage's "gain", "loss" or None, within its interval). A handful of steps moves a 135M
-    model little or by chance, so the demo says so instead of letting its delta read as a result."""
+    """What the GRPO stage learned from: every group dynamic sampling drew, accounted for (kept: mixed, trained on;
+    dropped: uniform; surplus: mixed beyond a batch's need, discarded; drawn = kept + dropped + surplus), and what its
+    delta means (`verdict`: the GRPO stage's "gain", "loss" or None, within its interval). A handful of steps moves a
+    135M model little or by chance, so the demo says so instead of letting its delta read as a result."""
     rows = [m for m in rows if "tase/dynamic/groups_kept" in m]
     if not rows:
         return "GRPO signal: no dynamic sampling metrics logged"
-    kept, drawn, dropped = (sum(m[f"tase/dynamic/groups_{k}"] for m in rows) for k in ("kept", "drawn", "dropped"))
-    return (f"GRPO signal: {len(rows)} steps trained on {kept:.0f} mixed groups; dynamic sampling drew {drawn:.0f} and "
-            f"dropped the {dropped:.0f} whose strict verdicts were all equal ({100 * dropped / max(drawn, 1):.0f}%: plain "
-            f"GRPO would have spent that share of its batches on groups with no signal). {FEW_STEPS[verdict]}: the GRPO "
-            "gains beyond the interval took 100+ steps (make proof, docs/results.md)")
+    kept, drawn, dropped, padded = (round(sum(m.get(f"tase/dynamic/groups_{k}", 0.0) for m in rows))
+                                    for k in ("kept", "drawn", "dropped", "padded"))
+    surplus = drawn - kept - dropped  # logged as groups_surplus; the difference also covers a log without it
+    parts = [f"dropped {dropped} whose strict verdicts were all equal ({100 * dropped / max(drawn, 1):.0f}%: plain "
+             "GRPO would have spent that share of its batches on groups with no signal"
+             + (f"; {padded} of them filled {'a batch' if padded == 1 else 'batches'} whose re-draws ran out, with no "
+                "loss)" if padded else ")")]
+    if surplus:
+        parts.append(f"discarded {surplus} mixed {'group' if surplus == 1 else 'groups'} beyond the batches' need")
+    return (f"GRPO signal: {len(rows)} steps trained on {kept} mixed groups; dynamic sampling drew {drawn}, kept "
+            f"those {kept}, " + " and ".join(parts) + f". {FEW_STEPS[verdict]}: the GRPO gains beyond the interval "
+            "took 100+ steps (make proof, docs/results.md)")
 
 
 def answer_spread(evals: Path, names: tuple[str, ...] = ("warm-up", "tuned")) -> str:

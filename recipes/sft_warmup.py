@@ -79,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     process_settings(verbose or None)  # OpenMP wait policy, before torch loads; quiet libraries (common/process.py)
     from trl import SFTTrainer, get_peft_config
 
-    data_args, cfg, model_args, *extra = parse_config(option_types(), argv)
+    data_args, cfg, model_args, *extra = parse_config(
+        option_types(), argv, prog="python recipes/sft_warmup.py", section=config.option_section,
+        description="SFT warm-up before GRPO with TRL's SFTTrainer: teaches the <answer> format on gold answers. "
+                    "Options: ours (data, each feature's), then TRL's and transformers' own (docs/training.md).")
     config.check_trainer_ranges(cfg, *extra)  # max_steps -5, learning_rate nan, max_train_seconds 0: one line
     job = features.Run(features.merged(data_args, *extra), cfg, model_args, trainer=features.SFT)
     features.check(job)  # held_out_rows with eval_strategy, installed trackers, ...
@@ -120,8 +123,27 @@ def main(argv: list[str] | None = None) -> int:
     trainer.save_model(cfg.output_dir)
     trainer.save_state()
     tok.save_pretrained(cfg.output_dir)
-    print(f"saved to {cfg.output_dir} ({len(ds)} examples)")
+    what = trained_rows(trainer.state.global_step, len(trainer.train_dataset), cfg.per_device_train_batch_size,
+                        cfg.gradient_accumulation_steps, cfg.world_size)
+    print(f"saved to {cfg.output_dir} ({what})")
     return 0
+
+
+def trained_rows(steps: int, rows: int, batch: int, accumulation: int, processes: int = 1) -> str:
+    """What `steps` optimizer steps trained on, as transformers' epoch loop takes a set of `rows` (batches of
+    `batch` per process, `accumulation` of them a step, the last batch and step of an epoch short): "4 steps, 32
+    examples of a set of 256" (max_steps ended it early), "8 steps, 64 examples", "16 steps, 2 epochs of 64
+    examples"."""
+    per_batch = batch * processes
+    batches = -(-rows // per_batch)  # an epoch's dataloader length (the last batch short)
+    epoch_steps = max(-(-batches // accumulation), 1)
+    epochs, rest = divmod(steps, epoch_steps)
+    seen = epochs * rows + min(rest * accumulation * per_batch, rows)
+    head = f"{steps} step{'s' * (steps != 1)}, "
+    if seen == rows * epochs and epochs:
+        return head + (f"{rows} examples" if epochs == 1 else f"{epochs} epochs of {rows} examples")
+    more = f" ({epochs} epoch{'s' * (epochs != 1)} and part of another)" if epochs else ""
+    return head + f"{seen} examples of a set of {rows}" + more
 
 
 if __name__ == "__main__":

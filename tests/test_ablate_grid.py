@@ -83,6 +83,10 @@ def test_comparison_table_from_real_eval_folders(tmp_path):
     assert cells["dr_grpo-token"][5].startswith("+0.00 [") and not cells["dr_grpo-token"][5].endswith("*")
     assert cells["dr_grpo-sequence"][5].startswith("-25.00 [")
     assert cells["dapo-sequence"][6:] == ["11", "2"] and cells["base"][6:] == ["", "2"]
+    # the footer says which rows the accuracies are of (issue 81: "the whole file" under --eval-limit 1)
+    assert "accuracy (%) of each model on 8 rows, each of 1 file whole;" in table
+    limited = comparison_table(evals, arms, times, n_boot=200, limit=8)
+    assert "on 8 rows, at most 8 of each of 1 file (--eval-limit 8);" in limited and "whole" not in limited
 
 
 def test_out_follows_the_one_output_rule(tmp_path):

@@ -51,7 +51,14 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
     if line := features.given_problem(config.given(), trainer):  # a feature's option the trainer would not use
         raise TaseError(line)
     config.argv += features.argv(config, route, trainer)  # e.g. cpu_bf16's resolved --bf16
-    return RecipeParser(config_types(trainer)).parse(config)
+    from recipes.shared.config import option_section
+
+    return RecipeParser(config_types(trainer), prog="python recipes/grpo.py", section=option_section,
+                        description=HELP).parse(config)
+
+
+HELP = ("GRPO on TASE tasks with TRL's GRPOTrainer (trainer: async, TRL's AsyncGRPOTrainer). Options: ours (data, "
+        "rewards, run, each feature's), then TRL's and transformers' own (docs/training.md).")
 
 
 def _route(config: ConfigFile, key: str) -> Any:

@@ -205,3 +205,20 @@ def check_trainer_ranges(*parsed: Any, where: str = "") -> None:
         for obj in parsed:
             if hasattr(obj, key) and not ok(getattr(obj, key)):
                 raise TaseError(f"{where}{key} must be {want}, got {getattr(obj, key)}")
+
+
+REWARD_OPTIONS = ("reward_granularity", "reward_funcs", "format_reward", "format_weight")
+
+
+def option_section(name: str) -> str | None:
+    """The --help section of a TASE option (recipes/parser.py): `feature NAME` for a feature's, `data`, `rewards`, or
+    `run` for the rest of TaseArgs'; None for an option of TRL's or transformers' classes."""
+    for f in features.FEATURES:
+        for o in (f.options, f.sft_options):
+            if o is not None and name in {x.name for x in dataclasses.fields(o)}:
+                return f"feature {f.name}"
+    if name in {x.name for x in dataclasses.fields(_DataFields)}:
+        return "data"
+    if name in REWARD_OPTIONS:
+        return "rewards"
+    return "run" if name in {x.name for x in dataclasses.fields(_TaseFields)} else None

@@ -6,6 +6,7 @@ Abbreviated options are refused (`--learning_rat` was read as `--learning_rate`)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -71,21 +72,37 @@ class ConfigFile:
 
 class RecipeParser:
     """TrlParser over `types`, reading a ConfigFile: YAML values become the options' defaults (TRL's
-    set_defaults_with_config), the command line overrides them; one TaseError line for any bad value."""
+    set_defaults_with_config), the command line overrides them; one TaseError line for any bad value. Its --help is
+    a short usage line and the options by section (`section`: a TASE option's section, recipes/shared/config.py; the others
+    by the library class that declares them), not argparse's usage line of every option."""
 
-    def __init__(self, types: tuple, where: str = "") -> None:
+    def __init__(self, types: tuple, where: str = "", prog: str | None = None, description: str = "",
+                 section: Callable[[str], str | None] | None = None) -> None:
         from trl import TrlParser
+
+        recipe = self
 
         class _Parser(TrlParser):
             def error(self, message: str):  # argparse's usage text + exit 2 -> one line
                 raise TaseError(f"{where}{message}")
 
+            def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+                """argparse's, each action also kept in the recipe's own list (`actions`)."""
+                action = super().add_argument(*args, **kwargs)
+                recipe.actions.append(action)
+                return action
+
+            def format_help(self) -> str:
+                return recipe.help_text()
+
         self.where, self.types = where, tuple(types)
-        self.parser = _Parser(types, allow_abbrev=False)
+        self.prog, self.description, self.section = prog, description, section
+        self.actions: list[argparse.Action] = []  # every option the parser holds, in the order it was added
+        self.parser = _Parser(types, allow_abbrev=False, prog=prog)
 
     def options(self) -> set[str]:
         """Every option name the parser knows (dest), and the former names of renamed ones (still accepted)."""
-        known = {a.dest for a in self._actions()}
+        known = {a.dest for a in self.option_actions()}
         return known | {old for old, new in self.renamed.items() if new in known}
 
     @property
@@ -98,7 +115,7 @@ class RecipeParser:
         """Former option names (an options class's `renamed_options`) in the YAML `values` (read from `path`, changed
         in place) and on the command line, given their new names; one deprecation line on stderr per name used. A
         former name beside its new one in the YAML, or on the command line, is one line (both_names)."""
-        known = {a.dest for a in self._actions()}
+        known = {a.dest for a in self.option_actions()}
         argv = list(argv)
         for old, new in self.renamed.items():
             if new not in known:
@@ -143,15 +160,66 @@ class RecipeParser:
         except (ValueError, TypeError, FileNotFoundError) as e:
             raise TaseError(self.where + str(e).strip().splitlines()[0]) from None
 
-    def _actions(self) -> list[argparse.Action]:
-        return [a for a in self.parser._actions if not isinstance(a, argparse._HelpAction)]
+    def option_actions(self) -> list[argparse.Action]:
+        """The options (not -h/--help), from the list add_argument keeps (no private argparse attribute read)."""
+        return [a for a in self.actions if a.dest != "help"]
+
+    def sections(self) -> list[tuple[str, list[str]]]:
+        """(title, option names) in help order: the TASE sections `section` names (data, rewards, run, then each
+        feature's), then each library class's own fields, the most derived class first (TRL's GRPOConfig before
+        transformers' TrainingArguments it extends), then ModelConfig's."""
+        ours: dict[str, list[str]] = {}
+        theirs: dict[str, list[str]] = {}
+        for t in self.types:
+            mro = [k for k in t.__mro__ if dataclasses.is_dataclass(k) and not k.__name__.startswith("_")]
+            by_class: dict[type, list[str]] = {}
+            for f in dataclasses.fields(t):
+                title = self.section(f.name) if self.section else None
+                if title:
+                    ours.setdefault(title, []).append(f.name)
+                    continue
+                first = next((k for k in t.__mro__ if f.name in vars(k).get("__annotations__", {})), t)
+                # the class that declares it last, or the nearest public subclass of a private one (TRL's _BaseConfig)
+                owner = [k for k in mro if issubclass(k, first)][-1]
+                by_class.setdefault(owner, []).append(f.name)
+            for k in sorted(by_class, key=mro.index):
+                lib = k.__module__.split(".")[0]
+                lib = "TRL" if lib == "trl" else lib
+                title = f"{lib}{chr(39) if lib.endswith('s') else chr(39) + 's'} {k.__name__}"
+                theirs.setdefault(title, []).extend(by_class[k])
+        order = ("data", "rewards", "run")
+        tase = sorted(ours.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+        return [*tase, *theirs.items()]
+
+    def help_text(self) -> str:
+        """--help: a short usage line, the description, then every option by section, one entry each: its names
+        (`--no_NAME` beside a boolean that has one), metavar, help text and default."""
+        import shutil
+        import textwrap
+
+        width = max(60, min(120, shutil.get_terminal_size((100, 24)).columns))
+        prog = self.prog or os.path.basename(sys.argv[0])
+        lines = [f"usage: {prog} [--config FILE.yaml] [--OPTION VALUE ...]", ""]
+        if self.description:
+            lines += [*textwrap.wrap(self.description, width), ""]
+        lines += textwrap.wrap("Every option is also a key of the --config YAML; the command line overrides it. "
+                               "Booleans take true or false (alone: true). -h, --help: this text.", width)
+        by_dest: dict[str, list[argparse.Action]] = {}
+        for a in self.option_actions():
+            by_dest.setdefault(a.dest, []).append(a)
+        for title, names in self.sections():
+            entries = [_help_entry(by_dest[n], width) for n in names if n in by_dest]
+            entries = [e for e in entries if e]
+            if entries:
+                lines += ["", f"{title}:", *entries]
+        return "\n".join(lines) + "\n"
 
     def check_types(self, path: str | None, values: dict) -> None:
         """The YAML against the options, before argparse sees it as defaults: a value of the wrong type is one
         line naming the key, the expected type and the value (argparse would print its usage text, or let a
         list through to crash later). Unknown keys are left to parse's own line."""
         actions: dict[str, Any] = {}
-        for a in self._actions():  # the option taking a value (bools also have a --no_X flag taking none)
+        for a in self.option_actions():  # the option taking a value (bools also have a --no_X flag taking none)
             if a.nargs != 0:
                 actions.setdefault(a.dest, a)
         from common.errors import bounded
@@ -179,15 +247,16 @@ class RecipeParser:
         """Options whose dataclass field takes a dict (`dict | str | None`: TRL's generation_kwargs, model_init_kwargs),
         which a YAML mapping sets as it is (the command line takes them as JSON text)."""
         out: set[str] = set()  # the classes' annotations: HfArgumentParser rewrites a field's type (dict | str -> str)
-        for t in getattr(self.parser, "dataclass_types", ()):
+        for t in self.types:
             for klass in t.__mro__:
                 out |= {k for k, v in vars(klass).get("__annotations__", {}).items() if "dict" in str(v)}
         return out
 
 
-def parse_config(dataclass_types: tuple, argv: list[str]) -> tuple:
-    """The dataclasses of `argv` (--config YAML and command line) in one read: RecipeParser over ConfigFile."""
-    return RecipeParser(dataclass_types).parse(ConfigFile(argv))
+def parse_config(dataclass_types: tuple, argv: list[str], **help_args: Any) -> tuple:
+    """The dataclasses of `argv` (--config YAML and command line) in one read: RecipeParser over ConfigFile;
+    `help_args` (prog, description, section) shape its --help."""
+    return RecipeParser(dataclass_types, **help_args).parse(ConfigFile(argv))
 
 
 def deprecation_note(old: str, new: str) -> str:
@@ -217,6 +286,49 @@ def rename_flags(argv: list[str], renamed: dict[str, str]) -> list[str]:
         if used:
             print(deprecation_note(old, new), file=sys.stderr)
     return argv
+
+
+def _help_entry(actions: list[argparse.Action], width: int) -> str:
+    """One option's --help entry: `  --name METAVAR` (and `--no_name` for a boolean that has it), then its help text
+    and default wrapped below, indented; "" for an option whose help is suppressed."""
+    import textwrap
+
+    main = actions[0]
+    if main.help == argparse.SUPPRESS:
+        return ""
+    names = [o for a in actions for o in a.option_strings if "-" not in o[2:]] or list(main.option_strings)
+    text = " ".join(str(main.help or "").replace("%%", "%").split())
+    metavar = _metavar(main)
+    if len(metavar) > 40:  # many choices: listed in the text, wrapped
+        metavar = _metavar(main, choices=False)
+        text += " (one of: " + ", ".join(str(getattr(c, "value", c)) for c in main.choices or ()) + ")"
+    head = "  " + ", ".join(names[:1]) + metavar + "".join(", " + n for n in names[1:])
+    default = main.default
+    if default not in (None, "", [], argparse.SUPPRESS) and "default" not in text.lower():
+        shown = getattr(default, "value", default)
+        shown = str(shown) if len(str(shown)) <= 60 else str(shown)[:57] + "..."
+        text += f" (default: {shown})"
+    if not text:
+        return head
+    body = textwrap.wrap(text, width, initial_indent=" " * 8, subsequent_indent=" " * 8)
+    if len(head) + 2 <= 30:  # a short name: its text starts on the same line, as argparse's does
+        first, *rest = textwrap.wrap(text, width - 32)
+        return "\n".join([f"{head:<30}  {first}", *(" " * 32 + x for x in rest)])
+    return "\n".join([head, *body])
+
+
+def _metavar(action: argparse.Action, choices: bool = True) -> str:
+    """How an option's value is written in --help: [true|false] for a boolean, {a,b} for choices (VALUE without
+    `choices`), V [V ...] for a list, else the type's name."""
+    if action.nargs == 0:
+        return ""
+    if getattr(action.type, "__name__", "") == "string_to_bool":
+        return " [true|false]"
+    if action.choices and choices:
+        one = "{" + ",".join(str(getattr(c, "value", c)) for c in action.choices) + "}"
+    else:
+        one = {int: "INT", float: "FLOAT"}.get(action.type, "VALUE")  # type: ignore[call-overload]
+    return f" {one} [{one} ...]" if action.nargs in ("+", "*") else f" {one}"
 
 
 def _type_name(action: Any) -> str:

@@ -126,10 +126,11 @@ def arms_with_vllm(arms: list[Arm], parsed: list[tuple[Any, Any]]) -> set[str]:
 
 
 def comparison_table(evals: Path, arms: list[Arm], times: dict[str, dict[str, float]], n_boot: int = 1000,
-                     seed: int = 0) -> str:
-    """The arms of one evaluation file in one markdown table: options, official and strict accuracy of the whole
-    file, the gain over the base model in points with its paired, file-stratified 95% bootstrap interval (eval
-    compare's statistic, recipes/steps/pipeline.paired_gains), and each arm's training and evaluation wall time."""
+                     seed: int = 0, limit: int | None = None) -> str:
+    """The arms of one evaluation in one markdown table: options, official and strict accuracy on the rows scored
+    (every row of each file, or at most `limit` of each: ablate's --eval-limit), the gain over the base model in
+    points with its paired, file-stratified 95% bootstrap interval (eval compare's statistic,
+    recipes/steps/pipeline.paired_gains), and each arm's training and evaluation wall time."""
     from eval.compare import load_run
     from recipes.steps.pipeline import paired_gains
 
@@ -148,7 +149,12 @@ def comparison_table(evals: Path, arms: list[Arm], times: dict[str, dict[str, fl
         cells = [name, *opts, f"{res['overall']:.2f}", "" if strict is None else f"{strict:.2f}", gain,
                  _secs(t.get("train_s")), _secs(t.get("eval_s"))]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + (f"\n\nAvg and strict: accuracy (%) of each model on the whole file; vs base: points "
+    _, base, samples = load_run(evals / "base")
+    files = len({s["file"] for s in samples.values()})
+    of = f"{files} file" + "s" * (files != 1)
+    each = f"at most {limit} of each of {of} (--eval-limit {limit})" if limit else f"each of {of} whole"
+    return "\n".join(lines) + (f"\n\nAvg and strict: accuracy (%) of each model on {base['n']} rows, {each}; "
+                               "vs base: points "
                                f"over the base model on the same rows, paired bootstrap ({n_boot} resamples, seed "
                                f"{seed}; * = interval excludes 0). Wall times: training (+ export), evaluation.\n")
 

@@ -244,23 +244,33 @@ def filtered_output(log: Path, cmd: list[str]) -> Iterator[None]:
 def paired_gains(evals: Path, pairs: tuple[tuple[str, str, str], ...], n_boot: int = 1000,
                  seed: int = 0) -> dict[str, dict[str, Any]] | None:
     """For each (label, A, B): the overall gain of run evals/B over run evals/A in points with its paired,
-    file-stratified 95% bootstrap interval (the statistic of `eval compare`). None when a pair shares no rows."""
+    file-stratified 95% bootstrap interval (the statistic of `eval compare`). None when a pair shares no rows.
+
+    Where both runs scored the same rows, all valid, `delta` is the difference of their results.json accuracies (what
+    the comparison tables print): those round each file's accuracy to 4 places (batch_eval.py's rule) before
+    averaging, so the unrounded paired point can differ from it by 0.01 (+10.07 beside a table of 10.06 vs 0.00).
+    Otherwise (`same_rows` false) it is the paired point over the shared rows, which the tables do not show."""
     from eval.compare import bootstrap_delta, load_run
 
     names = [n for _, a, b in pairs for n in (a, b)]
-    runs = {name: load_run(evals / name)[2] for name in dict.fromkeys(names)}
+    runs = {name: load_run(evals / name)[1:] for name in dict.fromkeys(names)}
     out: dict[str, dict[str, Any]] = {}
     for label, a, b in pairs:
-        d = bootstrap_delta(runs[a], runs[b], n_boot, seed)
+        (res_a, rows_a), (res_b, rows_b) = runs[a], runs[b]
+        d = bootstrap_delta(rows_a, rows_b, n_boot, seed)
         if not d["n_shared"]:
             return None
         (lo, hi) = d["overall"]["ci95"]
-        out[label] = {"delta": d["overall"]["delta"], "lo": lo, "hi": hi, "n": d["n_shared"],
+        same = set(rows_a) == set(rows_b) and len(rows_a) == res_a["n"] and len(rows_b) == res_b["n"]
+        delta = round(res_b["overall"] - res_a["overall"], 2) + 0.0 if same else d["overall"]["delta"]
+        out[label] = {"delta": delta, "lo": lo, "hi": hi, "n": d["n_shared"], "same_rows": same,
                       "beyond": "gain" if lo > 0 else "loss" if hi < 0 else None}
     return out
 
 
 def gain_line(label: str, g: dict[str, Any], width: int = 20) -> str:
-    """`  label  +d.dd [+lo, +hi]  gain beyond the 95% CI (n=N)` (or loss beyond it, or within it)."""
+    """`  label  +d.dd [+lo, +hi]  gain beyond the 95% CI (n=N)` (or loss beyond it, or within it); `n=N shared` where
+    the runs scored different rows (the delta is then over the shared rows, not the tables' difference)."""
     verdict = f"{g['beyond']} beyond the 95% CI" if g["beyond"] else "within the CI"
-    return (f"  {label:<{width}} {g['delta']:+7.2f} [{g['lo']:+.2f}, {g['hi']:+.2f}]  {verdict} (n={g['n']})")
+    shared = "" if g.get("same_rows", True) else " shared"
+    return (f"  {label:<{width}} {g['delta']:+7.2f} [{g['lo']:+.2f}, {g['hi']:+.2f}]  {verdict} (n={g['n']}{shared})")
