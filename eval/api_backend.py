@@ -19,9 +19,11 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .backend_registry import register_backend
 from .gen_config import BackendError, GenConfig
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -137,10 +139,20 @@ class _RateLimiter:
             self.next = max(now, self.next) + self.gap
 
 
+@register_backend("openai")
 class OpenAIBackend:
     """Chat completions against an OpenAI-compatible server; `generate_each` streams finished requests."""
 
-    name = "openai"
+    help = "a model behind an OpenAI-compatible API (--base-url, --model-name)"
+    batch_size = 1
+    remote = True  # the server names the model: no model folder, requests through generate_each
+    samples = False  # one completion per request
+
+    @classmethod
+    def build(cls, model_path: Path, cfg: GenConfig, options: dict[str, Any]) -> OpenAIBackend:
+        """`model_path` is unused: the server names the model (`model_name`)."""
+        fields = APIOptions.__dataclass_fields__
+        return cls(cfg, APIOptions(**{k: v for k, v in options.items() if k in fields}))
 
     def __init__(self, cfg: GenConfig, opts: APIOptions) -> None:
         import importlib.util

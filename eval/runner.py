@@ -407,13 +407,15 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     run that includes them."""
     from common.models import resolve_model
 
-    from .backends import GenConfig, make_backend
+    from .backends import BACKENDS, GenConfig, backend_class, make_backend
 
     gen = gen or GenConfig()
+    engine = backend_class(backend)
     if gen.num_samples > 1 and gen.temperature <= 0:
         raise RunError(f"--num-samples {gen.num_samples} needs --temperature > 0 (greedy decoding repeats one answer)")
-    if gen.num_samples > 1 and backend == "openai":
-        raise RunError("--num-samples > 1 is not supported with --backend openai; use hf or vllm")
+    if gen.num_samples > 1 and not engine.samples:
+        raise RunError(f"--num-samples > 1 is not supported with --backend {backend}; use "
+                       + " or ".join(n for n, c in BACKENDS.items() if c.samples))
     out = Path(out)
     check_out_dir(out)
     kind = output_kind(out) if out.is_dir() else None  # common/paths.py: never into another command's output
@@ -428,7 +430,7 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
         # per file, and a JSONL's files are its cells: 25 execute cells at --limit 2 are 50 rows, which needs saying
         print(f"--limit {limit}: {len(records)} rows, at most {limit} from each of {len({file_key(r) for r in records})} "
               "files (a JSONL's files are its task/subtask/language cells)", file=sys.stderr)
-    api = backend == "openai"
+    api = engine.remote
     # an API model lives on its server
     model_path = Path(str(model)) if api else resolve_model(model, allow_pickle_weights=allow_pickle_weights)
     cfg = _run_config(model, model_path, data, backend, cot, limit, select_how, gen, system_prompt, backend_options)

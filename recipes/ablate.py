@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-limit", type=pos_int, default=None, help="rows per file in evaluation")
     p.add_argument("--max-new-tokens", type=pos_int, default=256)
     p.add_argument("--batch-size", type=pos_int, default=8)
-    p.add_argument("--eval-backend", choices=["hf", "vllm"], default=None,
+    from eval.backends import backend_names
+
+    p.add_argument("--eval-backend", choices=backend_names(local=True), default=None,
                    help="eval run's --backend (default: eval's own, vllm where installed, else hf)")
     p.add_argument("--dry-run", action="store_true", help="check every arm and option as the real start does, "
                    "print the arms, train nothing")

