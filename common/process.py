@@ -172,8 +172,11 @@ def pump(src: int, show: Callable[[bytes], None], sink: Callable[[bytes], None] 
                 text = seg.decode("utf-8", "replace")
                 drop = harmless(text) or ((after_warning or after_drop) and
                                           (text.startswith("  ") or not text.strip()) and not ALWAYS_SHOWN.search(text))
-                after_warning = bool(WARNING_HEAD.search(text)) and drop
-                after_drop = drop and not text.startswith("  ")
+                # a continuation follows a dropped *line*: after a progress bar's redraw (a segment ending in \r)
+                # the next segment is the bar, or another process's line glued to it, never a continuation
+                whole = seg.endswith(b"\n")
+                after_warning = bool(WARNING_HEAD.search(text)) and drop and whole
+                after_drop = drop and not text.startswith("  ") and whole
                 with lock:
                     try:
                         if not drop and not closed:

@@ -260,3 +260,24 @@ def test_filtered_output_never_blocks_its_writers_when_the_reader_leaves():
     res = subprocess.run(["bash", "-c", f"{sys.executable} -c \"$0\" | head -1", script], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, env={**os.environ, "TASE_OUTPUT_FILTERED": ""})
     assert res.stdout == "x" * 50 + "\n" and res.stderr.strip().endswith("done"), res.stderr[-2000:]
+
+
+def test_a_line_glued_to_a_progress_bar_after_a_dropped_line_is_shown():
+    """A dropped library line, then a progress bar's redraw ("\\r", then the bar without a newline), then another
+    process's line glued to that bar: the line reaches the terminal. The continuation rule (an indented line after a
+    dropped one is part of it) once swallowed it, as the async rollout worker's dynamic-sampling line in CI."""
+    import threading
+
+    from common.process import pump
+
+    r, w = os.pipe()
+    shown: list[bytes] = []
+    data = (b"INFO 12-07 10:00:00 [core.py:1] engine ready\n\r" + b"  3%|\xe2\x96\x8e  | 3/100 [00:09<05:00]"
+            + b"dynamic sampling: 1 uniform group(s) dropped per group delivered\n"
+            + b"Warning: x\n  indented continuation of a kept line\n")
+    os.write(w, data)
+    os.close(w)
+    pump(r, shown.append, None, threading.Lock())
+    out = b"".join(shown).decode()
+    assert "INFO 12-07" not in out
+    assert "dynamic sampling: 1 uniform group(s) dropped" in out and "indented continuation" in out
