@@ -70,7 +70,7 @@ def check(out: str, tmp: Path) -> int:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
-    from vllm_sync import eager_on_cpu, use_reload_sync
+    from recipes.features.vllm_cpu.colocate import eager_on_cpu, use_reload_sync
 
     from common.models import resolve_model
 

@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     data_args(rr)
     rr.add_argument("--out", required=True)
     add_generation_args(rr)
-    rr.set_defaults(num_samples=1, select=None)  # what `eval run` reads beside the generation options (greedy, one each; all rows)
+    rr.set_defaults(num_samples=1, select=None, tasks=None, files=None)  # what `eval run` reads beside the generation options: greedy, one each, all rows
     rp = rs.add_parser("report", formatter_class=fmt, help="relative drop per kind for several models",
                        description="Relative accuracy drop per kind with paired bootstrap intervals; models after "
                                    "the first also get their drop minus the first's. Writes OUT/robustness.md, "
