@@ -175,6 +175,38 @@ def test_no_module_outside_the_features_reads_their_options():
     assert found == []
 
 
+# the drivers that write a run's command line or read their own YAML as a user would (a flag, an arm's option)
+DRIVERS = ("recipes/demo.py", "recipes/proof_stages/")
+
+
+def test_no_module_outside_the_features_names_their_options():
+    """No string in the code outside a feature's package (docstrings aside) is one of its option names or their
+    flags (`"dynamic_sampling"`, `"--guidance"`): a dict key, a flag list or a name compared against. Only the
+    DRIVERS, which build command lines and read their own YAML as a user does, may spell them."""
+    import ast
+
+    from recipes.features import FEATURES
+
+    options = {x.name for f in FEATURES for o in (f.options, f.sft_options) if o for x in dataclasses.fields(o)}
+    options |= {old for f in FEATURES for old in f.renamed}
+    spelled = options | {"--" + n for n in options} | {"--" + n.replace("_", "-") for n in options}
+    home = ROOT / "recipes" / "features"
+    found = []
+    for d in ("recipes", "eval", "launch"):
+        for p in sorted((ROOT / d).rglob("*.py")):
+            rel = p.relative_to(ROOT).as_posix()
+            if home in p.parents or rel.startswith(DRIVERS):
+                continue
+            tree = ast.parse(p.read_text(encoding="utf-8"))
+            docs = {id(n.body[0].value) for n in ast.walk(tree)
+                    if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                    and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+            found += [f"{rel}:{n.lineno}: {n.value!r}" for n in ast.walk(tree)
+                      if isinstance(n, ast.Constant) and id(n) not in docs and n.value in spelled]
+    assert found == []
+    assert all((ROOT / d).exists() for d in DRIVERS) and "--dynamic_sampling" in (ROOT / DRIVERS[0]).read_text()
+
+
 def test_entry_points_fold_the_one_list():
     """grpo.run, the async main and the SFT warm-up import no feature (nor a module that implements one): they fold
     recipes.features. The warm-up keeps its old names BudgetArgs and wall_clock_stop importable (one line)."""
@@ -232,6 +264,70 @@ def test_each_feature_is_one_package_and_recipes_top_level_is_small():
         assert all((ROOT / m).is_file() and (ROOT / m).parent == home for m in f.modules), (f.name, f.modules)
     top = sorted(p.name for p in (ROOT / "recipes").glob("*.py"))
     assert len(top) <= 15, top
+
+
+def _imported_features(source: str, packages: set[str]) -> dict[str, set[str]]:
+    """Feature package -> the names `source` imports from it: `import recipes.features.X[.m]`,
+    `from recipes.features.X[.m] import n` (n, or the module m), `from recipes.features import X` ("" for the
+    package itself)."""
+    import ast
+
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            mods = [(a.name, "") for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            mods = ([(f"{node.module}.{a.name}", "") for a in node.names] if node.module == "recipes.features"
+                    else [(node.module, a.name) for a in node.names])
+        else:
+            continue
+        for module, name in mods:
+            parts = module.split(".")
+            if parts[:2] == ["recipes", "features"] and len(parts) > 2 and parts[2] in packages:
+                out.setdefault(parts[2], set()).add(".".join(parts[3:]) or name)
+    return out
+
+
+def test_each_feature_declares_the_features_it_imports_and_follows_them():
+    """A feature that imports another feature's code declares it (`requires`), and FEATURES lists every feature
+    after those it requires (their setups run first, their reward wrappers sit inside, their mixins outside):
+    an undeclared cross-feature import, or a list order against the declarations, fails here."""
+    from recipes.features import FEATURES
+
+    names = [f.name for f in FEATURES]
+    packages = set(names)
+    assert _imported_features("from recipes.features.tracking.metrics import verdicts\nimport recipes.features.curriculum"
+                              "\nfrom recipes.features import heldout, contract", packages) == {
+        "tracking": {"metrics"}, "curriculum": {""}, "heldout": {""}}  # the parser sees each way of importing
+    found = {}
+    for f in FEATURES:
+        home = ROOT / "recipes" / "features" / f.name
+        used = {other for p in home.rglob("*.py")
+                for other in _imported_features(p.read_text(encoding="utf-8"), packages) if other != f.name}
+        found[f.name] = used
+        assert used <= set(f.requires), f"{f.name} imports {sorted(used - set(f.requires))} without `requires`"
+        for other in f.requires:
+            assert other in packages and names.index(other) < names.index(f.name), (f.name, other, names)
+    assert found["guidance"] == {"curriculum", "dynamic_sampling"}  # the declarations follow real imports
+    assert {"curriculum", "dynamic_sampling", "reward_log"} <= {n for n, used in found.items() if "tracking" in used}
+
+
+def test_no_module_outside_a_feature_imports_its_internals():
+    """Outside recipes/features/<name>/, code imports the fold (recipes.features), the contract, or names a feature's
+    package (its adapter) exposes; never one of the modules that implement it (tests excepted: they test them)."""
+    from recipes.features import FEATURES
+
+    packages = {f.name for f in FEATURES}
+    home = ROOT / "recipes" / "features"
+    found = []
+    for d in ("recipes", "common", "eval", "synth", "rewards", "bench", "launch"):
+        for p in sorted((ROOT / d).rglob("*.py")):
+            if home in p.parents:
+                continue
+            for package, used in _imported_features(p.read_text(encoding="utf-8"), packages).items():
+                inner = {u for u in used if u.split(".")[0] in {m.stem for m in (home / package).glob("*.py")}}
+                found += [f"{p.relative_to(ROOT)}: recipes.features.{package}.{u}" for u in sorted(inner)]
+    assert found == []
 
 
 # one way to turn each listed feature on (a feature without a switch of its own is always on): a new feature must

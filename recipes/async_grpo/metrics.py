@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from recipes.features.tracking.metrics import PREFIX, Verdict, verdicts
+from recipes.features.tracking import PREFIX, Verdict, verdicts
 from rewards.levels import FINE
 
 

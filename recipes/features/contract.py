@@ -11,6 +11,8 @@ A feature is a `Feature` subclass; every hook has a do-nothing default, so a fea
 - `check_options` (parse time, ValueError; `check_enabled` after the trainer's refusal), `check` (a dry run and a real start alike, TaseError), `ranges`
   (option -> (accepts, what it must be), as config.TRAINER_RANGES);
 - `renamed`: former option names, still accepted with a one-line deprecation note;
+- `requires`: the other features whose code it imports (FEATURES lists them before it; tests/test_features.py
+  checks both against the imports);
 - `reward_names` / `reward_kwargs`: rewards the feature adds by name, and how they are built;
 - `overlay` / `argv`: the command line before the parser exists (a preset's values, a resolved `--bf16`);
 - `environment`: process variables a run sets before it starts (setdefault);
@@ -101,6 +103,7 @@ class Feature:
     ranges: dict[str, tuple[Any, str]] = {}
     renamed: dict[str, str] = {}  # former option name -> new name (accepted for one release, with one line)
     modules: tuple[str, ...] = ()  # the modules that implement it (they, and only they, read its options too)
+    requires: tuple[str, ...] = ()  # the features whose code it imports or whose state it reads (listed before it)
     hooks: dict[str, tuple[str, ...]] = {}  # trainer -> the run hooks it needs there (default: those it overrides)
     native: dict[str, str] = {}  # trainer -> what that trainer does by itself in the feature's place (dry-run line)
 

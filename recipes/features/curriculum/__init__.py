@@ -53,6 +53,7 @@ def check_levels(args: Any) -> None:
 class Curriculum(Feature):
     name = "curriculum"
     modules = ("recipes/features/curriculum/levels.py",)
+    requires = ("tracking",)
     options = CurriculumOptions
     after = "async_trace"
     trainers = frozenset({SYNC})

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recipes.features.contract import SFT, SYNC, TRAINERS, Feature, Run
+from recipes.features.heldout.rows import guard_training as guard_training  # public: recipes/shared/data.py
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from recipes.features.contract import ASYNC, SFT, SYNC, Feature, Run
+from recipes.features.tracking.metrics import PREFIX as PREFIX, Verdict as Verdict, verdicts as verdicts  # public
 
 
 class Tracking(Feature):

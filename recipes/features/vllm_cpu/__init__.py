@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.features.contract import ASYNC, SYNC, Feature, Run, TrainerKind
+from recipes.features.vllm_cpu.colocate import reload_sync as reload_sync  # public: the async trainer's weight transfer
 
 
 @dataclass
