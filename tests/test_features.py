@@ -136,10 +136,8 @@ def test_a_toy_feature_is_one_module_and_one_list_entry(tiny_model, tmp_path):
 
 
 def _sources(*, skip_features: bool) -> list[Path]:
-    """The packages' Python files; without the features and the modules they declare as theirs."""
-    from recipes.features import FEATURES
-
-    own = {ROOT / m for f in FEATURES for m in f.modules} | set((ROOT / "recipes" / "features").rglob("*.py"))
+    """The packages' Python files; without the features' (recipes/features/, each feature's package)."""
+    own = set((ROOT / "recipes" / "features").rglob("*.py"))
     files = [p for d in ("recipes", "common", "eval", "synth", "rewards", "bench") for p in (ROOT / d).rglob("*.py")]
     return sorted(p for p in files if not (skip_features and p in own))
 
@@ -253,15 +251,19 @@ def test_a_renamed_option_still_works_with_one_deprecation_line(tmp_path, capsys
 
 
 def test_each_feature_is_one_package_and_recipes_top_level_is_small():
-    """Each listed feature is the package recipes/features/<name>/ (its adapter in __init__.py), the modules it
-    declares as its implementation live in that package and nowhere else, and recipes/ keeps at most 15 modules at
-    its top level (the entry points; the rest sits in sub-packages)."""
-    from recipes.features import FEATURES
+    """Each listed feature is the package recipes/features/<name>/ (its adapter in __init__.py, its working modules
+    beside it), it defines no public method the contract does not declare (a hook the folds no longer call would
+    never run), and recipes/ keeps at most 15 modules at its top level (the entry points; the rest sits in
+    sub-packages)."""
+    from recipes.features import FEATURES, Feature
 
     for f in FEATURES:
         home = ROOT / "recipes" / "features" / f.name
         assert type(f).__module__ == f"recipes.features.{f.name}" and (home / "__init__.py").is_file(), f.name
-        assert all((ROOT / m).is_file() and (ROOT / m).parent == home for m in f.modules), (f.name, f.modules)
+        assert not (ROOT / "recipes" / f"{f.name}.py").exists() and not (ROOT / "recipes" / f.name).exists(), f.name
+        extra = [n for k in type(f).__mro__[:-1] if k is not Feature and issubclass(k, Feature) for n in vars(k)
+                 if not n.startswith("_") and not hasattr(Feature, n)]
+        assert extra == [], (f.name, extra)
     top = sorted(p.name for p in (ROOT / "recipes").glob("*.py"))
     assert len(top) <= 15, top
 

@@ -27,7 +27,6 @@ class DynamicSamplingOptions:
 
 class DynamicSampling(Feature):
     name = "dynamic_sampling"
-    modules = ("recipes/features/dynamic_sampling/sampling.py",)
     requires = ("tracking",)
     options = DynamicSamplingOptions
     after = "curriculum_down"

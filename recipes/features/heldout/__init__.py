@@ -36,7 +36,6 @@ def heldout_problem(args: Any) -> None:
 
 class Heldout(Feature):
     name = "heldout"
-    modules = ("recipes/features/heldout/evaluation.py", "recipes/features/heldout/rows.py")
     options = HeldoutOptions
     data_options = True
     trainers = frozenset({SYNC, SFT})

@@ -10,7 +10,6 @@ from recipes.features.contract import ASYNC, SFT, SYNC, Feature, Run
 
 class RewardLog(Feature):
     name = "reward_log"
-    modules = ("recipes/features/reward_log/weighted.py",)
     requires = ("tracking",)
     trainers = frozenset({SYNC, ASYNC, SFT})
     hooks = {SYNC: ("wrap_rewards",), ASYNC: ("rollout",), SFT: ()}

@@ -11,7 +11,6 @@ from recipes.features.tracking.metrics import PREFIX as PREFIX, Verdict as Verdi
 
 class Tracking(Feature):
     name = "tracking"
-    modules = ("recipes/features/tracking/metrics.py",)
     hooks = {SYNC: ("wrap_rewards", "after_build"), ASYNC: ("after_build",), SFT: ("after_build",)}
     native = {ASYNC: "the tase/ metrics ride on each sample from the rollout worker (recipes/async_grpo/metrics.py)"}
 
