@@ -87,7 +87,7 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
     trainer_ref.append(trainer)
     from recipes.async_grpo.trl_checks import guard_worker
 
-    guard_worker(getattr(trainer, "rollout_worker", None),  # a dead worker or server: one line, not a hang (issue 80)
+    guard_worker(getattr(trainer, "rollout_worker", None),  # a dead worker or server: one line, not a hang
                  cfg.vllm_server_base_url if generation == "server" else None)
     features.after_build(trainer, job)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
     if generation == "cpu_engine":

@@ -1,4 +1,4 @@
-"""Evaluation during training on a generated held-out set, and the best checkpoint kept by it (issue 50).
+"""Evaluation during training on a generated held-out set, and the best checkpoint kept by it.
 
 With `held_out_rows: K` and TRL's own `eval_strategy: steps` + `eval_steps: N` (or `epoch`), the GRPO recipe and the
 SFT warm-up score K held-out rows every N steps with the project's evaluator: greedy answers of the live policy
