@@ -1,11 +1,11 @@
-"""The feature contract: what one training opt-in declares, in one module under recipes/features/, so that a run is
+"""The feature contract: what one training opt-in declares, in its package under recipes/features/, so that a run is
 assembled by folding one list (recipes/features/__init__.py FEATURES) instead of wiring each feature by hand in
 every entry point. The trainers' own differences (sync, async, SFT) are declared here too, as capabilities, so no
 other module compares trainer names.
 
 A feature is a `Feature` subclass; every hook has a do-nothing default, so a feature writes only what it does:
 - `options`: the dataclass of its options (their fields join TaseArgs, or DataArgs with `data_options`, in the
-  order of the list; `after` names the option they follow, which keeps `--help` in its historical order);
+  order of the list; `after` names the option they follow, which places them in `--help`);
 - `trainers`: the trainers it works with; enabled under another, `refusal` is the one line (ValueError at parse
   time, or TaseError at check time with `refuse_at = "check"`), or without a refusal it is left out there;
 - two check phases: at parse time (ValueError) `check_options` on its options, then, once the trainer's refusal has
@@ -19,10 +19,10 @@ A feature is a `Feature` subclass; every hook has a do-nothing default, so a fea
 - `overlay` / `argv`: the command line before the parser exists (a preset's values, a resolved `--bf16`);
 - `environment`: process variables a run sets before it starts (setdefault);
 - `setup` (its state, once the run's folder and model are known), `dataset_kwargs` (keyword arguments of
-  recipes/shared/data.build_dataset that come from its state: a curriculum's levels), `wrap_rewards`, `callbacks`, `trainer_class`
-  (a mixin over the class so far), `trainer_kwargs`, `after_build` (patches and one-line notes on the built
-  trainer), `after_train`, `rollout` (picklable objects the async rollout worker runs on each group it scores, in
-  its own process: recipes/async_grpo/metrics.py), `dry_run_line`.
+  recipes/shared/data.build_dataset that come from its state: a curriculum's levels), `wrap_rewards`, `callbacks`,
+  `trainer_class` (a mixin over the class so far), `trainer_kwargs`, `after_build` (patches and one-line notes on
+  the built trainer), `after_train`, `rollout` (picklable objects the async rollout worker runs on each group it
+  scores, in its own process: recipes/async_grpo/metrics.py), `dry_run_line`.
 
 No silent skips: each trainer declares the run hooks its entry point folds (`TrainerKind.folds`, checked against the
 entry's source by tests/test_features.py), and each feature the run hooks it needs under each trainer (`needs`: the
