@@ -298,8 +298,9 @@ def test_each_feature_declares_the_features_it_imports_and_follows_them():
 
     names = [f.name for f in FEATURES]
     packages = set(names)
-    assert _imported_features("from recipes.features.tracking.metrics import verdicts\nimport recipes.features.curriculum"
-                              "\nfrom recipes.features import heldout, contract", packages) == {
+    source = ("from recipes.features.tracking.metrics import verdicts\nimport recipes.features.curriculum\n"
+              "from recipes.features import heldout, contract")
+    assert _imported_features(source, packages) == {
         "tracking": {"metrics"}, "curriculum": {""}, "heldout": {""}}  # the parser sees each way of importing
     found = {}
     for f in FEATURES:

@@ -36,10 +36,11 @@ from recipes.features.contract import (
     trainer_kind,
 )
 
-__all__ = ["FEATURES", "Feature", "Run", "TrainerKind", "TRAINERS", "GRPO_TRAINERS", "SYNC", "ASYNC", "SFT", "trainer_kind",
-           "RUN_HOOKS", "skipped", "given_problem", "rollout", "feature", "option_fields", "check_options", "ranges", "check", "environment", "setup", "dataset_kwargs", "wrap_rewards",
-           "callbacks", "trainer_class", "trainer_kwargs", "after_build", "after_train", "dry_run_lines", "overlay",
-           "argv", "sft_option_types", "merged", "reward_names", "reward_kwargs", "renamed"]
+__all__ = ["FEATURES", "Feature", "Run", "TrainerKind", "TRAINERS", "GRPO_TRAINERS", "SYNC", "ASYNC", "SFT",
+           "trainer_kind", "RUN_HOOKS", "skipped", "given_problem", "rollout", "feature", "option_fields",
+           "check_options", "ranges", "check", "environment", "setup", "dataset_kwargs", "wrap_rewards", "callbacks",
+           "trainer_class", "trainer_kwargs", "after_build", "after_train", "dry_run_lines", "overlay", "argv",
+           "sft_option_types", "merged", "reward_names", "reward_kwargs", "renamed"]
 
 FEATURES: list[Feature] = [tracking.FEATURE, presets.FEATURE, curriculum.FEATURE, reward_log.FEATURE, heldout.FEATURE,
                            vllm_cpu.FEATURE, cpu_speed.FEATURE, dynamic_sampling.FEATURE, guidance.FEATURE,

@@ -38,8 +38,8 @@ from typing import Any
 SYNC, ASYNC, SFT = "sync", "async", "sft"
 
 # the hooks an entry point folds while it builds and runs a trainer (the parse-time hooks run for every trainer)
-RUN_HOOKS = ("setup", "dataset_kwargs", "wrap_rewards", "callbacks", "trainer_class", "trainer_kwargs", "after_build", "after_train",
-             "rollout")
+RUN_HOOKS = ("setup", "dataset_kwargs", "wrap_rewards", "callbacks", "trainer_class", "trainer_kwargs", "after_build",
+             "after_train", "rollout")
 
 
 @dataclass(frozen=True)

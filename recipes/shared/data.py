@@ -50,7 +50,7 @@ def _iter_drawn(args: DataOptions, limit: int | None, level: Level | None = None
 
     if args.train_data != "synth":
         rows = load_data(args.train_data)
-        held = heldout.guard_training(args, None)  # no held-out prompt in the training rows (recipes/features/heldout/rows.py)
+        held = heldout.guard_training(args, None)  # no held-out prompt in the training rows
         yield from _slice(held.filter(rows) if held else rows, args.skip_examples, limit)
         return
     weights = load_mixture(args.mixture) if args.mixture else None
