@@ -158,8 +158,8 @@ def test_no_trainer_name_check_outside_the_contract():
 
 
 def test_no_module_outside_the_features_reads_their_options():
-    """A feature's options (its dataclass fields) are read only by its module in recipes/features/ and the modules
-    it declares as its implementation: no other module reads `args.<option>` or getattr(args, "<option>")."""
+    """A feature's options (its dataclass fields) are read only inside recipes/features/ (its package): no other
+    module reads `args.<option>` or getattr(args, "<option>")."""
     from recipes.features import FEATURES
 
     names = sorted({x.name for f in FEATURES for o in (f.options, f.sft_options) if o for x in dataclasses.fields(o)})
