@@ -113,7 +113,7 @@ def ablate(args: argparse.Namespace, extra: list[str]) -> int:
     check_out(out)
     parsed = check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base is not None else []), *extra], out)
     vllm_arms = arms_with_vllm(arms, parsed)
-    for spec in args.eval_data:  # before anything trains: a missing file once failed after every arm had trained
+    for spec in args.eval_data:  # before anything trains: a missing file would fail after every arm has trained
         path = Path(spec.removeprefix("official:"))
         if not (path.is_dir() if spec.startswith("official:") else path.is_file()):
             raise TaseError(f"--eval-data {spec}: no such " + ("folder" if spec.startswith("official:") else "file"))

@@ -8,7 +8,7 @@
 3. SFT warm-up on the first set (teaches the <answer> format: the base model never writes it);
 4. a few GRPO steps on the second with the fine reward + format reward + length penalty (TRL GRPOTrainer,
    the proof's GRPO config, recipes/configs/grpo_proof_cpu.yaml) and dynamic sampling (only groups whose strict
-   verdicts differ train; uniform ones are re-drawn from the pool, issue 47), and their training curves
+   verdicts differ train; uniform ones are re-drawn from the pool), and their training curves
    (`python -m eval plot-training`: runs/demo/training.png; TensorBoard event files in runs/demo/grpo/runs/);
 5. export the tuned model (plain bf16 folder);
 6. evaluate base, warm-up and tuned on the held-out slice (or `--eval-data official:DIR --eval-limit N`);

@@ -79,7 +79,7 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
                        processes=world_size())
     features.setup(job)  # each feature's state, before the training rows (a held-out set is guarded against)
     funcs = features.wrap_rewards(rewards.funcs, job)  # tase/ metrics, a curriculum's scores, weighted logs
-    dataset = build_dataset(tase, tok, level=job.difficulty)
+    dataset = build_dataset(tase, tok, **features.dataset_kwargs(job))
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
     trainer = build(

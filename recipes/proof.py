@@ -12,7 +12,7 @@ times) and the summaries (OUT/summary_s<seed>.md, and OUT/summary.md pooled over
 - sft: the SFT warm-up;
 - start (with `start:`): fixed-step SFT from the warm-up on the GRPO data drawn with its own synth_seed (and slice:
   num_train_examples, skip_examples); the arms and the control train from it and are measured against it (SFT then
-  GRPO, issue 49); a list of such sections is that many stages (start1 .. start), each from the one before;
+  GRPO); a list of such sections is that many stages (start1 .. start), each from the one before;
 - grpo: one arm per accuracy reward (coarse, fine), nothing else differing; or named arms with options of their
   own (`{name, accuracy, options}`);
 - control (with `control:`): the more-SFT control, gold answers on the GRPO arms' data, for the fine arm's (or

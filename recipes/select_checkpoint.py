@@ -6,8 +6,8 @@ is never looked at, so the choice does not peek at the test set (issue 41's long
 
 Writes OUT/<step>/ (each evaluation; a rerun resumes them), OUT/best_checkpoint.json (the choice and every
 candidate's held-out accuracy as a 0-1 share, the rule: the fields a run with `held_out_rows` writes, see
-recipes/shared/best_checkpoint.py; selection.json before issue 61), OUT/selection.md and OUT/heldout_curve.png. Prints the
-chosen folder last.
+recipes/shared/best_checkpoint.py; a former selection.json is still read), OUT/selection.md and
+OUT/heldout_curve.png. Prints the chosen folder last.
 OUT follows the one output rule (common/paths.py): never a file, another command's output or a folder holding
 one; the files above only where this command wrote them (its marker), the user's other files kept; one writer
 at a time.

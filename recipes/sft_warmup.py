@@ -14,7 +14,7 @@ import sys
 from common.errors import TaseError, one_line_exit
 from common.process import apply as process_settings, pop_verbose
 from recipes import features
-from recipes.features.budget import BudgetArgs, wall_clock_stop  # noqa: F401  (their old home: kept importable)
+from recipes.features.budget import BudgetArgs, wall_clock_stop  # noqa: F401  (also importable from here)
 from recipes.shared import adapters, config, data, model, run_dir
 from recipes.shared.config import DataArgs
 from recipes.shared.parser import parse_config

@@ -136,10 +136,8 @@ def test_a_toy_feature_is_one_module_and_one_list_entry(tiny_model, tmp_path):
 
 
 def _sources(*, skip_features: bool) -> list[Path]:
-    """The packages' Python files; without the features and the modules they declare as theirs."""
-    from recipes.features import FEATURES
-
-    own = {ROOT / m for f in FEATURES for m in f.modules} | set((ROOT / "recipes" / "features").rglob("*.py"))
+    """The packages' Python files; without the features' (recipes/features/, each feature's package)."""
+    own = set((ROOT / "recipes" / "features").rglob("*.py"))
     files = [p for d in ("recipes", "common", "eval", "synth", "rewards", "bench") for p in (ROOT / d).rglob("*.py")]
     return sorted(p for p in files if not (skip_features and p in own))
 
@@ -160,8 +158,8 @@ def test_no_trainer_name_check_outside_the_contract():
 
 
 def test_no_module_outside_the_features_reads_their_options():
-    """A feature's options (its dataclass fields) are read only by its module in recipes/features/ and the modules
-    it declares as its implementation: no other module reads `args.<option>` or getattr(args, "<option>")."""
+    """A feature's options (its dataclass fields) are read only inside recipes/features/ (its package): no other
+    module reads `args.<option>` or getattr(args, "<option>")."""
     from recipes.features import FEATURES
 
     names = sorted({x.name for f in FEATURES for o in (f.options, f.sft_options) if o for x in dataclasses.fields(o)})
@@ -173,6 +171,38 @@ def test_no_module_outside_the_features_reads_their_options():
              for p in _sources(skip_features=True)
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if reads.search(line)]
     assert found == []
+
+
+# the drivers that write a run's command line or read their own YAML as a user would (a flag, an arm's option)
+DRIVERS = ("recipes/demo.py", "recipes/proof_stages/")
+
+
+def test_no_module_outside_the_features_names_their_options():
+    """No string in the code outside a feature's package (docstrings aside) is one of its option names or their
+    flags (`"dynamic_sampling"`, `"--guidance"`): a dict key, a flag list or a name compared against. Only the
+    DRIVERS, which build command lines and read their own YAML as a user does, may spell them."""
+    import ast
+
+    from recipes.features import FEATURES
+
+    options = {x.name for f in FEATURES for o in (f.options, f.sft_options) if o for x in dataclasses.fields(o)}
+    options |= {old for f in FEATURES for old in f.renamed}
+    spelled = options | {"--" + n for n in options} | {"--" + n.replace("_", "-") for n in options}
+    home = ROOT / "recipes" / "features"
+    found = []
+    for d in ("recipes", "eval", "launch"):
+        for p in sorted((ROOT / d).rglob("*.py")):
+            rel = p.relative_to(ROOT).as_posix()
+            if home in p.parents or rel.startswith(DRIVERS):
+                continue
+            tree = ast.parse(p.read_text(encoding="utf-8"))
+            docs = {id(n.body[0].value) for n in ast.walk(tree)
+                    if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                    and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+            found += [f"{rel}:{n.lineno}: {n.value!r}" for n in ast.walk(tree)
+                      if isinstance(n, ast.Constant) and id(n) not in docs and n.value in spelled]
+    assert found == []
+    assert all((ROOT / d).exists() for d in DRIVERS) and "--dynamic_sampling" in (ROOT / DRIVERS[0]).read_text()
 
 
 def test_entry_points_fold_the_one_list():
@@ -221,17 +251,86 @@ def test_a_renamed_option_still_works_with_one_deprecation_line(tmp_path, capsys
 
 
 def test_each_feature_is_one_package_and_recipes_top_level_is_small():
-    """Each listed feature is the package recipes/features/<name>/ (its adapter in __init__.py), the modules it
-    declares as its implementation live in that package and nowhere else, and recipes/ keeps at most 15 modules at
-    its top level (the entry points; the rest sits in sub-packages)."""
-    from recipes.features import FEATURES
+    """Each listed feature is the package recipes/features/<name>/ (its adapter in __init__.py, its working modules
+    beside it), it defines no public method the contract does not declare (a hook the folds no longer call would
+    never run), and recipes/ keeps at most 15 modules at its top level (the entry points; the rest sits in
+    sub-packages)."""
+    from recipes.features import FEATURES, Feature
 
     for f in FEATURES:
         home = ROOT / "recipes" / "features" / f.name
         assert type(f).__module__ == f"recipes.features.{f.name}" and (home / "__init__.py").is_file(), f.name
-        assert all((ROOT / m).is_file() and (ROOT / m).parent == home for m in f.modules), (f.name, f.modules)
+        assert not (ROOT / "recipes" / f"{f.name}.py").exists() and not (ROOT / "recipes" / f.name).exists(), f.name
+        extra = [n for k in type(f).__mro__[:-1] if k is not Feature and issubclass(k, Feature) for n in vars(k)
+                 if not n.startswith("_") and not hasattr(Feature, n)]
+        assert extra == [], (f.name, extra)
     top = sorted(p.name for p in (ROOT / "recipes").glob("*.py"))
     assert len(top) <= 15, top
+
+
+def _imported_features(source: str, packages: set[str]) -> dict[str, set[str]]:
+    """Feature package -> the names `source` imports from it: `import recipes.features.X[.m]`,
+    `from recipes.features.X[.m] import n` (n, or the module m), `from recipes.features import X` ("" for the
+    package itself)."""
+    import ast
+
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            mods = [(a.name, "") for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            mods = ([(f"{node.module}.{a.name}", "") for a in node.names] if node.module == "recipes.features"
+                    else [(node.module, a.name) for a in node.names])
+        else:
+            continue
+        for module, name in mods:
+            parts = module.split(".")
+            if parts[:2] == ["recipes", "features"] and len(parts) > 2 and parts[2] in packages:
+                out.setdefault(parts[2], set()).add(".".join(parts[3:]) or name)
+    return out
+
+
+def test_each_feature_declares_the_features_it_imports_and_follows_them():
+    """A feature that imports another feature's code declares it (`requires`), and FEATURES lists every feature
+    after those it requires (their setups run first, their reward wrappers sit inside, their mixins outside):
+    an undeclared cross-feature import, or a list order against the declarations, fails here."""
+    from recipes.features import FEATURES
+
+    names = [f.name for f in FEATURES]
+    packages = set(names)
+    source = ("from recipes.features.tracking.metrics import verdicts\nimport recipes.features.curriculum\n"
+              "from recipes.features import heldout, contract")
+    assert _imported_features(source, packages) == {
+        "tracking": {"metrics"}, "curriculum": {""}, "heldout": {""}}  # the parser sees each way of importing
+    found = {}
+    for f in FEATURES:
+        home = ROOT / "recipes" / "features" / f.name
+        used = {other for p in home.rglob("*.py")
+                for other in _imported_features(p.read_text(encoding="utf-8"), packages) if other != f.name}
+        found[f.name] = used
+        assert used <= set(f.requires), f"{f.name} imports {sorted(used - set(f.requires))} without `requires`"
+        for other in f.requires:
+            assert other in packages and names.index(other) < names.index(f.name), (f.name, other, names)
+    assert found["guidance"] == {"curriculum", "dynamic_sampling"}  # the declarations follow real imports
+    assert {"curriculum", "dynamic_sampling", "reward_log"} <= {n for n, used in found.items() if "tracking" in used}
+
+
+def test_no_module_outside_a_feature_imports_its_internals():
+    """Outside recipes/features/<name>/, code imports the fold (recipes.features), the contract, or names a feature's
+    package (its adapter) exposes; never one of the modules that implement it (tests excepted: they test them)."""
+    from recipes.features import FEATURES
+
+    packages = {f.name for f in FEATURES}
+    home = ROOT / "recipes" / "features"
+    found = []
+    for d in ("recipes", "common", "eval", "synth", "rewards", "bench", "launch"):
+        for p in sorted((ROOT / d).rglob("*.py")):
+            if home in p.parents:
+                continue
+            for package, used in _imported_features(p.read_text(encoding="utf-8"), packages).items():
+                inner = {u for u in used if u.split(".")[0] in {m.stem for m in (home / package).glob("*.py")}}
+                found += [f"{p.relative_to(ROOT)}: recipes.features.{package}.{u}" for u in sorted(inner)]
+    assert found == []
 
 
 # one way to turn each listed feature on (a feature without a switch of its own is always on): a new feature must

@@ -137,7 +137,7 @@ class GlooWeightReceiver:
             return False
         for buf in self.buffers:
             self.pg.broadcast(buf, 0).wait()
-        from recipes.features.vllm_cpu.colocate import reload_sync
+        from recipes.features.vllm_cpu import reload_sync
 
         reload_sync(llm, zip(self.info["names"], self.buffers, strict=False))
         self.version = want

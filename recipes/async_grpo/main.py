@@ -64,7 +64,7 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
     async_patches.plain_chatml_response(tok)
     job = features.Run(tase, cfg, model_args, trainer=tase.trainer, rewards=rewards, resume=resume, path=path)
     features.setup(job)
-    dataset = build_dataset(tase, tok, level=job.difficulty)
+    dataset = build_dataset(tase, tok, **features.dataset_kwargs(job))
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
     kw: dict[str, Any] = {}
@@ -87,7 +87,7 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
     trainer_ref.append(trainer)
     from recipes.async_grpo.trl_checks import guard_worker
 
-    guard_worker(getattr(trainer, "rollout_worker", None),  # a dead worker or server: one line, not a hang (issue 80)
+    guard_worker(getattr(trainer, "rollout_worker", None),  # a dead worker or server: one line, not a hang
                  cfg.vllm_server_base_url if generation == "server" else None)
     features.after_build(trainer, job)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
     if generation == "cpu_engine":

@@ -1,4 +1,4 @@
-"""The `tase/*` metrics under `trainer: async` (issue 50). TRL's AsyncGRPOTrainer scores rewards in its rollout
+"""The `tase/*` metrics under `trainer: async`. TRL's AsyncGRPOTrainer scores rewards in its rollout
 worker and passes reward functions no `log_metric`, so recipes/features/tracking/metrics.WatchedReward logs nothing there. What it
 does carry is one metrics dict per training sample (`rewards/<name>`, `reward`), which its collator averages key by
 key over the samples that have the key and the trainer logs. So each sample gets its share of the batch view that
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from recipes.features.tracking.metrics import PREFIX, Verdict, verdicts
+from recipes.features.tracking import PREFIX, Verdict, verdicts
 from rewards.levels import FINE
 
 

@@ -1,4 +1,4 @@
-"""Checks on TRL's experimental async trainer (issue 50; named apart from the contamination guard, synth/guard.py):
+"""Checks on TRL's experimental async trainer (named apart from the contamination guard, synth/guard.py):
 what keeps `trainer: async` from failing silently. TRL's AsyncGRPOTrainer is experimental and changes
 between releases (recipes/async_grpo/cpu_engine.py subclasses its rollout loop; the configs set options it added late, such as
 `weight_sync_timeout`, PR #6913), so the installed TRL is checked against the range this project ran it with; and a
@@ -50,7 +50,7 @@ def check_trl_version(version: str | None = None) -> None:
 
 def dead_worker_line(when: str, exit_code: Any = None, error: str | None = None) -> str:
     """The one line a rollout worker (or vLLM server) that died ends the run with, instead of the trainer waiting
-    for samples forever (issue 80)."""
+    for samples forever."""
     how = f" (exit code {exit_code})" if exit_code is not None else ""
     why = f": {error}" if error else "; its error is above on stderr"
     return f"the rollout worker died {when}{how}{why}"

@@ -36,10 +36,11 @@ from recipes.features.contract import (
     trainer_kind,
 )
 
-__all__ = ["FEATURES", "Feature", "Run", "TrainerKind", "TRAINERS", "GRPO_TRAINERS", "SYNC", "ASYNC", "SFT", "trainer_kind",
-           "RUN_HOOKS", "skipped", "given_problem", "rollout", "feature", "option_fields", "check_options", "ranges", "check", "environment", "setup", "wrap_rewards",
-           "callbacks", "trainer_class", "trainer_kwargs", "after_build", "after_train", "dry_run_lines", "overlay",
-           "argv", "sft_option_types", "merged", "reward_names", "reward_kwargs", "renamed"]
+__all__ = ["FEATURES", "Feature", "Run", "TrainerKind", "TRAINERS", "GRPO_TRAINERS", "SYNC", "ASYNC", "SFT",
+           "trainer_kind", "RUN_HOOKS", "skipped", "given_problem", "rollout", "feature", "option_fields",
+           "check_options", "ranges", "check", "environment", "setup", "dataset_kwargs", "wrap_rewards", "callbacks",
+           "trainer_class", "trainer_kwargs", "after_build", "after_train", "dry_run_lines", "overlay", "argv",
+           "sft_option_types", "merged", "reward_names", "reward_kwargs", "renamed"]
 
 FEATURES: list[Feature] = [tracking.FEATURE, presets.FEATURE, curriculum.FEATURE, reward_log.FEATURE, heldout.FEATURE,
                            vllm_cpu.FEATURE, cpu_speed.FEATURE, dynamic_sampling.FEATURE, guidance.FEATURE,
@@ -101,10 +102,8 @@ def check_options(args: Any, data: bool) -> None:
         f.check_options(args)
         if trainer and f.refuse_at == "parse" and f.enabled(args) and (line := skipped(f, trainer)):
             raise ValueError(line)
-        if trainer and f.supports(trainer) and (line := f.trainer_problem(args, TRAINERS[trainer])):
-            raise ValueError(line)
-        if f.enabled(args):
-            f.check_enabled(args)
+        if f.enabled(args) and (not trainer or f.supports(trainer)):
+            f.check_enabled(args, TRAINERS[trainer] if trainer else None)
 
 
 def given_problem(given: set[str], trainer: str) -> str | None:
@@ -187,6 +186,14 @@ def _on(run: Run, hook: str | None = None) -> list[Feature]:
     """The enabled features of the run; with `hook`, those that need it under the run's trainer (Feature.needs)."""
     return [f for f in _for(run.args, run.trainer) if f.enabled(run.args)
             and (hook is None or hook in f.needs(run.trainer))]
+
+
+def dataset_kwargs(run: Run) -> dict[str, Any]:
+    """Keyword arguments of recipes/shared/data.build_dataset from the features' state (a curriculum's levels)."""
+    out: dict[str, Any] = {}
+    for f in _on(run, "dataset_kwargs"):
+        out.update(f.dataset_kwargs(run))
+    return out
 
 
 def wrap_rewards(funcs: list[Any], run: Run) -> list[Any]:

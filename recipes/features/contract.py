@@ -1,23 +1,28 @@
-"""The feature contract: what one training opt-in declares, in one module under recipes/features/, so that a run is
+"""The feature contract: what one training opt-in declares, in its package under recipes/features/, so that a run is
 assembled by folding one list (recipes/features/__init__.py FEATURES) instead of wiring each feature by hand in
 every entry point. The trainers' own differences (sync, async, SFT) are declared here too, as capabilities, so no
 other module compares trainer names.
 
 A feature is a `Feature` subclass; every hook has a do-nothing default, so a feature writes only what it does:
 - `options`: the dataclass of its options (their fields join TaseArgs, or DataArgs with `data_options`, in the
-  order of the list; `after` names the option they follow, which keeps `--help` in its historical order);
+  order of the list; `after` names the option they follow, which places them in `--help`);
 - `trainers`: the trainers it works with; enabled under another, `refusal` is the one line (ValueError at parse
   time, or TaseError at check time with `refuse_at = "check"`), or without a refusal it is left out there;
-- `check_options` (parse time, ValueError; `check_enabled` after the trainer's refusal), `check` (a dry run and a real start alike, TaseError), `ranges`
+- two check phases: at parse time (ValueError) `check_options` on its options, then, once the trainer's refusal has
+  not fired, `check_enabled` on an enabled feature under the trainer it runs with (a value that trainer cannot
+  honour); at a dry run and a real start alike (TaseError) `check`, with the run's config and rewards; `ranges`
   (option -> (accepts, what it must be), as config.TRAINER_RANGES);
 - `renamed`: former option names, still accepted with a one-line deprecation note;
+- `requires`: the other features whose code it imports (FEATURES lists them before it; tests/test_features.py
+  checks both against the imports);
 - `reward_names` / `reward_kwargs`: rewards the feature adds by name, and how they are built;
 - `overlay` / `argv`: the command line before the parser exists (a preset's values, a resolved `--bf16`);
 - `environment`: process variables a run sets before it starts (setdefault);
-- `setup` (its state, once the run's folder and model are known), `wrap_rewards`, `callbacks`, `trainer_class`
-  (a mixin over the class so far), `trainer_kwargs`, `after_build` (patches and one-line notes on the built
-  trainer), `after_train`, `rollout` (picklable objects the async rollout worker runs on each group it scores, in
-  its own process: recipes/async_grpo/metrics.py), `dry_run_line`.
+- `setup` (its state, once the run's folder and model are known), `dataset_kwargs` (keyword arguments of
+  recipes/shared/data.build_dataset that come from its state: a curriculum's levels), `wrap_rewards`, `callbacks`,
+  `trainer_class` (a mixin over the class so far), `trainer_kwargs`, `after_build` (patches and one-line notes on
+  the built trainer), `after_train`, `rollout` (picklable objects the async rollout worker runs on each group it
+  scores, in its own process: recipes/async_grpo/metrics.py), `dry_run_line`.
 
 No silent skips: each trainer declares the run hooks its entry point folds (`TrainerKind.folds`, checked against the
 entry's source by tests/test_features.py), and each feature the run hooks it needs under each trainer (`needs`: the
@@ -33,8 +38,8 @@ from typing import Any
 SYNC, ASYNC, SFT = "sync", "async", "sft"
 
 # the hooks an entry point folds while it builds and runs a trainer (the parse-time hooks run for every trainer)
-RUN_HOOKS = ("setup", "wrap_rewards", "callbacks", "trainer_class", "trainer_kwargs", "after_build", "after_train",
-             "rollout")
+RUN_HOOKS = ("setup", "dataset_kwargs", "wrap_rewards", "callbacks", "trainer_class", "trainer_kwargs", "after_build",
+             "after_train", "rollout")
 
 
 @dataclass(frozen=True)
@@ -52,11 +57,12 @@ class TrainerKind:
 
 
 TRAINERS: dict[str, TrainerKind] = {
-    SYNC: TrainerKind(SYNC, folds=frozenset({"setup", "wrap_rewards", "callbacks", "trainer_class", "trainer_kwargs",
-                                             "after_build", "after_train"})),
+    SYNC: TrainerKind(SYNC, folds=frozenset({"setup", "dataset_kwargs", "wrap_rewards", "callbacks", "trainer_class",
+                                             "trainer_kwargs", "after_build", "after_train"})),
     ASYNC: TrainerKind(ASYNC, rollout_worker=True, launcher="recipes/accelerate/fsdp2.yaml",
                        config_class="TaseAsyncGRPOConfig", quantization=False, entry="recipes/async_grpo/main.py",
-                       folds=frozenset({"setup", "callbacks", "after_build", "after_train", "rollout"})),
+                       folds=frozenset({"setup", "dataset_kwargs", "callbacks", "after_build", "after_train",
+                                               "rollout"})),
     SFT: TrainerKind(SFT, rows="sft", entry="recipes/sft_warmup.py",
                      folds=frozenset({"setup", "callbacks", "trainer_class", "after_build", "after_train"})),
 }
@@ -72,8 +78,7 @@ def trainer_kind(name: str) -> TrainerKind:
 class Run:
     """What the hooks see of one run: its options (TaseArgs, or DataArgs plus the SFT options), the trainer's
     config and ModelConfig, the trainer kind, and what the run resolved so far. `state` holds each feature's own
-    state (setup's return value) under its name; `difficulty` is a curriculum's task -> difficulty level for the data
-    (apart from the reward's granularity, `rewards.level`)."""
+    state (setup's return value) under its name: what one feature keeps stays out of the shared fields."""
 
     args: Any
     cfg: Any
@@ -84,7 +89,6 @@ class Run:
     path: str | None = None
     processes: int = 1
     state: dict[str, Any] = field(default_factory=dict)
-    difficulty: Any = None
 
 
 class Feature:
@@ -100,7 +104,7 @@ class Feature:
     refuse_at: str = "parse"  # or "check"
     ranges: dict[str, tuple[Any, str]] = {}
     renamed: dict[str, str] = {}  # former option name -> new name (accepted for one release, with one line)
-    modules: tuple[str, ...] = ()  # the modules that implement it (they, and only they, read its options too)
+    requires: tuple[str, ...] = ()  # the features whose code it imports or whose state it reads (listed before it)
     hooks: dict[str, tuple[str, ...]] = {}  # trainer -> the run hooks it needs there (default: those it overrides)
     native: dict[str, str] = {}  # trainer -> what that trainer does by itself in the feature's place (dry-run line)
 
@@ -109,11 +113,6 @@ class Feature:
         if trainer in self.hooks:
             return frozenset(self.hooks[trainer])
         return frozenset(h for h in RUN_HOOKS if getattr(type(self), h) is not getattr(Feature, h))
-
-    def trainer_problem(self, args: Any, kind: TrainerKind) -> str | None:
-        """Parse time, once the trainer is known to support it: an option value this trainer cannot honour (one
-        line), e.g. a CPU setting the async trainer does its own way."""
-        return None
 
     def enabled(self, args: Any) -> bool:
         """Whether the run asked for it (a feature with no switch of its own: always)."""
@@ -125,8 +124,10 @@ class Feature:
     def check_options(self, args: Any) -> None:
         pass
 
-    def check_enabled(self, args: Any) -> None:
-        """Parse time, once the trainer is known to support it."""
+    def check_enabled(self, args: Any, kind: TrainerKind | None) -> None:
+        """Parse time, when enabled and not refused: values that need the feature on, or that trainer `kind` (None:
+        the SFT warm-up's options, which have no trainer) cannot honour, e.g. a CPU setting the async trainer does
+        its own way (one ValueError line)."""
 
     def overlay(self, config: Any, route: Any) -> None:
         pass
@@ -150,6 +151,9 @@ class Feature:
 
     def setup(self, run: Run) -> Any:
         return None
+
+    def dataset_kwargs(self, run: Run) -> dict[str, Any]:
+        return {}
 
     def wrap_rewards(self, funcs: list[Any], run: Run) -> list[Any]:
         return funcs

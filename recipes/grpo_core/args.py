@@ -137,12 +137,12 @@ def check_gpus(config: ConfigFile) -> None:
 
 
 def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
-    """What a run needs from its inputs, checked before any work and by a dry run alike (issue 36): a model that
-    exists, the training data and benchmarks to exclude, a writable output folder, streaming with max_steps,
-    reward names, weights and their count, sampling settings transformers rejects with a traceback and values it
-    takes without a word (config.TRAINER_RANGES), a train_data file's rows (the ones the run reads: up to
-    num_train_examples), installed trackers and QLoRA options that can be honoured. Returns the run's rewards,
-    resolved here once (recipes/grpo_core/reward_funcs.resolve_rewards) for the dry run and the trainer alike."""
+    """What a run needs from its inputs, checked before any work and by a dry run alike (one line, not a failure after
+    loading): a model that exists, the training data and benchmarks to exclude, a writable output folder, streaming with
+    max_steps, reward names, weights and their count, sampling settings transformers rejects with a traceback and values
+    it takes without a word (config.TRAINER_RANGES), a train_data file's rows (the ones the run reads: up to
+    num_train_examples), installed trackers and QLoRA options that can be honoured. Returns the run's rewards, resolved
+    here once (recipes/grpo_core/reward_funcs.resolve_rewards) for the dry run and the trainer alike."""
     from recipes.shared import adapters
 
     check_model_and_paths(tase, cfg, model_args)

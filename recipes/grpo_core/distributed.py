@@ -130,7 +130,7 @@ def _elastic_agent(parent: list[str]) -> bool:
 
 def launcher_exit(code: int) -> int:
     """The exit status for a recipe's `__main__`, after its one-line refusal (exit 2) under a launcher that would print
-    a traceback of its own under that line (issue 66, issue 80); every other exit is left alone. Linux only (the
+    a traceback of its own under that line (torchrun, accelerate); every other exit is left alone. Linux only (the
     parent is read from /proc).
 
     - `accelerate launch` with one process: its simple launcher answers a non-zero exit with a CalledProcessError

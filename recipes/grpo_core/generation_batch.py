@@ -5,7 +5,7 @@ that buffered batch (`_buffered_inputs`, indexed by the micro-step counter `_ste
 checkpoint: a run resumed from a checkpoint inside a generation batch starts `_step` at 0 with an empty buffer, so it
 generates new completions for the rest of the batch (and every later batch is shifted), and the per-generation
 states (guidance's schedule, dynamic sampling's re-draws, the curriculum's levels) move on a generation the
-uninterrupted run never made: the final weights differ (issue 80: from byte 2,153, resumed from checkpoint-1 of 4).
+uninterrupted run never made: the final weights differ (measured: from byte 2,153, resumed from checkpoint-1 of 4).
 At a boundary nothing is buffered, so a resume is exact. So a run saving every `save_steps` steps needs `save_steps`
 to be a multiple of the boundary period (`period`), and a resume from a checkpoint inside a batch (a run's final
 save at a max_steps inside one, a checkpoint written before this rule) is refused; each one line."""

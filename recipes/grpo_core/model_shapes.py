@@ -1,5 +1,5 @@
 """The shapes of the Qwen2.5 models the paper recipes name, so that `--dry-run` prints the whole plan (batch, async
-split, memory) on a fresh machine whose Hugging Face cache does not hold the weights (issue 66). A model that is in
+split, memory) on a fresh machine whose Hugging Face cache does not hold the weights. A model that is in
 the cache is read from its own config.json instead; this table is the fallback, and the dry run says so in one line.
 
 The figures are the `config.json` fields of Qwen/Qwen2.5-{0.5B..72B}(-Instruct) that set the parameter count; the

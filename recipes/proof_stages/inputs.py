@@ -102,8 +102,8 @@ def check_recipe_options(cfg: ProofConfig, sft_config: Path, grpo_config: Path,
                          read: Callable[[str | Path], Any] | None = None) -> dict[str, tuple]:
     """Every stage's recipe options, parsed now by that recipe's own parser (its --config, then the options as
     proof.py will pass them), so that a misspelled key or a bad value in `sft:`, `start:`, `grpo:` (a named arm's
-    options over grpo's) or `control:` is one line before stage 1, not a failure hours later when its stage starts
-    (issue 36). The range checks are config.TRAINER_RANGES'; the recipes check the rest (model, data, output
+    options over grpo's) or `control:` is one line before stage 1, not a failure hours later when its stage starts.
+    The range checks are config.TRAINER_RANGES'; the recipes check the rest (model, data, output
     folder) when they start. Returns each stage's parsed dataclasses, by stage ("grpo:<name>" for a named arm
     with options)."""
     from trl import GRPOConfig, ModelConfig

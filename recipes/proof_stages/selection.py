@@ -1,7 +1,7 @@
 """recipes/proof.py's selection stage (with a `select:` section): `recipes/select_checkpoint.py` on every GRPO arm and
 on the control, on held-out rows only (its own set from the sets stage, or the proof's held-out set), so that the
-evaluation stage evaluates each run's chosen checkpoint, not its final model (issue 49: the 300-step en_combine
-result was chosen this way by hand). The official files are never shown to the selection."""
+evaluation stage evaluates each run's chosen checkpoint, not its final model (a long run's
+last step is not its best on held-out rows). The official files are never shown to the selection."""
 from __future__ import annotations
 
 from pathlib import Path

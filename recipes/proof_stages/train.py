@@ -213,7 +213,7 @@ def stage_start(pr: Proof) -> None:
     """The start (a `start:` section): sft_warmup.py from the warm-up with gold answers on the GRPO arms' data drawn
     with start: synth_seed (and its num_train_examples, skip_examples where given; OUT/start_config.yaml), for the
     steps its options give (e.g. max_steps; no time budget). Output OUT/start: the GRPO arms and the control train
-    from it, and the comparisons measure them against it (issue 49: SFT then GRPO). With a list of sections, each
+    from it, and the comparisons measure them against it (SFT then GRPO). With a list of sections, each
     stage (OUT/start1, ..., OUT/start: start_stages) trains from the one before, the first from the warm-up. Their
     prompts are training sets of the sets stage, so the held-out guard covers them."""
     source, previous = pr.out / "sft", "the warm-up"

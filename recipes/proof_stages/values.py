@@ -1,5 +1,5 @@
-"""The proof config's value checks that need no other part of the proof's config code (issue 62's ranges of the
-later stages' values, issue 64's seeds, control sweep and transfer keys): `load_config` runs them before any stage,
+"""The proof config's value checks that need no other part of the proof's config code (the ranges of the later
+stages' values, the seeds, the control sweep and the transfer keys): `load_config` runs them before any stage,
 so a dry run refuses what the real run would refuse later."""
 from __future__ import annotations
 

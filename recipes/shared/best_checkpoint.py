@@ -1,4 +1,4 @@
-"""The chosen checkpoint, one file for both ways of choosing it (issue 61: one name per idea).
+"""The chosen checkpoint, one file for both ways of choosing it (one name per idea).
 
 A run with evaluation during training (recipes/features/heldout/evaluation.py: OUTPUT_DIR/best_checkpoint.json) and the selection after
 training (recipes/select_checkpoint.py: OUT/best_checkpoint.json) write the same file with the same fields:
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 NAME = "best_checkpoint.json"
-FORMER = "selection.json"  # select_checkpoint.py's file before issue 61 (a percent under `heldout`)
+FORMER = "selection.json"  # select_checkpoint.py's former file (a percent under `heldout`): still read, with a note
 PREFIX = "tase/heldout/"  # the training log's names of the held-out accuracies (recipes/features/heldout/evaluation.py)
 _warned: set[Path] = set()
 

@@ -10,7 +10,7 @@ from typing import Any
 from common.errors import TaseError
 from common.prompts import SYSTEM_PROMPT
 from recipes import features
-from recipes.shared.streams import data_streams, level_counts  # noqa: F401  (named here before; recipes/shared/streams.py)
+from recipes.shared.streams import data_streams, level_counts  # noqa: F401  (also importable from here)
 from rewards.levels import DEFAULT, check_level
 
 
@@ -165,7 +165,7 @@ class _TaseMethods:
         import math
 
         if isinstance(self.format_weight, bool) or not isinstance(self.format_weight, (int, float)) \
-                or not math.isfinite(self.format_weight):  # nan trained with weights [1.0, nan] (issue 36)
+                or not math.isfinite(self.format_weight):  # nan would train with weights [1.0, nan]
             raise ValueError(f"format_weight must be a finite number, got {self.format_weight!r}")
         features.check_options(self, data=False)  # each feature's options, then the trainers it works with
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from common.errors import TaseError
 from common.prompts import build_messages
-from recipes.features.heldout import rows as heldout_rows
+from recipes.features import heldout
 from recipes.shared.streams import data_streams
 
 DataOptions = Any  # recipes.shared.config.DataArgs (or TaseArgs), not imported: the options sit above the data
@@ -50,7 +50,7 @@ def _iter_drawn(args: DataOptions, limit: int | None, level: Level | None = None
 
     if args.train_data != "synth":
         rows = load_data(args.train_data)
-        held = heldout_rows.guard_training(args, None)  # no held-out prompt in the training rows (recipes/features/heldout/rows.py)
+        held = heldout.guard_training(args, None)  # no held-out prompt in the training rows
         yield from _slice(held.filter(rows) if held else rows, args.skip_examples, limit)
         return
     weights = load_mixture(args.mixture) if args.mixture else None
@@ -60,7 +60,7 @@ def _iter_drawn(args: DataOptions, limit: int | None, level: Level | None = None
                                       weights=weights if t == "all" else None, max_len=args.max_len,
                                       level=level))
     stream = (r for group in zip(*streams, strict=False) for r in group)  # interleave the requested cells
-    guard = heldout_rows.guard_training(args, guard_from_specs(args.exclude))  # + the held-out prompts, exact
+    guard = heldout.guard_training(args, guard_from_specs(args.exclude))  # + the held-out prompts, exact
     if guard:
         stream = guard.filter(stream)
     yield from _slice(stream, args.skip_examples, limit)

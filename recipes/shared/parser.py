@@ -2,7 +2,7 @@
 ModelConfig), with the --config YAML read once and checked against the parser's own options, and every error one
 line (a TaseError), never argparse's usage text. Shared by GRPO, the SFT warm-up and proof.py's stage checks.
 
-Abbreviated options are refused (`--learning_rat` was read as `--learning_rate`): a misspelling is an error."""
+Abbreviated options are refused (argparse reads `--learning_rat` as `--learning_rate`): a misspelling is an error."""
 from __future__ import annotations
 
 import argparse

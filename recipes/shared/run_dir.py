@@ -221,8 +221,8 @@ def already_finished(output_dir: str, ckpt: str | None, max_steps: int) -> bool:
     """A rerun of a finished command: the run reached its final save (the model, then trainer_state.json at the
     top of output_dir), or the resumed checkpoint is at max_steps and the final model was saved. Resuming the
     Trainer at the end would run one step past max_steps (seen with TRL 1.16 GRPO), and a run saved without
-    checkpoints (save_strategy: no, as the SFT warm-up) would start again from step 0 and overwrite its model
-    (issue 36), so the recipes stop instead, and say so. A larger max_steps than the finished run planned is a
+    checkpoints (save_strategy: no, as the SFT warm-up) would start again from step 0 and overwrite its model,
+    so the recipes stop instead, and say so. A larger max_steps than the finished run planned is a
     request to train on: from a checkpoint, or refused in one line when there is none."""
     out = Path(output_dir)
     saved = _saved(out)

@@ -35,7 +35,6 @@ class CpuSpeedSFTOptions:
 
 class CpuSpeed(Feature):
     name = "cpu_speed"
-    modules = ("recipes/features/cpu_speed/speed.py",)
     options = CpuSpeedOptions
     sft_options = CpuSpeedSFTOptions
     after = "async_max_model_len"
@@ -44,11 +43,11 @@ class CpuSpeed(Feature):
     native = {ASYNC: "each prompt's prefix computed once: TRL's prefix tree in the loss, vLLM's prefix cache in "
                      "generation"}
 
-    def trainer_problem(self, args: Any, kind: TrainerKind) -> str | None:
-        if kind.rollout_worker and args.cpu_shared_prefill is False:
-            return ("cpu_shared_prefill false: trainer: async always computes each prompt's prefix once (TRL's prefix "
-                    "tree in the loss, vLLM's prefix cache in generation); remove it (docs/training.md)")
-        return None
+    def check_enabled(self, args: Any, kind: TrainerKind | None) -> None:
+        if kind and kind.rollout_worker and args.cpu_shared_prefill is False:
+            raise ValueError("cpu_shared_prefill false: trainer: async always computes each prompt's prefix once "
+                             "(TRL's prefix tree in the loss, vLLM's prefix cache in generation); remove it "
+                             "(docs/training.md)")
 
     def argv(self, config: Any, route: Any, trainer: str) -> list[str]:
         """`--bf16 true` where cpu_bf16 resolves on for this run (a GRPO run on CPU, no explicit bf16); a bad value is

@@ -1,4 +1,4 @@
-"""A faster sync GRPO step and SFT step on CPU (issues 52, 65), with float32 weights kept so that what is learned
+"""A faster sync GRPO step and SFT step on CPU, with float32 weights kept so that what is learned
 stays the same.
 
 Five levers, each measured in docs/benchmarks.md ("GRPO step on 2 CPU cores: bf16 where native"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.features.contract import SYNC, Feature, Run
+from recipes.features.contract import SYNC, Feature, Run, TrainerKind
 
 
 @dataclass
@@ -52,7 +52,7 @@ def check_levels(args: Any) -> None:
 
 class Curriculum(Feature):
     name = "curriculum"
-    modules = ("recipes/features/curriculum/levels.py",)
+    requires = ("tracking",)
     options = CurriculumOptions
     after = "async_trace"
     trainers = frozenset({SYNC})
@@ -64,7 +64,7 @@ class Curriculum(Feature):
     def check_options(self, args: Any) -> None:
         check_curriculum(args)
 
-    def check_enabled(self, args: Any) -> None:
+    def check_enabled(self, args: Any, kind: TrainerKind | None) -> None:
         check_levels(args)
 
     def check(self, run: Run) -> None:
@@ -82,9 +82,11 @@ class Curriculum(Feature):
     def setup(self, run: Run) -> Any:
         from recipes.features.curriculum import levels as curriculum
 
-        cur = curriculum.start(run.args, run.cfg, run.resume)
-        run.difficulty = cur and cur.level  # the data stream reads each task's difficulty level at every draw
-        return cur
+        return curriculum.start(run.args, run.cfg, run.resume)
+
+    def dataset_kwargs(self, run: Run) -> dict[str, Any]:
+        cur = run.state.get(self.name)
+        return {"level": cur and cur.level}  # the data stream reads each task's difficulty level at every draw
 
     def wrap_rewards(self, funcs: list[Any], run: Run) -> list[Any]:
         from recipes.features.curriculum import levels as curriculum

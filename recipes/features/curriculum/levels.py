@@ -1,4 +1,4 @@
-"""An adaptive curriculum over synth's difficulty levels (issue 47: signal where GRPO has none), opt-in with
+"""An adaptive curriculum over synth's difficulty levels (signal where GRPO has none), opt-in with
 `--curriculum true` (sync GRPO, `streaming: true`).
 
 Each task module declares its levels (`levels` in synth/tasks/<task>.py, easiest first, the last one the official

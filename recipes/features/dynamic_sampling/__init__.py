@@ -27,12 +27,12 @@ class DynamicSamplingOptions:
 
 class DynamicSampling(Feature):
     name = "dynamic_sampling"
-    modules = ("recipes/features/dynamic_sampling/sampling.py",)
+    requires = ("tracking",)
     options = DynamicSamplingOptions
     after = "curriculum_down"
     trainers = frozenset({SYNC, ASYNC})
     hooks = {SYNC: ("trainer_class", "trainer_kwargs"), ASYNC: ("setup", "rollout", "callbacks", "after_build")}
-    renamed = {"dynamic_sampling_verdict": "dynamic_sampling_granularity"}  # one name per idea (issue 61)
+    renamed = {"dynamic_sampling_verdict": "dynamic_sampling_granularity"}  # one name per idea
 
     def enabled(self, args: Any) -> bool:
         return args.dynamic_sampling is True

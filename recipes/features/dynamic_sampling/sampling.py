@@ -1,4 +1,4 @@
-"""Dynamic sampling for the sync GRPO recipe (DAPO's "filter groups", issue 47): GRPO learns only from groups whose
+"""Dynamic sampling for the sync GRPO recipe (DAPO's "filter groups"): GRPO learns only from groups whose
 completions score differently, so a generation batch keeps only the groups whose accuracy *verdicts* are mixed and
 is filled with groups generated for fresh prompts drawn from the trainer's own data stream.
 

@@ -46,7 +46,7 @@ def check_guidance(args: Any) -> None:
 
 class Guidance(Feature):
     name = "guidance"
-    modules = ("recipes/features/guidance/hints.py", "recipes/features/guidance/trainer.py")
+    requires = ("curriculum", "dynamic_sampling")
     options = GuidanceOptions
     after = "dynamic_sampling_granularity"
     trainers = frozenset({SYNC})

@@ -1,4 +1,4 @@
-"""Guided GRPO for groups where the model never succeeds (issue 63), opt-in with `--guidance hint|gold|both` (sync
+"""Guided GRPO for groups where the model never succeeds, opt-in with `--guidance hint|gold|both` (sync
 GRPO, one training process).
 
 GRPO learns nothing from a group whose completions all fail. After TRL generates and scores a generation batch, every

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recipes.features.contract import SFT, SYNC, TRAINERS, Feature, Run
+from recipes.features.heldout.rows import guard_training as guard_training  # public: recipes/shared/data.py
 
 
 @dataclass
@@ -35,7 +36,6 @@ def heldout_problem(args: Any) -> None:
 
 class Heldout(Feature):
     name = "heldout"
-    modules = ("recipes/features/heldout/evaluation.py", "recipes/features/heldout/rows.py")
     options = HeldoutOptions
     data_options = True
     trainers = frozenset({SYNC, SFT})

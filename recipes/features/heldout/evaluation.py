@@ -1,4 +1,4 @@
-"""Evaluation during training on a generated held-out set, and the best checkpoint kept by it (issue 50).
+"""Evaluation during training on a generated held-out set, and the best checkpoint kept by it.
 
 With `held_out_rows: K` and TRL's own `eval_strategy: steps` + `eval_steps: N` (or `epoch`), the GRPO recipe and the
 SFT warm-up score K held-out rows every N steps with the project's evaluator: greedy answers of the live policy
@@ -165,8 +165,9 @@ def prepare(args: Any, cfg: Any, kind: str) -> HeldoutSet | None:
         return None
     from datasets import Dataset
 
+    from common.prompts import build_messages
     from eval.runner import dumps_line
-    from recipes.shared.data import messages, to_row
+    from synth.rows import conversational_row  # recipes/shared/data.to_row's row, without importing the data
 
     rows = records(args)
     out = Path(cfg.output_dir) / FOLDER
@@ -177,11 +178,11 @@ def prepare(args: Any, cfg: Any, kind: str) -> HeldoutSet | None:
     if kind == "sft":
         from synth.gold import sft_completion
 
-        data = [{"prompt": messages(r, args.system_prompt),
+        data = [{"prompt": build_messages(r, system_prompt=args.system_prompt),
                  "completion": [{"role": "assistant", "content": sft_completion(r) or ""}]} for r in rows]
         tokens = args.held_out_max_new_tokens or SFT_MAX_NEW_TOKENS
     else:
-        data = [to_row(r, args.system_prompt) for r in rows]
+        data = [conversational_row(r, args.system_prompt) for r in rows]
         tokens = args.held_out_max_new_tokens or cfg.max_completion_length
     if main:
         print(f"held-out set: {len(rows)} rows (synth seed {heldout_seed(args)}, {FOLDER}/heldout.jsonl), scored "

@@ -21,7 +21,6 @@ class PresetOptions:
 
 class Presets(Feature):
     name = "presets"
-    modules = ("recipes/features/presets/overlays.py",)
     options = PresetOptions
     after = "format_weight"
     trainers = frozenset({SYNC, ASYNC})

@@ -10,7 +10,7 @@ from recipes.features.contract import ASYNC, SFT, SYNC, Feature, Run
 
 class RewardLog(Feature):
     name = "reward_log"
-    modules = ("recipes/features/reward_log/weighted.py",)
+    requires = ("tracking",)
     trainers = frozenset({SYNC, ASYNC, SFT})
     hooks = {SYNC: ("wrap_rewards",), ASYNC: ("rollout",), SFT: ()}
     native = {SFT: "nothing to log: the SFT warm-up has no rewards"}

@@ -1,4 +1,4 @@
-"""Per-reward logging with weights (issue 50; verl users ask for it, verl-project/verl#2889): what each reward
+"""Per-reward logging with weights (verl users ask for it, verl-project/verl#2889): what each reward
 function contributes to the reward GRPO trains on, beside its raw mean. TRL logs `rewards/<name>/mean` (raw) and
 `reward` (the weighted sum); a run with `1.0 * accuracy_fine + 0.2 * format` could not see which term moved it.
 Each reward function is wrapped so that it also logs, through TRL's `log_metric` hook (recipes/features/tracking/metrics.py says

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from recipes.features.contract import ASYNC, SFT, SYNC, Feature, Run
+from recipes.features.tracking.metrics import PREFIX as PREFIX, Verdict as Verdict, verdicts as verdicts  # public
 
 
 class Tracking(Feature):
     name = "tracking"
-    modules = ("recipes/features/tracking/metrics.py",)
     hooks = {SYNC: ("wrap_rewards", "after_build"), ASYNC: ("after_build",), SFT: ("after_build",)}
     native = {ASYNC: "the tase/ metrics ride on each sample from the rollout worker (recipes/async_grpo/metrics.py)"}
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.features.contract import ASYNC, SYNC, Feature, Run, TrainerKind
+from recipes.features.vllm_cpu.colocate import reload_sync as reload_sync  # public: the async trainer's weight transfer
 
 
 @dataclass
@@ -20,7 +21,6 @@ class VllmCpuOptions:
 
 class VllmCpu(Feature):
     name = "vllm_cpu"
-    modules = ("recipes/features/vllm_cpu/server.py", "recipes/features/vllm_cpu/colocate.py")
     options = VllmCpuOptions
     after = "min_gpus"
     trainers = frozenset({SYNC, ASYNC})
@@ -28,11 +28,11 @@ class VllmCpu(Feature):
     native = {ASYNC: "weights reach vLLM by the trainer's own path: over gloo into vLLM's reload API on the CPU engine "
                      "(recipes/async_grpo/gloo_transfer.py), over NCCL to a server"}
 
-    def trainer_problem(self, args: Any, kind: TrainerKind) -> str | None:
-        if kind.rollout_worker and args.vllm_reload_sync != "auto":
-            return (f"vllm_reload_sync {args.vllm_reload_sync}: trainer: async picks its weight path itself (gloo "
-                    "into vLLM's reload API on the CPU engine, NCCL to a server); the option is sync's (remove it)")
-        return None
+    def check_enabled(self, args: Any, kind: TrainerKind | None) -> None:
+        if kind and kind.rollout_worker and args.vllm_reload_sync != "auto":
+            raise ValueError(f"vllm_reload_sync {args.vllm_reload_sync}: trainer: async picks its weight path "
+                             "itself (gloo into vLLM's reload API on the CPU engine, NCCL to a server); the option is "
+                             "sync's (remove it)")
 
     def setup(self, run: Run) -> Any:
         from recipes.features.vllm_cpu import server as vllm_server_cpu
