@@ -46,9 +46,10 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
                ) -> int:
     """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync. The
     features that declare async (recipes/features/) are folded from the same list as sync's: setup, callbacks,
-    after_build, after_train, and `rollout` (hooks the rollout worker runs on each group it scores); the worker
-    scores and weights the rewards itself, so reward wrappers and trainer mixins are sync's alone
-    (recipes/features/contract.py TRAINERS declares this, and a feature that needs another hook is refused)."""
+    trainer_class (a class over AsyncGRPOTrainer: held-out evaluation), after_build, after_train, and `rollout` (hooks
+    the rollout worker runs on each group it scores); the worker scores and weights the rewards itself, so reward
+    wrappers and trainer keyword arguments are sync's alone (recipes/features/contract.py TRAINERS declares this, and
+    a feature that needs another hook is refused)."""
     generation = generation_mode(tase, cfg)
     start = start_run(tase, cfg, model_args)
     if start is None:
@@ -77,7 +78,7 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
         kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok, watched(rewards.level),
                                                   features.rollout(job))
     try:
-        trainer = AsyncGRPOTrainer(
+        trainer = features.trainer_class(AsyncGRPOTrainer, job)(
             model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
             peft_config=get_peft_config(model_args),
             callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),

@@ -56,7 +56,8 @@ TRAINERS: dict[str, TrainerKind] = {
                                              "after_build", "after_train"})),
     ASYNC: TrainerKind(ASYNC, rollout_worker=True, launcher="recipes/accelerate/fsdp2.yaml",
                        config_class="TaseAsyncGRPOConfig", quantization=False, entry="recipes/async_grpo/main.py",
-                       folds=frozenset({"setup", "callbacks", "after_build", "after_train", "rollout"})),
+                       folds=frozenset({"setup", "callbacks", "trainer_class", "after_build", "after_train",
+                                        "rollout"})),
     SFT: TrainerKind(SFT, rows="sft", entry="recipes/sft_warmup.py",
                      folds=frozenset({"setup", "callbacks", "trainer_class", "after_build", "after_train"})),
 }
