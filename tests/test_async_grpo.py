@@ -111,20 +111,30 @@ def test_async_grpo_steps_on_cpu(vllm_env, tiny64, tmp_path):
     assert (out / "model.safetensors").is_file()
 
 
+# the curriculum as the async tests run it: window 1, so each failed group (the tiny random model fails all) moves its
+# task one level down from the top (sort_lengths and sentence_length have 5 levels; freq_count is static)
+CURRICULUM = ["--curriculum", "true", "--curriculum_window", "1", "--curriculum_up", "1.0", "--curriculum_down", "0.5",
+              "--curriculum_start_level", "4"]
+
+
 @pytest.mark.slow
 def test_async_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny64, tmp_path):
-    """One async CPU run for three features of issue 79. The tiny random model fails every row, so every group is
+    """One async CPU run for five features of issue 79. The tiny random model fails every row, so every group is
     uniform: dynamic sampling drops in the worker up to its cap (1 round) and then delivers zero-advantage groups, so
     the run does not stall; `max_train_seconds` stops it long before max_steps and saves, as sync does; reward logging
     carries each reward's raw and weighted mean out of the worker; the checkpoint's rollout_state.json starts a resume
-    after the dropped prompts, not at the first of them."""
+    after the dropped prompts, not at the first of them. Held-out evaluation runs at every step in the trainer and
+    names the best checkpoint; the curriculum (window 1: every failed group moves its task down) moves in the worker,
+    is logged from there and saved with the final model."""
     out = tmp_path / "run"
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
            "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "1000",
            "--num_generations", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
            "--max_completion_length", "8", "--num_train_examples", "64", "--async_max_model_len", "512",
            "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--max_train_seconds", "15",
-           "--save_strategy", "steps", "--save_steps", "1", "--save_total_limit", "1", "--logging_steps", "1"]
+           "--save_strategy", "steps", "--save_steps", "1", "--save_total_limit", "1", "--logging_steps", "1",
+           "--held_out_rows", "4", "--eval_strategy", "steps", "--eval_steps", "1", "--held_out_max_new_tokens", "8",
+           "--streaming", "true", *CURRICULUM]
     res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
                          text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-4000:]
@@ -142,6 +152,16 @@ def test_async_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny6
              for k in ("groups_drawn", "groups_kept", "groups_dropped", "groups_padded")}
     assert total["groups_kept"] == 0 and total["groups_padded"] >= last  # all uniform: every trained group padded
     assert total["groups_dropped"] > total["groups_padded"] and total["groups_drawn"] >= total["groups_dropped"]
+    # held-out evaluation at every step, in the trainer (recipes/features/heldout/evaluation.async_trainer_class)
+    best = json.loads((out / "best_checkpoint.json").read_text())
+    assert [e["step"] for e in best["evaluations"]] == list(range(1, last + 1)), best
+    assert best["metric"] == "tase/heldout/strict_acc" and Path(best["path"]).is_dir()
+    assert (out / "heldout" / f"step-{last}" / "results.json").is_file()
+    assert len([r for r in logs if "tase/heldout/strict_acc" in r]) == last
+    # the curriculum in the worker: sort_lengths' first group (the stream's first row) fails and moves it 4 -> 3
+    levels = [r["tase/curriculum/sort_lengths/level"] for r in logs if "tase/curriculum/sort_lengths/level" in r]
+    assert levels and max(levels) < 4, levels
+    assert json.loads((out / "curriculum.json").read_text())["levels"]["sort_lengths"] < 4
     assert "uniform groups now reach the trainer with zero advantage" in res.stderr  # the cap's one line
     ckpt = next(out.glob("checkpoint-*"))
     state = json.loads((ckpt / "rollout_state.json").read_text())
@@ -168,10 +188,12 @@ def test_async_run_whose_rollout_worker_dies_ends_in_one_line(vllm_env, tiny_mod
 
 @pytest.mark.slow
 def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position(vllm_env, tiny64, tmp_path):
-    """kill -9 during an async run with dynamic sampling (every group uniform: the worker drops and pads), then
-    --resume_from_checkpoint true: the run continues from the last complete checkpoint to max_steps, and the
-    worker starts at the saved prompt position (rollout_state.json, past the dropped prompts): the next checkpoint's
-    position is at least the saved one plus the groups trained since, and the policy version keeps counting."""
+    """kill -9 during an async run with dynamic sampling (every group uniform: the worker drops and pads) and the
+    curriculum (every group moves its task down) on streaming synth data, then --resume_from_checkpoint true: the run
+    continues from the last complete checkpoint to max_steps, the worker starts at the saved prompt position
+    (rollout_state.json, past the dropped prompts; TRL restores it for a Dataset only, the recipe for a stream): the
+    next checkpoint's position is at least the saved one plus the groups trained since, the policy version keeps
+    counting, and the curriculum starts at the levels the checkpoint saved."""
     import os
     import signal
     import time
@@ -182,7 +204,7 @@ def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position
            "--num_generations", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
            "--max_completion_length", "8", "--num_train_examples", "64", "--async_max_model_len", "512",
            "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--save_strategy", "steps",
-           "--save_steps", "1", "--logging_steps", "1"]
+           "--save_steps", "1", "--logging_steps", "1", "--streaming", "true", *CURRICULUM]
     env = {**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
@@ -199,9 +221,16 @@ def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position
     saved_step = int(ckpts[-1].name.split("-")[1])
     saved = json.loads((ckpts[-1] / "rollout_state.json").read_text())
     assert saved_step < 4 and saved["prompt_index"] > saved_step  # the dropped prompts count as used
+    from recipes.features.curriculum.levels import saved_state
+
+    levels = saved_state(ckpts[-1])["levels"]
+    assert levels["sort_lengths"] < 4, levels  # the worker moved it, and the checkpoint holds the worker's state
     res = subprocess.run([*cmd, "--resume_from_checkpoint", "true"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-4000:]
+    assert f"curriculum (restored from {ckpts[-1]}): " + ", ".join(
+        f"{t} {lv}/4" for t, lv in sorted(levels.items())) in res.stderr, res.stderr[-3000:]
+    assert f"the rollout worker resumes at prompt {saved['prompt_index']}" in res.stderr
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
     after = json.loads((out / "checkpoint-4" / "rollout_state.json").read_text())
     assert after["prompt_index"] >= saved["prompt_index"] + (4 - saved_step), (saved, after)

@@ -49,9 +49,9 @@ def test_curriculum_options_are_one_line():
 
     base = dict(tasks=["sentence_length"], langs=["en"], streaming=True, curriculum=True)
     TaseArgs(**base)  # fine
+    TaseArgs(**base, trainer="async")  # the rollout worker moves the levels (issue 79)
     for extra, want in (({"streaming": False}, "--streaming true"), ({"curriculum_up": 0.1}, "0 <= down < up <= 1"),
                         ({"curriculum_window": 0}, "curriculum_window must be an integer >= 1"),
-                        ({"trainer": "async"}, "trainer: sync only"),
                         ({"tasks": ["freq_count"]}, "has difficulty levels; these do: component_split")):
         with pytest.raises(ValueError, match=want.replace("(", r"\(")):
             TaseArgs(**{**base, **extra})
@@ -241,3 +241,50 @@ def test_start_restores_from_curriculum_json_or_trainer_state(tmp_path, capsys):
     assert start(tase, cfg, str(bare)).levels == {"sentence_length": 1, "component_split": 1}
     assert "holds no curriculum state" in capsys.readouterr().err
     assert start(TaseArgs(tasks=["sentence_length"], langs=["en"]), cfg, None) is None  # off: nothing
+
+
+def test_async_worker_moves_the_level_its_stream_draws_and_sends_it_back():
+    """trainer: async (issue 79): the curriculum reaches the rollout worker in one pickle with the streaming dataset
+    (both are the worker loop's arguments), so the worker's copy is one object: its rollout hook moves the level from a
+    group's strict verdicts (TRL's real _score_group) and the next row that stream draws is at the new level; the
+    trainer's copy is untouched until it drains the state the worker sent."""
+    import asyncio
+    import pickle
+
+    from test_async_guard import _scored_loop
+    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence
+
+    from recipes.async_grpo.cpu_engine import WeightedReward
+    from recipes.features.curriculum.levels import WorkerCurriculum, WorkerLevels
+    from recipes.shared import data
+    from recipes.shared.config import TaseArgs
+    from rewards.trl import accuracy_strict
+
+    args = TaseArgs(tasks=["sentence_length"], langs=["en"], subtasks=["count"], streaming=True, curriculum=True)
+    levels = WorkerLevels(_cur({"sentence_length": 5}, start=2, window=1, up=0.7, down=0.1))
+    sent = {"dataset": data.build_dataset(args, level=levels.cur.level),
+            "tase_hooks": [WorkerCurriculum(levels.cur, levels.queue)]}
+    child = pickle.loads(pickle.dumps(sent))  # the spawn pickles the loop's arguments together, as here
+    hook = child["tase_hooks"][0]
+    assert hook.updates is None  # a plain pickle leaves the queue behind (TRL's picklability check)
+    hook.updates = levels.queue
+    rows = iter(child["dataset"])
+    row = next(rows)
+    assert row[data.LEVEL_COLUMN] == 2
+    loop, _, pushed = _scored_loop([hook], [WeightedReward(accuracy_strict, 1.0)])
+    group = RolloutGroup(
+        prompts=[row["prompt"]] * 2, reward_kwargs={k: [v] * 2 for k, v in row.items() if k != "prompt"},
+        completions=[[{"role": "assistant", "content": "<answer>none</answer>"}]] * 2, completions_ids=[[1], [1]],
+        completions_sequences=[[TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "a")],
+                               [TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "b")]],
+        tool_call_counts=[0, 0], tool_failure_counts=[0, 0], model_version=0, group_id=0,
+        env_rewards=[None, None], rollout_rewards=[None, None])
+    assert len(asyncio.run(loop._score_group(group))) == 2  # the hook keeps every sample
+    assert pushed[-1] == {"tase/curriculum/sentence_length/drawn_level": 2.0, "tase/curriculum/sentence_length/level": 1.0}
+    assert next(rows)[data.LEVEL_COLUMN] == 1  # the worker's stream reads the worker's level
+    assert levels.cur.level("sentence_length") == 2  # the trainer's copy, until it drains
+    deadline = time.time() + 10
+    while not levels.drain():  # a spawn queue's put lands after its feeder thread ran
+        assert time.time() < deadline
+        time.sleep(0.05)
+    assert levels.cur.level("sentence_length") == 1 and levels.cur.moves == 1

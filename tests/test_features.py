@@ -390,7 +390,8 @@ def test_every_feature_under_every_trainer_runs_whole_or_is_refused_in_one_line(
             assert features.skipped(f, features.SFT) is None or f.refusal, f.name
     # the paper's path: what trainer: async runs, and what it refuses (docs/training.md, "Features under async")
     assert {k[0] for k, v in seen.items() if k[1] == "async" and v == "runs"} == {
-        "tracking", "presets", "reward_log", "vllm_cpu", "cpu_speed", "dynamic_sampling", "budget"}
+        "tracking", "presets", "reward_log", "vllm_cpu", "cpu_speed", "dynamic_sampling", "budget", "heldout",
+        "curriculum"}
     assert all(v == "runs" for k, v in seen.items() if k[1] == "sync")
 
 
@@ -407,6 +408,9 @@ def test_each_trainer_declares_the_hooks_its_entry_point_folds():
 
 @pytest.mark.parametrize("trainer,hook,argv", [("async", "callbacks", ["--max_train_seconds", "5"]),
                                                 ("async", "rollout", ["--dynamic_sampling", "true"]),
+                                                ("async", "trainer_class", ["--held_out_rows", "4", "--eval_strategy",
+                                                                            "steps", "--eval_steps", "1"]),
+                                                ("async", "rollout", ["--curriculum", "true", "--streaming", "true"]),
                                                 ("sync", "trainer_class", ["--guidance", "hint"])])
 def test_a_hook_removed_from_a_trainer_refuses_the_features_that_need_it(tmp_path, monkeypatch, trainer, hook, argv):
     """Take `hook` out of a trainer's declared folds: a feature that needs it is refused at parse time in one line
@@ -424,7 +428,6 @@ def test_a_hook_removed_from_a_trainer_refuses_the_features_that_need_it(tmp_pat
 @pytest.mark.parametrize("argv,why", [
     (["--cpu_shared_prefill", "false"], "cpu_shared_prefill false: trainer: async always computes"),
     (["--vllm_reload_sync", "never"], "vllm_reload_sync never: trainer: async picks its weight path itself"),
-    (["--curriculum_window", "3"], "(given: curriculum_window)"),
     (["--guidance_schedule", "step"], "(given: guidance_schedule)"),
 ])
 def test_async_refuses_what_it_would_ignore_in_one_line(tmp_path, argv, why):

@@ -122,7 +122,8 @@ def test_options_are_checked_in_one_line(tmp_path):
             TaseArgs(**kw)
     base = ["recipes/grpo.py", "--dry-run", "--model_name_or_path", "default", "--output_dir", str(tmp_path / "o")]
     for extra, msg in ((["--guidance", "hints"], "guidance"),
-                       (["--guidance", "hint", "--trainer", "async"], "guidance works with trainer: sync only")):
+                       (["--guidance", "hint", "--trainer", "async"],
+                        "guidance works with trainer: sync only (under async a hinted retry would be a second")):
         code, err = call_main(base + extra)
         assert code == 2 and msg in err and "Traceback" not in err, (extra, err[-500:])
         assert len(err.strip().splitlines()) == 1, err

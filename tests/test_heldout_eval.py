@@ -99,9 +99,36 @@ def test_option_checks_are_one_line(tmp_path):
     assert cfg.metric_for_best_model == "tase/heldout/official_acc"
     from recipes import features  # the trainers it works with are declared (recipes/features/heldout/__init__.py)
 
-    with pytest.raises(Exception, match="trainer: sync"):
-        features.check(features.Run(data_args(), SimpleNamespace(eval_strategy="steps", metric_for_best_model=None,
-                                                                 report_to=[]), trainer="async"))
+    cfg = SimpleNamespace(eval_strategy="steps", metric_for_best_model=None, report_to=[])
+    features.check(features.Run(data_args(), cfg, trainer="async"))  # async evaluates too (issue 79)
+    assert cfg.metric_for_best_model == "tase/heldout/strict_acc"
+
+
+def test_async_policy_generates_on_sdpa_and_trains_on_tree_attention_again(tiny_model):
+    """trainer: async builds the policy on TRL's tree attention, which runs packed training rows only: `generate` on
+    it fails. The held-out evaluation generates inside generation_attention (SDPA, the same weights), and the
+    policy is on tree attention again after, for the next training step."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl.experimental.async_grpo")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl.experimental.async_grpo.packing import TREE_ATTENTION, register_tree_attention
+
+    from recipes.async_grpo.patches import use_cpu_tree_attention
+    from recipes.features.heldout.evaluation import generation_attention
+
+    register_tree_attention()
+    use_cpu_tree_attention()
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation=TREE_ATTENTION)
+    ids = AutoTokenizer.from_pretrained(tiny_model)(["count the words"], return_tensors="pt")
+    with pytest.raises(TypeError, match="tree_kv_index"):
+        model.generate(**ids, max_new_tokens=2, do_sample=False)
+    with generation_attention(model):
+        out = model.generate(**ids, max_new_tokens=2, do_sample=False)
+        with torch.no_grad():  # the same logits as an SDPA model of the same weights
+            ref = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation="sdpa")
+            assert torch.equal(out, ref.generate(**ids, max_new_tokens=2, do_sample=False))
+    assert model.config._attn_implementation == TREE_ATTENTION
+    assert all(m.config._attn_implementation == TREE_ATTENTION for m in model.modules() if hasattr(m, "config"))
 
 
 def test_the_committed_best_checkpoint_files_read_as_the_one_shape():

@@ -4,6 +4,7 @@ subpackage is what only async needs (cpu_engine, gloo_transfer, patches, metrics
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from common.errors import TaseError
@@ -42,13 +43,54 @@ def generation_mode(tase: TaseArgs, cfg: Any) -> str:
 
 
 
+def streaming_resume(trainer_ref: list, resume: str) -> Any:
+    """A TrainerCallback that restores the rollout worker's prompt position for a streaming dataset. TRL restores it
+    from the checkpoint's rollout_state.json for a datasets.Dataset only: a streaming one would restart at prompt 0,
+    and its policy versions at 0. This does what TRL does for a Dataset, at train begin, before TRL's own callback
+    (added after this one) starts the worker; the worker's loop then skips that many rows of the stream
+    (recipes/async_grpo/metrics.TaseMetricsLoop: synth draws them again, at a curriculum's restored levels)."""
+    import json
+    import sys
+
+    from transformers import TrainerCallback
+
+    from common.process import drop_messages
+    from common.state import whole
+
+    # TRL's line for this case ("the rollout worker will restart from prompt 0") is what this callback undoes
+    drop_messages("trl.experimental.async_grpo.async_grpo_trainer", "Resuming with an IterableDataset")
+
+    class StreamingResume(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            trainer = trainer_ref[0]
+            worker, path = trainer.rollout_worker, os.path.join(resume, "rollout_state.json")
+            if worker is None or not os.path.isfile(path):
+                return
+            try:
+                saved = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as e:
+                raise TaseError(f"{path}: not readable JSON ({e}); resume from another checkpoint") from None
+            index, version = (saved.get(k) if isinstance(saved, dict) else None for k in ("prompt_index",
+                                                                                       "model_version"))
+            if not whole(index) or not whole(version or 0):
+                raise TaseError(f"{path}: prompt_index and model_version must be whole numbers >= 0, got {saved!r}; "
+                                "resume from another checkpoint")
+            worker._loop_kwargs["dataset_start_index"] = trainer._groups_before_resume = index
+            trainer.model_version = version or 0
+            worker.update_model_version(trainer.model_version)
+            print(f"streaming data: the rollout worker resumes at prompt {index} ({path})", file=sys.stderr)
+
+    return StreamingResume()
+
+
 def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, callbacks: list | None = None
                ) -> int:
     """trainer: async: TRL's AsyncGRPOTrainer on the same data, rewards, logging and output layout as sync. The
     features that declare async (recipes/features/) are folded from the same list as sync's: setup, callbacks,
-    after_build, after_train, and `rollout` (hooks the rollout worker runs on each group it scores); the worker
-    scores and weights the rewards itself, so reward wrappers and trainer mixins are sync's alone
-    (recipes/features/contract.py TRAINERS declares this, and a feature that needs another hook is refused)."""
+    trainer_class (a class over AsyncGRPOTrainer: held-out evaluation), after_build, after_train, and `rollout` (hooks
+    the rollout worker runs on each group it scores); the worker scores and weights the rewards itself, so reward
+    wrappers and trainer keyword arguments are sync's alone (recipes/features/contract.py TRAINERS declares this, and
+    a feature that needs another hook is refused)."""
     generation = generation_mode(tase, cfg)
     start = start_run(tase, cfg, model_args)
     if start is None:
@@ -72,12 +114,14 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
     trainer_ref: list = []  # the trace callback reads the policy version from the trainer
     if tase.async_trace:
         callbacks = [*(callbacks or []), async_cpu.TraceSteps(tase.async_trace, trainer_ref)]
+    if tase.streaming and resume:
+        callbacks = [*(callbacks or []), streaming_resume(trainer_ref, resume)]
     async_patches.cpu_safe_peak_flops()
     if generation == "cpu_engine":
         kw, transfer = async_cpu.cpu_engine_parts(path, cfg, tase, dataset, funcs, tok, watched(rewards.level),
                                                   features.rollout(job))
     try:
-        trainer = AsyncGRPOTrainer(
+        trainer = features.trainer_class(AsyncGRPOTrainer, job)(
             model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
             peft_config=get_peft_config(model_args),
             callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),

@@ -52,6 +52,13 @@ class TaseMetricsLoop:
     tase_off: str | None = None
     tase_hooks: Sequence[Any] = ()
 
+    def __init__(self, **kwargs: Any) -> None:
+        data, start = kwargs.get("dataset"), kwargs.get("dataset_start_index", 0)
+        if start and data is not None and not hasattr(data, "__len__"):
+            # a streaming dataset (synth drawn as read): TRL's start index needs len(); skip that many rows instead
+            kwargs["dataset"], kwargs["dataset_start_index"] = data.skip(start), 0
+        super().__init__(**kwargs)
+
     async def _score_group(self, group: Any) -> list:
         samples = await super()._score_group(group)  # type: ignore[misc]
         if self.tase_off is None:

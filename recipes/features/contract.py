@@ -61,8 +61,8 @@ TRAINERS: dict[str, TrainerKind] = {
                                              "trainer_kwargs", "after_build", "after_train"})),
     ASYNC: TrainerKind(ASYNC, rollout_worker=True, launcher="recipes/accelerate/fsdp2.yaml",
                        config_class="TaseAsyncGRPOConfig", quantization=False, entry="recipes/async_grpo/main.py",
-                       folds=frozenset({"setup", "dataset_kwargs", "callbacks", "after_build", "after_train",
-                                               "rollout"})),
+                       folds=frozenset({"setup", "dataset_kwargs", "callbacks", "trainer_class", "after_build",
+                                        "after_train", "rollout"})),
     SFT: TrainerKind(SFT, rows="sft", entry="recipes/sft_warmup.py",
                      folds=frozenset({"setup", "callbacks", "trainer_class", "after_build", "after_train"})),
 }

@@ -1,11 +1,13 @@
 """The adaptive curriculum (recipes/features/curriculum/levels.py): each task with difficulty levels moves up or down by the strict
-accuracy of its last groups; the data stream reads the level at every draw. Sync, synth data streamed."""
+accuracy of its last groups; the data stream reads the level at every draw. Synth data streamed; sync (a reward
+wrapper reads the verdicts) and async (a rollout hook: the worker draws the prompts, so the level lives there and its
+state comes back to the trainer for the checkpoints)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.features.contract import SYNC, Feature, Run, TrainerKind
+from recipes.features.contract import ASYNC, SYNC, TRAINERS, Feature, Run, TrainerKind
 
 
 @dataclass
@@ -55,8 +57,9 @@ class Curriculum(Feature):
     requires = ("tracking",)
     options = CurriculumOptions
     after = "async_trace"
-    trainers = frozenset({SYNC})
-    refusal = "curriculum runs with trainer: sync only (the async rollout worker draws its own data)"
+    trainers = frozenset({SYNC, ASYNC})
+    hooks = {SYNC: ("setup", "dataset_kwargs", "wrap_rewards", "callbacks"),
+             ASYNC: ("setup", "dataset_kwargs", "callbacks", "rollout")}
 
     def enabled(self, args: Any) -> bool:
         return bool(args.curriculum)
@@ -82,10 +85,14 @@ class Curriculum(Feature):
     def setup(self, run: Run) -> Any:
         from recipes.features.curriculum import levels as curriculum
 
-        return curriculum.start(run.args, run.cfg, run.resume)
+        cur = curriculum.start(run.args, run.cfg, run.resume)
+        if cur is not None and TRAINERS[run.trainer].rollout_worker:  # the worker moves the levels: a way back
+            return curriculum.WorkerLevels(cur)
+        return cur
 
     def dataset_kwargs(self, run: Run) -> dict[str, Any]:
         cur = run.state.get(self.name)
+        cur = getattr(cur, "cur", cur)  # async: WorkerLevels holds the trainer's copy
         return {"level": cur and cur.level}  # the data stream reads each task's difficulty level at every draw
 
     def wrap_rewards(self, funcs: list[Any], run: Run) -> list[Any]:
@@ -96,7 +103,16 @@ class Curriculum(Feature):
     def callbacks(self, run: Run) -> list[Any]:
         from recipes.features.curriculum import levels as curriculum
 
-        return curriculum.callbacks(run.state.get(self.name))
+        state = run.state.get(self.name)
+        if isinstance(state, curriculum.WorkerLevels):  # async: the worker's state first, then saved
+            return [curriculum.drain_callback(state), *curriculum.callbacks(state.cur)]
+        return curriculum.callbacks(state)
+
+    def rollout(self, run: Run) -> list[Any]:
+        from recipes.features.curriculum import levels as curriculum
+
+        state = run.state[self.name]
+        return [curriculum.WorkerCurriculum(state.cur, state.queue)]
 
 
 FEATURE = Curriculum()

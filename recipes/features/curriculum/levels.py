@@ -240,3 +240,93 @@ def state_callback(name: str, file: str, snapshot: Callable[[], dict[str, Any]])
 def callbacks(cur: Curriculum | None) -> list[Any]:
     """The trainer callback that saves the curriculum with every checkpoint and the final model (none without one)."""
     return [] if cur is None else [state_callback("CurriculumCallback", STATE_FILE, cur.state)]
+
+
+# --------------------------------------------------------------------------------------------- trainer: async
+
+
+class WorkerCurriculum:
+    """The curriculum in the async rollout worker (a rollout hook, recipes/async_grpo/metrics.py): the worker draws the
+    prompts, so the level lives there. `cur` reaches the spawned worker in the same pickle as the dataset whose
+    stream reads `cur.level` at every draw (both are the worker's loop arguments), so the child's copy is one object:
+    this hook moves it from each group's strict verdicts (the group's own policy version scored them), the stream
+    draws at its levels, and the metrics go out through the worker's metrics queue under sync's names. After each
+    group its state goes back to the trainer over `updates` (a spawn-context queue; WorkerLevels), which saves it with
+    every checkpoint. The hook runs on every group scored, also those dynamic sampling drops afterwards (as sync's
+    reward wrapper sees every generation batch)."""
+
+    def __init__(self, cur: Curriculum, updates: Any = None) -> None:
+        self.cur, self.updates = cur, updates
+
+    def __getstate__(self) -> dict[str, Any]:
+        from multiprocessing.context import get_spawning_popen
+
+        state = dict(self.__dict__)
+        if get_spawning_popen() is None:  # a plain pickle (TRL's picklability check): the queue goes to the child only
+            state["updates"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.updates is not None:  # in the child: its exit must not wait on states the trainer no longer reads
+            self.updates.cancel_join_thread()
+
+    def __call__(self, loop: Any, group: Any, samples: list) -> list:
+        from recipes.features.tracking.metrics import verdicts
+
+        columns = {k: v for k, v in group.reward_kwargs.items() if k not in ("prompts", "completions")}
+        got = verdicts(group.prompts, group.completions, columns)
+        level = int((group.reward_kwargs.get(LEVEL_COLUMN) or [-1])[0])
+        task = got[0].task if got else None
+        metrics: dict[str, float] = {}
+        if task is not None and level >= 0:
+            self.cur.record(task, level, sum(v.strict for v in got) / len(got))
+            metrics[f"{PREFIX}{task}/drawn_level"] = float(level)
+            if self.updates is not None:
+                self.updates.put(self.cur.state())
+        metrics.update({f"{PREFIX}{t}/level": float(lv) for t, lv in self.cur.levels.items()})
+        loop._push_metrics(metrics)
+        return samples
+
+
+class WorkerLevels:
+    """Trainer side of WorkerCurriculum (async): `cur` is the trainer's copy (started, or restored from the resumed
+    checkpoint, before the worker spawns with it), `queue` the states the worker sends. `drain` loads the latest into
+    `cur`, which CurriculumCallback saves: a checkpoint holds the levels and windows as of the groups the worker had
+    scored by its step end (a few groups ahead of the trained ones: those still queued or in flight)."""
+
+    def __init__(self, cur: Curriculum) -> None:
+        import multiprocessing as mp
+
+        self.cur = cur
+        self.queue = mp.get_context("spawn").Queue()  # spawn: handed to the rollout child with its loop kwargs
+
+    def drain(self) -> int:
+        """Take every state the worker sent; the last one becomes the trainer's copy. Returns how many."""
+        import queue
+
+        n, last = 0, None
+        while True:
+            try:
+                last = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            n += 1
+        if last is not None:
+            self.cur.load(last)
+        return n
+
+
+def drain_callback(levels: WorkerLevels) -> Any:
+    """A TrainerCallback that takes the worker's curriculum state at every step end and at the end of training, before
+    CurriculumCallback saves it (it is listed first)."""
+    from transformers import TrainerCallback
+
+    class DrainLevels(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            levels.drain()
+
+        def on_train_end(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            levels.drain()
+
+    return DrainLevels()

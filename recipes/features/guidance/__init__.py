@@ -50,8 +50,9 @@ class Guidance(Feature):
     options = GuidanceOptions
     after = "dynamic_sampling_granularity"
     trainers = frozenset({SYNC})
-    refusal = ("guidance works with trainer: sync only (AsyncGRPOTrainer's rollout worker generates and scores on its "
-               "own; re-generating a group there is not built)")
+    refusal = ("guidance works with trainer: sync only (under async a hinted retry would be a second generation of "
+               "the group inside the rollout worker's scoring, and a gold member needs behaviour log-probabilities "
+               "the worker does not have; neither is built: docs/training.md)")
 
     def enabled(self, args: Any) -> bool:
         return args.guidance != "none"

@@ -1,12 +1,12 @@
 """Held-out evaluation (recipes/features/heldout/evaluation.py): score generated held-out rows at each evaluation and keep the best
-checkpoint. Its options are data options (GRPO and the SFT warm-up share them); sync GRPO and SFT (the async
-trainer has no evaluation loop)."""
+checkpoint. Its options are data options (GRPO and the SFT warm-up share them); sync GRPO, async GRPO (a trainer
+class over TRL's AsyncGRPOTrainer: it evaluates between optimizer steps with the trainer's own weights) and SFT."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.features.contract import SFT, SYNC, TRAINERS, Feature, Run
+from recipes.features.contract import ASYNC, SFT, SYNC, TRAINERS, Feature, Run
 from recipes.features.heldout.rows import guard_training as guard_training  # public: recipes/shared/data.py
 
 
@@ -38,10 +38,8 @@ class Heldout(Feature):
     name = "heldout"
     options = HeldoutOptions
     data_options = True
-    trainers = frozenset({SYNC, SFT})
-    refusal = ("held_out_rows: evaluation during training runs with trainer: sync (AsyncGRPOTrainer has no "
-               "evaluation loop); use recipes/select_checkpoint.py on an async run's checkpoints")
-    refuse_at = "check"
+    trainers = frozenset({SYNC, ASYNC, SFT})
+    refuse_at = "check"  # data options: parsed without the trainer
 
     def enabled(self, args: Any) -> bool:
         return bool(args.held_out_rows)
@@ -62,6 +60,8 @@ class Heldout(Feature):
     def trainer_class(self, base: type, run: Run) -> type:
         from recipes.features.heldout import evaluation as heldout
 
+        if TRAINERS[run.trainer].rollout_worker:  # TRL's AsyncGRPOTrainer: no eval_dataset, tree attention
+            return heldout.async_trainer_class(base, run.state.get(self.name))
         return heldout.trainer_class(base, run.state.get(self.name))  # evaluate() scores the held-out set
 
 

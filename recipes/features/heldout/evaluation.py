@@ -17,10 +17,12 @@ The held-out rows are guarded by construction (recipes/features/heldout/rows.py)
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +47,7 @@ def _strategy(cfg: Any, key: str = "eval_strategy") -> str:
 def check(args: Any, cfg: Any) -> None:
     """The evaluation options together (one TaseError line each), called by a dry run and a real start alike:
     held_out_rows needs an eval_strategy and the other way round (the recipes evaluate on the held-out set, not
-    on a TRL eval_dataset; sync trainers only, declared in recipes/features/heldout/__init__.py); and metric_for_best_model filled in: unset (or transformers'
+    on a TRL eval_dataset); and metric_for_best_model filled in: unset (or transformers'
     `loss` default) becomes tase/heldout/strict_acc, a given one must be a held-out accuracy (greater is better)."""
     strategy = _strategy(cfg)
     if not args.held_out_rows:
@@ -251,3 +253,47 @@ def trainer_class(base: type, held: HeldoutSet | None) -> type:
 
     HeldoutTrainer.__name__ = HeldoutTrainer.__qualname__ = f"Heldout{base.__name__}"
     return HeldoutTrainer
+
+
+@contextlib.contextmanager
+def generation_attention(model: Any) -> Iterator[None]:
+    """`model` on SDPA attention inside the block, on its own again after. TRL's AsyncGRPOTrainer builds the policy
+    with its tree attention, which runs only packed training rows (it needs the tree's index tensors), so
+    `generate` on it fails; the held-out answers are generated with SDPA, the same weights."""
+    impl = model.config._attn_implementation
+    if impl == "sdpa":
+        yield
+        return
+    model.set_attn_implementation("sdpa")
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(impl)
+
+
+def async_trainer_class(base: type, held: HeldoutSet | None) -> type:
+    """`base` (TRL's AsyncGRPOTrainer) whose `evaluate` scores the held-out set between two optimizer steps, as the
+    sync trainer's does, and which records the best checkpoint. AsyncGRPOTrainer's constructor takes no
+    eval_dataset, which transformers wants with an eval_strategy, so a class between it and the Trainer it builds
+    on passes one. The evaluation generates in the trainer process with its current weights (HF `generate`, SDPA);
+    the rollout worker is neither paused nor used: it keeps generating meanwhile (docs/training.md)."""
+    if held is None:
+        return base
+    from trl.experimental.async_grpo import AsyncGRPOTrainer
+
+    class WithEvalDataset(AsyncGRPOTrainer.__mro__[1]):  # type: ignore[misc, name-defined]
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, eval_dataset=held.dataset, **kw)
+
+    class HeldoutAsyncTrainer(base, WithEvalDataset):  # type: ignore[misc, valid-type]
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, **kw)
+            self.add_callback(best_callback(self.args.output_dir))
+
+        def evaluate(self, eval_dataset: Any = None, ignore_keys: Any = None,
+                     metric_key_prefix: str = "eval") -> dict[str, float]:
+            with generation_attention(self.accelerator.unwrap_model(self.model)):
+                return held.evaluate(self, metric_key_prefix)
+
+    HeldoutAsyncTrainer.__name__ = HeldoutAsyncTrainer.__qualname__ = f"Heldout{base.__name__}"
+    return HeldoutAsyncTrainer
