@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from common.languages import LANGUAGES, language
+from common.languages import char_languages, language
 
 from .base import Score, field, pool_max, sample_options, tag
 from .extract import extract_answer
@@ -33,8 +33,8 @@ _LETTERS = re.compile(r"[a-zA-Z ]*")
 def count_units(content: str) -> int:
     """Token count by the official LENGTH rule: the characters of the first character language (catalogue
     order) the text has, else valid English words."""
-    for lang in LANGUAGES.values():
-        if lang.char_re is not None and lang.char_re.search(content):
+    for lang in char_languages():
+        if lang.char_re.search(content):
             return len(lang.not_char_re.sub("", content))  # deleting the other runs beats a string per character
     plain = content.translate(PUNCT_TO_SPACE)
     if _LETTERS.fullmatch(plain):  # fast path: only letters between separators, every word valid

@@ -69,7 +69,27 @@ class LanguageError(RegistryError):
     """A language declared twice, or an entry that is not a `Language`."""
 
 
-LANGUAGES: Registry[Language] = Registry("language", LanguageError)
+class _Catalogue(Registry[Language]):
+    """The registry of languages, which also keeps its character languages at hand (the LENGTH rule reads them
+    on every completion), refreshed on each `add` and `remove`."""
+
+    _chars: tuple[Language, ...] | None = None
+
+    def add(self, name: str, entry: Language, verb: str = "registered") -> Language:
+        self._chars = None
+        return super().add(name, entry, verb)
+
+    def remove(self, name: str) -> None:
+        self._chars = None
+        super().remove(name)
+
+    def char_languages(self) -> tuple[Language, ...]:
+        if self._chars is None:
+            self._chars = tuple(lang for lang in self.values() if lang.char_ranges)
+        return self._chars
+
+
+LANGUAGES = _Catalogue("language", LanguageError)
 
 
 def declare_language(lang: Language) -> Language:
@@ -96,7 +116,7 @@ def language(code: str) -> Language | None:
 
 def char_languages() -> tuple[Language, ...]:
     """The character languages, in catalogue order (the LENGTH rule tries them in this order)."""
-    return tuple(lang for lang in LANGUAGES.values() if lang.char_ranges)
+    return LANGUAGES.char_languages()
 
 
 def of_stem(stem: str) -> str | None:
