@@ -86,3 +86,27 @@ def test_a_toy_language_is_generated_scored_and_evaluated(toy, tmp_path):
     assert spaced is not None and g["meta"]["topic"] not in spaced["prompt"]
     homo = perturb(g, "homoglyph", seed=1, rate=1.0)  # English words only
     assert homo is not None and g["meta"]["topic"] in homo["prompt"]
+
+
+def test_no_library_module_keeps_its_own_language_table():
+    """A tuple, list, set or dict of every catalogue language (`("en", "zh", "ko")`, `{"en": ..., "zh": ...,
+    "ko": ...}`) is a copy of the catalogue: outside common/languages/ only the task modules, which name their
+    languages and hold each one's wording (synth/tasks/, synth/structural/), may write one."""
+    import ast
+
+    from tests.conftest import ROOT
+
+    every = set(codes())
+    bad = []
+    for pkg in ("common", "rewards", "synth", "eval", "recipes"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith(("common/languages/", "synth/tasks/", "synth/structural/")):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                items = (node.keys if isinstance(node, ast.Dict) else node.elts
+                         if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [])
+                found = {x.value for x in items if isinstance(x, ast.Constant) and isinstance(x.value, str)}
+                if every <= found:
+                    bad.append(f"{rel}:{node.lineno}")
+    assert not bad, "language tables outside common/languages/: " + ", ".join(bad)
