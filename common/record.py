@@ -1,8 +1,9 @@
 """The example record shared by generators, rewards and the evaluator (see ../shared/CONTRACT.md).
 
 Records are plain dicts (JSON lines) for speed and interop with `datasets`; this module owns the
-vocabulary of tasks, languages and categories (the task catalogue) so every package agrees on it, and
-hands out the scoring types' names from their catalogue (`common.types`, in the floor too). It is part
+vocabulary of tasks and categories (the task catalogue) so every package agrees on it, and hands out the
+scoring types' names from their catalogue (`common.types`) and the languages' from theirs
+(`common.languages`), both in the floor too. It is part
 of the floor (`common/`, docs/architecture.md): the standard library and the floor only, so every package
 may read it. What a task does beyond these static facts lives in its module under synth/tasks/.
 """
