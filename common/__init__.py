@@ -1,6 +1,7 @@
 """The floor: what every package shares and none owns. Every package may import it; it imports none of ours.
 
 - `common.record`: the record (`make_record`, `Example`) and the task catalogue (`TASKS`, `LANGS`, ...);
+- `common.languages`: the language catalogue (one module per language, `LANGUAGES`);
 - `common.types`: the catalogue of scoring types (`TypeInfo`: what every floor may know about a type);
 - `common.readers`: the record checks, JSON lines and CSV rows (`DataError`, `check_record`, `load_jsonl`);
 - `common.guard`: the contamination guard (`Guard`);

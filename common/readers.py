@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from common.errors import TaseError, bounded
-from common.record import LANGS, TASKS
+from common.languages import codes
+from common.record import TASKS
 from common.types import type_info, type_names
 
 REQUIRED_JSONL_KEYS = ("id", "task", "lang", "type", "prompt", "answer")
@@ -161,7 +162,7 @@ def check_record(rec: Any, where: str) -> None:
     info = TASKS.get(rec["task"])
     if info is None:
         raise DataError(f"{where}: unknown task {bounded(rec['task'])}; expected one of {', '.join(TASKS)}")
-    langs = ("mul",) if info.no_lang else LANGS
+    langs = ("mul",) if info.no_lang else codes()
     if rec["lang"] not in langs:
         raise DataError(f"{where}: unknown lang {bounded(rec['lang'])} for task {rec['task']}; expected "
                         f"{' or '.join(langs)}")

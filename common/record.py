@@ -1,8 +1,9 @@
 """The example record shared by generators, rewards and the evaluator (see ../shared/CONTRACT.md).
 
 Records are plain dicts (JSON lines) for speed and interop with `datasets`; this module owns the
-vocabulary of tasks, languages and categories (the task catalogue) so every package agrees on it, and
-hands out the scoring types' names from their catalogue (`common.types`, in the floor too). It is part
+vocabulary of tasks and categories (the task catalogue) so every package agrees on it, and hands out the
+scoring types' names from their catalogue (`common.types`) and the languages' from theirs
+(`common.languages`), both in the floor too. It is part
 of the floor (`common/`, docs/architecture.md): the standard library and the floor only, so every package
 may read it. What a task does beyond these static facts lives in its module under synth/tasks/.
 """
@@ -11,18 +12,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.languages import LANGUAGES, codes, stems
 from common.registry import Registry
 from common.types import type_names, unlabelled_types
 
-LANGS = ("en", "zh", "ko")
 
-
-def __getattr__(name: str) -> tuple[str, ...]:
+def __getattr__(name: str) -> Any:
     """`TYPES` (the scoring types, in catalogue order) and `UNLABELLED_TYPES` (those whose official rows
     hold no label), read from the catalogue of scoring types (`common.types`) whenever asked, so a type
-    is declared once and a type declared later (a test-only one) is seen."""
+    is declared once and a type declared later (a test-only one) is seen; likewise, from the language
+    catalogue (`common.languages`), `LANGS` (the codes), `LANG_OF_STEM` (official file stem -> code) and
+    `YES` (DIFF's "no difference" answer per language)."""
     if name in ("TYPES", "UNLABELLED_TYPES"):
         return type_names() if name == "TYPES" else unlabelled_types()
+    if name == "LANGS":
+        return codes()
+    if name == "LANG_OF_STEM":
+        return stems()
+    if name == "YES":
+        return {code: lang.yes for code, lang in LANGUAGES.items()}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -105,11 +113,7 @@ TASE_TASKS = tuple(n for n, t in TASKS.items() if t.category in ("awareness", "s
 AWARENESS_TASKS = tuple(n for n, t in TASKS.items() if t.category == "awareness")
 STRUCTURAL_TASKS = tuple(n for n, t in TASKS.items() if t.category == "structural")
 
-# Official file stems that name a language (`chinese.csv`, `en_split.csv`, `kor_combine.csv`, ...).
-LANG_OF_STEM = {"chinese": "zh", "zh": "zh", "english": "en", "en": "en", "korean": "ko", "kor": "ko"}
-
-# Official DIFF wording of the "no difference" answer and of the variation names per language.
-YES = {"en": "yes", "zh": "是", "ko": "예"}
+# Official DIFF wording of the variation names (the "no difference" answer: `YES`, from the language catalogue).
 VARIATIONS = ("unchanged", "add", "delete", "modify")
 VARIATION_ZH = {"unchanged": "不变", "add": "增加", "delete": "删除", "modify": "修改"}
 

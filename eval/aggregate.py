@@ -27,9 +27,14 @@ from dataclasses import dataclass, field as dc_field
 from pathlib import PurePosixPath
 from typing import Any
 
+from common.languages import codes
 from common.record import TASKS
 
-LANG_TABLE = ("en", "zh", "ko")
+
+def lang_table() -> tuple[str, ...]:
+    """The languages of the language table (`by_lang`): the catalogue's, in its order (`common.languages`)."""
+    return codes()
+
 # The official aggregation rules are declarations on the tasks (common.record.TaskInfo): `no_lang` (rows
 # without a language, outside the language table and the file-name language rule), `off_table_subtasks`
 # (files outside the language table) and `official_ratio` (merge_result.py's ratio score, e.g. DOT's).
@@ -54,7 +59,7 @@ def is_language_free(task: str) -> bool:
 def in_lang_table(s: dict[str, Any]) -> bool:
     """Whether a sample's file counts in the language table: a table language, not a language-free task,
     not a subtask its task declares outside the table."""
-    if s.get("lang") not in LANG_TABLE:
+    if s.get("lang") not in lang_table():
         return False
     info = TASKS.get(s.get("task"))  # type: ignore[arg-type]
     return info is None or not (info.no_lang or s.get("subtask") in info.off_table_subtasks)
@@ -113,7 +118,8 @@ def _task_order(item: tuple) -> tuple:
     """Paper order (FREQ, LENOP, ..., VAR), then language / anything else."""
     key = item[0]
     t, lang = key if isinstance(key, tuple) else (key, "")
-    return (_ORDER.get(t, len(_ORDER)), t, LANG_TABLE.index(lang) if lang in LANG_TABLE else 9, lang)
+    table = lang_table()
+    return (_ORDER.get(t, len(_ORDER)), t, table.index(lang) if lang in table else 9, lang)
 
 
 def _pct(x: float) -> float:
@@ -138,7 +144,7 @@ def macro(file_values: dict[str, Any], info: dict[str, dict[str, Any]],
             lang_files[info[f]["lang"]].append(v)
     by_task = {t: mean(v) for t, v in task_files.items()}
     return {"overall": mean(list(by_task.values())), "by_task": by_task,
-            "by_lang": {lang: mean(lang_files[lang]) for lang in LANG_TABLE if lang_files.get(lang)}}
+            "by_lang": {lang: mean(lang_files[lang]) for lang in lang_table() if lang_files.get(lang)}}
 
 
 def ci95(x: Any) -> list[float] | None:
@@ -205,7 +211,7 @@ def _micro(fs: _Files) -> dict[str, Any]:
     all_c = [c for v in fs.coarse.values() for c in v]
     return {"overall": _pct(_mean(all_c)),
             "by_task": {code_of(t): _pct(_mean(v)) for t, v in sorted(micro_task.items(), key=_task_order)},
-            "by_lang": {lang: _pct(_mean(micro_lang[lang])) for lang in LANG_TABLE if micro_lang.get(lang)}}
+            "by_lang": {lang: _pct(_mean(micro_lang[lang])) for lang in lang_table() if micro_lang.get(lang)}}
 
 
 def _official_quirks(file_acc: dict[str, float], by_task: dict[str, float],
@@ -223,7 +229,7 @@ def _official_quirks(file_acc: dict[str, float], by_task: dict[str, float],
     return ratios, {
         "note": quirks_note(),
         "overall_dot_adjusted": _pct(_mean(list(official_tasks.values()))) if official_tasks else None,
-        "by_lang_filename_rule": {lang: _pct(_mean(fname_lang[lang])) for lang in LANG_TABLE if fname_lang.get(lang)},
+        "by_lang_filename_rule": {lang: _pct(_mean(fname_lang[lang])) for lang in lang_table() if fname_lang.get(lang)},
     }
 
 

@@ -12,7 +12,7 @@ from common.errors import TaseError
 from common.paths import output_refusal, write_marker
 from common.record import TASKS
 
-from .aggregate import LANG_TABLE, RATIO_TASKS, ci95, code_of, in_lang_table, macro, off_table_text
+from .aggregate import RATIO_TASKS, ci95, code_of, in_lang_table, lang_table, macro, off_table_text
 from .runner import RESULTS, SAMPLES, RunError, iter_samples
 
 TASK_ORDER = [t.code for t in TASKS.values()]
@@ -178,7 +178,7 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
     names = _unique([n for n, _, _ in runs])
     results = [r for _, r, _ in runs]
     task_cols = [c for c in TASK_ORDER if any(c in r["by_task"] for r in results)]
-    lang_cols = [lang for lang in LANG_TABLE if any(lang in r["by_lang"] for r in results)]
+    lang_cols = [lang for lang in lang_table() if any(lang in r["by_lang"] for r in results)]
     lines = ["## Table 1: accuracy (%) by task", "",
              "Avg = unweighted mean of the task scores (each the mean of its files' accuracies, as the official "
              "release aggregates); micro = accuracy over all rows pooled.", "",

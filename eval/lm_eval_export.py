@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from common.languages import codes
 from common.prompts import SYSTEM_PROMPT
 from common.readers import DataError
 from common.record import TASE_TASKS, TASKS
@@ -43,7 +44,6 @@ from .aggregate import code_of, file_key, in_lang_table
 from .runner import RunError, select
 
 TASK_ORDER = [TASKS[t].code for t in TASE_TASKS]  # the catalogue's order: FREQ, LENOP, ..., VAR
-LANGS = ("en", "zh", "ko")
 INSTALL_HINT = ("the TASE lm-eval tasks score with tase-grpo's `rewards`: install tase-grpo in lm-eval's "
                 "environment (pip install -e /path/to/tase-grpo)")
 
@@ -251,14 +251,14 @@ def _write(files: dict[str, list[dict[str, Any]]], out: Path, max_tokens: int) -
     by_lang: dict[str, list[str]] = {}
     for key, rows in files.items():
         by_task.setdefault(code_of(rows[0]["task"]), []).append(names[key])
-        if in_lang_table(rows[0]) and rows[0]["lang"] in LANGS:
+        if in_lang_table(rows[0]) and rows[0]["lang"] in codes():
             by_lang.setdefault(rows[0]["lang"], []).append(names[key])
     n_files, n_tasks = len(files), len(by_task)
-    langs = [lang for lang in LANGS if lang in by_lang]
+    langs = [lang for lang in codes() if lang in by_lang]
     (out / "data").mkdir(parents=True, exist_ok=True)
     for key, rows in files.items():
         name = names[key]
-        lang = rows[0]["lang"] if in_lang_table(rows[0]) and rows[0]["lang"] in LANGS else ""
+        lang = rows[0]["lang"] if in_lang_table(rows[0]) and rows[0]["lang"] in codes() else ""
         with (out / "data" / f"{name}.jsonl").open("w", encoding="utf-8") as f:
             for r in rows:  # meta as a JSON string: one schema per column for datasets
                 f.write(json.dumps(dict(r, meta=json.dumps(r.get("meta", {}), ensure_ascii=False)),

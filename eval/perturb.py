@@ -26,16 +26,21 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from common.languages import LANGUAGES, char_languages, language
+
 ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060")
 
 # ---- units ---------------------------------------------------------------------------------------
 _EN_WORD = re.compile(r"[A-Za-z]+")
-_HANZI = re.compile(r"[\u4e00-\u9fff]+")
-_HANGUL = re.compile(r"[\uac00-\ud7a3]+")
-_ANY_WORD = re.compile("|".join(x.pattern for x in (_HANZI, _HANGUL, _EN_WORD)))
-# Units per language; zh/ko prompts also carry English words (seq1, Text...), `mul` rows any script.
-_UNIT_PATTERNS = {"en": _EN_WORD, "zh": re.compile(f"{_HANZI.pattern}|{_EN_WORD.pattern}"),
-                  "ko": re.compile(f"{_HANGUL.pattern}|{_EN_WORD.pattern}")}
+
+
+def _unit_pattern(lang: str) -> re.Pattern[str]:
+    """Units of a language (`common.languages`): runs of a character language's token characters or English
+    words (zh/ko prompts also carry English words: seq1, Text...); English words alone in the word language;
+    `mul` rows (any code outside the catalogue): every character language's runs, then English words."""
+    entry = language(lang)
+    runs = [entry] if entry is not None else char_languages()
+    return re.compile("|".join([*(f"{x.char_re.pattern}+" for x in runs if x.is_char), _EN_WORD.pattern]))
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|\{[^}\n]*\}")
 
 UnitFn = Callable[[str, random.Random], "str | None"]
@@ -208,27 +213,31 @@ def jamo_nfd(word: str, rng: random.Random) -> str | None:
 
 @dataclass(frozen=True)
 class Kind:
-    """One perturbation: which languages' units it applies to and what it does to one unit."""
+    """One perturbation: what it does to one unit; `langs`, the languages whose units it applies to, are those
+    whose catalogue entry lists it (`common.languages.Language.perturbations`)."""
 
     name: str
-    langs: frozenset[str]
     fn: UnitFn
     doc: str
 
+    @property
+    def langs(self) -> frozenset[str]:
+        return frozenset(code for code, entry in LANGUAGES.items() if self.name in entry.perturbations)
+
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("homoglyph", frozenset({"en"}), homoglyph, "one letter -> a Cyrillic/Greek look-alike (Unicode confusables)"),
-    Kind("zero_width", frozenset({"en", "zh", "ko"}), zero_width, "a zero-width space/joiner inside a word or run"),
-    Kind("fullwidth", frozenset({"en"}), fullwidth, "a word in full-width forms (ａｂｃ)"),
-    Kind("math_style", frozenset({"en"}), math_style, "a word in a Mathematical Alphanumeric style (𝐚𝐛𝐜, 𝚊𝚋𝚌)"),
-    Kind("spacing", frozenset({"en", "zh", "ko"}), spacing, "an extra space (double spacing; a space inside a CJK/Hangul run)"),
-    Kind("hyphenation", frozenset({"en"}), hyphenation, "a hyphen inside a word of 6+ letters"),
-    Kind("case", frozenset({"en"}), case, "a word in UPPER, Title or rAnDoM case"),
-    Kind("keyboard_typo", frozenset({"en", "ko"}), keyboard_typo,
+    Kind("homoglyph", homoglyph, "one letter -> a Cyrillic/Greek look-alike (Unicode confusables)"),
+    Kind("zero_width", zero_width, "a zero-width space/joiner inside a word or run"),
+    Kind("fullwidth", fullwidth, "a word in full-width forms (ａｂｃ)"),
+    Kind("math_style", math_style, "a word in a Mathematical Alphanumeric style (𝐚𝐛𝐜, 𝚊𝚋𝚌)"),
+    Kind("spacing", spacing, "an extra space (double spacing; a space inside a CJK/Hangul run)"),
+    Kind("hyphenation", hyphenation, "a hyphen inside a word of 6+ letters"),
+    Kind("case", case, "a word in UPPER, Title or rAnDoM case"),
+    Kind("keyboard_typo", keyboard_typo,
          "a neighbouring key (QWERTY; Korean 2-beolsik, one jamo of a syllable)"),
-    Kind("ocr_typo", frozenset({"en"}), ocr_typo, "an OCR letter-shape confusion (rn<->m, cl<->d, l<->I...)"),
-    Kind("traditional", frozenset({"zh"}), traditional, "Simplified -> Traditional Chinese (OpenCC s2t, 1:1 only)"),
-    Kind("jamo", frozenset({"ko"}), jamo_nfd, "a Hangul syllable decomposed into conjoining jamo (NFD)"),
+    Kind("ocr_typo", ocr_typo, "an OCR letter-shape confusion (rn<->m, cl<->d, l<->I...)"),
+    Kind("traditional", traditional, "Simplified -> Traditional Chinese (OpenCC s2t, 1:1 only)"),
+    Kind("jamo", jamo_nfd, "a Hangul syllable decomposed into conjoining jamo (NFD)"),
 )}
 
 # Kinds allowed on each task's payload: the gold answer is a count of words/characters/syllables (or
@@ -317,7 +326,7 @@ def _units(text: str, lang: str, instruction: bool, target: str | None = None) -
     two-character pieces (so a rate means about the same share of text in every language), never
     spanning a counted target character. In instructions: never inside quotes, never next to a digit
     (seq1), never an all-caps label (ABC)."""
-    pat = _UNIT_PATTERNS.get(lang, _ANY_WORD)
+    pat = _unit_pattern(lang)
     blocked = [(m.start(), m.end()) for m in _QUOTED.finditer(text)] if instruction else []
     out = []
     for m in pat.finditer(text):
@@ -348,7 +357,11 @@ def _units(text: str, lang: str, instruction: bool, target: str | None = None) -
 
 
 def _unit_lang(word: str) -> str:
-    return "en" if word.isascii() else "zh" if _HANZI.match(word) else "ko"
+    """The language of a unit: the word language's for English letters, else the character language whose
+    token characters it is made of."""
+    if word.isascii():
+        return next((code for code, entry in LANGUAGES.items() if not entry.is_char), "")
+    return next((x.code for x in char_languages() if x.char_re.match(word)), "")
 
 
 def perturb(record: dict[str, Any], kind: str, seed: int, rate: float = 0.3) -> dict[str, Any] | None:
@@ -357,6 +370,7 @@ def perturb(record: dict[str, Any], kind: str, seed: int, rate: float = 0.3) -> 
 
     The copy keeps id and answer; `meta["perturbation"]` names the kind and the original prompt."""
     k = KINDS[kind]
+    langs = k.langs
     m = _layout(record)
     if m is None:
         return None
@@ -368,7 +382,7 @@ def perturb(record: dict[str, Any], kind: str, seed: int, rate: float = 0.3) -> 
         if s.role == "instruction" or (s.role == "payload" and payload_ok):
             for a, b in _units(s.text, record["lang"], s.role == "instruction",
                                target if s.role == "payload" else None):
-                if _unit_lang(s.text[a:b]) not in k.langs:
+                if _unit_lang(s.text[a:b]) not in langs:
                     continue
                 if kind == "spacing" and s.text[a:b].isascii() and not (a > 0 and s.text[a - 1] == " "):
                     continue  # English spacing doubles an existing space (no leading spaces)

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from common.languages import codes, language
+
 _QUOTED = re.compile(r"[\"“‘'](.+?)[\"”’']")
 
 
@@ -57,8 +59,10 @@ class CellStats:
 
 
 def words_of(text: str, lang: str) -> list[str]:
-    """Word segmentation used for fertility: jieba for Chinese, whitespace elsewhere."""
-    if lang == "zh":
+    """Word segmentation used for fertility: the language's `segmenter` (jieba for Chinese), whitespace
+    elsewhere."""
+    entry = language(lang)
+    if entry is not None and entry.segmenter == "jieba":
         import jieba
 
         jieba.setLogLevel(60)
@@ -81,7 +85,7 @@ def cell_stats(tok: Any, records: Iterable[dict[str, Any]], max_words: int = 400
         c.n += 1
         c.chars += len(text)
         c.tokens += count_tokens(tok, text)
-        ws = words_of(text, r["lang"] if r["lang"] in ("en", "zh", "ko") else "en")
+        ws = words_of(text, r["lang"])
         if word_budget[key] > 0:
             ws = ws[: word_budget[key]]
             word_budget[key] -= len(ws)
@@ -93,12 +97,14 @@ def cell_stats(tok: Any, records: Iterable[dict[str, Any]], max_words: int = 400
 
 
 def parity(tok: Any) -> dict[str, float]:
-    """Token count of the aligned zh/ko topic list over that of the English list (1.0 = parity)."""
+    """Token count of each language's aligned topic list over that of the English list (1.0 = parity), for the
+    catalogue's languages that have one (their module's own topics, else the release's list)."""
     from importlib import resources as ir
 
     data = json.loads(ir.files("synth").joinpath("data/topics.json").read_text(encoding="utf-8"))
     en = sum(count_tokens(tok, t) for t in data["en"])
-    return {lang: round(sum(count_tokens(tok, t) for t in data[lang]) / en, 4) for lang in ("zh", "ko")}
+    lists = {lang: language(lang).topics or data.get(lang) for lang in codes() if lang != "en"}  # a module's own
+    return {lang: round(sum(count_tokens(tok, t) for t in ts) / en, 4) for lang, ts in lists.items() if ts}
 
 
 def throughput(tok: Any, texts: list[str], repeat: int = 3) -> dict[str, float]:

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from common.record import YES
+from common.languages import language
 
 from .base import Score, field, label_of
 from .extract import extract_answer
@@ -128,7 +128,7 @@ def valid_answers(rec: Mapping[str, Any], pool: Sequence[str]) -> list[str]:
     toks: list[str] = []
     for line in _SEQ_TEXT.findall(field(rec, "prompt")):
         toks += line.split() if line.isascii() else [c for c in line if not c.isspace()]
-    yes = YES.get(field(rec, "lang"), "yes")
+    yes = getattr(language(field(rec, "lang")), "yes", "yes")
     return [yes] + sorted(set(toks) - {yes})
 
 

@@ -1,8 +1,9 @@
 """LENGTH (LENOP generate): write exactly n tokens.
 
 coarse: target n = first integer (`\\d+`) of the prompt; the extracted answer's tokens are counted as
-        CJK characters (U+4E00..U+9FFF) if it has any, else Hangul syllables (U+AC00..U+D7A3) if it has
-        any, else valid English words (`\\b[\\w'-]+\\b` matches that fully match
+        the token characters of the first character language of the catalogue (`common.languages`) it
+        has any of: CJK characters (U+4E00..U+9FFF), else Hangul syllables (U+AC00..U+D7A3), else valid
+        English words (`\\b[\\w'-]+\\b` matches that fully match
         `[a-zA-Z]+(?:[-'][a-zA-Z]+)*`, so digits and "don't!"'s punctuation do not count); equal -> 1.
         A prompt without an integer (or one int() refuses) makes the official evaluator raise: such a
         row is `valid=False`.
@@ -17,9 +18,11 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from common.languages import char_languages, language
+
 from .base import Score, field, pool_max, sample_options, tag
 from .extract import extract_answer
-from .text import CJK_CHAR, HANGUL_CHAR, NOT_CJK, NOT_HANGUL, PUNCT_TO_SPACE, words
+from .text import PUNCT_TO_SPACE, words
 from .types import ScoringType, register_type
 
 _INT = re.compile(r"\d+")
@@ -28,11 +31,11 @@ _LETTERS = re.compile(r"[a-zA-Z ]*")
 
 
 def count_units(content: str) -> int:
-    """Token count by the official LENGTH rule."""
-    if CJK_CHAR.search(content):  # deleting the other runs beats building one string per character
-        return len(NOT_CJK.sub("", content))
-    if HANGUL_CHAR.search(content):
-        return len(NOT_HANGUL.sub("", content))
+    """Token count by the official LENGTH rule: the characters of the first character language (catalogue
+    order) the text has, else valid English words."""
+    for lang in char_languages():
+        if lang.char_re.search(content):
+            return len(lang.not_char_re.sub("", content))  # deleting the other runs beats a string per character
     plain = content.translate(PUNCT_TO_SPACE)
     if _LETTERS.fullmatch(plain):  # fast path: only letters between separators, every word valid
         return len(plain.split())
@@ -65,19 +68,16 @@ def score(example: Mapping[str, Any], completion: str) -> Score:
     return score_length(field(example, "prompt"), completion)
 
 
-FILLER = {"zh": "字", "ko": "가"}  # one unit of a gold LENGTH answer (English: the word "word")
+def _units(lang: Any, k: int) -> str:
+    """`k` units of the language's LENGTH filler (`common.languages`; English words for any other code)."""
+    lang = language(lang) or language("en")
+    return lang.length_text(k) if lang is not None else " ".join(["word"] * k)
 
 
 def length_text(example: Mapping[str, Any]) -> str:
-    """`n` units in the record's language (one CJK character / Hangul syllable / English word each), n the
-    prompt's target: the gold answer of a LENOP generate row, which holds no label."""
-    n = target_length(field(example, "prompt")) or 0
-    fill = FILLER.get(example.get("lang", ""))
-    return fill * n if fill else " ".join(["word"] * n)
-
-
-def _units(fill: str | None, k: int) -> str:
-    return fill * k if fill else " ".join(["word"] * k)
+    """`n` units in the record's language (its catalogue `filler`: one CJK character / Hangul syllable /
+    English word each), n the prompt's target: the gold answer of a LENOP generate row, which holds no label."""
+    return _units(example.get("lang", ""), target_length(field(example, "prompt")) or 0)
 
 
 def sft_answer(record: Mapping[str, Any], unit: str | None, texts: Callable[[str], Any]) -> str | None:
@@ -95,7 +95,7 @@ def sft_answer(record: Mapping[str, Any], unit: str | None, texts: Callable[[str
 def valid_answers(rec: Mapping[str, Any], pool: Sequence[str]) -> list[str]:
     """Texts of 1..M units, M the largest target in `pool` (the target is the label here: `relabel` moves it)."""
     top = pool_max(pool)
-    return sample_options([_units(FILLER.get(field(rec, "lang")), k) for k in range(1, top + 1)], str(top))
+    return sample_options([_units(field(rec, "lang"), k) for k in range(1, top + 1)], str(top))
 
 
 def relabel(rec: Mapping[str, Any], answer: str) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def relabel(rec: Mapping[str, Any], answer: str) -> dict[str, Any]:
 
 
 def hedges(rec: Mapping[str, Any], options: list[str]) -> dict[str, str]:
-    return {"fixed 100 units": _units(FILLER.get(field(rec, "lang")), 100)}
+    return {"fixed 100 units": _units(field(rec, "lang"), 100)}
 
 
 TYPE = register_type(ScoringType("LENGTH", score, gold=lambda ex: [length_text(ex)], sft=sft_answer,

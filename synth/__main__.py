@@ -12,8 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from common.errors import TaseError, one_line
+from common.languages import codes
 from common.paths import blocker_line, file_refusal, followed, hold_output, jsonl_with_keys, leftovers, os_error_line
-from common.record import LANGS, TASKS
+from common.record import TASKS
 
 from .core import TEXT_SOURCES, SynthError, available, combos, generate
 from .guard import guard_from_specs
@@ -30,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`python -m synth stats --official DIR` compares generated and official length distributions.",
     )
     p.add_argument("--task", default="all", help=f"all or one of: {', '.join(TASKS)}")
-    p.add_argument("--lang", default="all", help=f"all or one of: {', '.join(LANGS)}")
+    p.add_argument("--lang", default="all", help=f"all or one of: {', '.join(codes())}")
     p.add_argument("--subtask", default=None, help="restrict to one subtask (e.g. count, generate, split, combine)")
     p.add_argument("-n", "--n", type=int, required=True, help="number of examples to write")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")

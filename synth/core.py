@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 from common import registry
 from common.errors import TaseError, names
-from common.record import LANG_OF_STEM, LANGS, TASE_TASKS, TASKS
+from common.languages import codes, language, of_stem
+from common.record import TASE_TASKS, TASKS
 
 MAX_TRIES = 64
 # a cell whose generator returns only prompts it already gave, this many times in a row, is used up: its
@@ -28,7 +29,10 @@ TEXT_SOURCES = ("real", "unigram")
 
 
 class Generator:
-    """Base class: subclasses set `task`, `langs`, `subtasks` and implement `make`.
+    """Base class: subclasses set `task`, `langs` (the languages it offers, named explicitly: a new language is
+    never claimed by default), `subtasks` and implement `make`. A language module may also bring its own
+    prompt templates to a task (`common.languages.Language.prompts`): the task then offers that language too,
+    for those subtasks.
 
     A task module owns everything about its task, declared here and read through the registry
     (`spec(task)`) by the readers, eval/ and recipes/ instead of lists keyed by task name:
@@ -39,7 +43,7 @@ class Generator:
     (the text a prompt carries, for `python -m synth stats`)."""
 
     task: ClassVar[str]
-    langs: ClassVar[tuple[str, ...]] = LANGS
+    langs: ClassVar[tuple[str, ...]] = ()
     subtasks: ClassVar[tuple[str, ...]] = ("",)
     answer_types: ClassVar[dict[str, str]] = {}
     # regexes (full match) cutting a prompt into spans; named groups p* payload, t counted target (kept),
@@ -93,7 +97,16 @@ class Generator:
         self.config = config if config is not None else self.Config()
 
     def supports(self, lang: str, subtask: str) -> bool:
-        return lang in self.langs and subtask in self.subtasks
+        """Whether the task offers the cell: its own languages, or a language that brings prompts for it."""
+        if subtask not in self.subtasks:
+            return False
+        return lang in self.langs or subtask in self.brought(lang)
+
+    @classmethod
+    def brought(cls, lang: str) -> dict[str, Any]:
+        """subtask -> prompt templates that language `lang`'s module brings to this task (empty: none)."""
+        entry = language(lang)
+        return dict(entry.prompts.get(cls.task, {})) if entry is not None else {}
 
     @classmethod
     def answer_type(cls, subtask: str = "") -> str:
@@ -104,7 +117,8 @@ class Generator:
     def official_file(cls, stem: str) -> tuple[str, str] | None:
         """(subtask, lang) of the official file `<stem>.csv` of this task, or None for a name the release
         does not use. Default: one file per language, named `chinese`/`english`/`korean`."""
-        return ("", LANG_OF_STEM[stem]) if stem in LANG_OF_STEM else None
+        lang = of_stem(stem)
+        return ("", lang) if lang else None
 
     @classmethod
     def stats_texts(cls, prompt: str, lang: str) -> list[str] | None:
@@ -145,9 +159,10 @@ class Generator:
         cap = self.config.max_len
         return lo, hi if cap is None else max(lo, min(hi, cap))
 
-    def template(self, rng: random.Random, templates: dict[str, Any], lang: str) -> str:
-        """Official wording (index 0) unless paraphrasing is on."""
-        options = templates[lang]
+    def template(self, rng: random.Random, templates: dict[str, Any], lang: str, subtask: str = "") -> str:
+        """Official wording (index 0) unless paraphrasing is on; a language the task does not name itself takes
+        the templates its module brings (`brought`)."""
+        options = templates[lang] if lang in templates else self.brought(lang)[subtask]
         if isinstance(options, str):
             return options
         return rng.choice(options) if self.config.paraphrase else options[0]
@@ -173,7 +188,7 @@ GENERATORS: registry.Registry[type[Generator]] = registry.Registry("task", Regis
 def register(cls: type[Generator]) -> type[Generator]:
     """Class decorator: add a task's generator to the registry. Refuses, in one line, a task name that is
     already registered (a silent overwrite would swap the generator behind a name), a `Config` that is
-    not a dataclass and difficulty `levels` naming a field its Config lacks."""
+    not a dataclass, difficulty `levels` naming a field its Config lacks, and a generator that names no languages."""
     task = getattr(cls, "task", None)
     if not isinstance(task, str) or not task:
         raise RegistryError(f"{cls.__qualname__}: a generator must name its task (class attribute `task`)")
@@ -186,6 +201,9 @@ def register(cls: type[Generator]) -> type[Generator]:
         if not isinstance(knobs, dict) or set(knobs) - names:
             raise RegistryError(f"{cls.__module__}.{cls.__qualname__}: levels[{i}] must be a dict of Config fields, "
                                 f"got {knobs!r}")
+    if not cls.langs:
+        raise RegistryError(f"{cls.__module__}.{cls.__qualname__}: a generator must name its languages "
+                            f"(class attribute `langs`)")
     return GENERATORS.add(task, cls)
 
 
@@ -239,10 +257,11 @@ def combos(task: str, lang: str, subtask: str | None = None) -> list[tuple[str, 
             raise SynthError(f"unknown task {t!r}; choose from: all, {', '.join(TASKS)}")
         if t not in gens:
             raise SynthError(f"task {t!r} has no generator yet")
-    langs = [*LANGS, "mul"] if lang == "all" else [lang]
+    known = (*codes(), "mul")
+    langs = list(known) if lang == "all" else [lang]
     for l in langs:
-        if l not in (*LANGS, "mul"):
-            raise SynthError(f"unknown language {l!r}; choose from: all, {', '.join(LANGS)}, mul ({MUL_TASKS})")
+        if l not in known:
+            raise SynthError(f"unknown language {l!r}; choose from: all, {', '.join(codes())}, mul ({MUL_TASKS})")
     cells = []
     for t in tasks:
         g = gens[t]

@@ -7,7 +7,8 @@ letters/digits (lower-cased; hyphenated and apostrophe compounds are split, so "
 also holds "god", "fat", "len"); sentences and words that contain them are dropped, which costs a little
 text and never lets a slur through.
 Chinese and Korean: our own short lists, `synth/data/denylist_{zh,ko}.txt` (no maintained registry
-package ships one), matched as substrings.
+package ships one), matched as substrings. Which list a language uses is its catalogue entry's `denylist`
+(`common.languages`): "better-profanity", a file name under synth/data/, or "" (no list: nothing is denied).
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from common.languages import language
+
+WORDS = "better-profanity"  # the denylist matched as whole words (English)
 EN_RUN = re.compile(r"[a-z0-9]+")
 
 
@@ -35,14 +39,22 @@ def en_list_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "profanity_wordlist.txt"
 
 
+def _source(lang: str) -> str:
+    """The language's denylist (its catalogue entry's `denylist`); an unknown code has none."""
+    return getattr(language(lang), "denylist", "")
+
+
 @cache
 def terms(lang: str) -> tuple[str, ...]:
     """The listed terms for `lang` (English lower-cased), in file order without duplicates."""
-    if lang == "en":
+    source = _source(lang)
+    if source == WORDS:
         raw = en_list_path().read_text(encoding="utf-8")
         out = [" ".join(EN_RUN.findall(t.lower())) for t in _read_terms(raw)]
+    elif source:
+        out = _read_terms(ir.files("synth").joinpath(f"data/{source}").read_text(encoding="utf-8"))
     else:
-        out = _read_terms(ir.files("synth").joinpath(f"data/denylist_{lang}.txt").read_text(encoding="utf-8"))
+        out = []
     return tuple(dict.fromkeys(t for t in out if t))
 
 
@@ -57,7 +69,7 @@ class Denylist:
     def __init__(self, lang: str) -> None:
         self.lang = lang
         ts = terms(lang)
-        if lang == "en":
+        if _source(lang) == WORDS:
             self.singles = frozenset(t for t in ts if " " not in t)
             self.phrases = frozenset(tuple(t.split(" ")) for t in ts if " " in t)
             self.phrase_heads = frozenset(p[0] for p in self.phrases)
@@ -65,7 +77,8 @@ class Denylist:
             self._re = None
         else:
             self.singles = frozenset(t for t in ts if len(t) == 1)
-            self._re = re.compile("|".join(re.escape(t) for t in sorted(ts, key=len, reverse=True)))
+            # no terms: a pattern that never matches (an empty alternation would match everywhere)
+            self._re = re.compile("|".join(re.escape(t) for t in sorted(ts, key=len, reverse=True)) or r"(?!)")
 
     def bad(self, text: str) -> bool:
         """True when `text` contains a listed term."""

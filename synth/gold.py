@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from common.errors import TaseError
+from common.languages import language
 from rewards import score
 from rewards.base import tag
 from rewards.types import get_type, label_answers
@@ -23,7 +24,11 @@ from rewards.types import get_type, label_answers
 from .core import spec
 from .resources import corpus
 
-UNIT = {"en": "words", "zh": "characters", "ko": "syllables"}  # what a training answer says it counts
+
+def _unit(lang: str) -> str | None:
+    """What a training answer says it counts in `lang` (its catalogue `unit`), None for `mul`."""
+    entry = language(lang)
+    return entry.unit if entry is not None else None
 
 
 class GoldError(TaseError, ValueError):
@@ -53,8 +58,8 @@ def sft_completion(record: dict[str, Any]) -> str | None:
     ans = record.get("answer", "")
     t = get_type(record["type"])
     if t is not None and t.sft is not None:  # the type's own target (rewards.types.ScoringType.sft)
-        return t.sft(record, UNIT.get(record["lang"]), corpus)
-    unit = UNIT.get(record["lang"], "tokens")
+        return t.sft(record, _unit(record["lang"]), corpus)
+    unit = _unit(record["lang"]) or "tokens"
     if not ans:
         return None
     gen = spec(record["task"])  # the task module may add a reasoning line (synth.core.Generator.sft_response)

@@ -1,5 +1,10 @@
 """Language resources for the generators, built from maintained packages (no hand-typed word lists).
 
+What each language uses is declared in its catalogue module (`common.languages`): its word list (`wordfreq`
+code or its own `words`), its running text (`sentences`), its token characters, its denylist and the shape
+of its unigram corpus and FREQ vocabulary; this module builds them, the same way for every language of a
+kind (the word language, English; the character languages):
+
 * English: `wordfreq.top_n_list('en', 60000)`, kept to words the official scorer calls valid
   (`[a-zA-Z]+(?:[-'][a-zA-Z]+)*`), weighted by their `wordfreq` frequency.
 * Chinese: `wordfreq` zh words (jieba-segmented, Simplified) made only of CJK ideographs.
@@ -21,21 +26,39 @@ from typing import Any
 
 import numpy as np
 
+from common.languages import Language, language
+
 CORPUS_SEED = 20251122
 CORPUS_TOKENS = 200_000
 TOP_N = 60_000
 
 EN_VALID = re.compile(r"[a-zA-Z]+(?:[-'][a-zA-Z]+)*")
-CJK = re.compile(r"[\u4e00-\u9fff]+")
-HANGUL = re.compile(r"[\uac00-\ud7a3]+")
 
 
-def is_cjk(ch: str) -> bool:
-    return "\u4e00" <= ch <= "\u9fff"
+def _lang(code: str) -> Language:
+    """The catalogue entry of a language the generators build resources for."""
+    entry = language(code)
+    if entry is None:
+        raise KeyError(code)
+    return entry
 
 
-def is_hangul(ch: str) -> bool:
-    return "\uac00" <= ch <= "\ud7a3"
+@cache
+def _run(code: str) -> re.Pattern[str]:
+    """A word of `code`: a valid English word (the word language), or a run of its token characters."""
+    entry = _lang(code)
+    return re.compile(entry.char_re.pattern + "+") if entry.is_char else EN_VALID
+
+
+def _frequencies(entry: Language) -> tuple[list[str], dict[str, float]]:
+    """The language's words, most frequent first (up to TOP_N), and their frequencies: wordfreq's, or the
+    language module's own list."""
+    if entry.words is not None:
+        pairs = entry.words()
+        return [w for w, _ in pairs][:TOP_N], dict(pairs)
+    import wordfreq
+
+    return wordfreq.top_n_list(entry.wordfreq, TOP_N), wordfreq.get_frequency_dict(entry.wordfreq)
 
 
 @dataclass(frozen=True)
@@ -52,13 +75,12 @@ class WordList:
 
 @cache
 def word_list(lang: str) -> WordList:
-    """Frequency-weighted word list for `lang` from wordfreq (cached per process)."""
-    import wordfreq
-
-    pattern = {"en": EN_VALID, "zh": CJK, "ko": HANGUL}[lang]
-    freqs = wordfreq.get_frequency_dict(lang)
-    words = [w for w in wordfreq.top_n_list(lang, TOP_N) if pattern.fullmatch(w)]
-    if lang == "en":
+    """Frequency-weighted word list for `lang` from wordfreq or its module's own list (cached per process)."""
+    entry = _lang(lang)
+    pattern = _run(lang)
+    top, freqs = _frequencies(entry)
+    words = [w for w in top if pattern.fullmatch(w)]
+    if not entry.is_char:
         # one-letter tokens other than a/i are mostly initials and noise in web text
         words = [w for w in words if len(w) > 1 or w in ("a", "i")]
     total = 0.0
@@ -93,13 +115,13 @@ class Corpus:
         return self.text[self.pos[start] : self.end[start + n - 1]]
 
     def tokens(self, start: int, n: int) -> list[str]:
-        if self.lang == "en":
+        if not _lang(self.lang).is_char:
             return self.span_text(start, n).split(" ")
         return list(self.joined[start : start + n])
 
     def span_text(self, start: int, n: int) -> str:
         """Tokens start..start+n-1 as one string (joined by spaces in English, nothing otherwise)."""
-        if self.lang == "en":
+        if not _lang(self.lang).is_char:
             return self.text[self.pos[start] : self.end[start + n - 1]]
         return self.joined[start : start + n]
 
@@ -114,7 +136,7 @@ def corpus(lang: str) -> Corpus:
     dl = denylist(lang)
     rng = random.Random(CORPUS_SEED)
     wl = clean_word_list(lang)
-    if lang == "en":
+    if not _lang(lang).is_char:
         return _english_corpus(wl, rng, dl)
     units, seps = _cjk_units(lang, wl, rng)
     keep = _drop_joined_matches([([u + s for u, s in zip(units, seps, strict=False)], ""), (units, "")], dl)
@@ -147,12 +169,14 @@ def _english_corpus(wl: Any, rng: random.Random, dl: Any) -> Corpus:
         off += len(w) + 1
     index = {w: i for i, w in enumerate(wl.words)}
     ids = np.fromiter((index[w] for w in words), dtype=np.uint32, count=len(words))
-    return Corpus("en", " ".join(words), pos, end, "", ids)
+    return Corpus(wl.lang, " ".join(words), pos, end, "", ids)
 
 
 def _cjk_units(lang: str, wl: Any, rng: random.Random) -> tuple[list[str], list[str]]:
-    """Chinese words / Korean eojeols of the unigram stream and the separator after each (punctuation every
-    6-24 characters; a space after each Korean eojeol), until CORPUS_TOKENS characters."""
+    """Chinese words / Korean eojeols (a `spaced` language: one or two morphemes) of the unigram stream and the
+    separator after each (the language's `punct` every 6-24 characters; a space after each eojeol), until
+    CORPUS_TOKENS characters."""
+    entry = _lang(lang)
     units: list[str] = []  # token characters, then the separator after them
     seps: list[str] = []
     n_tok = 0
@@ -160,10 +184,10 @@ def _cjk_units(lang: str, wl: Any, rng: random.Random) -> tuple[list[str], list[
     wi = 0
     next_punct = rng.randint(6, 24)
     while n_tok < CORPUS_TOKENS:
-        if lang == "zh":
+        if not entry.spaced:
             unit = words[wi]
             wi += 1
-        else:  # ko: an eojeol of one or two morphemes, then a space
+        else:  # an eojeol of one or two morphemes, then a space
             k = 1 if rng.random() < 0.5 else 2
             unit = "".join(words[wi : wi + k])
             wi += k
@@ -174,9 +198,9 @@ def _cjk_units(lang: str, wl: Any, rng: random.Random) -> tuple[list[str], list[
         sep = ""
         next_punct -= len(unit)
         if next_punct <= 0:
-            sep = rng.choice("，。，、") if lang == "zh" else rng.choice(",.")
+            sep = rng.choice(entry.punct)
             next_punct = rng.randint(6, 24)
-        if lang == "ko":
+        if entry.spaced:
             sep += " "
         units.append(unit)
         seps.append(sep)
@@ -211,29 +235,26 @@ def clean_word_list(lang: str) -> WordList:
 
 @cache
 def freq_vocab(lang: str) -> tuple[tuple[str, ...], np.ndarray | None]:
-    """FREQ's token inventory, built like the official files (and denylist-clean): English, the
-    60,000-word list drawn uniformly; Chinese, characters with cumulative frequency weights (summed over
-    wordfreq's zh words); Korean, every Hangul syllable, drawn uniformly. Returns (tokens, cumulative
-    weights or None for uniform)."""
+    """FREQ's token inventory, built like the official files (and denylist-clean), as the language's
+    `freq_vocab` says: "words" (English), the 60,000-word list drawn uniformly; "weighted_chars" (Chinese),
+    characters with cumulative frequency weights (summed over the word list's words); "chars" (Korean), every
+    token character (Hangul syllable), drawn uniformly. Returns (tokens, cumulative weights or None for uniform)."""
     from .denylist import denylist
 
     dl = denylist(lang)
-    if lang == "en":
-        return clean_word_list("en").words, None
-    if lang == "ko":
-        return tuple(chr(c) for c in range(0xAC00, 0xD7A4) if chr(c) not in dl.singles), None
-    import wordfreq
-
+    entry = _lang(lang)
+    if entry.freq_vocab == "words":
+        return clean_word_list(lang).words, None
+    if entry.freq_vocab == "chars":
+        return tuple(c for c in entry.token_chars() if c not in dl.singles), None
+    run = _run(lang)
     freqs: dict[str, float] = {}
-    for w, f in wordfreq.get_frequency_dict("zh").items():
-        if CJK.fullmatch(w):
+    for w, f in _frequencies(entry)[1].items():
+        if run.fullmatch(w):
             for ch in w:
                 freqs[ch] = freqs.get(ch, 0.0) + f
     chars = sorted((c for c in freqs if c not in dl.singles), key=lambda c: (-freqs[c], c))
     return tuple(chars), np.cumsum([freqs[c] for c in chars])
-
-
-FREQ_STREAM = {"en": 600_000, "zh": 1_500_000, "ko": 1_500_000}
 
 
 @cache
@@ -245,10 +266,10 @@ def freq_stream(lang: str) -> Corpus:
 
     toks, cum = freq_vocab(lang)
     gen = np.random.default_rng(CORPUS_SEED)
-    n = FREQ_STREAM[lang]
+    n = _lang(lang).freq_stream
     idx = gen.integers(0, len(toks), n) if cum is None else cum.searchsorted(gen.random(n) * cum[-1], side="right")
     dl = denylist(lang)
-    if lang == "en":
+    if not _lang(lang).is_char:
         words = np.array(toks, dtype=object)[idx].tolist()
         words = [words[k] for k in _drop_joined_matches([(words, " ")], dl)]
         pos, end, off = array("i"), array("i"), 0
@@ -272,7 +293,8 @@ def freq_stream(lang: str) -> Corpus:
 
 # --- real running text (SORT, LENOP count, REORD, DIFF) ------------------------------------------------
 #
-# Sources (all installed by `make install`; licences and sizes in docs/resources.md):
+# Sources (each language module's `sentences`; all installed by `make install`; licences and sizes in
+# docs/resources.md):
 #   en: the English translations of hsk-sentences-audio's 4,354 sentences, then the prose paragraphs of
 #       CPython's `pydoc_data.topics` (the language reference as shipped with the interpreter);
 #   zh: hsk-sentences-audio's 4,354 Chinese sentences (HSK 1-6);
@@ -284,66 +306,26 @@ def freq_stream(lang: str) -> Corpus:
 SEPS = " ,，。；;：:"  # the separators the official zh/ko generators keep between characters
 _SEP3 = re.compile("[ ,，。；;：:]{3,}")
 EN_WORDS = re.compile(r"\b[\w'-]+\b")
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z])")
-_KO_SPLIT = re.compile(r"(?<=[.?!])\s+")
-_KO_ARTICLE = re.compile(r"제\d+(?:조|항|호|장|절|관)(?:의\d+)?|[①-⑳]|\d+\.")
-
-
-def _hsk() -> list[dict]:
-    import json
-
-    return json.loads(ir_files("hsk_sentences_audio").joinpath("data/sentences.json").read_text(encoding="utf-8"))
-
-
-def ir_files(package: str):
-    """importlib.resources.files for an installed package, without importing it (konlpy's __init__
-    starts Java machinery)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"{package} is not installed (make install)")
-    from pathlib import Path
-
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _pydoc_prose() -> list[str]:
-    """Prose paragraphs of the Python language reference as CPython ships it (no code, no headings)."""
-    import pydoc_data.topics as topics
-
-    out = []
-    for key in sorted(topics.topics):
-        for para in topics.topics[key].split("\n\n"):
-            lines = para.split("\n")
-            if not lines or any(l.startswith(" ") for l in lines) or any(set(l) <= set("*=-~^") for l in lines):
-                continue
-            out.extend(_SENT_SPLIT.split(" ".join(lines)))
-    return out
 
 
 def source_sentences(lang: str) -> list[tuple[str, list[str]]]:
     """The raw sentences of each source for `lang`, in reading order: [(source name, sentences)]."""
-    if lang == "en":
-        return [
-            ("hsk-sentences-audio (English translations)", [r["translation"]["en"] for r in _hsk()]),
-            ("CPython pydoc_data.topics (prose)", _pydoc_prose()),
-        ]
-    if lang == "zh":
-        return [("hsk-sentences-audio (Chinese)", [r["chinese"] for r in _hsk()])]
-    root = ir_files("konlpy") / "data" / "corpus"
-    sents: list[str] = []
-    for f in [root / "kolaw" / "constitution.txt", *sorted((root / "kobill").glob("*.txt"))]:
-        for line in f.read_text(encoding="utf-8").splitlines():
-            line = _KO_ARTICLE.sub("", line)
-            sents.extend(s for s in (" ".join(x.split()) for x in _KO_SPLIT.split(line)) if HANGUL.search(s))
-    return [("konlpy corpus (kolaw constitution, kobill bills)", sents)]
+    entry = _lang(lang)
+    if entry.sentences is None:
+        raise KeyError(f"language {lang!r} declares no running text (common.languages: `sentences`)")
+    return entry.sentences()
+
+
+@cache
+def _not_kept(lang: str) -> re.Pattern[str]:
+    """Every character that is neither one of the language's token characters nor a separator."""
+    body = _lang(lang).char_re.pattern[1:-1] + "".join(re.escape(c) for c in SEPS)
+    return re.compile(f"[^{body}]+")
 
 
 def _zh_ko_clean(s: str, lang: str) -> str:
     """The official zh/ko cleaning: keep the language's token characters and the separators only."""
-    tok = is_cjk if lang == "zh" else is_hangul
-    return "".join(c for c in s if tok(c) or c in SEPS)
+    return _not_kept(lang).sub("", s)
 
 
 def _drop_joined_matches(views: list[tuple[list[str], str]], dl) -> list[int]:
@@ -392,7 +374,7 @@ class RealText:
         when it starts with a separator or holds a run of 3 separators (None after `tries`). Starts
         are drawn among the non-separator characters directly (the same distribution as drawing any
         character and rejecting separators), and the run test is two lookups in `run3`."""
-        if self.lang == "en":
+        if self.tokpos is None:  # the word language
             c = self.corpus
             return c.span(rng.randrange(len(c) - n + 1), n)
         starts, before, run3, tokpos, text = self._index
@@ -431,6 +413,7 @@ def real_text(lang: str) -> RealText:
     from .denylist import denylist
 
     dl = denylist(lang)
+    entry = _lang(lang)
     kept_sources = []
     units: list[str] = []
     for name, sents in source_sentences(lang):
@@ -438,19 +421,19 @@ def real_text(lang: str) -> RealText:
         ok = []
         for s in sents:
             s = " ".join(s.split())
-            if lang == "en":
+            if not entry.is_char:
                 w = [x for x in EN_WORDS.findall(s) if EN_VALID.fullmatch(x)]
                 unit = " ".join(w)
             else:
                 unit = _zh_ko_clean(s, lang).strip(SEPS)
                 w = [c for c in unit if c not in SEPS]
-            if not w or dl.bad(s) or dl.bad(unit) or (lang == "ko" and dl.bad("".join(w))):
+            if not w or dl.bad(s) or dl.bad(unit) or (entry.spaced and dl.bad("".join(w))):
                 continue
             ok.append(unit)
             seen.add(s)
         kept_sources.append((name, len(seen)))
         units.extend(ok)
-    if lang == "en":
+    if not entry.is_char:
         units = [units[k] for k in _drop_joined_matches([(units, " ")], dl)]
         text = " ".join(units)
         words = text.split(" ")

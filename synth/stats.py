@@ -21,13 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from common.errors import TaseError, one_line
+from common.languages import language
 from common.paths import blocker_line, file_refusal, followed, hold_output
 from common.record import TASKS
 
 from .core import TEXT_SOURCES, Generator, SynthError, available, generate, spec
 from .resources import EN_VALID, EN_WORDS
-
-FILES = {"en": "english", "zh": "chinese", "ko": "korean"}
 
 
 def cells() -> tuple[tuple[str, str | None, str], ...]:
@@ -37,18 +36,14 @@ def cells() -> tuple[tuple[str, str | None, str], ...]:
                  if t in gens and gens[t].stats_texts.__func__ is not Generator.stats_texts.__func__)
 
 
-BIGRAMS = re.compile(r"\b(?:of|in|to|on|and) the\b")
-CJK = re.compile(r"[\u4e00-\u9fff]")
-HANGUL = re.compile(r"[\uac00-\ud7a3]")
 BINS = list(range(0, 501, 50))
 
 
 def count_tokens(text: str, lang: str) -> int:
-    """Tokens as the official scorers count them."""
-    if lang == "zh":
-        return len(CJK.findall(text))
-    if lang == "ko":
-        return len(HANGUL.findall(text))
+    """Tokens as the official scorers count them: the language's token characters, or valid English words."""
+    entry = language(lang)
+    if entry is not None and entry.is_char:
+        return len(entry.char_re.findall(text))
     return sum(1 for w in EN_WORDS.findall(text) if EN_VALID.fullmatch(w))
 
 
@@ -59,7 +54,7 @@ def texts_of(prompt: str, task: str, lang: str) -> list[str]:
 
 def read_official(root: Path, task: str, lang: str) -> list[str]:
     """Prompts of one official awareness file (first column: `input` or `text`)."""
-    path = root / "tasks" / "token_awareness" / task / f"{FILES[lang]}.csv"
+    path = root / "tasks" / "token_awareness" / task / f"{language(lang).stems[0]}.csv"
     if not path.is_file():
         raise SynthError(f"official file not found: {path} (expected the TASE release layout tasks/<group>/<task>/)")
     csv.field_size_limit(1 << 30)
@@ -75,10 +70,11 @@ def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(np.searchsorted(a, x, "right") / len(a) - np.searchsorted(b, x, "right") / len(b))))
 
 
-def bigram_rate(texts: list[str]) -> float:
-    """Occurrences of "of the / in the / to the / on the / and the" per 100 valid English words."""
+def bigram_rate(texts: list[str], lang: str = "en") -> float:
+    """Occurrences of the language's `bigrams` (English: "of the / in the / to the / on the / and the") per 100
+    valid English words."""
     words = [w.lower() for t in texts for w in EN_WORDS.findall(t) if EN_VALID.fullmatch(w)]
-    return 100.0 * len(BIGRAMS.findall(" ".join(words))) / max(1, len(words))
+    return 100.0 * len(re.findall(language(lang).bigrams, " ".join(words))) / max(1, len(words))
 
 
 def histogram(lengths: np.ndarray) -> list[float]:
@@ -98,8 +94,8 @@ def cell_stats(root: Path, task: str, subtask: str | None, lang: str, n: int, se
         "mean_official": float(lo.mean()), "mean_generated": float(lg.mean()),
         "ks": ks_statistic(lo, lg), "hist_official": histogram(lo), "hist_generated": histogram(lg),
     }
-    if lang == "en":
-        out["bigram_official"], out["bigram_generated"] = bigram_rate(off), bigram_rate(gen)
+    if language(lang).bigrams:
+        out["bigram_official"], out["bigram_generated"] = bigram_rate(off, lang), bigram_rate(gen, lang)
     return out
 
 
@@ -131,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             check_json_out(followed(args.json))
         rows = []
         for task, sub, code in cells():
-            for lang in FILES:
+            for lang in spec(task).langs:  # the official cells: the languages the task names itself
                 rows.append({**cell_stats(root, task, sub, lang, args.n, args.seed, args.text_source), "code": code})
     except SynthError as e:
         return one_line(e)

@@ -245,7 +245,7 @@ def test_the_type_catalogue_sits_in_the_floor():
     assert g["common.types"] == {"common.registry"}
     assert g["common.registry"] == {"common.errors"}
     assert g["common.errors"] == set()
-    assert g["common.record"] == {"common.registry", "common.types"}
+    assert g["common.record"] == {"common.languages", "common.registry", "common.types"}
     assert g["rewards.types"] == {"common.registry", "common.types", "rewards.base"}
 
 

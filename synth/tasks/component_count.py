@@ -83,6 +83,7 @@ def pick(rng: random.Random, by, parts: list[int]) -> list[str] | None:
 @register
 class ComponentCount(Generator):
     task = "component_count"
+    langs = ("en", "zh", "ko")
     answer_types = {"": "NUMBER"}
     perturb_layouts = (
         r'How many times does the letter "(?P<t>[^"\n]+)" appear in (?P<p>[^?]*)\?',

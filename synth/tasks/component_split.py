@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from common.record import LANG_OF_STEM, make_record
+from common.languages import of_stem
+from common.record import make_record
 
 from ..core import Generator, register
 from ..resources import word_list
@@ -111,6 +112,7 @@ def spec_matches(w: str, spec: list[tuple[str, str]]) -> int:
 @register
 class ComponentSplit(Generator):
     task = "component_split"
+    langs = ("en", "zh", "ko")
     answer_types = {"split": "SPLIT", "combine": "MATCH_ANSWER"}
     perturb_layouts = (
         r"(?P<i>Combine) (?P<k>.*) (?P<i2>into one word)\.",
@@ -159,8 +161,9 @@ class ComponentSplit(Generator):
     @classmethod
     def official_file(cls, stem: str) -> tuple[str, str] | None:
         prefix, _, kind = stem.partition("_")  # `en_split.csv`, `kor_combine.csv`, ...
-        if prefix in LANG_OF_STEM and kind in ("split", "combine"):
-            return kind, LANG_OF_STEM[prefix]
+        lang = of_stem(prefix)
+        if lang and kind in ("split", "combine"):
+            return kind, lang
         return None
 
     @classmethod

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from common.record import VARIATIONS, YES, make_record
+from common.languages import language
+from common.record import VARIATIONS, make_record
 
 from ..core import Generator, register
 from ..denylist import denylist
@@ -56,6 +57,7 @@ def _usable(tok: str, lang: str) -> bool:
 @register
 class DiffTokens(Generator):
     task = "diff_tokens"
+    langs = ("en", "zh", "ko")
     answer_types = {"": "DIFF"}
     perturb_layouts = (r"(?s)(?P<i>.*?)\n(?P<k>seq1: )(?P<p>[^\n]*)\n(?P<k2>seq2: )(?P<p2>[^\n]*)",)
     perturb_kinds = frozenset({"spacing"})
@@ -81,7 +83,7 @@ class DiffTokens(Generator):
         variation = VARIATIONS[rng.randrange(4)]
         other = base
         if variation == "unchanged":
-            answer = YES[lang]
+            answer = language(lang).yes
         elif variation == "add":
             p = _alt_position(rng, tab, RESERVED[lang])
             answer = tab.token(p)

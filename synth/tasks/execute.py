@@ -237,6 +237,7 @@ def _swap_two(rng: random.Random, lang: str, items: list[str], f: dict[str, str]
 @register
 class Execute(Generator):
     task = "execute"
+    langs = ("en", "zh", "ko")
     answer_types = dict.fromkeys(TASKS["execute"].subtasks, "EXACT")  # subtasks: the catalogue's
 
     def supports(self, lang: str, subtask: str) -> bool:

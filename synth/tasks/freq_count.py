@@ -49,6 +49,7 @@ TEMPLATES = {
 @register
 class FreqCount(Generator):
     task = "freq_count"
+    langs = ("en", "zh", "ko")
     answer_types = {"": "NUMBER"}
     perturb_layouts = (
         r'How many times does "(?P<t>[^"\n]+)" appear in the following text\? (?P<k>Text: )(?P<p>.*)',

@@ -16,7 +16,8 @@ from functools import cache
 from importlib import resources as ir
 from typing import Any
 
-from common.record import LANG_OF_STEM, make_record
+from common.languages import codes, language, of_stem
+from common.record import make_record
 
 from ..core import UNIT_SAFE, Generator, register
 from ..resources import corpus, real_text
@@ -65,14 +66,27 @@ GENERATE_TEMPLATES = {
 
 
 @cache
-def topics() -> dict[str, tuple[str, ...]]:
+def _release_topics() -> dict[str, tuple[str, ...]]:
+    """The release's aligned topic lists (synth/data/topics.json), per language."""
     data = json.loads(ir.files("synth").joinpath("data/topics.json").read_text(encoding="utf-8"))
-    return {lang: tuple(data[lang]) for lang in ("en", "zh", "ko")}
+    return {lang: tuple(words) for lang, words in data.items() if isinstance(words, list)}
+
+
+def topics() -> dict[str, tuple[str, ...]]:
+    """LENOP generate's topics per language: a language module's own (`common.languages`), else the release's."""
+    release = _release_topics()
+    out = {}
+    for code in codes():
+        own = language(code).topics
+        if own or code in release:
+            out[code] = own or release[code]
+    return out
 
 
 @register
 class SentenceLength(Generator):
     task = "sentence_length"
+    langs = ("en", "zh", "ko")
     answer_types = {"count": "NUMBER", "generate": "LENGTH"}
     perturb_layouts = (
         r"How many English words are in this sentence\? The sentence is: '(?P<p>.*)'",
@@ -87,8 +101,9 @@ class SentenceLength(Generator):
     @classmethod
     def official_file(cls, stem: str) -> tuple[str, str] | None:
         base, _, kind = stem.partition("_")  # `english.csv` (count), `english_generate.csv`
-        if base in LANG_OF_STEM and kind in ("", "generate"):
-            return ("generate" if kind == "generate" else "count"), LANG_OF_STEM[base]
+        lang = of_stem(base)
+        if lang and kind in ("", "generate"):
+            return ("generate" if kind == "generate" else "count"), lang
         return None
 
     @classmethod
@@ -107,9 +122,10 @@ class SentenceLength(Generator):
     def make(self, rng: random.Random, lang: str, subtask: str):
         n = rng.randint(*self.n_range(MIN_N, MAX_N))
         if subtask == "generate":
-            i = rng.randrange(len(topics()[lang]))
-            topic = topics()[lang][i]
-            prompt = self.template(rng, GENERATE_TEMPLATES, lang).format(n=n, topic=topic)
+            pool = topics()[lang]
+            i = rng.randrange(len(pool))
+            topic = pool[i]
+            prompt = self.template(rng, GENERATE_TEMPLATES, lang, subtask).format(n=n, topic=topic)
             return make_record(
                 id="", task=self.task, subtask=subtask, lang=lang, type=self.answer_type(subtask), prompt=prompt,
                 answer="", meta={"target": n, "topic": topic, "topic_index": i},
@@ -121,7 +137,7 @@ class SentenceLength(Generator):
         else:
             corp = corpus(lang)
             text = corp.span(random_span(rng, corp, n), n)
-        prompt = self.template(rng, COUNT_TEMPLATES, lang).format(text=text)
+        prompt = self.template(rng, COUNT_TEMPLATES, lang, subtask).format(text=text)
         return make_record(
             id="", task=self.task, subtask=subtask, lang=lang, type=self.answer_type(subtask), prompt=prompt,
             answer=str(n), meta={"count": n},

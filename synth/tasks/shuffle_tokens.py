@@ -84,6 +84,7 @@ def spans(lang: str, source: str = "unigram") -> Spans:
 @register
 class ShuffleTokens(Generator):
     task = "shuffle_tokens"
+    langs = ("en", "zh", "ko")
     answer_types = {"": "SHUFFLE"}
     perturb_layouts = (r"(?s)(?P<i>[^:：]*)(?P<k>[:：]\s*)(?P<p>[^\n]*)",)
     perturb_kinds = frozenset({"spacing"})

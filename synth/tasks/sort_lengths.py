@@ -47,6 +47,7 @@ TEMPLATES = {
 @register
 class SortLengths(Generator):
     task = "sort_lengths"
+    langs = ("en", "zh", "ko")
     answer_types = {"": "MATCH_ANSWER"}
     perturb_layouts = (r"(?s)(?P<i>[^\n]*)(?P<k>\n.*?\n)(?P<k2>A: )(?P<p>[^\n]*)\n(?P<k3>B: )(?P<p2>[^\n]*)\n"
         r"(?P<k4>C: )(?P<p3>[^\n]*)",)

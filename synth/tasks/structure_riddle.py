@@ -116,6 +116,7 @@ def zh_removals() -> tuple[tuple[str, str, str], ...]:
 @register
 class StructureRiddle(Generator):
     task = "structure_riddle"
+    langs = ("en", "zh", "ko")
     answer_types = {"": "MATCH_ANSWER"}
     perturb_layouts = (
         r"(?P<k>.*)(?P<i>\(猜一字\))",

@@ -103,6 +103,7 @@ def perturb(rng: random.Random, text: str, table: dict[str, tuple[str, ...]], ra
 @register
 class VariantNormalize(Generator):
     task = "variant_normalize"
+    langs = ("en", "zh", "ko")
     answer_types = {"": "MATCH_ANSWER", "digital": "MATCH_ANSWER"}
     perturb_layouts = (
         r"(?s)(?P<i>The following is an? .*?)(?P<k>\n(?:Word|Number): .*)",
