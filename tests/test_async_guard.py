@@ -178,7 +178,7 @@ def _scored_loop(hooks: list, funcs: list):
 
 
 def test_the_worker_drops_uniform_groups_up_to_the_round_cap_then_pads_with_zero_advantage(capsys):
-    """Dynamic sampling in the rollout worker (recipes/features/dynamic_sampling/sampling.WorkerFilter, issue 79): a uniform group is
+    """Dynamic sampling in the rollout worker (recipes/features/dynamic_sampling/worker.WorkerFilter, issue 79): a uniform group is
     dropped in _score_group (no sample reaches the trainer's queue) and its id reported; a mixed group passes as TRL
     scored it. With every group uniform, after `rounds` x `per_step` drops (then `rounds` per group delivered) a
     uniform group is delivered with advantage 0, in one line the first time: the trainer is slowed, never stalled.
@@ -187,7 +187,7 @@ def test_the_worker_drops_uniform_groups_up_to_the_round_cap_then_pads_with_zero
     import queue
 
     from recipes.async_grpo.cpu_engine import WeightedReward
-    from recipes.features.dynamic_sampling.sampling import WorkerFilter
+    from recipes.features.dynamic_sampling.worker import WorkerFilter
     from rewards.trl import accuracy_fine, format_reward
 
     dropped: queue.Queue = queue.Queue()

@@ -70,9 +70,9 @@ def check(out: str, tmp: Path) -> int:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
-    from recipes.features.vllm_cpu.colocate import eager_on_cpu, use_reload_sync
 
     from common.models import resolve_model
+    from recipes.features.vllm_cpu.colocate import eager_on_cpu, use_reload_sync
 
     base = tmp / "base32"
     src = resolve_model("default")

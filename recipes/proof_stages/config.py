@@ -12,15 +12,7 @@ from typing import Any
 
 from common.errors import TaseError, bounded
 from eval.backends import backend_names
-from recipes.proof_stages.sections import (
-    START,
-    Compare,
-    Eval,
-    Heldout,
-    ProofConfig,
-    start_sections,
-    typed,
-)
+from recipes.proof_stages.sections import START, Compare, Eval, Heldout, ProofConfig, start_sections, typed
 from recipes.proof_stages.values import check_seeds, check_select, check_sweep, check_transfer, check_values
 from recipes.shared.parser import both_names, deprecation_note, read_yaml
 from rewards.levels import COARSE, FINE, STRICT

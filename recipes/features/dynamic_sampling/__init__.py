@@ -51,12 +51,13 @@ class DynamicSampling(Feature):
 
     def setup(self, run: Run) -> Any:
         """Async: where the worker reports the groups it dropped (their prompts count as used on resume)."""
-        from recipes.features.dynamic_sampling.sampling import DroppedGroups
+        from recipes.features.dynamic_sampling.worker import DroppedGroups
 
         return DroppedGroups()
 
     def rollout(self, run: Run) -> list[Any]:
-        from recipes.features.dynamic_sampling.sampling import WorkerFilter, verdict_level
+        from recipes.features.dynamic_sampling.sampling import verdict_level
+        from recipes.features.dynamic_sampling.worker import WorkerFilter
 
         cfg = run.cfg
         per_step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * max(cfg.world_size, 1) \
@@ -65,7 +66,7 @@ class DynamicSampling(Feature):
                              per_step, run.state[self.name].queue)]
 
     def callbacks(self, run: Run) -> list[Any]:
-        from recipes.features.dynamic_sampling.sampling import dropped_groups_callback
+        from recipes.features.dynamic_sampling.worker import dropped_groups_callback
 
         return [dropped_groups_callback(run.state[self.name])]
 
