@@ -92,7 +92,30 @@ def guard_worker(worker: Any, server_url: str | None = None) -> bool:
         except RuntimeError as e:
             raise TaseError(dead_worker_line("while starting", None, str(e).strip().splitlines()[0][:300])) from None
 
-    worker.check_health, worker.start = guarded, guarded_start
+    def guarded_stop() -> None:
+        # TRL 1.16's stop (AsyncRolloutWorker.stop), with its first act bounded: it sets the child's multiprocessing
+        # Event, and Event.set waits, with no timeout, for every process that waits on it to wake. A child that dies
+        # inside that wait (its error reported, then exiting) never wakes, and the run hung there after its one line
+        # (tests/test_async_grpo.py's dead-worker test, 900 s). The set now runs in a daemon thread for at most 15 s;
+        # then, as TRL does, join, terminate, kill.
+        import threading
+
+        proc = getattr(worker, "_process", None)
+        if proc is None:
+            return
+        setter = threading.Thread(target=worker._stop_event_mp.set, daemon=True, name="stop-rollout-worker")
+        setter.start()
+        setter.join(timeout=15)
+        if proc._popen is not None:  # started (a failed spawn leaves nothing to join)
+            proc.join(timeout=15)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+                if proc.is_alive():
+                    proc.kill()
+        worker._process = None
+
+    worker.check_health, worker.start, worker.stop = guarded, guarded_start, guarded_stop
     return True
 
 
