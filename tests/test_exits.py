@@ -17,7 +17,8 @@ PACKAGES = ("common", "rewards", "synth", "eval", "recipes")
 
 # Not the caller's process: the `preexec_fn` runs in the forked child before exec, and ends that child when
 # its parent is already gone (so a pipeline step never runs on alone); the caller is never exited.
-CHILD_SIDE = {"common/process.py:die_with_parent.preexec"}
+# the child side of a fork: it must end with os._exit (no parent's atexit, buffers or threads run twice)
+CHILD_SIDE = {"common/process.py:die_with_parent.preexec", "common/forked.py:_end_child", "common/forked.py:run"}
 
 
 def _exit_site(node: ast.AST, helpers: set[str]) -> str | None:

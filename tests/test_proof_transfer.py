@@ -25,7 +25,7 @@ def test_the_transfer_config_plans_seeds_sweep_rft_lr_matched_and_transfer(tmp_p
     # the best arm per seed, its seed as an option; grpo and the lr-matched arm after it on seed 42 only
     for s in (42, 7, 11):
         assert f"--save_steps 40 --seed {s} --resume_from_checkpoint true" in one(cmds, f"--output_dir OUT/grpo_dyn_s{s} ")
-    assert "--save_steps 75 --seed 42 --resume_from_checkpoint true" in one(cmds, "--output_dir OUT/grpo_s42 ")
+    assert "--save_steps 76 --seed 42 --resume_from_checkpoint true" in one(cmds, "--output_dir OUT/grpo_s42 ")
     lrm = one(cmds, "--output_dir OUT/grpo_lr_matched_s42 ")
     assert "--learning_rate '<5e-06 / signal share of OUT/grpo_s42/trainer_state.json>'" in lrm
     assert not [c for c in cmds if "OUT/grpo_s7 " in c or "OUT/grpo_lr_matched_s11 " in c]
@@ -69,7 +69,7 @@ BAD = {
     ("seeds: [42, 7, 11]", "seeds: [42, 42]"): "seeds must list distinct whole numbers >= 0, got [42, 42]",
     ("seeds: [42, 7, 11]", "seeds: []"): "seeds must list distinct whole numbers >= 0",
     ("seeds: [42, 7, 11]", "seeds: 42"): "seeds must be a list, got 42",
-    ("{max_steps: 150, save_steps: 75}", "{max_steps: 150, save_steps: 75, seed: 3}"):
+    ("{max_steps: 150, save_steps: 76}", "{max_steps: 150, save_steps: 76, seed: 3}"):
         "seeds: sets every arm's and control's seed; drop grpo arm 'grpo' options: seed",
     ("learning_rates: [1.0e-5, 2.0e-5, 5.0e-5]", "learning_rates: [2.0e-5, 0]"):
         "control: learning_rates must list distinct learning rates in (0, 1), got [2e-05, 0]",

@@ -149,7 +149,7 @@ def test_the_combine_plan_is_seed_major_with_the_cuts(tmp_path):
     cmds = commands(text)
     assert "--learning_rate '<the rate chosen for sft_control_s42 on heldout_select.jsonl>'" in one(
         cmds, "--output_dir OUT/control_chosen_s7 ")
-    for needle, save in (("OUT/grpo_s42 ", 75), ("OUT/grpo_dyn_s11 ", 40), ("OUT/control_lr1e-05_s42 ", 165)):
+    for needle, save in (("OUT/grpo_s42 ", 76), ("OUT/grpo_dyn_s11 ", 40), ("OUT/control_lr1e-05_s42 ", 165)):
         assert f"--save_steps {save} " in one(cmds, "--output_dir " + needle)
     assert "--save_strategy steps --save_steps 32 --save_total_limit 1 " in one(cmds, "--output_dir OUT/sft ")
     assert "OUT/manifest_s11.json" in text and "deletes the runs' checkpoint-N folders" in text

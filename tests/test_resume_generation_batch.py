@@ -91,8 +91,10 @@ def test_kill_at_every_step_then_resume_gives_the_uninterrupted_weights(tiny_mod
     import torch
 
     base = tmp_path / "base"
-    res = subprocess.run([sys.executable, *args(tiny_model, base, 2)], cwd=ROOT, env=tree_env(), capture_output=True,
-                         text=True, timeout=900)
+    # the uninterrupted run keeps its checkpoints' optimizer state (a finished run drops it by default), so that
+    # one of them can stand for a checkpoint inside a batch below
+    res = subprocess.run([sys.executable, *args(tiny_model, base, 2), "--keep_optimizer_state", "true"], cwd=ROOT,
+                         env=tree_env(), capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     assert steps_logged(base) == [1, 2, 3, 4] and {p.name for p in base.glob("checkpoint-*")} == {"checkpoint-2",
                                                                                                 "checkpoint-4"}
