@@ -263,10 +263,25 @@ def is_verbose() -> bool:
     return os.environ.get("TASE_VERBOSE", "") not in ("", "0")
 
 
-def quiet_output() -> contextlib.AbstractContextManager[None]:
-    """An entry point's block with its output filtered (`filtered_output`, dropped lines nowhere) unless verbose:
-    what its libraries and the processes they start print, vLLM's engine and worker processes included."""
-    return contextlib.nullcontext() if is_verbose() else filtered_output()
+QUIET_LOG_ENV = "TASE_QUIET_LOG"  # a file the dropped lines are appended to (default: nowhere)
+
+
+@contextlib.contextmanager
+def quiet_output() -> Iterator[None]:
+    """An entry point's block with its output filtered (`filtered_output`) unless verbose: what its libraries and the
+    processes they start print, vLLM's engine and worker processes included. The dropped lines go nowhere, or are
+    appended to the file $TASE_QUIET_LOG names (to see what was dropped without the INFO lines --verbose adds)."""
+    if is_verbose():
+        yield
+        return
+    log = os.environ.get(QUIET_LOG_ENV, "")
+    if not log:
+        with filtered_output():
+            yield
+        return
+    sink = open(log, "ab")  # never closed here: a process the block leaves running still passes lines through it
+    with filtered_output(sink):
+        yield
 
 
 def pop_verbose(argv: list[str] | None) -> tuple[list[str], bool]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import call_main
+from killing import kill_when
 
 pytestmark = pytest.mark.fresh_python  # its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM (tests/warm_python.py)
 
@@ -59,24 +60,8 @@ def test_async_refuses_sync_only_options_in_one_line():
     assert "Traceback" not in stderr
 
 
-@pytest.mark.slow
-def test_async_grpo_steps_on_cpu(vllm_env, tiny64, tmp_path):
-    """2 async GRPO steps, a tiny random Llama with SmolLM2's tokenizer and chat template, 4 completions of <= 8 tokens per step, max_staleness 1: generation in
-    the rollout process overlaps optimizer steps; every weight sync reaches the engine (versions 1, 2, ...) and the
-    worker's policy version follows; no trained sample is more than max_staleness syncs old; both reward functions
-    are logged at every step."""
-    trace, out = tmp_path / "trace.jsonl", tmp_path / "run"
-    steps, staleness = 2, 1
-    cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
-           "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", str(steps), "--num_generations", "4",
-           "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1", "--max_completion_length",
-           "8", "--max_staleness", str(staleness), "--save_strategy", "no", "--num_train_examples", "16",
-           "--learning_rate", "1e-4", "--async_trace", str(trace), "--async_max_model_len", "512"]
-    res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
-                         text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-4000:]
-    # the rollout child exits by itself once stopped (recipes/async_grpo/cpu_engine.py): TRL waited 15 s, then killed it
-    assert "did not exit" not in res.stderr, res.stderr[-2000:]
+def check_async_trainer(trace: Path, per_step: list[dict], steps: int, staleness: int) -> None:
+    """What the async trainer does at every step of a run: its trace (--async_trace) and its logged metrics."""
     events = [json.loads(x) for x in trace.read_text().splitlines()]
     gens = [e for e in events if e["event"] == "generate"]
     syncs = [e for e in events if e["event"] == "sync"]
@@ -95,9 +80,6 @@ def test_async_grpo_steps_on_cpu(vllm_env, tiny64, tmp_path):
     versions = [g["model_version"] for g in gens]
     assert versions == sorted(versions) and len(set(versions)) >= steps, versions
     assert all(g["model_version"] <= g["weights"] for g in gens)  # a tag never claims newer weights
-    logs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    per_step = [r for r in logs if "sample/staleness_max" in r]
-    assert len(per_step) == steps
     for r in per_step:
         assert r["sample/staleness_max"] <= staleness
         assert "rewards/accuracy_fine" in r and "rewards/format*0.2" in r and "reward" in r
@@ -108,7 +90,6 @@ def test_async_grpo_steps_on_cpu(vllm_env, tiny64, tmp_path):
         assert any(k.startswith("tase/task/") and k.endswith("/official_acc") for k in r), sorted(r)
         assert all(k.split("/")[2] in ("sort_lengths", "freq_count", "sentence_length") for k in r
                    if k.startswith("tase/task/"))
-    assert (out / "model.safetensors").is_file()
 
 
 # the curriculum as the async tests run it: window 1, so each failed group (the tiny random model fails all) moves its
@@ -118,17 +99,22 @@ CURRICULUM = ["--curriculum", "true", "--curriculum_window", "1", "--curriculum_
 
 
 @pytest.mark.slow
-def test_async_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny64, tmp_path):
-    """One async CPU run for five features of issue 79. The tiny random model fails every row, so every group is
+def test_async_grpo_steps_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny64, tmp_path):
+    """One async CPU run (a tiny random Llama with SmolLM2's tokenizer and chat template, 4 completions of <= 8 tokens
+    per step, max_staleness 1) for the async trainer itself and five features of issue 79. The trainer: generation in
+    the rollout process overlaps optimizer steps; every weight sync reaches the engine (versions 1, 2, ...) and the
+    worker's policy version follows; no trained sample is more than max_staleness syncs old; both reward functions
+    and the tase/ view of the batch are logged at every step. The features: The tiny random model fails every row, so every group is
     uniform: dynamic sampling drops in the worker up to its cap (1 round) and then delivers zero-advantage groups, so
     the run does not stall; `max_train_seconds` stops it long before max_steps and saves, as sync does; reward logging
     carries each reward's raw and weighted mean out of the worker; the checkpoint's rollout_state.json starts a resume
     after the dropped prompts, not at the first of them. Held-out evaluation runs at every step in the trainer and
     names the best checkpoint; the curriculum (window 1: every failed group moves its task down) moves in the worker,
     is logged from there and saved with the final model."""
-    out = tmp_path / "run"
+    trace, out, staleness = tmp_path / "trace.jsonl", tmp_path / "run", 1
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
            "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "1000",
+           "--max_staleness", str(staleness), "--async_trace", str(trace), "--learning_rate", "1e-4",
            "--num_generations", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
            "--max_completion_length", "8", "--num_train_examples", "64", "--async_max_model_len", "512",
            "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--max_train_seconds", "15",
@@ -138,6 +124,8 @@ def test_async_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny6
     res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
                          text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-4000:]
+    # the rollout child exits by itself once stopped (recipes/async_grpo/cpu_engine.py): TRL waited 15 s, then killed it
+    assert "did not exit" not in res.stderr, res.stderr[-2000:]
     stops = [x for x in res.stdout.splitlines() if x.startswith("max_train_seconds 15 reached at step ")]
     assert len(stops) == 1, res.stdout[-3000:]
     last = int(stops[0].split()[-2].rstrip(";"))
@@ -145,6 +133,7 @@ def test_async_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny6
     logs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in logs if "sample/staleness_max" in r]
     assert len(steps) == last
+    check_async_trainer(trace, steps, last, staleness)
     for r in steps:  # reward logging from the worker, under sync's names
         assert r["tase/reward/accuracy_fine/mean"] == pytest.approx(r["rewards/accuracy_fine"])
         assert r["tase/reward/format/weighted"] == pytest.approx(0.2 * r["tase/reward/format/mean"])
@@ -194,10 +183,6 @@ def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position
     (rollout_state.json, past the dropped prompts; TRL restores it for a Dataset only, the recipe for a stream): the
     next checkpoint's position is at least the saved one plus the groups trained since, the policy version keeps
     counting, and the curriculum starts at the levels the checkpoint saved."""
-    import os
-    import signal
-    import time
-
     out = tmp_path / "run"
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
            "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "4",
@@ -206,16 +191,9 @@ def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position
            "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--save_strategy", "steps",
            "--save_steps", "1", "--logging_steps", "1", "--streaming", "true", *CURRICULUM]
     env = {**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}
-    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
-    try:
-        deadline = time.time() + 900
-        while not (out / "checkpoint-2" / "trainer_state.json").is_file():
-            assert p.poll() is None and time.time() < deadline, "the run ended or stalled before checkpoint-2"
-            time.sleep(0.5)
-    finally:
-        os.killpg(p.pid, signal.SIGKILL)  # the trainer and its rollout child
-        p.wait()
+    # the trainer and its rollout child, once checkpoint-2 is written
+    kill_when(cmd, lambda: (out / "checkpoint-2" / "trainer_state.json").is_file(), env=env, timeout=900, group=True,
+              poll=0.5)
     ckpts = sorted((c for c in out.glob("checkpoint-*") if (c / "trainer_state.json").is_file()),
                    key=lambda c: int(c.name.split("-")[1]))
     saved_step = int(ckpts[-1].name.split("-")[1])

@@ -2,8 +2,6 @@
 reward wrapper on a real batch, the contamination guard at every level, and a CPU GRPO run that logs the levels,
 is killed after a checkpoint and resumes at the saved levels."""
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -11,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from killing import checkpoint_whole, kill_when
 
 PY = sys.executable
 
@@ -174,15 +173,7 @@ def test_curriculum_run_logs_levels_and_resumes_at_saved_levels(tiny_model, tmp_
            "--logging_steps", "1", "--report_to", "none", "--learning_rate", "1e-3", "--seed", "0",
            "--gradient_checkpointing", "false", "--streaming", "true", "--curriculum", "true", "--curriculum_window",
            "1", "--curriculum_up", "1.0", "--curriculum_down", "0.5", "--curriculum_start_level", "4"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 300
-    # killed once checkpoint-1 is whole: trainer_state.json is written last and not atomically, so its mere existence
-    # is not enough (a kill mid-write left it truncated, and a resume then starts from step 0)
-    while checkpoint_problem(out / "checkpoint-1") is not None:
-        assert time.time() < deadline and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() else "timeout"
-        time.sleep(0.2)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_when(cmd, checkpoint_whole(out / "checkpoint-1"), timeout=300)
     first = [m for m in _metrics(out) if "reward" in m]
     assert first and first[0]["tase/curriculum/sentence_length/level"] == 3.0  # 4 -> 3 (top: 4 of 0..4)
     assert first[0]["tase/curriculum/component_split/level"] == 2.0  # start 4 capped at its top 3, then 3 -> 2

@@ -4,15 +4,13 @@ options, and CPU GRPO runs that log guided groups and hint levels (with dynamic 
 gradient accumulation) and resume the hint schedule after kill -9."""
 import ast
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, call_main, tree_env
+from killing import checkpoint_whole, kill_when
 
 PY = sys.executable
 
@@ -223,13 +221,7 @@ def test_kill_then_resume_continues_the_hint_schedule(tiny_model, tmp_path):
         "--num_generations", "2", "--per_device_train_batch_size", "2", "--max_completion_length", "16",
         "--guidance", "both", "--guidance_start_level", "2", "--guidance_window", "1", "--guidance_down", "0.5",
         "--guidance_up", "1.0"])
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=tree_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 300
-    while checkpoint_problem(out / "checkpoint-1") is not None:
-        assert time.time() < deadline and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() else "timeout"
-        time.sleep(0.2)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_when(cmd, checkpoint_whole(out / "checkpoint-1"), env=tree_env(), timeout=300)
     first = _metrics(out)
     assert first[0]["tase/guide/groups_hinted"] == 1 and first[0]["tase/guide/hint_level"] == 2.0
     assert first[0]["tase/guide/groups_gold"] == 1 and first[0]["tase/guide/gold_share"] == 0.5

@@ -7,16 +7,14 @@ and guidance and curriculum states."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from killing import kill_when
 
 from tests.conftest import ROOT, call_main, tree_env
 
@@ -103,14 +101,7 @@ def test_kill_at_every_step_then_resume_gives_the_uninterrupted_weights(tiny_mod
     for k in range(1, STEPS):
         out = tmp_path / f"kill{k}"
         cmd = [sys.executable, *args(tiny_model, out, 2)]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=tree_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 600
-        while k not in steps_logged(out):
-            assert time.time() < deadline and proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            time.sleep(0.1)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        proc.stderr.close()
+        kill_when(cmd, lambda k=k, out=out: k in steps_logged(out), env=tree_env())
         res = subprocess.run([*cmd, "--resume_from_checkpoint", "true"], cwd=ROOT, env=tree_env(),
                              capture_output=True, text=True, timeout=900)
         assert res.returncode == 0, res.stderr[-3000:]

@@ -9,15 +9,13 @@ copy of them and its optimizer.pt), 541,666,989 now (25.1%).
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from killing import checkpoint_whole, kill_when
 
 PY = sys.executable
 TINY_ARGS = ["--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--tasks", "sort_lengths", "freq_count",
@@ -64,13 +62,7 @@ def test_finished_run_drops_optimizer_state_and_a_killed_run_resumes_exactly(tin
 
     # the same run killed after its first checkpoint keeps the optimizer state, and resumes to the same weights
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(cmd(killed), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 600
-    while checkpoint_problem(killed / "checkpoint-1") is not None:
-        assert time.time() < deadline and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() else "timeout"
-        time.sleep(0.1)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_when(cmd(killed), checkpoint_whole(killed / "checkpoint-1"))
     assert not (killed / "trainer_state.json").exists(), "the run finished before the kill"
     assert all((c / "optimizer.pt").is_file() and not (c / WEIGHTS_ONLY).exists()
                for c in killed.glob("checkpoint-*") if checkpoint_problem(c) is None)

@@ -96,16 +96,19 @@ def guard_worker(worker: Any, server_url: str | None = None) -> bool:
         # TRL 1.16's stop (AsyncRolloutWorker.stop), with its first act bounded: it sets the child's multiprocessing
         # Event, and Event.set waits, with no timeout, for every process that waits on it to wake. A child that dies
         # inside that wait (its error reported, then exiting) never wakes, and the run hung there after its one line
-        # (tests/test_async_grpo.py's dead-worker test, 900 s). The set now runs in a daemon thread for at most 15 s;
-        # then, as TRL does, join, terminate, kill.
+        # (tests/test_async_grpo.py's dead-worker test, 900 s). The set runs in a daemon thread for at most 15 s, and
+        # no longer once the child has exited (nothing is left to wake); then, as TRL does, join, terminate, kill.
         import threading
+        import time
 
         proc = getattr(worker, "_process", None)
         if proc is None:
             return
         setter = threading.Thread(target=worker._stop_event_mp.set, daemon=True, name="stop-rollout-worker")
         setter.start()
-        setter.join(timeout=15)
+        deadline = time.monotonic() + 15
+        while setter.is_alive() and proc.is_alive() and time.monotonic() < deadline:
+            setter.join(timeout=0.2)
         if proc._popen is not None:  # started (a failed spawn leaves nothing to join)
             proc.join(timeout=15)
             if proc.is_alive():
