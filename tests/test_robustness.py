@@ -221,3 +221,27 @@ def test_cli(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["robustness", "report", str(tmp_path / "empty"), "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_robustness_run_hands_eval_run_its_own_defaults_and_the_generation_options():
+    """`robustness run` builds its inner `eval run` from `eval run`'s parser (eval/_cli/robustness.inner_run_args): every
+    option `eval run` reads is there with its default (all rows, one greedy sample), the generation and backend options
+    are this command's, and the data and output are the made set and OUT/run."""
+    import argparse
+
+    from eval._cli import robustness, run
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="cmd")
+    robustness.register(sub, argparse.HelpFormatter)
+    args = parser.parse_args(["robustness", "run", "--data", "official:x", "--out", "o", "--limit", "5", "--model",
+                              "m", "--backend", "hf", "--max-new-tokens", "7", "--temperature", "0.5", "--seed", "3"])
+    inner = robustness.inner_run_args(args, data="o/robustness_data.jsonl", out="o/run")
+    own = argparse.ArgumentParser()
+    run.register(own.add_subparsers(dest="cmd"), argparse.HelpFormatter)
+    want = vars(own.parse_args(["run", "--data", "d", "--out", "r"]))
+    assert set(vars(inner)) == set(want)
+    assert (inner.data, inner.out, inner.limit, inner.select, inner.tasks, inner.files, inner.num_samples,
+            inner.cot) == ("o/robustness_data.jsonl", "o/run", None, None, None, None, 1, False)
+    assert (inner.model, inner.backend, inner.max_new_tokens, inner.temperature, inner.seed) == ("m", "hf", 7, 0.5, 3)
+    assert inner.execute is run.execute

@@ -42,7 +42,6 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     data_args(rr)
     rr.add_argument("--out", required=True)
     add_generation_args(rr)
-    rr.set_defaults(num_samples=1, select=None, tasks=None, files=None)  # what `eval run` reads beside the generation options: greedy, one each, all rows
     rp = rs.add_parser("report", formatter_class=fmt, help="relative drop per kind for several models",
                        description="Relative accuracy drop per kind with paired bootstrap intervals; models after "
                                    "the first also get their drop minus the first's. Writes OUT/robustness.md, "
@@ -54,6 +53,19 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     rp.add_argument("--n-boot", type=n_boot, default=1000)
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rb.set_defaults(execute=execute)
+
+
+def inner_run_args(args: argparse.Namespace, data: str, out: str) -> argparse.Namespace:
+    """The `eval run` that `robustness run` keeps in OUT/run: `eval run`'s own defaults (read from its parser, so an
+    option it gains is never missing here: every row, one greedy sample each), with this command's model and
+    generation options, on the data just made."""
+    parser = argparse.ArgumentParser(add_help=False)
+    run.register(parser.add_subparsers(dest="cmd"), argparse.HelpFormatter)
+    inner = parser.parse_args(["run", "--data", data, "--out", out])
+    for key, value in vars(args).items():
+        if key in vars(inner) and key not in ("data", "out", "limit", "execute", "cmd"):
+            setattr(inner, key, value)
+    return inner
 
 
 def _mark(out: str | Path) -> None:
@@ -85,12 +97,9 @@ def execute(args: argparse.Namespace) -> int:
         print(f"wrote {Path(args.out) / rob.DATA} and {rob.MANIFEST}")
         if args.rcmd == "make":
             return 0
-        args.data = str(Path(args.out) / rob.DATA)
         out = args.out
-        args.out, args.limit, args.cot = str(Path(out) / "run"), None, False
-        run.execute(args)
+        run.execute(inner_run_args(args, data=str(Path(out) / rob.DATA), out=str(Path(out) / "run")))
         rep = rob.write_report([out], out, n_boot=1000, names=[Path(str(args.model)).name or "model"])
-        args.out = out
     else:
         names = [n.strip() for n in args.names.split(",")] if args.names else None
         if names and len(names) != len(args.dirs):
