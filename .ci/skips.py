@@ -44,7 +44,8 @@ def main(argv: list[str]) -> int:
     for test, reason in found:
         why = next((w for k, w in ALLOWED.items() if k in reason), None)
         bad += why is None
-        print(f"skipped {test}: {reason}" + (f" [optional: {why}]" if why else " [NOT ALLOWED: the install provides it]"))
+        print(f"skipped {test}: {reason}"
+              + (f" [optional: {why}]" if why else " [NOT ALLOWED: the install provides it]"))
     print(f"{len(found)} skipped, {bad} not allowed")
     return 1 if bad else 0
 

@@ -67,7 +67,8 @@ def main() -> int:
     p.add_argument("--backends", default="hf,vllm", help="hf, hf-padded (hf without the packed prefill), vllm")
     p.add_argument("--lang", default="en", help="en, zh, ko or all (synth's languages of the prompts)")
     p.add_argument("--threads", type=int, default=None, help="hf on CPU: torch threads")
-    p.add_argument("--dtype", default=None, help="both backends (default: eval run's, i.e. on CPU bfloat16 only where native, else float32)")
+    p.add_argument("--dtype", default=None,
+                   help="both backends (default: eval run's, i.e. on CPU bfloat16 only where native, else float32)")
     p.add_argument("--api", action="store_true", help="add the openai backend row (see above)")
     p.add_argument("--base-url", default=None, help="--api: an already running server (default: start vllm serve)")
     p.add_argument("--model-name", default=None, help="--api: the model as that server names it")
@@ -76,7 +77,8 @@ def main() -> int:
                    help="cap the prompts' sequence lengths (synth --max-len), e.g. 12 for short chat prompts")
     p.add_argument("--repeat", type=int, default=1, help="alternate the backends this many times; print medians")
     p.add_argument("--conditions", default="quiet",
-                   help="quiet (the machine as it is), loaded (a spinning process on every core), or both: quiet,loaded")
+                   help="quiet (the machine as it is), loaded (a spinning process on every core), or both: "
+                        "quiet,loaded")
     args = p.parse_args()
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
     if not conditions or set(conditions) - {"quiet", "loaded"} or args.repeat < 1:
@@ -90,7 +92,8 @@ def main() -> int:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(model)
-    recs = sorted(synth.generate("all", args.lang, args.n, 0, max_len=args.max_len), key=lambda r: -len(r["prompt"]))  # as `eval run` orders
+    # as `eval run` orders
+    recs = sorted(synth.generate("all", args.lang, args.n, 0, max_len=args.max_len), key=lambda r: -len(r["prompt"]))
     convs = [build_messages(r) for r in recs]
     sizes = [int(x) for x in args.batch_sizes.split(",")]
     cfg = GenConfig(max_new_tokens=args.max_new_tokens, batch_size=max(sizes))
@@ -149,7 +152,8 @@ def run_sizes(backends: dict, convs: list, sizes: list[int], tok, repeat: int, c
         for _ in range(repeat):
             for name, be in backends.items():
                 runs[name].append(timed(be, convs, bs, tok))
-        rates = {n: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)) for n, rs in runs.items()}
+        rates = {n: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
+                 for n, rs in runs.items()}
         line = f"{bs:>5} " + " ".join(f"{r[0]:>16.2f} {r[1]:>12.1f}" for r in rates.values())
         if "hf" in rates and "hf-padded" in rates:
             line += f"   hf/hf-padded tok/s {rates['hf'][1] / rates['hf-padded'][1]:.2f}x"
@@ -183,7 +187,8 @@ def measure_api(args: argparse.Namespace, model: Path, convs: list, tok) -> tupl
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
         proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
                                  "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port),
-                                 "--seed", "0", "--dtype", args.dtype, *cpu_eager], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                                 "--seed", "0", "--dtype", args.dtype, *cpu_eager], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env)
         url = f"http://127.0.0.1:{port}/v1"
         t0 = time.time()
         while True:

@@ -182,7 +182,8 @@ def accelerate_config(work: Path, offload: bool) -> Path:
     cfg["num_processes"] = 1
     if offload:
         ds = {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": True},
-                                    "offload_param": {"device": "none"}, "stage3_gather_16bit_weights_on_model_save": True},
+                                    "offload_param": {"device": "none"},
+                                    "stage3_gather_16bit_weights_on_model_save": True},
               "bf16": {"enabled": "auto"}, "zero_force_ds_cpu_optimizer": False, "zero_allow_untested_optimizer": True,
               "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
               "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto"}
@@ -198,7 +199,8 @@ def accelerate_config(work: Path, offload: bool) -> Path:
 def row_command(model_dir: Path, data: Path, result: Path, run_dir: Path, steps: int, cpu: bool,
                 acc_config: Path | None, liger: bool) -> list[str]:
     """The command of one row: bench/grpo_step.py's child on the paper's sync config (under accelerate on a GPU)."""
-    sets = [*ROW_SETS, f"model_name_or_path={model_dir}", f"train_data={data}", f"use_liger_kernel={str(liger).lower()}"]
+    sets = [*ROW_SETS, f"model_name_or_path={model_dir}", f"train_data={data}",
+            f"use_liger_kernel={str(liger).lower()}"]
     if cpu:
         sets += ["use_cpu=true", "bf16=false", "dtype=float32", "gradient_checkpointing=false",
                  "max_completion_length=8", "per_device_train_batch_size=4", "gradient_accumulation_steps=1",
@@ -323,8 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="the plan and its JSON only")
     p.add_argument("--cpu-rehearsal", action="store_true", help="tiny shape, float32, on CPU, no DeepSpeed")
     p.add_argument("--offload", choices=("auto", "always", "never"), default="auto",
-                   help=f"optimizer offload to the CPU: auto (where the no-offload estimate exceeds {FIT * 100:.0f}%% of the "
-                   "GPU), always (an 80 GiB card's rows on a larger one), never")
+                   help=f"optimizer offload to the CPU: auto (where the no-offload estimate exceeds {FIT * 100:.0f}%% "
+                   "of the GPU), always (an 80 GiB card's rows on a larger one), never")
     p.add_argument("--host-gib", type=float, default=None, help="host memory that offload may use (default: this "
                    "machine's MemTotal on a GPU run; none assumed on a dry run)")
     a = p.parse_args(argv)
@@ -386,9 +388,11 @@ def main(argv: list[str] | None = None) -> int:
             run_row(r, a, work, tokenizer_dir, left)
         doc["wall_s"] = round(time.time() - t_start, 1)
         write(out, doc)
-        print(f"{r['shape']:>5}: {r['status']}" + (f", step {r['step_s']:.1f} s, generation {r['generated_tok_per_s']:.0f} "
-              f"tok/s, peak {r.get('peak_gpu_alloc_gib') or 0:.2f} GiB (allocator), "
-              f"{r.get('peak_nvidia_smi_gib') or 0:.2f} GiB (nvidia-smi)" if r["status"] == "ok" else ""), flush=True)
+        print(f"{r['shape']:>5}: {r['status']}"
+              + (f", step {r['step_s']:.1f} s, generation {r['generated_tok_per_s']:.0f} "
+                 f"tok/s, peak {r.get('peak_gpu_alloc_gib') or 0:.2f} GiB (allocator), "
+                 f"{r.get('peak_nvidia_smi_gib') or 0:.2f} GiB (nvidia-smi)" if r["status"] == "ok" else ""),
+              flush=True)
     print(f"table: {out}")
     return 0 if all(r["status"] == "ok" or r["status"].startswith("skipped: does not fit") for r in rows) else 1
 

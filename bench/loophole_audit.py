@@ -65,7 +65,8 @@ def audit(records: list[dict]) -> tuple[list[dict], list[str]]:
         def bound(r: dict, o: list[str], ans: str) -> float:
             return mean([score(relabel(r, g), tag(ans)).fine for g in o])
 
-        random_bound = mean([mean([bound(r, o, v) for v in o]) for r, o in zip(rows, opts, strict=False)]) if swap else None
+        random_bound = mean([mean([bound(r, o, v) for v in o])
+                             for r, o in zip(rows, opts, strict=False)]) if swap else None
         strat = [strategies(r, pool) for r in rows]
         names = list(dict.fromkeys(n for s in strat for n in s))
         consts = sorted({v for o in opts for v in o})[:200] if typ != "SHUFFLE" else []

@@ -74,7 +74,8 @@ def timed(pairs: list[tuple[dict, str]], n: int, fresh_prompt: bool = False) -> 
     CPU time of this thread (not wall time): on a shared machine a wall clock also counts the time
     slices other processes take, which shows up as ~4 ms "latencies" unrelated to the scorer."""
     if fresh_prompt:  # a unique prompt per call: the REORD input line stays, the memo never hits
-        pairs = [(dict(r, prompt=f"{r['prompt']}\n#{i}"), c) for i, (r, c) in enumerate(pairs * (2 * n // len(pairs) + 1))]
+        pairs = [(dict(r, prompt=f"{r['prompt']}\n#{i}"), c)
+                 for i, (r, c) in enumerate(pairs * (2 * n // len(pairs) + 1))]
     for r, c in pairs[:200]:  # warm-up: regex caches, first-call costs
         score(r, c)
     clock = time.thread_time_ns

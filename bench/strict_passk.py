@@ -5,8 +5,8 @@ model sample a right answer at all" is the strict one (issue 63: a warm-up's off
 `eval run --num-samples K` now stores each sample's strict verdict and reports `strict_pass_at_k` itself; this script
 serves folders sampled before that (it re-scores every sample).
 
-    python bench/strict_passk.py --data official:runs/proof_guidance_cpu/official runs/proof_guidance_cpu/eval/passk/* \\
-        [--out FILE.md]
+    python bench/strict_passk.py --data official:runs/proof_guidance_cpu/official \\
+        runs/proof_guidance_cpu/eval/passk/* [--out FILE.md]
 """
 from __future__ import annotations
 

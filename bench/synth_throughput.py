@@ -1,6 +1,7 @@
 """Examples/second per task and language on one core, beside reasoning-gym generators in the same run.
 
-    python bench/synth_throughput.py [--n 5000] [--repeat 1] [--tasks all] [--text-source real|unigram|both] [--rg-python PATH]
+    python bench/synth_throughput.py [--n 5000] [--repeat 1] [--tasks all] [--text-source real|unigram|both] \\
+        [--rg-python PATH]
 
 reasoning-gym (letter_counting, word_sorting) is timed in-process when importable, else through
 `--rg-python` (an interpreter of a separate venv with `pip install reasoning-gym`; `make bench` builds
@@ -84,7 +85,8 @@ def main() -> int:
     warm = time.perf_counter() - t0
     rg, note = reasoning_gym_rates(args.n, args.rg_python)
     ref = rg.get("letter_counting")
-    print(f"# synth throughput, one core ({platform.processor() or platform.machine()}, Python {platform.python_version()})")
+    print(f"# synth throughput, one core ({platform.processor() or platform.machine()}, Python "
+          f"{platform.python_version()})")
     print(f"# resource warm-up for all cells: {warm:.2f} s (once per process)")
     print(f"# reference: {note}" + "".join(f"; {k} {v:,.0f}/s" for k, v in rg.items()))
     reps = max(1, args.repeat)

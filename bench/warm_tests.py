@@ -29,7 +29,8 @@ def one(selection: list[str], warm: bool, workers: int) -> tuple[float, float, f
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers), *selection],
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers),
+                          *selection],
                          cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -55,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
             rows[warm].append(r)
             print(f"{'warm' if warm else 'fresh':<6} {r[0]:8.1f} {r[1]:8.1f} {r[2]:12.2f} {r[3]:11.2f}", flush=True)
     med = {w: (statistics.median(x[0] for x in rs), statistics.median(x[1] for x in rs)) for w, rs in rows.items()}
-    print(f"median wall: warm {med[True][0]:.1f} s, fresh {med[False][0]:.1f} s, fresh/warm {med[False][0] / med[True][0]:.2f}x")
-    print(f"median CPU:  warm {med[True][1]:.1f} s, fresh {med[False][1]:.1f} s, fresh/warm {med[False][1] / med[True][1]:.2f}x")
+    print(f"median wall: warm {med[True][0]:.1f} s, fresh {med[False][0]:.1f} s, fresh/warm "
+          f"{med[False][0] / med[True][0]:.2f}x")
+    print(f"median CPU:  warm {med[True][1]:.1f} s, fresh {med[False][1]:.1f} s, fresh/warm "
+          f"{med[False][1] / med[True][1]:.2f}x")
     print("(CPU: user+sys of pytest and the processes waited for, the forked runs through the server and its "
           "monitors, which wait for them)")
     return 0
