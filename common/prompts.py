@@ -7,7 +7,8 @@ SYSTEM_PROMPT = "You need to put the final result inside <answer></answer>."
 COT_SUFFIX = "\n\nLet's think step by step, then put the final result inside <answer></answer>."
 
 
-def build_messages(record: dict[str, Any], cot: bool = False, system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
+def build_messages(record: dict[str, Any], cot: bool = False,
+                   system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
     """Chat messages for one record (`--cot` appends a step-by-step instruction to the user turn)."""
     user = record["prompt"] + (COT_SUFFIX if cot else "")
     msgs = [{"role": "system", "content": system_prompt}] if system_prompt else []

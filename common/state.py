@@ -1,8 +1,9 @@
 """The one checked reader of the state files a command reads back when it resumes (curriculum.json,
 best_checkpoint.json, a proof's select_<run>/best_checkpoint.json or a former selection.json, dynamic sampling's
 state in trainer_state.json): valid JSON of the wrong shape (`5`, `null`, a string where a number belongs), a
-folder of that name or an unreadable file is one line (a TaseError) naming the file and what is wrong, or the caller's documented fallback; never a crash deep in
-the code that uses it. Each caller gives the shape as a function returning what is wrong (None when nothing)."""
+folder of that name or an unreadable file is one line (a TaseError) naming the file and what is wrong, or the caller's
+documented fallback; never a crash deep in the code that uses it. Each caller gives the shape as a function returning
+what is wrong (None when nothing)."""
 from __future__ import annotations
 
 import json

@@ -85,8 +85,8 @@ class HFBackend:
 
     @classmethod
     def live(cls, model: Any, tok: Any, cfg: GenConfig) -> HFBackend:
-        """A backend on a model already in memory (a trainer's policy: recipes/features/heldout/evaluation.py scores it while it
-        trains, with no second copy and no engine to start). The caller puts the model in eval mode and the
+        """A backend on a model already in memory (a trainer's policy: recipes/features/heldout/evaluation.py scores it
+        while it trains, with no second copy and no engine to start). The caller puts the model in eval mode and the
         tokenizer on left padding for the calls, as `load_model_and_tokenizer` does for a loaded one."""
         self = cls.__new__(cls)
         self.cfg, self.model, self.tok, self.device = cfg, model, tok, model.device
@@ -203,7 +203,8 @@ class VLLMBackend:
             if not cpu and not current_platform.is_cuda_alike():
                 raise BackendError(f"vllm found no usable device (platform {current_platform.device_name!r}); "
                                    "use --backend hf")
-            kw: dict[str, Any] = {"dtype": dtype or (cpu_default_dtype() if cpu else "auto"), "tensor_parallel_size": tensor_parallel_size,
+            kw: dict[str, Any] = {"dtype": dtype or (cpu_default_dtype() if cpu else "auto"),
+                                  "tensor_parallel_size": tensor_parallel_size,
                                   "enforce_eager": cpu if enforce_eager is None else enforce_eager}
             if not cpu:
                 kw["gpu_memory_utilization"] = gpu_memory_utilization

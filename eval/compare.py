@@ -69,7 +69,8 @@ def check_boot_memory(n_boot: int, rows: int) -> None:
     have = available_memory() // 2
     if need > have:
         raise CompareError(f"--n-boot {n_boot} needs about {need / 2**30:.1f} GiB for {rows} rows, more than half "
-                           f"the memory available ({have / 2**30:.1f} GiB); use at most {max(have // (24 * max(rows, 1)), 1)}")
+                           f"the memory available ({have / 2**30:.1f} GiB); use at most "
+                           f"{max(have // (24 * max(rows, 1)), 1)}")
 
 
 def bootstrap_delta(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], n_boot: int = 1000,
@@ -222,7 +223,8 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
     plot = plot_tasks(names, results, task_cols, lang_cols, out / "comparison.png", levels)
     md = "\n".join(lines) + f"\n\nPlot: {plot}\n"
     (out / "comparison.md").write_text(md, encoding="utf-8")
-    summary = {"runs": dict(zip(names, dirs, strict=False)), "by_task": {n: r["by_task"] for n, r in zip(names, results, strict=False)},
+    summary = {"runs": dict(zip(names, dirs, strict=False)),
+               "by_task": {n: r["by_task"] for n, r in zip(names, results, strict=False)},
                "by_lang": {n: r["by_lang"] for n, r in zip(names, results, strict=False)},
                "overall": {n: r["overall"] for n, r in zip(names, results, strict=False)},
                "micro": {n: r["micro"]["overall"] for n, r in zip(names, results, strict=False)},
@@ -231,7 +233,8 @@ def compare(dirs: list[str], out: str | Path, n_boot: int = 1000, seed: int = 0)
                "pass_at_k": {n: r["pass_at_k"] for n, r in zip(names, results, strict=False) if r.get("pass_at_k")},
                "strict_pass_at_k": {n: r["strict_pass_at_k"] for n, r in zip(names, results, strict=False)
                                     if r.get("strict_pass_at_k")},
-               "deltas": deltas, "warnings": notes, "ci95": {n: lv for n, lv in zip(names, levels, strict=False)}, "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
+               "deltas": deltas, "warnings": notes, "ci95": {n: lv for n, lv in zip(names, levels, strict=False)},
+               "n_boot": n_boot, "seed": seed, "plot": str(plot), "markdown": md}
     (out / "comparison.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     write_marker(out, "compare", ["comparison.md", "comparison.json", "comparison.png"])
     return summary
@@ -302,8 +305,8 @@ def pass_at_k_lines(names: list[str], results: list[dict[str, Any]]) -> list[str
              "A task worth RL: a large pass@K - pass@1 gap, pass@1 neither near 0 nor near 1; mixed = rows with some "
              "but not all samples correct (the GRPO groups with a gradient)."
              + (" strict: the same without the official verdict's loopholes (docs/rewards.md)." if strict else ""), "",
-             "| model | file | rows | K | pass@1 | pass@K | gap | mixed |" + (" strict pass@1 | strict pass@K |" if strict
-                                                                            else ""),
+             "| model | file | rows | K | pass@1 | pass@K | gap | mixed |"
+             + (" strict pass@1 | strict pass@K |" if strict else ""),
              "|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if strict else "")]
     for n, pk, st in runs:
         k = pk["k"]

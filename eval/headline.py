@@ -2,9 +2,10 @@
 lines, as `eval run` writes them to samples.jsonl): the evaluator's macro official accuracy, its strict accuracy,
 the fine credit, the loophole share of official passes and the accuracies per task.
 
-Written once for both ways of choosing a checkpoint: during training (recipes/features/heldout/evaluation.py logs them as
-`tase/heldout/...`) and after it (recipes/select_checkpoint.py reads them from each evaluation's samples.jsonl).
-Shares are in [0, 1], as the `tase/` training metrics (recipes/features/tracking/metrics.py) are; results.json keeps percent.
+Written once for both ways of choosing a checkpoint: during training (recipes/features/heldout/evaluation.py logs them
+as `tase/heldout/...`) and after it (recipes/select_checkpoint.py reads them from each evaluation's samples.jsonl).
+Shares are in [0, 1], as the `tase/` training metrics (recipes/features/tracking/metrics.py) are; results.json keeps
+percent.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def headline(samples: Iterable[dict[str, Any]]) -> dict[str, float]:
     """official_acc / strict_acc: the results.json headline (`overall`, `strict.overall`: macro over files, then
     tasks, invalid rows out of the denominators) / 100; fine_credit: `fine.overall` / 100; loophole_share: valid
     rows the official verdict passes and the strict one fails, over the official passes (0 with none: the
-    definition of recipes/features/tracking/metrics.py's training metric); task/<task>/...: the task's macro accuracies; n: rows."""
+    definition of recipes/features/tracking/metrics.py's training metric); task/<task>/...: the task's macro accuracies;
+    n: rows."""
     samples = list(samples)
     if not samples:
         return {}

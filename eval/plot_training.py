@@ -1,8 +1,8 @@
 """Training curves of one or more GRPO runs in one PNG, from each run folder's metrics.jsonl (the log the recipes
-write: TRL's metrics and the tase/ metrics of recipes/features/tracking/metrics.py): total reward, official and strict accuracy,
-the share of official passes that are loopholes, and the share of zero-variance groups, against the step; for runs
-with guided groups (recipes/features/guidance/hints.py's tase/guide/ metrics) also the guided share with hinted and unhinted
-success and the hint level.
+write: TRL's metrics and the tase/ metrics of recipes/features/tracking/metrics.py): total reward, official and strict
+accuracy, the share of official passes that are loopholes, and the share of zero-variance groups, against the step; for
+runs with guided groups (recipes/features/guidance/hints.py's tase/guide/ metrics) also the guided share with hinted and
+unhinted success and the hint level.
 
 Runs older than the tase/ metrics fall back where the log allows it: accuracies from `rewards/accuracy_coarse/mean`
 and `rewards/accuracy_strict/mean` when the run trained on them, zero variance from TRL's `frac_reward_zero_std`
@@ -31,7 +31,8 @@ PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]], ...] = (
     ("loophole share of official passes (steps without one left out)", (("loophole", ("tase/loophole_share",), "-"),)),
     ("zero-variance groups", (("trained accuracy", ("tase/zero_var_groups",), "-"),
                               ("TRL frac_reward_zero_std", ("frac_reward_zero_std",), ":"),
-                              ("trained batch, after dynamic sampling's filter", ("tase/dynamic/trained_uniform_share",), "-."))),
+                              ("trained batch, after dynamic sampling's filter",
+                               ("tase/dynamic/trained_uniform_share",), "-."))),
 )
 
 
@@ -147,9 +148,9 @@ def check_out(out: Path) -> None:
 
 
 def plot_training(runs: list[str | Path], out: str | Path, names: list[str] | None = None) -> Path:
-    """Draw the four panels (six for runs with guidance) for every run into `out` (PNG, written whole or not at all, under its write lock, and
-    only over a PNG of its own: `check_out`); returns its path. A bare Figure renders itself, so no caller has to
-    choose matplotlib's backend."""
+    """Draw the four panels (six for runs with guidance) for every run into `out` (PNG, written whole or not at all,
+    under its write lock, and only over a PNG of its own: `check_out`); returns its path. A bare Figure renders itself,
+    so no caller has to choose matplotlib's backend."""
     from matplotlib.figure import Figure  # no pyplot: no backend to choose, no global figure state
 
     out = followed(out)  # a symlinked --out: its target is replaced, the link stays

@@ -428,8 +428,9 @@ def run(model: str, data: str, out: str | Path, backend: str = "hf", limit: int 
     records = select(picked, limit, select_how)
     if limit is not None and len(records) > limit and not str(data).startswith("official:"):
         # per file, and a JSONL's files are its cells: 25 execute cells at --limit 2 are 50 rows, which needs saying
-        print(f"--limit {limit}: {len(records)} rows, at most {limit} from each of {len({file_key(r) for r in records})} "
-              "files (a JSONL's files are its task/subtask/language cells)", file=sys.stderr)
+        print(f"--limit {limit}: {len(records)} rows, at most {limit} from each of "
+              f"{len({file_key(r) for r in records})} files (a JSONL's files are its task/subtask/language cells)",
+              file=sys.stderr)
     api = engine.remote
     # an API model lives on its server
     model_path = Path(str(model)) if api else resolve_model(model, allow_pickle_weights=allow_pickle_weights)
@@ -568,10 +569,12 @@ def chat_problem(messages: list[Any]) -> str | None:
     for i, m in enumerate(messages):  # content parts are {"type": ..., "text": ...} dicts; anything else reads as ""
         parts = m["content"] if isinstance(m["content"], list) else []
         bad = next((p for p in parts if not isinstance(p, dict)), None)
-        if bad is not None or any(isinstance(p, dict) and "text" in p and not isinstance(p["text"], str) for p in parts):
+        if bad is not None or any(isinstance(p, dict) and "text" in p and not isinstance(p["text"], str)
+                                  for p in parts):
             what = f"a {type(bad).__name__}" if bad is not None else "a part whose text is not a string"
-            return (f"is a list but item {i}'s content is a list holding {what} ({json.dumps(parts, default=str)[:60]}); "
-                    f"content parts are {{\"type\": \"text\", \"text\": ...}} (a plain answer is a string)")
+            return (f"is a list but item {i}'s content is a list holding {what} "
+                    f"({json.dumps(parts, default=str)[:60]}); content parts are {{\"type\": \"text\", \"text\": ...}} "
+                    "(a plain answer is a string)")
     if not any(m["role"] == "assistant" for m in messages):
         return "is a message list without an assistant message: there is no answer to score"
     return None
@@ -590,8 +593,8 @@ def check_out_dir(out: Path) -> None:
 def score_predictions(data: str, predictions: str | Path, out: str | Path, force: bool = False) -> dict[str, Any]:
     """Score completions made elsewhere (JSON lines with `id` and `completion`); the tables cover the
     predicted ids. Writes the same files as `run`; refuses a folder that is or holds another command's output
-    (an `eval run`, a training run, an export, ...), and its own earlier scores unless `force`. The folder is built beside `out` and swapped in whole, so a failed or
-    killed command leaves the previous scores as they were."""
+    (an `eval run`, a training run, an export, ...), and its own earlier scores unless `force`. The folder is built
+    beside `out` and swapped in whole, so a failed or killed command leaves the previous scores as they were."""
     from rewards import completion_text
 
     out = followed(out)  # a symlinked --out: the scores replace its target's, the link stays

@@ -179,7 +179,8 @@ def plot_fragmentation(curves: dict[str, dict[str, dict[str, float]]], path: Pat
 def markdown_table(stats: list[CellStats], par: dict[str, float], speed: dict[str, float], name: str) -> str:
     lines = [f"### {name}", "", "| task | lang | n | tokens/char | fertility | PCW |", "|---|---|---:|---:|---:|---:|"]
     for c in stats:
-        lines.append(f"| {c.task} | {c.lang} | {c.n} | {c.tokens_per_char:.3f} | {c.fertility:.2f} | {100 * c.pcw:.1f}% |")
+        lines.append(f"| {c.task} | {c.lang} | {c.n} | {c.tokens_per_char:.3f} | {c.fertility:.2f} | "
+                     f"{100 * c.pcw:.1f}% |")
     lines += ["", f"Parity vs English (aligned topics): zh {par['zh']:.2f}, ko {par['ko']:.2f}. "
               f"Encode {speed['encode_chars_per_s']:,} chars/s, decode {speed['decode_chars_per_s']:,} chars/s.", ""]
     return "\n".join(lines)

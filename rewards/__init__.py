@@ -1,8 +1,8 @@
 """Scorers for TASE-style records: the official coarse verdict, the strict verdict (the official one
 without its loopholes) and the training credit built on it (fine).
 
-`score(example, completion) -> Score` (in `rewards.router`) routes by `example["type"]` to one small pure module per type
-(number, length, shuffle, split, diff, match_answer, plus exact for beyond-TASE tasks);
+`score(example, completion) -> Score` (in `rewards.router`) routes by `example["type"]` to one small pure module per
+type (number, length, shuffle, split, diff, match_answer, plus exact for beyond-TASE tasks);
 `get_reward_funcs(names)` wraps them for TRL's GRPOTrainer. `Score.coarse` is exactly the official
 evaluator's verdict (evaluate/metrics.py of the TASE release, Apache-2.0, whose rules are re-implemented
 here); `Score.strict` refuses what passes it only through a loophole (a list holding the label, the unsplit

@@ -11,8 +11,8 @@ coarse: answer and label are cleaned alike (lower-case; delete "不是", the wor
         fails: such rows are `valid=False`.
 strict: the plain comparison, or, for "modify", the two named tokens (quoted, or the two-token form)
         are exactly the replaced token and its replacement, read from the prompt's `seq1:`/`seq2:`
-        lines; one quoted candidate equal to the label passes too. The official modify rules pass any two guesses that include the label ("'dog' 'cat'",
-        "dog cat"): twice the chance of one guess, a hedge the strict verdict refuses.
+        lines; one quoted candidate equal to the label passes too. The official modify rules pass any two guesses that
+        include the label ("'dog' 'cat'", "dog cat"): twice the chance of one guess, a hedge the strict verdict refuses.
 fine:   equal to strict: naming the one differing token is an exact identification, and near misses
         (a similar-looking token) are not closer to knowing the answer.
 """

@@ -6,8 +6,8 @@ the name of the accuracy reward that pays it (`accuracy_<level>`, rewards/trl.py
     fine    partial credit in [0, 1] built on the strict verdict (the default)
 
 A reward function of ours carries its own level (`accuracy_fine.level == "fine"`); a run's rewards are resolved
-once (recipes/grpo_core/reward_funcs.resolve_rewards) into names, functions, weights and the level, and what reads the level
-reads that. Only this module turns a level into a reward name. (A synth task's difficulty levels, which the
+once (recipes/grpo_core/reward_funcs.resolve_rewards) into names, functions, weights and the level, and what reads the
+level reads that. Only this module turns a level into a reward name. (A synth task's difficulty levels, which the
 curriculum moves, are another thing: synth/core.py.)
 
 Coarse and official are one idea, the official evaluator's verdict, under one name per role: `coarse` names the

@@ -7,8 +7,8 @@ coarse: an empty completion -> 0. Nothing extracted -> 1 only if the raw complet
         quirks kept: "ABCD" passes for "ABC", and an empty label passes any extracted answer.
 strict: the official verdict for one candidate only: the cleaned answer must equal the cleaned label,
         or equal it once both lose their edge quotes, brackets, stars and full stops (for SORT, compare
-        their letters alone: "(CAB)" is "cab"). A list that contains the label ("ABC ACB BAC BCA CAB CBA", every class name, every
-        order of the pieces) or extra words around it pass the official rule, not this one.
+        their letters alone: "(CAB)" is "cab"). A list that contains the label ("ABC ACB BAC BCA CAB CBA", every class
+        name, every order of the pieces) or extra words around it pass the official rule, not this one.
         Nothing extracted: the raw completion equals the label, as officially (one candidate).
 fine:   1 when strict is 1; 0 when only the official verdict passes (a hedge earns nothing). Else
         SORT (task sort_lengths, label an order such as "CAB"): a miss that is another order of the

@@ -69,7 +69,8 @@ def valid_answers(rec: Mapping[str, Any], pool: Sequence[str]) -> list[str] | No
     prompt = field(rec, "prompt")
     word, k = split_word(prompt), max(1, prompt.count("from "))
     cuts = itertools.combinations(range(1, len(word)), k - 1)
-    return sample_options([", ".join(word[i:j] for i, j in zip((0, *c), (*c, len(word)), strict=False)) for c in cuts], prompt)
+    return sample_options([", ".join(word[i:j] for i, j in zip((0, *c), (*c, len(word)), strict=False)) for c in cuts],
+                          prompt)
 
 
 def hedges(rec: Mapping[str, Any], options: list[str]) -> dict[str, str]:

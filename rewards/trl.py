@@ -156,8 +156,8 @@ def _rows(prompts: Sequence[Any] | None, n: int, columns: dict[str, Any]) -> lis
                                    f"its scorer reads the question")
         row["prompt"] = q
         if _needs(row["type"], ANSWER) and not _is_answer(row.get("answer")):
-            raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has answer {bounded(row.get('answer'))}; its "
-                                   f"scorer compares with the gold answer, a string (a missing or NaN answer "
+            raise RewardInputError(f"accuracy reward: row {i} ({row['type']}) has answer {bounded(row.get('answer'))}; "
+                                   f"its scorer compares with the gold answer, a string (a missing or NaN answer "
                                    f"would score every completion 0)")
         rows.append(row)
     return rows
@@ -211,7 +211,8 @@ def format_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns:
 
 
 # TRL logs a reward as rewards/<__name__>/mean: keep the registry name without shadowing the builtin here
-format_reward.__name__ = "format"  # __qualname__ stays: pickle finds the function by it (async GRPO ships rewards to a child)
+# __qualname__ stays: pickle finds the function by it (async GRPO ships rewards to a child)
+format_reward.__name__ = "format"
 
 
 def length_penalty(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
@@ -243,8 +244,8 @@ def get_reward_funcs(names: Sequence[str] | str, *, max_completion_length: int =
                      ) -> list[RewardFunc]:
     """The one reward loader (open-r1 style registry): ours by name, in order (REWARD_FUNCS, and `soft_overlong`
     built for the run's max_completion_length: rewards/overlong.py). A name that is not ours goes to `other`
-    (recipes/grpo_core/reward_funcs.py passes its loader of a user's function by import path, checked); without it, unknown
-    names, or none at all (a trainer with no reward learns nothing), raise one clear ValueError."""
+    (recipes/grpo_core/reward_funcs.py passes its loader of a user's function by import path, checked); without it,
+    unknown names, or none at all (a trainer with no reward learns nothing), raise one clear ValueError."""
     from .overlong import SOFT_OVERLONG, soft_overlong
 
     if isinstance(names, str):

@@ -36,8 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--n", type=int, required=True, help="number of examples to write")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", default="-", help="output .jsonl file ('-' = stdout); an existing file is "
-                   "replaced only when synth wrote it, never inside another command's output but a proof's (its held-out "
-                   "sets)")
+                   "replaced only when synth wrote it, never inside another command's output but a proof's (its "
+                   "held-out sets)")
     p.add_argument("--paraphrase", action="store_true", help="draw prompt wording from paraphrased templates")
     p.add_argument("--max-len", type=int, default=None, help="cap sequence lengths (tokens) for shorter prompts")
     p.add_argument("--harder", action="store_true", help="rows beyond the official files' range (longer words, "

@@ -56,13 +56,13 @@ class Generator:
     # `python -m synth stats` compares official and generated text lengths of the cells that define
     # `stats_texts`, generating this subtask
     stats_subtask: ClassVar[str | None] = None
-    # difficulty levels for a curriculum (recipes/features/curriculum/levels.py), easiest first, the last one the official files'
-    # own range: each level is the Config fields it sets (`at_level`). Empty: the task has no levels and a
-    # curriculum leaves it static. `level_knob` says in words what the levels move (docs/training.md's table).
+    # difficulty levels for a curriculum (recipes/features/curriculum/levels.py), easiest first, the last one the
+    # official files' own range: each level is the Config fields it sets (`at_level`). Empty: the task has no levels and
+    # a curriculum leaves it static. `level_knob` says in words what the levels move (docs/training.md's table).
     levels: ClassVar[tuple[dict[str, Any], ...]] = ()
     level_knob: ClassVar[str] = ""
-    # graded hints for guided GRPO (recipes/features/guidance/hints.py, issue 63): how many levels `hint(record, level)` offers,
-    # level 0 the strongest; each hint is built only from that record's own gold answer. 0: never hinted.
+    # graded hints for guided GRPO (recipes/features/guidance/hints.py, issue 63): how many levels `hint(record, level)`
+    # offers, level 0 the strongest; each hint is built only from that record's own gold answer. 0: never hinted.
     hint_levels: ClassVar[int] = 0
     # rows harder than the official files' range (`generate(harder=True)`, `python -m synth --harder`): the Config
     # fields that move past it (longer words, more pieces, more digits), for measuring transfer beyond what a model
@@ -79,7 +79,8 @@ class Generator:
     class Config:
         paraphrase: bool = False  # draw the prompt template from paraphrases instead of the official one
         max_len: int | None = None  # cap on the sampled sequence length n (short prompts for small models)
-        text_source: str = "real"  # awareness tasks: "real" running text built like the official files, or "unigram" (ablation)
+        # awareness tasks: "real" running text built like the official files, or "unigram" (ablation)
+        text_source: str = "real"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A task in the catalogue takes its subtasks from there, and its languages too when the catalogue
@@ -326,8 +327,8 @@ def generate(
     records, once every cell has stopped. `stats` (optional) receives "repeats" (prompts skipped) and
     "exhausted" (cells stopped).
 
-    `level` (a curriculum, recipes/features/curriculum/levels.py) maps a task to its difficulty level, or None for the task's
-    plain config; it is read at every draw, so a level changed while the stream is being read reaches the next
+    `level` (a curriculum, recipes/features/curriculum/levels.py) maps a task to its difficulty level, or None for the
+    task's plain config; it is read at every draw, so a level changed while the stream is being read reaches the next
     record drawn. A task without `levels` ignores it. Each record drawn at a level carries it in `meta["level"]`.
     A cell whose level has no new prompts left starts that level's prompts again instead of stopping (a curriculum
     stream must not end while a model is stuck at an easy level).

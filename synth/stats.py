@@ -86,7 +86,8 @@ def histogram(lengths: np.ndarray) -> list[float]:
 def cell_stats(root: Path, task: str, subtask: str | None, lang: str, n: int, seed: int, source: str) -> dict:
     """Length and bigram statistics of one cell, official vs generated."""
     off = [t for p in read_official(root, task, lang) for t in texts_of(p, task, lang)]
-    gen = [t for r in generate(task, lang, n, seed, subtask, text_source=source) for t in texts_of(r["prompt"], task, lang)]
+    gen = [t for r in generate(task, lang, n, seed, subtask, text_source=source)
+           for t in texts_of(r["prompt"], task, lang)]
     lo = np.array([count_tokens(t, lang) for t in off])
     lg = np.array([count_tokens(t, lang) for t in gen])
     out = {
@@ -133,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         return one_line(e)
     print(f"# generated ({args.text_source} text, seed {args.seed}, {args.n} per cell) vs official; "
           "length = tokens per text (SORT: each of its 3 sentences)")
-    print(f"{'cell':<9} {'lang':<4} {'n off':>6} {'n gen':>6} {'mean off':>9} {'mean gen':>9} {'KS':>6}  {'bigram/100w off':>15} {'gen':>6}")
+    print(f"{'cell':<9} {'lang':<4} {'n off':>6} {'n gen':>6} {'mean off':>9} {'mean gen':>9} {'KS':>6}  "
+          f"{'bigram/100w off':>15} {'gen':>6}")
     for r in rows:
         big = f"{r['bigram_official']:>15.2f} {r['bigram_generated']:>6.2f}" if "bigram_official" in r else ""
         print(f"{r['code']:<9} {r['lang']:<4} {r['n_official']:>6} {r['n_generated']:>6} {r['mean_official']:>9.1f} "

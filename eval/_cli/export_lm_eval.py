@@ -12,8 +12,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                        description="One lm-eval task per benchmark file (rows under OUT/data/, paths relative: "
                                    "the folder can be moved), a group per task and the group 'tase' whose metric "
                                    "`overall` is results.json's overall (mean of the ten task scores) and whose "
-                                   "en/zh/ko are by_lang. utils.py scores with rewards.score, so install tase-grpo where "
-                                   "lm-eval runs. Run: lm_eval run --model hf --model_args pretrained=MODEL "
+                                   "en/zh/ko are by_lang. utils.py scores with rewards.score, so install tase-grpo "
+                                   "where lm-eval runs. Run: lm_eval run --model hf --model_args pretrained=MODEL "
                                    "--include_path OUT --tasks tase --apply_chat_template (the flag makes the "
                                    "prompts byte-identical to eval run's; the system prompt is in the tasks, "
                                    "so pass no --system_instruction).")

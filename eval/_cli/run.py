@@ -45,8 +45,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
     r.add_argument("--cot", action="store_true", help="append a step-by-step instruction to each prompt")
     add_generation_args(r)
     r.add_argument("--num-samples", type=num_samples, default=1, metavar="K",
-                   help=f"completions per row, at most {MAX_SAMPLES} (needs --temperature > 0; vllm: SamplingParams n, hf: "
-                        "num_return_sequences; not openai). samples.jsonl keeps all K per row and results.json "
+                   help=f"completions per row, at most {MAX_SAMPLES} (needs --temperature > 0; vllm: SamplingParams n, "
+                        "hf: num_return_sequences; not openai). samples.jsonl keeps all K per row and results.json "
                         "adds pass@1 and pass@K (unbiased estimator) per file, task and language: the RL task "
                         "screen of docs/evaluation.md")
     r.set_defaults(execute=execute)
@@ -59,7 +59,8 @@ def execute(args: argparse.Namespace) -> int:
     from ..runner import run
 
     if args.select is not None and args.limit is None:  # every row is kept: a selection would be ignored
-        raise BackendError(f"--select {args.select} chooses which rows --limit keeps; give --limit N (or drop --select)")
+        raise BackendError(f"--select {args.select} chooses which rows --limit keeps; give --limit N (or drop "
+                           "--select)")
     args.backend = args.backend or default_backend()
     engine = backend_class(args.backend)
     gen = GenConfig(args.max_new_tokens, args.temperature, args.top_p, args.top_k, args.seed,
@@ -89,8 +90,9 @@ def execute(args: argparse.Namespace) -> int:
         print(pass_summary(res))
     api = res.get("api")
     if api:
-        print(f"api: {api['requests_ok']} ok, {api['n_failed']} failed, {api['retries']} retries, {api['prompt_tokens']} prompt + "
-              f"{api['completion_tokens']} completion tokens, median latency {api['latency_s_median']} s")
+        print(f"api: {api['requests_ok']} ok, {api['n_failed']} failed, {api['retries']} retries, "
+              f"{api['prompt_tokens']} prompt + {api['completion_tokens']} completion tokens, median latency "
+              f"{api['latency_s_median']} s")
     print(f"wrote {Path(args.out) / 'results.json'} and samples.jsonl")
     if api and api["n_failed"]:  # incomplete: exit 1, so `eval run ... && eval compare ...` stops here
         print(f"error: {api['n_failed']} requests failed after their retries (not scored; reasons in "

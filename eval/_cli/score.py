@@ -14,8 +14,8 @@ def register(sub: argparse._SubParsersAction, fmt: type) -> None:
                                    "Writes the same results.json and samples.jsonl as `run`.")
     s.add_argument("--data", required=True, help="official:DIR or FILE.jsonl")
     s.add_argument("--predictions", required=True,
-                   help="JSON lines: {\"id\": ..., \"completion\": ...}, or {\"id\": ..., \"completions\": [k strings]} "
-                        "for pass@k")
+                   help="JSON lines: {\"id\": ..., \"completion\": ...}, or {\"id\": ..., \"completions\": [k "
+                        "strings]} for pass@k")
     s.add_argument("--out", required=True, help="output folder (must not hold scores unless --force, "
                    "nor be or hold another command's output)")
     s.add_argument("--force", action="store_true", help="replace the scores already in --out")

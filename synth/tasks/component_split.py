@@ -190,7 +190,8 @@ class ComponentSplit(Generator):
             return None  # an easier level: every decomposition within max_parts
         if subtask == "split":
             ans = ";".join(",".join(d) for d in opts)
-            return self._rec(lang, subtask, t.format(w=ch), ans, {"char": ch, "decompositions": [list(d) for d in opts]})
+            return self._rec(lang, subtask, t.format(w=ch), ans,
+                             {"char": ch, "decompositions": [list(d) for d in opts]})
         dec = rng.choice(opts)
         if combine_index()[tuple(sorted(dec))] != {ch}:
             return None  # not uniquely reconstructible

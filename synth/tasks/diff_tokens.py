@@ -38,7 +38,8 @@ TEMPLATES = {
         "otherwise name the word that differs.\nseq1: {a}\nseq2: {b}",
     ),
     "zh": (
-        "seq1 和 seq2 中的字是否一一完全对应（忽略顺序）？如果是，回答“是”；如果不是，请指出不同的那个字。\nseq1: {a}\nseq2: {b}",
+        "seq1 和 seq2 中的字是否一一完全对应（忽略顺序）？如果是，回答“是”；如果不是，请指出不同的那个字。\n"
+        "seq1: {a}\nseq2: {b}",
         "不考虑顺序，seq1 和 seq2 包含的字完全相同吗？相同请回答“是”，不同请写出那个不同的字。\nseq1: {a}\nseq2: {b}",
     ),
     "ko": (
@@ -157,7 +158,8 @@ class _Tables:
                 return False
             hits = np.flatnonzero(pair)
             m = self.dl.max_phrase  # re-read only the words a phrase through the pair could cover
-            return any(self.dl.bad(" ".join(self.words[pos[max(0, i - m + 2) : i + m]].tolist())) for i in hits.tolist())
+            return any(self.dl.bad(" ".join(self.words[pos[max(0, i - m + 2) : i + m]].tolist()))
+                       for i in hits.tolist())
         return self.dl.bad(text)
 
 
