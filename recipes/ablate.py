@@ -18,7 +18,8 @@ start checks them), the evaluation options and --out, and trains nothing. --out 
 earlier ablation's (common/paths.py: the one output rule, with its marker); an arm's name is checked as every name
 that becomes a path, and options ablate sets itself (--output_dir, --config, ...) cannot follow `--`. Each step is a
 fresh interpreter running its printed command (a user can rerun it by hand); `--in-process` runs them in this one
-(recipes/steps/pipeline.py `run_in_process`: torch, transformers and TRL imported once, for tiny arms such as the suite's).
+(recipes/steps/pipeline.py `run_in_process`: torch, transformers and TRL imported once, for tiny arms such as the
+suite's).
 """
 from __future__ import annotations
 
@@ -77,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="check every arm and option as the real start does, "
                    "print the arms, train nothing")
     p.add_argument("--in-process", action="store_true", help="run each step's entry point (grpo.py, export.py, "
-                   "python -m eval) in this process, importing torch and TRL once instead of once a step: for tiny arms "
-                   "(the suite's ablation), where that import is most of a step's time; the commands, outputs and "
+                   "python -m eval) in this process, importing torch and TRL once instead of once a step: for tiny "
+                   "arms (the suite's ablation), where that import is most of a step's time; the commands, outputs and "
                    "resuming are the same. An arm's memory and its run folder's lock stay until the ablation ends; a "
                    "step that starts vLLM (use_vllm, trainer async, --eval-backend vllm or its default where vllm is "
                    "installed) still runs in its own process")
@@ -111,7 +112,8 @@ def ablate(args: argparse.Namespace, extra: list[str]) -> int:
     arms = expand(axes)
     out = Path(args.out)
     check_out(out)
-    parsed = check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base is not None else []), *extra], out)
+    parsed = check_arms(args.config, arms, [*(["--model_name_or_path", args.base] if args.base is not None else []),
+                                            *extra], out)
     vllm_arms = arms_with_vllm(arms, parsed)
     for spec in args.eval_data:  # before anything trains: a missing file would fail after every arm has trained
         path = Path(spec.removeprefix("official:"))

@@ -58,9 +58,10 @@ ROLLOUT_WHY = "over the demo's 3 steps a vLLM engine start costs more than vLLM 
 # The evaluations' token limit: an answer in tags is 8 tokens of SmolLM2's (`<answer>12</answer>` and the end token);
 # the base model, which never writes the tags, runs to the limit
 EVAL_TOKENS = 12
-# The three evaluations (80 rows of <= 12 tokens each) on transformers: each vLLM evaluation starts its own engine, 33-34 s
-# apiece on a quiet 2-core CPU with native bf16 and 56-67 s on an AVX2-only one (docs/training.md, "`make demo`"), more
-# than transformers needs to load the model and generate the whole slice in one batch; the scores are the same.
+# The three evaluations (80 rows of <= 12 tokens each) on transformers: each vLLM evaluation starts its own engine,
+# 33-34 s apiece on a quiet 2-core CPU with native bf16 and 56-67 s on an AVX2-only one (docs/training.md, "`make
+# demo`"), more than transformers needs to load the model and generate the whole slice in one batch; the scores are the
+# same.
 EVAL_BACKEND = HFBackend.name
 EVAL_WHY = "three vLLM engine starts cost more than vLLM saves on the demo's short slice, docs/training.md"
 
@@ -182,9 +183,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    "printed command runs by hand (default: in this one, importing torch, transformers and TRL once "
                    "instead of once a step, 5-15 s a step; the same commands, outputs, numbers and resuming). Use it "
                    "when a step must not share the demo's process: a step's memory and threads stay until the demo "
-                   "ends, and a step that crashes the interpreter takes the demo with it, unreported. With --eval-backend vllm or --rollout-engine "
-                   "vllm the steps always run this way (vLLM engines started and stopped inside one process are not "
-                   "what the tests run)")
+                   "ends, and a step that crashes the interpreter takes the demo with it, unreported. With "
+                   "--eval-backend vllm or --rollout-engine vllm the steps always run this way (vLLM engines started "
+                   "and stopped inside one process are not what the tests run)")
     return p.parse_args(argv)
 
 
@@ -273,10 +274,11 @@ def run_demo(args: argparse.Namespace) -> int:
              [py, str(HERE / "grpo.py"), "--config", str(HERE / "configs" / "grpo_proof_cpu.yaml"),
               "--model_name_or_path", str(out / "sft"), "--output_dir", str(out / "grpo"),
               "--train_data", str(out / "grpo_data.jsonl"), "--max_steps", str(args.grpo_steps),
-              "--save_strategy", "no", "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", str(DYNAMIC_ROUNDS),
-              "--resume_from_checkpoint", "true",
+              "--save_strategy", "no", "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds",
+              str(DYNAMIC_ROUNDS), "--resume_from_checkpoint", "true",
               *engine])
-    steps = logged_steps(out / "grpo" / "metrics.jsonl")  # the training printed one line per step (recipes/features/tracking/metrics)
+    # the training printed one line per step (recipes/features/tracking/metrics)
+    steps = logged_steps(out / "grpo" / "metrics.jsonl")
     step.run("plot the GRPO training curves (reward, official/strict accuracy, loophole and zero-variance shares)",
              [py, "-m", "eval", "plot-training", str(out / "grpo"), "--out", str(out / "training.png")])
     step(5, "export the tuned model",
@@ -289,7 +291,8 @@ def run_demo(args: argparse.Namespace) -> int:
     for name, model in (("base", "default"), ("warm-up", str(out / "sft")), ("tuned", str(out / "tuned"))):
         step.run(f"evaluate {name} on {data} with {eval_backend}",
              [py, "-m", "eval", "run", "--model", model, "--data", data, "--out", str(out / "eval" / name),
-              "--backend", eval_backend, "--max-new-tokens", str(EVAL_TOKENS), "--batch-size", "96", "--no-progress", *limit])
+              "--backend", eval_backend, "--max-new-tokens", str(EVAL_TOKENS), "--batch-size", "96", "--no-progress",
+              *limit])
     step(7, "model card with both evaluations",
          [py, str(HERE / "export.py"), str(out / "grpo"), "--out", str(out / "tuned"), "--card-only",
           "--results", str(out / "eval" / "base"), "--results", str(out / "eval" / "tuned")])
@@ -300,10 +303,12 @@ def run_demo(args: argparse.Namespace) -> int:
     print(gains)
     print(grpo_signal(steps, grpo_verdict))
     print(answer_spread(out / "eval"))
-    print(f"engines: evaluation {eval_backend}; GRPO rollouts {'vLLM colocate' if rollout == 'vllm' else 'transformers'}"
-          f"; steps {'in this process' if in_process() else 'as subprocesses'}"
-          + ("" if args.verbose else f"; the steps' known harmless library lines: {out / 'logs' / 'steps.log'} (--verbose "
-             "shows them, and INFO)"))
+    print(f"engines: evaluation {eval_backend}; GRPO rollouts "
+          f"{'vLLM colocate' if rollout == 'vllm' else 'transformers'}; steps "
+          f"{'in this process' if in_process() else 'as subprocesses'}"
+          + ("" if args.verbose
+             else f"; the steps' known harmless library lines: {out / 'logs' / 'steps.log'} (--verbose "
+                  "shows them, and INFO)"))
     print(f"\ndemo finished in {time.time() - t0:.0f} s; table: {out / 'comparison' / 'comparison.md'}; "
           f"plot: {out / 'comparison' / 'comparison.png'}; training curves: {out / 'training.png'}; "
           f"model: {out / 'tuned'}")

@@ -161,15 +161,18 @@ def model_card(ckpt: Path, out_name: str, results: list[Path], merged_from: str 
             first, last = logs[0], logs[-1]
             lines += ["## Training log", "", f"{st.get('global_step')} steps. Reward {first['reward']:.3f} (step "
                       f"{first.get('step')}) -> {last['reward']:.3f} (step {last.get('step')}); frac_reward_zero_std "
-                      f"{first.get('frac_reward_zero_std', float('nan')):.2f} -> {last.get('frac_reward_zero_std', float('nan')):.2f}.", ""]
+                      f"{first.get('frac_reward_zero_std', float('nan')):.2f} -> "
+                      f"{last.get('frac_reward_zero_std', float('nan')):.2f}.", ""]
     for r in results:
         f = r / "results.json" if r.is_dir() else r
         if f.is_file():
             res = read_json(f, "rerun that evaluation, or leave it out of --results")
             if not all(k in res for k in ("overall", "micro", "n", "by_task")):
-                raise TaseError(f"{f}: not an `eval` results file (rerun that evaluation, or leave it out of --results)")
-            lines += [f"## Evaluation of `{res.get('model')}` on `{res.get('data')}`", "", f"Overall {res['overall']:.2f} (micro "
-                      f"{res['micro']['overall']:.2f}, n={res['n']}).", "", "| task | accuracy |", "|---|---:|"]
+                raise TaseError(f"{f}: not an `eval` results file (rerun that evaluation, or leave it out of "
+                                "--results)")
+            lines += [f"## Evaluation of `{res.get('model')}` on `{res.get('data')}`", "",
+                      f"Overall {res['overall']:.2f} (micro {res['micro']['overall']:.2f}, n={res['n']}).", "",
+                      "| task | accuracy |", "|---|---:|"]
             lines += [f"| {k} | {v:.2f} |" for k, v in res["by_task"].items()] + [""]
     return "\n".join(lines)
 
@@ -239,7 +242,8 @@ def _main(args: argparse.Namespace, ckpt: Path, out: Path, results: list[Path]) 
     if not args.allow_pickle_weights:
         weights = "adapter_model.safetensors" if (ckpt / "adapter_config.json").is_file() else None
         if weights and not (ckpt / weights).is_file():
-            raise TaseError(f"{ckpt}: no {weights}; pass --allow-pickle-weights to load adapter_model.bin if you trust it")
+            raise TaseError(f"{ckpt}: no {weights}; pass --allow-pickle-weights to load adapter_model.bin if you trust "
+                            "it")
         if not weights and (ckpt / "config.json").is_file():
             from common.models import ModelError, check_safetensors
 

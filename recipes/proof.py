@@ -21,9 +21,9 @@ times) and the summaries (OUT/summary_s<seed>.md, and OUT/summary.md pooled over
   with `control: learning_rates: [...]`, one run per rate (the selection chooses, per seed, the rate and step);
 - rft (with `control: rft: true`): rejection-sampling SFT, the origin's own strict-correct samples of the GRPO arms'
   first prompts, as many completions as the followed arm generated, trained like the control;
-- sets (before any arm: it depends on no seed): the training sets written out, and a generated held-out set guarded against them and the release (with
-  `select: n, seed`, a second one for the selection, guarded against those too; with `transfer: harder`, harder
-  rows beyond the official range, `synth --harder`, guarded likewise);
+- sets (before any arm: it depends on no seed): the training sets written out, and a generated held-out set guarded
+  against them and the release (with `select: n, seed`, a second one for the selection, guarded against those too; with
+  `transfer: harder`, harder rows beyond the official range, `synth --harder`, guarded likewise);
 - baseline: greedy evaluations of base, warm-up and the start stages on every data set, once;
 - select (with `select:`): each arm's and the control's checkpoint chosen on held-out rows only
   (recipes/select_checkpoint.py); the evaluations take the chosen checkpoints;
@@ -40,9 +40,10 @@ Each step is printed as the command it runs and timed (OUT/wall_times.json: the 
 a training stage is skipped once its run finished (the proof's marker proof_trained.json, written when the step
 returned 0, or a whole trainer_state.json at max_steps), any other once its output exists, and a seed once its
 manifest says complete, so rerunning the same command resumes. `control: sweep_once`, a named arm's `seeds:` and
-`delete_checkpoints:` are the cuts toward a seed within 90 minutes (docs/proof.md). Relative paths in the config are relative to the repository root. Nothing is written outside
-OUT unless named for the run (--completions DIR). OUT is a new or empty folder, or an earlier proof's (its
-.tase-output.json marker): the one output rule of common/paths.py, which a dry run checks too.
+`delete_checkpoints:` are the cuts toward a seed within 90 minutes (docs/proof.md). Relative paths in the config are
+relative to the repository root. Nothing is written outside OUT unless named for the run (--completions DIR). OUT is a
+new or empty folder, or an earlier proof's (its .tase-output.json marker): the one output rule of common/paths.py, which
+a dry run checks too.
 """
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="output folder (default: the config's out, runs/proof)")
     p.add_argument("--completions", default=None, metavar="DIR", help="where the per-row completion files go "
                    "(default: OUT/completions, or OUT/<the config's completions:>); nothing is written outside OUT "
-                   "unless named here, e.g. --completions docs/results/component_count_proof_cpu to refresh the committed files")
+                   "unless named here, e.g. --completions docs/results/component_count_proof_cpu to refresh the "
+                   "committed files")
     p.add_argument("--dry-run", action="store_true", help="print every stage's commands, run nothing")
     p.add_argument("--in-process", action="store_true", help="run each step's entry point (the recipes, python -m "
                    "eval/synth) in this process, importing torch and TRL once instead of once a step: for tiny runs "
@@ -160,9 +162,9 @@ def stages(pr: Proof) -> int:
             write_summaries(pr, seed, done, shared, names, models, time.time() - t0)
     if pr.dry:
         pr.step.header(pr.k("summary"), "summary")
-        print(f"# {'after each seed' if pr.cfg.seeds is not None else 'at the end'}: accuracy per model on {shown(pr.out / 'official')} and the held-out set; paired "
-              f"gains from {shown(pr.out / 'eval')}; wall time per stage over every invocation; written to "
-              f"{shown(pr.out / 'summary.md')}"
+        print(f"# {'after each seed' if pr.cfg.seeds is not None else 'at the end'}: accuracy per model on "
+              f"{shown(pr.out / 'official')} and the held-out set; paired gains from {shown(pr.out / 'eval')}; wall "
+              f"time per stage over every invocation; written to {shown(pr.out / 'summary.md')}"
               + (" (the seeds finished so far, pooled) and OUT/summary_s<seed>.md (that seed)"
                  if pr.cfg.seeds is not None else "")
               + ("; per selected run, the chosen checkpoint and its held-out score" if pr.select else ""))

@@ -13,7 +13,8 @@ one; the files above only where this command wrote them (its marker), the user's
 at a time.
 Each candidate also carries the numbers a run with `held_out_rows` logs while it trains (eval.headline: official and
 strict accuracy, loophole share, per task); `--metric strict_acc` chooses by the strict one. For runs made without
-evaluation during training: a run with it writes the same best_checkpoint.json itself (recipes/features/heldout/evaluation.py).
+evaluation during training: a run with it writes the same best_checkpoint.json itself
+(recipes/features/heldout/evaluation.py).
 """
 from __future__ import annotations
 

@@ -60,8 +60,8 @@ def build_sft_dataset(args: DataArgs, tokenizer=None, max_length: int | None = N
     except DataError as e:
         raise TaseError(str(e)) from None
     if too_long and not rows:
-        raise TaseError(f"max_length {max_length}: all {too_long} SFT examples have prompts of {max_length} tokens or more "
-             f"(longest {longest}), so truncation leaves no answer to learn; raise --max_length or shorten the "
+        raise TaseError(f"max_length {max_length}: all {too_long} SFT examples have prompts of {max_length} tokens or "
+             f"more (longest {longest}), so truncation leaves no answer to learn; raise --max_length or shorten the "
              "prompts (--max_len)")
     if too_long:
         print(f"dropped {too_long} of {too_long + len(rows)} SFT examples whose prompt fills max_length {max_length} "
@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     ds = build_sft_dataset(data_args, tok, cfg.max_length if keep_start else None)
     run_dir.save_tase_config(cfg.output_dir, data=data_args, model={"model": model_args.model_name_or_path or "default",
                             "path": path}, training=cfg.to_dict())
-    trainer = build(features.trainer_class(SFTTrainer, job), model=path, args=cfg, train_dataset=ds, processing_class=tok,
+    trainer = build(features.trainer_class(SFTTrainer, job), model=path, args=cfg, train_dataset=ds,
+                    processing_class=tok,
                     peft_config=get_peft_config(model_args),  # use_peft: LoRA (recipes/shared/adapters.py)
                     quantization_config=adapters.quantization_config(model_args))
     for callback in features.callbacks(job):

@@ -49,7 +49,8 @@ def bind_vllm() -> bool:
         if name in sys.modules:
             importlib.reload(sys.modules[name])
     trainer = sys.modules.get("trl.trainer.grpo_trainer")
-    if trainer is not None:  # one VLLMGeneration class for isinstance checks and subclasses (recipes/features/vllm_cpu/colocate.py)
+    if trainer is not None:
+        # one VLLMGeneration class for isinstance checks and subclasses (recipes/features/vllm_cpu/colocate.py)
         trainer.VLLMGeneration = vg.VLLMGeneration
     return True
 

@@ -9,15 +9,16 @@ nothing in TRL or vLLM:
   advantages, queue, heartbeat, metrics) with one override, `_generate_one_turn`: instead of `POST
   /v1/completions` it micro-batches the concurrent requests into an in-process `vllm.LLM` living in the child. The
   child is a separate process, so generation runs beside training, not in turns with it.
-* `GlooWeightTransfer` / `GlooWeightReceiver` (recipes/async_grpo/gloo_transfer.py): the trainer's rank 0 broadcasts every
-  parameter over a two-member gloo process group (its own TCPStore, apart from any training process group) into the child, which loads them with
-  vLLM's in-place reload API (`recipes/features/vllm_cpu/colocate.reload_sync`, the same call the colocated CPU path uses) between two
-  generation batches and acknowledges. The broadcast blocks until the child reaches a batch boundary, so no batch
-  mixes two policies, and the trainer bumps the policy version only after the acknowledgement: a sample is never
-  tagged newer than the weights that produced it. Gloo is TCP, so the same two classes would also serve a CPU
-  engine on another host.
+* `GlooWeightTransfer` / `GlooWeightReceiver` (recipes/async_grpo/gloo_transfer.py): the trainer's rank 0 broadcasts
+  every parameter over a two-member gloo process group (its own TCPStore, apart from any training process group) into
+  the child, which loads them with vLLM's in-place reload API (`recipes/features/vllm_cpu/colocate.reload_sync`, the
+  same call the colocated CPU path uses) between two generation batches and acknowledges. The broadcast blocks until the
+  child reaches a batch boundary, so no batch mixes two policies, and the trainer bumps the policy version only after
+  the acknowledgement: a sample is never tagged newer than the weights that produced it. Gloo is TCP, so the same two
+  classes would also serve a CPU engine on another host.
 * `cpu_tree_attention` (recipes/async_grpo/patches.py, beside the other CPU patches): the tree-packed attention TRL
-  computes with FA3's `flash_attn_varlen_func`, written with `torch.nn.functional.scaled_dot_product_attention`, one segment at a time (registered only without CUDA).
+  computes with FA3's `flash_attn_varlen_func`, written with `torch.nn.functional.scaled_dot_product_attention`, one
+  segment at a time (registered only without CUDA).
 
 Why not a vLLM weight-transfer engine registered with `WeightTransferEngineFactory.register_engine`: the factory
 registry lives in the engine process, and a `vllm serve` process (and its engine-core child) would have to import
@@ -212,7 +213,8 @@ def cpu_engine_parts(path: str, cfg: Any, tase: Any, dataset: Any, funcs: list, 
         transfer=transfer, queue_maxsize=cfg.queue_maxsize,
         engine_kwargs={"model": path, "dtype": cfg.dtype, "enforce_eager": True, "seed": cfg.seed,
                        "max_model_len": tase.async_max_model_len, "enable_prefix_caching": True},
-        trace_path=tase.async_trace, tase_level=level, tase_hooks=hooks, model_name=path, lora_name=None, dataset=dataset, reward_funcs=funcs,
+        trace_path=tase.async_trace, tase_level=level, tase_hooks=hooks, model_name=path, lora_name=None,
+        dataset=dataset, reward_funcs=funcs,
         processing_class=tok, eos_token_ids=[tok.eos_token_id], tools=None, environment_factory=None,
         num_generations=cfg.num_generations, max_inflight_tasks=max(cfg.max_inflight_tasks, 1),
         vllm_server_url="http://unused (in-process engine)", max_tokens=cfg.max_completion_length,

@@ -1,6 +1,7 @@
 """Policy weights from the trainer to an in-process vLLM engine over a two-member gloo group (no NCCL, no CUDA):
 the trainer's rank 0 broadcasts every parameter; the engine side loads them with vLLM's reload API between two
-generation batches and acknowledges, so no batch mixes two policies. recipes/async_grpo/cpu_engine.py says why this design."""
+generation batches and acknowledges, so no batch mixes two policies. recipes/async_grpo/cpu_engine.py says why this
+design."""
 from __future__ import annotations
 
 import socket

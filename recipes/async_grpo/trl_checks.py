@@ -1,10 +1,10 @@
 """Checks on TRL's experimental async trainer (named apart from the contamination guard, synth/guard.py):
 what keeps `trainer: async` from failing silently. TRL's AsyncGRPOTrainer is experimental and changes
-between releases (recipes/async_grpo/cpu_engine.py subclasses its rollout loop; the configs set options it added late, such as
-`weight_sync_timeout`, PR #6913), so the installed TRL is checked against the range this project ran it with; and a
-weight sync that stalls ends the run in one line within `weight_sync_timeout` (recipes/async_grpo/gloo_transfer.py on CPU, TRL's
-WeightTransferClient on GPUs) instead of hanging. docs/training.md, "Asynchronous GRPO", states the known multi-rank
-hang (huggingface/trl#6797, #7103) and the sync fallback."""
+between releases (recipes/async_grpo/cpu_engine.py subclasses its rollout loop; the configs set options it added late,
+such as `weight_sync_timeout`, PR #6913), so the installed TRL is checked against the range this project ran it with;
+and a weight sync that stalls ends the run in one line within `weight_sync_timeout` (recipes/async_grpo/gloo_transfer.py
+on CPU, TRL's WeightTransferClient on GPUs) instead of hanging. docs/training.md, "Asynchronous GRPO", states the known
+multi-rank hang (huggingface/trl#6797, #7103) and the sync fallback."""
 from __future__ import annotations
 
 import sys
@@ -28,8 +28,9 @@ def trl_version_problem(version: str | None = None) -> tuple[str, str] | None:
     v = Version(version)
     if v < Version(low):
         return "refuse", (f"trainer: async needs TRL >= {low} (installed {version}): older AsyncGRPOTrainer releases "
-                          "lack weight_sync_timeout and the rollout-worker hooks recipes/async_grpo/cpu_engine.py uses; pip install "
-                          f"'trl>={low},<{high}' (requirements.lock pins the tested one) or use trainer: sync")
+                          "lack weight_sync_timeout and the rollout-worker hooks recipes/async_grpo/cpu_engine.py "
+                          f"uses; pip install 'trl>={low},<{high}' (requirements.lock pins the tested one) or use "
+                          "trainer: sync")
     if v >= Version(high):
         return "warn", (f"warning: trainer: async was tested with TRL >= {low}, < {high}; installed {version}: "
                         "AsyncGRPOTrainer is experimental and changes between releases, so this run is untested "

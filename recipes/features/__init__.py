@@ -143,7 +143,8 @@ def overlay(config: Any, route: Any) -> None:
 
 
 def renamed() -> dict[str, str]:
-    """Former option names -> new ones, accepted with a deprecation line (recipes/shared/parser.py RecipeParser.rename)."""
+    """Former option names -> new ones, accepted with a deprecation line (recipes/shared/parser.py
+    RecipeParser.rename)."""
     return {old: new for f in FEATURES for old, new in f.renamed.items()}
 
 

@@ -137,7 +137,8 @@ class Feature:
         return names
 
     def reward_kwargs(self, args: Any) -> dict[str, Any]:
-        """Keyword arguments of recipes/grpo_core/reward_funcs.load_reward_funcs that come from the feature's options."""
+        """Keyword arguments of recipes/grpo_core/reward_funcs.load_reward_funcs that come from the feature's
+        options."""
         return {}
 
     def argv(self, config: Any, route: Any, trainer: str) -> list[str]:

@@ -1,6 +1,6 @@
-"""GRPO's options, read once (recipes/shared/parser.py): TaseArgs beside TRL's GRPOConfig (AsyncGRPOConfig with `trainer:
-async`) and ModelConfig, as open-r1 sets its script options beside TRL's. The config classes are TRL's own with
-one addition, a __post_init__ that checks the integers GRPOConfig divides by; everything a run needs from its
+"""GRPO's options, read once (recipes/shared/parser.py): TaseArgs beside TRL's GRPOConfig (AsyncGRPOConfig with
+`trainer: async`) and ModelConfig, as open-r1 sets its script options beside TRL's. The config classes are TRL's own
+with one addition, a __post_init__ that checks the integers GRPOConfig divides by; everything a run needs from its
 inputs is `validate`, called by a dry run exactly as by a real start. Every problem is one TaseError line."""
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def parse(argv: list[str] | None = None, default_config: str | None = None) -> t
         if not {"-h", "--help"} & set(argv):
             check_gpus(config)  # before the parser imports TRL: the refusal is the only line on stderr
         if not torch.cuda.is_available() and "use_cpu" not in config.given():
-            config.argv += ["--use_cpu", "true"]  # gloo for several processes (recipes/grpo_core/distributed.py says why)
+            # gloo for several processes (recipes/grpo_core/distributed.py says why)
+            config.argv += ["--use_cpu", "true"]
     trainer = str(_route(config, "trainer") or features.SYNC)
     if trainer not in features.GRPO_TRAINERS:
         raise TaseError(f"trainer must be {' or '.join(features.GRPO_TRAINERS)}, got {trainer!r}")
@@ -133,7 +134,8 @@ def check_gpus(config: ConfigFile) -> None:
         return
     if torch.cuda.device_count() < need:
         raise TaseError(f"this recipe needs {need} CUDA GPUs and {torch.cuda.device_count()} are visible; use "
-                        "--dry-run to inspect the configuration, or a smaller recipe (recipes/configs/grpo_smollm2_*.yaml)")
+                        "--dry-run to inspect the configuration, or a smaller recipe "
+                        "(recipes/configs/grpo_smollm2_*.yaml)")
 
 
 def validate(tase: TaseArgs, cfg: Any, model_args: Any) -> ResolvedRewards:
@@ -202,7 +204,8 @@ def check_model_and_paths(tase: TaseArgs, cfg: Any, model_args: Any) -> None:
             raise TaseError(f"model_name_or_path {model}: no such model folder or GGUF file")
         elif p.is_dir() and not (p / "config.json").is_file():
             raise TaseError(f"model_name_or_path {model}: not a Hugging Face model folder (no config.json)")
-        elif p.is_dir():  # the real start's checks of a folder (recipes/shared/model.py): safetensors weights, whole files
+        elif p.is_dir():
+            # the real start's checks of a folder (recipes/shared/model.py): safetensors weights, whole files
             from recipes.shared.model import resolve
 
             resolve(str(p), tase.allow_pickle_weights)

@@ -76,16 +76,18 @@ def memory_estimate(model: str, n_gpus: int) -> str:
 
         buf = io.StringIO()
         with redirect_stdout(buf):
-            estimate_zero3_model_states_mem_needs_all_cold(int(total), int(largest), num_gpus_per_node=n_gpus, num_nodes=1)
+            estimate_zero3_model_states_mem_needs_all_cold(int(total), int(largest), num_gpus_per_node=n_gpus,
+                                                           num_nodes=1)
         _, gpu = zero3_model_states(total, largest, n_gpus, optimizer_offload=False)
         return ("DeepSpeed ZeRO-3 estimator:\n" + buf.getvalue().strip() + "\nrecipes/accelerate/zero3.yaml is the "
                 "offload_param=none, offload_optimizer=none, zero_init=1 row; add activations and the vLLM cache\n"
                 f"planning figure: ~{gpu + MEASURED_OVERHEAD_GIB:.1f} GiB/GPU at peak (that row + "
-                f"{MEASURED_OVERHEAD_GIB:g} GiB for the CUDA context, the allocator's cache and activations: within 12% "
-                "of nvidia-smi at 0.5B-7B on one H200, docs/results/gpu_memory_table.json); plus the vLLM cache when "
-                "colocated; optimizer offload needs the per-CPU column in host RAM")
+                f"{MEASURED_OVERHEAD_GIB:g} GiB for the CUDA context, the allocator's cache and activations: within "
+                "12% of nvidia-smi at 0.5B-7B on one H200, docs/results/gpu_memory_table.json); plus the vLLM cache "
+                "when colocated; optimizer offload needs the per-CPU column in host RAM")
     except ImportError as e:
-        why = "install .[gpu]" if isinstance(e, ModuleNotFoundError) and e.name == "deepspeed" else f"deepspeed unusable: {e}"
+        why = ("install .[gpu]" if isinstance(e, ModuleNotFoundError) and e.name == "deepspeed"
+               else f"deepspeed unusable: {e}")
         per_gpu = 18 * total / n_gpus / 2**30
         return (f"~{per_gpu:.1f} GiB/GPU of model states on {n_gpus} GPUs (18 bytes/param: bf16 params+grads, "
                 f"fp32 Adam states; {why} for DeepSpeed's own estimator), plus activations and vLLM cache")
@@ -107,8 +109,9 @@ def dry_run(tase: TaseArgs, cfg: Any, model_args: Any, rewards: ResolvedRewards)
     model = model_args.model_name_or_path or "default"
     out = {
         "tase": {k: getattr(tase, k) for k in tase.__dataclass_fields__},
-        "model": {k: getattr(model_args, k, getattr(cfg, k, None)) for k in ("model_name_or_path", "dtype", "attn_implementation", "use_peft",
-                                                                           "load_in_4bit", "load_in_8bit")},
+        "model": {k: getattr(model_args, k, getattr(cfg, k, None))
+                  for k in ("model_name_or_path", "dtype", "attn_implementation", "use_peft", "load_in_4bit",
+                            "load_in_8bit")},
         "training": {k: getattr(cfg, k) for k in (
             "output_dir", "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
             "max_steps", "learning_rate", "lr_scheduler_type", "warmup_steps", "seed", "bf16", "use_liger_kernel",
@@ -161,8 +164,8 @@ def async_split(tase: TaseArgs, cfg: Any, n_procs: int) -> str:
     total = max(tase.min_gpus, n_procs + tase.vllm_gpus, 1)
     v = tase.vllm_gpus
     train = total - v if n_procs == 1 else n_procs
-    gen = ("on CPU: an in-process vLLM engine in the rollout process (recipes/async_grpo/cpu_engine.py), weights over gloo"
-           if tase.async_generation == "cpu_engine" else
+    gen = ("on CPU: an in-process vLLM engine in the rollout process (recipes/async_grpo/cpu_engine.py), weights over "
+           "gloo" if tase.async_generation == "cpu_engine" else
            f"vLLM server at {cfg.vllm_server_base_url} on GPU(s) {_gpu_range(0, v)} of the node (launch/local.sh "
            "--async; launch/slurm/grpo.sbatch --async gives it a node of its own), weights over NCCL "
            "(--weight-transfer-config '{\"backend\":\"nccl\"}')" if v else

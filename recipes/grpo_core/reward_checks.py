@@ -112,7 +112,8 @@ def checked(func: Callable[..., Any], spec: str, taken: set[str]) -> CheckedRewa
     while isinstance(inner, functools.partial):  # TRL's get_callable_name and is_async_callable unwrap these too
         inner = inner.func
     name = getattr(inner, "__name__", type(inner).__name__)
-    is_async = inspect.iscoroutinefunction(inner) or inspect.iscoroutinefunction(inner.__call__ if callable(inner) else None)
+    is_async = (inspect.iscoroutinefunction(inner)
+                or inspect.iscoroutinefunction(inner.__call__ if callable(inner) else None))
     if name in taken:
         name = spec.replace(":", ".")
         base, k = name, 2

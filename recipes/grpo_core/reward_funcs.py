@@ -150,7 +150,8 @@ def load_user(spec: str) -> Any:
     except ModuleNotFoundError as e:
         raise TaseError(f"reward_funcs {spec}: cannot import {module} (no module named {e.name!r})") from e
     except Exception as e:  # noqa: BLE001 - the user's module failed while importing: name it, in one line
-        raise TaseError(f"reward_funcs {spec}: importing {module} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+        raise TaseError(f"reward_funcs {spec}: importing {module} raised {type(e).__name__}: "
+                        f"{str(e).splitlines()[0] if str(e) else ''}") from e
     func = getattr(mod, attr, None)
     if func is None:
         raise TaseError(f"reward_funcs {spec}: module {module} has no {attr!r}")

@@ -55,8 +55,8 @@ def check_launch(tase: TaseArgs, cfg: Any) -> None:
         raise TaseError("FSDP on CPU: accelerate prepares CPU (gloo) runs as DDP, not FSDP; launch with "
              "--config_file recipes/accelerate/cpu_ddp.yaml (tests/fsdp_cpu_check.py shows FSDP2 on gloo)")
     if world_size() > 1 and not torch.cuda.is_available() and not cfg.use_cpu:
-        raise TaseError(f"{world_size()} processes and no CUDA, but use_cpu: false: remove it (the recipe sets use_cpu on "
-             "CPU); without it accelerate gives each process no distributed backend and they train alone")
+        raise TaseError(f"{world_size()} processes and no CUDA, but use_cpu: false: remove it (the recipe sets use_cpu "
+             "on CPU); without it accelerate gives each process no distributed backend and they train alone")
     if (why := distributed.precision_mismatch(cfg)):
         raise TaseError(why)
 

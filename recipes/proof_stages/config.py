@@ -46,8 +46,8 @@ SCHEMA: dict[str, Any] = {
     # stages, each from the one before (start_stages)
     "start": ((dict, list), OPTIONAL),
     # arms: accuracy levels (coarse, fine) and/or named arms (ARM_SCHEMA)
-    # lr_matched: a plain (no dynamic sampling) arm's name: one more arm, that arm at its learning rate divided by
-    # the share of its groups that had a learning signal (lr_matched_rate), the rate dynamic sampling in effect trains at
+    # lr_matched: a plain (no dynamic sampling) arm's name: one more arm, that arm at its learning rate divided by the
+    # share of its groups that had a learning signal (lr_matched_rate), the rate dynamic sampling in effect trains at
     "grpo": {"config": str, "arms": list, "reward_funcs": list, "options": (dict, OPTIONAL),
              "lr_matched": (str, OPTIONAL)},
     # follows: the arm whose train_runtime is the control's --max_train_seconds (default fine); steps: instead, a fixed
@@ -157,7 +157,8 @@ def load_config(path: str) -> ProofConfig:
     if cfg["eval"]["backend"] not in (local := backend_names(local=True)):
         raise TaseError(f"--config {path}: eval backend must be {' or '.join(local)}, got "
                         f"{bounded(cfg['eval']['backend'])}")
-    if not isinstance(cfg["eval"].get("dtype"), (str, type(None))) or cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES):
+    if (not isinstance(cfg["eval"].get("dtype"), (str, type(None)))
+            or cfg["eval"].get("dtype") not in (None, *EVAL_DTYPES)):
         raise TaseError(f"--config {path}: eval dtype must be one of {', '.join(EVAL_DTYPES)}, got "
                         f"{bounded(cfg['eval']['dtype'])}")
     sections = [("sft", cfg["sft"]), *start_sections(cfg), *((p, cfg[p]) for p in ("grpo", "control") if p in cfg)]
@@ -183,8 +184,8 @@ def load_config(path: str) -> ProofConfig:
     elif ctl is not None:
         follows = control_follows(pc)
         if follows not in arm_specs(pc, expand=False):
-            raise TaseError(f"--config {path}: the control trains for the {follows} arm's train_runtime: grpo arms must "
-                            f"include {follows}" + ("" if ctl.follows is not None else
+            raise TaseError(f"--config {path}: the control trains for the {follows} arm's train_runtime: grpo arms "
+                            f"must include {follows}" + ("" if ctl.follows is not None else
                                                     " (or name another arm in control: follows)"))
     if pc.select is not None:
         check_select(path, pc.select)
@@ -300,9 +301,9 @@ def seeded(name: str, seed: int | None) -> str:
 
 def arm_specs(cfg: ProofConfig, expand: bool = True) -> dict[str, Arm]:
     """The config's GRPO arms by name, in order: a level `fine` is the arm named fine with no options of its own;
-    a named arm (ARM_SCHEMA) is its name, reward_granularity and options; with `grpo: lr_matched: X` the arm X_lr_matched
-    last. With seeds: (and `expand`), every arm once per seed, named <arm>_s<seed> with option seed (seed by seed).
-    The one reading of grpo: arms."""
+    a named arm (ARM_SCHEMA) is its name, reward_granularity and options; with `grpo: lr_matched: X` the arm
+    X_lr_matched last. With seeds: (and `expand`), every arm once per seed, named <arm>_s<seed> with option seed (seed
+    by seed). The one reading of grpo: arms."""
     arms = [Arm(x.name, x.reward_granularity, x.options, x.name, seeds=x.seeds) for x in cfg.grpo.arms]
     ref = cfg.grpo.lr_matched
     if ref is not None and ref in {a.name for a in arms}:

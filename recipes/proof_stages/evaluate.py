@@ -11,8 +11,8 @@ from recipes.proof_stages.inputs import Proof, shown
 from recipes.proof_stages.sections import Heldout, Transfer
 from recipes.shared.streams import data_streams
 
-HARDER, UNTRAINED = "harder", "untrained"
-ROWS = 200  # transfer: rows per untrained file, by default  # the transfer data sets' names (eval/<name>/, comparison/<name>/)
+HARDER, UNTRAINED = "harder", "untrained"  # the transfer data sets' names (eval/<name>/, comparison/<name>/)
+ROWS = 200  # transfer: rows per untrained file, by default
 
 
 def training_set_cmds(py: str, name: str, data: dict[str, Any], guard: str, folder: Path) -> tuple[list, list]:

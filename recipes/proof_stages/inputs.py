@@ -1,7 +1,7 @@
 """recipes/proof.py's inputs, on the config that recipes/proof_stages/config.py loads and checks: the recipe
 options every stage will pass, parsed now by each recipe's own parser (`check_recipe_options`), and `Proof`, what
-every stage reads (`setup`). Each recipe config is read once, and every value a stage takes from it (its data options, the
-base model) comes out of that recipe's parser, never a merge of our own. Shared helpers for the stage modules:
+every stage reads (`setup`). Each recipe config is read once, and every value a stage takes from it (its data options,
+the base model) comes out of that recipe's parser, never a merge of our own. Shared helpers for the stage modules:
 `flags`, `shown`, `data_args`."""
 from __future__ import annotations
 

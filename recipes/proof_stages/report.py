@@ -32,7 +32,8 @@ def completion_files(samples: Path, files: list[str], folder: Path, dry_run: boo
         return [p.with_suffix(".jsonl") for p in out.values()]
     res = json.loads((samples.parent / "results.json").read_text(encoding="utf-8"))
     if not res.get("complete"):
-        raise TaseError(f"{shown(samples.parent)}: the evaluation is not complete ({res.get('n')} of {res.get('n_expected')} rows)")
+        raise TaseError(f"{shown(samples.parent)}: the evaluation is not complete ({res.get('n')} of "
+                        f"{res.get('n_expected')} rows)")
     rows: dict[str, list[tuple[int, str]]] = {f: [] for f in files}
     with samples.open(encoding="utf-8") as fh:
         for line in fh:
@@ -116,7 +117,8 @@ def summary_pairs(cfg: ProofConfig, models: list[str]) -> tuple[tuple[str, str, 
             pairs += ((f"{rft} vs {base}", base, rft),) + (((f"{rft} vs {seeded('control', s)}", control, rft),)
                                                            if control in models else ())
     chain = ["warm-up", *(st.name for st in cfg.start)] if START in models else []
-    pairs += tuple((f"{b} vs {a}", a, b) for a, b in reversed(list(zip(chain, chain[1:], strict=False))))  # start vs start1 ...
+    # start vs start1 ...
+    pairs += tuple((f"{b} vs {a}", a, b) for a, b in reversed(list(zip(chain, chain[1:], strict=False))))
     return pairs + (("warm-up vs base", "base", "warm-up"),)
 
 
@@ -218,8 +220,8 @@ def transfer_lines(out: Path, cfg: ProofConfig, models: list[str], n_boot: int) 
     lines = ["", "transfer, accuracy % (in distribution: the files' average; harder rows: synth --harder, beyond the "
                  "official range; untrained files: a stratified slice of each; retention: the mean change on the "
                  "untrained files, file by file; KL: the mean per-token KL of each tuned model from the model it "
-                 "trained from on its own completions of the untrained files' rows, RL's Razor):", "", "| model | " + " | ".join(head) + " |",
-             "|---|" + "---:|" * len(head)]
+                 "trained from on its own completions of the untrained files' rows, RL's Razor):", "",
+             "| model | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
     files = cfg.files
     for name in models:
         o = res("official", name)

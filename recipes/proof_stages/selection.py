@@ -149,7 +149,8 @@ def selection_lines(pr: Proof) -> list[str]:
     heldout = pr.select_heldout
     lines = ["", f"checkpoint selection on {shown(heldout)} (held-out rows only; select_checkpoint.py's rule); "
                  "the rows above evaluate each selected run's chosen checkpoint:", "",
-             "| run | chosen step | checkpoint | held-out (chosen) | last step | held-out (last) |", "|---|---:|---|---:|---:|---:|"]
+             "| run | chosen step | checkpoint | held-out (chosen) | last step | held-out (last) |",
+             "|---|---:|---|---:|---:|---:|"]
     for name, run in selected_runs(pr).items():
         c = read_selection(select_dir(pr, run))
         last = max(c["evaluations"] or [c], key=lambda x: x["step"])

@@ -63,7 +63,8 @@ def link_subset(official: Path, files: list[str], dest: Path, dry_run: bool) -> 
     for link, target in wanted.items():
         if link.is_symlink() or link.exists():
             if link.resolve() != target.resolve():
-                raise TaseError(f"{shown(link)} points to {link.resolve()}, not {target}; remove it or choose another --out")
+                raise TaseError(f"{shown(link)} points to {link.resolve()}, not {target}; remove it or choose another "
+                                "--out")
             continue
         todo.append((link, target))
     cmds = []
@@ -146,8 +147,8 @@ def logged(run: Path, key: str, what: str, why: str) -> list[float]:
     try:
         history = json.loads(state.read_text(encoding="utf-8")).get("log_history") or []
     except (OSError, ValueError, AttributeError, RecursionError) as e:
-        raise TaseError(f"{shown(state)}: cannot read the {run.name} arm's {what} ({getattr(e, 'strerror', None) or e}); "
-                        f"{why}") from None
+        raise TaseError(f"{shown(state)}: cannot read the {run.name} arm's {what} "
+                        f"({getattr(e, 'strerror', None) or e}); {why}") from None
     return [h[key] for h in history if isinstance(h, dict) and isinstance(h.get(key), (int, float))]
 
 
@@ -377,8 +378,9 @@ def stage_rft(pr: Proof) -> None:
             continue
         for run in (r for r in control_runs(pr.cfg, RFT) if r.seed == s):
             length, budget, note = control_budget(pr, run, trained(out / run.folder))
-            continued_sft(pr, k, control_options(pr, run), f"RFT {run.folder}", f"RFT {run.folder} (its own strict-correct "
-                          f"samples, {length})", out / f"{seeded(RFT, s)}_config.yaml",
+            continued_sft(pr, k, control_options(pr, run), f"RFT {run.folder}",
+                          f"RFT {run.folder} (its own strict-correct samples, {length})",
+                          out / f"{seeded(RFT, s)}_config.yaml",
                           {**pr.data["grpo"], "train_data": shown(data), "num_train_examples": completions},
                           "the GRPO arms' data options, train_data its strict-correct samples", pr.origin,
                           out / run.folder, budget, [note])

@@ -24,7 +24,8 @@ def quantization_problem(model_args: Any, trainer: str = "sync", use_cpu: bool =
     from recipes.features import trainer_kind
 
     if not trainer_kind(trainer).quantization:
-        return f"trainer: {trainer} does not take {opt} (TRL's AsyncGRPOTrainer has no quantization_config); use trainer: sync"
+        return (f"trainer: {trainer} does not take {opt} (TRL's AsyncGRPOTrainer has no quantization_config); use "
+                "trainer: sync")
     if not hardware:
         return None
     import torch

@@ -1,7 +1,8 @@
 """The chosen checkpoint, one file for both ways of choosing it (one name per idea).
 
-A run with evaluation during training (recipes/features/heldout/evaluation.py: OUTPUT_DIR/best_checkpoint.json) and the selection after
-training (recipes/select_checkpoint.py: OUT/best_checkpoint.json) write the same file with the same fields:
+A run with evaluation during training (recipes/features/heldout/evaluation.py: OUTPUT_DIR/best_checkpoint.json) and the
+selection after training (recipes/select_checkpoint.py: OUT/best_checkpoint.json) write the same file with the same
+fields:
 
 - `metric`: what was compared, a held-out accuracy as the training log names it (`tase/heldout/strict_acc`,
   `tase/heldout/official_acc`: eval.headline's numbers); greater is better;

@@ -144,8 +144,8 @@ class _TaseFields:
         "choices": ["sync", "async"]})
     async_generation: str = field(default="auto", metadata={
         "help": "async only: server (TRL's worker on `vllm serve` with NCCL weight transfer, CUDA), cpu_engine "
-                "(recipes/async_grpo/cpu_engine.py: an in-process vLLM engine in the rollout process, weights over gloo), auto "
-                "(server with CUDA, else cpu_engine)", "choices": ["auto", "server", "cpu_engine"]})
+                "(recipes/async_grpo/cpu_engine.py: an in-process vLLM engine in the rollout process, weights over "
+                "gloo), auto (server with CUDA, else cpu_engine)", "choices": ["auto", "server", "cpu_engine"]})
     vllm_gpus: int = field(default=0, metadata={
         "help": "async on one node: GPUs given to the vLLM server (the rest train); shown by --dry-run and used "
                 "by launch/local.sh --async"})

@@ -12,7 +12,8 @@ from recipes.features import heldout
 from recipes.shared.streams import data_streams
 
 DataOptions = Any  # recipes.shared.config.DataArgs (or TaseArgs), not imported: the options sit above the data
-# with a curriculum (recipes/features/curriculum/levels.py), the difficulty level a row was drawn at (-1: its task has no levels)
+# with a curriculum (recipes/features/curriculum/levels.py), the difficulty level a row was drawn at (-1: its task has
+# no levels)
 LEVEL_COLUMN = "curriculum_level"
 Level = Callable[[str], "int | None"]  # a curriculum's task -> level (None: the task's own config), read at every draw
 

@@ -73,8 +73,8 @@ class ConfigFile:
 class RecipeParser:
     """TrlParser over `types`, reading a ConfigFile: YAML values become the options' defaults (TRL's
     set_defaults_with_config), the command line overrides them; one TaseError line for any bad value. Its --help is
-    a short usage line and the options by section (`section`: a TASE option's section, recipes/shared/config.py; the others
-    by the library class that declares them), not argparse's usage line of every option."""
+    a short usage line and the options by section (`section`: a TASE option's section, recipes/shared/config.py; the
+    others by the library class that declares them), not argparse's usage line of every option."""
 
     def __init__(self, types: tuple, where: str = "", prog: str | None = None, description: str = "",
                  section: Callable[[str], str | None] | None = None) -> None:
@@ -336,7 +336,8 @@ def _type_name(action: Any) -> str:
     if t is None:
         return "a string"
     name = getattr(t, "__name__", str(t))
-    return {"string_to_bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}.get(name, name)
+    return {"string_to_bool": "true or false", "int": "an integer", "float": "a number",
+            "str": "a string"}.get(name, name)
 
 
 def _fits(action: Any, v: Any) -> bool:

@@ -204,8 +204,8 @@ def prepare_output_dir(output_dir: str, resume: Any, check: Callable[[str | None
     want = not (resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false")))
     marks = holds_run(out) if out.is_dir() else []
     if marks and not want:
-        raise TaseError(f"output_dir {out} already holds a training run ({', '.join(marks)}); pass --resume_from_checkpoint "
-             "true to continue it, or choose another --output_dir")
+        raise TaseError(f"output_dir {out} already holds a training run ({', '.join(marks)}); pass "
+             "--resume_from_checkpoint true to continue it, or choose another --output_dir")
     ckpt = resolve_resume(output_dir, resume) if want else None
     if want and check is not None:
         check(ckpt)
@@ -234,8 +234,8 @@ def already_finished(output_dir: str, ckpt: str | None, max_steps: int) -> bool:
             return True
         if not ckpt:
             light = any((c / WEIGHTS_ONLY).is_file() for c in out.glob("checkpoint-*"))
-            raise TaseError(f"output_dir {output_dir} holds a finished run (step {step} of {planned}) and no checkpoint to "
-                 f"train on from to max_steps {max_steps}"
+            raise TaseError(f"output_dir {output_dir} holds a finished run (step {step} of {planned}) and no "
+                 f"checkpoint to train on from to max_steps {max_steps}"
                  + (" (its checkpoints hold weights only: the optimizer state was removed when it finished; "
                     "--keep_optimizer_state true keeps it)" if light else "")
                  + f"; choose another --output_dir (--model_name_or_path {output_dir} starts a new run from it)")

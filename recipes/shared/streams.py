@@ -1,6 +1,6 @@
 """The synth streams a run's data options select (task x language x subtask), in one place below the options classes
-(recipes/shared/config.py) and the features (recipes/features/), so that the data, the curriculum, guidance and the held-out
-rows read them without importing the options."""
+(recipes/shared/config.py) and the features (recipes/features/), so that the data, the curriculum, guidance and the
+held-out rows read them without importing the options."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -37,7 +37,8 @@ def data_streams(tasks: list[str], langs: list[str], subtasks: list[str] | None)
 
 def level_counts(streams: list[tuple[str, str, str | None]]) -> dict[str, int]:
     """Task -> number of difficulty levels (0: none) of every task the synth streams cover (`all` expanded), from the
-    registry (each task module declares its `levels`): what a curriculum moves (recipes/features/curriculum/levels.py)."""
+    registry (each task module declares its `levels`): what a curriculum moves
+    (recipes/features/curriculum/levels.py)."""
     from synth.core import combos, level_count
 
     return {t: level_count(t) for task, lang, sub in streams for t, _, _ in combos(task, lang, sub)}

@@ -1,6 +1,6 @@
-"""CPU speed (recipes/features/cpu_speed/speed.py): `cpu_bf16` resolved into `--bf16` before the parser exists, and on CPU the bf16
-generation cast once, the completion-only LM head and each distinct prompt prefilled once (sync GRPO); the SFT
-warm-up takes `cpu_shared_prefill` alone: its batch's shared prefix computed once, with the completion-only head.
+"""CPU speed (recipes/features/cpu_speed/speed.py): `cpu_bf16` resolved into `--bf16` before the parser exists, and on
+CPU the bf16 generation cast once, the completion-only LM head and each distinct prompt prefilled once (sync GRPO); the
+SFT warm-up takes `cpu_shared_prefill` alone: its batch's shared prefix computed once, with the completion-only head.
 Under `trainer: async` cpu_bf16 resolves the same way (the trainer's loss forward); each prompt's prefix is computed
 once by the trainer itself (TRL's prefix tree in the loss, vLLM's prefix cache in generation), so
 cpu_shared_prefill false is refused there."""
@@ -16,11 +16,13 @@ from recipes.features.contract import ASYNC, SFT, SYNC, TRAINERS, Feature, Run, 
 class CpuSpeedOptions:
     cpu_bf16: str = field(default="false", metadata={
         "help": "GRPO runs on CPU: auto (bf16 autocast with float32 weights where the CPU has native bf16, "
-                "avx512_bf16 or AMX; else float32), true, false; an explicit bf16 wins (recipes/features/cpu_speed/speed.py)",
+                "avx512_bf16 or AMX; else float32), true, false; an explicit bf16 wins "
+                "(recipes/features/cpu_speed/speed.py)",
         "choices": ["auto", "true", "false"]})
     cpu_shared_prefill: bool = field(default=True, metadata={
         "help": "sync runs on CPU: compute each distinct prompt once, not once per completion of its group, in the "
-                "transformers rollouts and in the loss forward (the same tokens and gradients; recipes/features/cpu_speed/speed.py)"})
+                "transformers rollouts and in the loss forward (the same tokens and gradients; "
+                "recipes/features/cpu_speed/speed.py)"})
 
 
 @dataclass

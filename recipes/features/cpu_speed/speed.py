@@ -184,9 +184,9 @@ def _shared_prompt_scoring(model: Any, forward: Any, kwargs: dict[str, Any]) -> 
     prompt (wherever TRL's shuffle of the batch put them). The distinct prompts, all but their last token, run through
     the model once (packed: common/prefill.py, their shared head once and their own tokens in length buckets), keeping
     their keys and values (with their gradients); the cache is repeated to every row (an index, so the gradients of a
-    group's rows add up in its one prompt pass) and TRL's own fused forward then runs the rest of each row on it, scoring the
-    same labels. Its log-probs start at the prompt's last token; the positions before it carry no label, so zeros
-    fill them, as the full forward gives."""
+    group's rows add up in its one prompt pass) and TRL's own fused forward then runs the rest of each row on it,
+    scoring the same labels. Its log-probs start at the prompt's last token; the positions before it carry no label, so
+    zeros fill them, as the full forward gives."""
     import torch
 
     from common.prefill import packed_prefill

@@ -1,7 +1,7 @@
-"""The adaptive curriculum (recipes/features/curriculum/levels.py): each task with difficulty levels moves up or down by the strict
-accuracy of its last groups; the data stream reads the level at every draw. Synth data streamed; sync (a reward
-wrapper reads the verdicts) and async (a rollout hook: the worker draws the prompts, so the level lives there and its
-state comes back to the trainer for the checkpoints)."""
+"""The adaptive curriculum (recipes/features/curriculum/levels.py): each task with difficulty levels moves up or down by
+the strict accuracy of its last groups; the data stream reads the level at every draw. Synth data streamed; sync (a
+reward wrapper reads the verdicts) and async (a rollout hook: the worker draws the prompts, so the level lives there and
+its state comes back to the trainer for the checkpoints)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,12 +13,13 @@ from recipes.features.contract import ASYNC, SYNC, TRAINERS, Feature, Run, Train
 @dataclass
 class CurriculumOptions:
     curriculum: bool = field(default=False, metadata={
-        "help": "adaptive curriculum (recipes/features/curriculum/levels.py; needs --streaming true): each task with difficulty levels "
-                "moves up/down by the strict accuracy of its last curriculum_window GRPO groups"})
+        "help": "adaptive curriculum (recipes/features/curriculum/levels.py; needs --streaming true): each task with "
+                "difficulty levels moves up/down by the strict accuracy of its last curriculum_window GRPO groups"})
     curriculum_start_level: int = field(default=0, metadata={"help": "curriculum: every task's first level (0: the "
                                         "easiest; capped at a task's top level, the official range)"})
     curriculum_window: int = field(default=20, metadata={"help": "curriculum: groups per task a move is judged on"})
-    curriculum_up: float = field(default=0.70, metadata={"help": "curriculum: one level up at this mean strict accuracy"})
+    curriculum_up: float = field(default=0.70,
+                                 metadata={"help": "curriculum: one level up at this mean strict accuracy"})
     curriculum_down: float = field(default=0.10, metadata={"help": "curriculum: one level down at or below this"})
 
 

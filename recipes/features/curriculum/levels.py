@@ -2,8 +2,8 @@
 `--curriculum true` (sync GRPO, `streaming: true`).
 
 Each task module declares its levels (`levels` in synth/tasks/<task>.py, easiest first, the last one the official
-files' range; read through the registry, `recipes.shared.streams.level_counts`); a task without levels stays static. Every
-task of the run starts at `curriculum_start_level` (capped at its top level) and moves as reasoning-gym moves its
+files' range; read through the registry, `recipes.shared.streams.level_counts`); a task without levels stays static.
+Every task of the run starts at `curriculum_start_level` (capped at its top level) and moves as reasoning-gym moves its
 datasets: over the last `curriculum_window` GRPO groups of the task drawn at its current level, a mean strict
 accuracy >= `curriculum_up` moves it one level up, <= `curriculum_down` one level down; a move empties the window.
 
@@ -12,8 +12,8 @@ completion's strict verdict, per group, through `recipes.features.tracking.metri
 `tase/curriculum/<task>/level` through TRL's `log_metric` hook), `CurriculumCallback` (the state in every checkpoint:
 `curriculum.json`, and in trainer_state.json's `stateful_callbacks`, written before the checkpoint is complete) and
 `start` (what recipes/grpo.py calls: the curriculum, restored from the checkpoint a run resumes). The data stream
-reads `Curriculum.level` at every draw (`synth.generate(level=...)`, recipes/shared/data.py); each row carries the level it
-was drawn at (`LEVEL_COLUMN`), and a group drawn at another level than its task's current one (rows drawn before
+reads `Curriculum.level` at every draw (`synth.generate(level=...)`, recipes/shared/data.py); each row carries the level
+it was drawn at (`LEVEL_COLUMN`), and a group drawn at another level than its task's current one (rows drawn before
 a move, still in flight) does not count.
 """
 from __future__ import annotations
@@ -123,7 +123,8 @@ def start(tase: Any, cfg: Any, resume: str | None) -> Curriculum | None:
     from recipes.shared.streams import data_streams, level_counts
 
     if getattr(cfg, "restore_callback_states_from_checkpoint", False):
-        raise TaseError("curriculum restores its own state on resume; set restore_callback_states_from_checkpoint false")
+        raise TaseError("curriculum restores its own state on resume; set restore_callback_states_from_checkpoint "
+                        "false")
     counts = level_counts(data_streams(tase.tasks, tase.langs, tase.subtasks))
     cur = Curriculum(counts, tase.curriculum_start_level, tase.curriculum_window, tase.curriculum_up,
                      tase.curriculum_down)
@@ -146,7 +147,8 @@ def start(tase: Any, cfg: Any, resume: str | None) -> Curriculum | None:
 class CurriculumReward:
     """A reward function that also feeds the curriculum: it returns exactly what the wrapped function returns (and
     keeps its name), then takes every completion's strict verdict over the whole generation batch (all processes, in
-    rank order, as recipes/features/tracking/metrics.py does), moves the levels by each GRPO group's mean and logs them."""
+    rank order, as recipes/features/tracking/metrics.py does), moves the levels by each GRPO group's mean and logs
+    them."""
 
     def __init__(self, func: Callable[..., Any], curriculum: Curriculum) -> None:
         self.func, self.cur = func, curriculum
@@ -155,7 +157,8 @@ class CurriculumReward:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = self.func(*args, **kwargs)
-        metrics = self.update({**dict(zip(("prompts", "completions"), args, strict=False)), **kwargs})  # TRL passes keywords
+        # TRL passes keywords
+        metrics = self.update({**dict(zip(("prompts", "completions"), args, strict=False)), **kwargs})
         log = kwargs.get("log_metric")
         if callable(log):
             for k, v in metrics.items():

@@ -1,6 +1,6 @@
 """DAPO's dynamic sampling (recipes/features/dynamic_sampling/sampling.py): train only on groups whose verdicts
-differ, re-drawing prompts to fill the batch. Sync (a trainer mixin) and async (a rollout hook: the worker drops a uniform group before
-it reaches the trainer's queue; docs/training.md, "Dynamic sampling")."""
+differ, re-drawing prompts to fill the batch. Sync (a trainer mixin) and async (a rollout hook: the worker drops a
+uniform group before it reaches the trainer's queue; docs/training.md, "Dynamic sampling")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,14 +14,15 @@ from rewards.levels import COARSE, FINE, STRICT
 class DynamicSamplingOptions:
     dynamic_sampling: bool = field(default=False, metadata={
         "help": "DAPO's dynamic sampling (recipes/features/dynamic_sampling/sampling.py): train only on groups whose "
-                "accuracy verdicts differ, re-drawing fresh prompts from the data stream to fill the batch (async: the rollout worker "
-                "drops uniform groups)"})
+                "accuracy verdicts differ, re-drawing fresh prompts from the data stream to fill the batch (async: the "
+                "rollout worker drops uniform groups)"})
     dynamic_sampling_max_rounds: int = field(default=4, metadata={
         "help": "dynamic sampling: most re-draw rounds per generation batch; past it the batch is filled with "
                 "uniform groups that carry no loss (0: drop uniform groups from the loss, never re-draw)"})
     dynamic_sampling_granularity: str = field(default="auto", metadata={
-        "help": "dynamic sampling: the granularity of the verdict a group must mix (formerly dynamic_sampling_verdict): auto (strict for fine and strict runs, coarse for "
-                "coarse runs), strict, coarse or fine (partial credit: groups that differ only in it count as mixed)",
+        "help": "dynamic sampling: the granularity of the verdict a group must mix (formerly "
+                "dynamic_sampling_verdict): auto (strict for fine and strict runs, coarse for coarse runs), strict, "
+                "coarse or fine (partial credit: groups that differ only in it count as mixed)",
         "choices": ["auto", STRICT, COARSE, FINE]})
 
 

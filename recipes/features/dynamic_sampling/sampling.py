@@ -66,9 +66,9 @@ def check_run(tase: Any, cfg: Any, processes: int) -> None:
 
 
 def verdict_level(tase: Any, level: str | None) -> str:
-    """The verdict a group must mix: dynamic_sampling_granularity, or with auto the 0/1 verdict the run's resolved accuracy
-    `level` is built on (rewards.levels.binary: strict for a fine or strict run, coarse for a coarse run; strict
-    without one)."""
+    """The verdict a group must mix: dynamic_sampling_granularity, or with auto the 0/1 verdict the run's resolved
+    accuracy `level` is built on (rewards.levels.binary: strict for a fine or strict run, coarse for a coarse run;
+    strict without one)."""
     if tase.dynamic_sampling_granularity != "auto":
         return tase.dynamic_sampling_granularity
     return binary(level)
@@ -182,9 +182,9 @@ def trainer_args(tase: Any, level: str | None) -> dict[str, Any]:
 
 @functools.cache
 def trainer_class(base: type | None = None) -> type:
-    """DynamicGRPOTrainer: TRL's GRPOTrainer (or `base`, e.g. recipes/features/guidance/hints.py's trainer) with dynamic sampling
-    (the module docstring says which methods it wraps). Built on first use, so that the options and the pure parts
-    above import without TRL."""
+    """DynamicGRPOTrainer: TRL's GRPOTrainer (or `base`, e.g. recipes/features/guidance/hints.py's trainer) with dynamic
+    sampling (the module docstring says which methods it wraps). Built on first use, so that the options and the pure
+    parts above import without TRL."""
     import torch
     from transformers import TrainerCallback
     from transformers.trainer_callback import ExportableState
@@ -206,7 +206,8 @@ def trainer_class(base: type | None = None) -> type:
                                                "short_epochs": self.short_epochs}}
 
     class DynamicGRPOTrainer(base):  # type: ignore[misc, valid-type]
-        """GRPOTrainer whose generation batch holds only groups with mixed verdicts (recipes/features/dynamic_sampling/sampling.py)."""
+        """GRPOTrainer whose generation batch holds only groups with mixed verdicts
+        (recipes/features/dynamic_sampling/sampling.py)."""
 
         def __init__(self, *args: Any, dynamic_rounds: int = 4, dynamic_level: str = STRICT, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -325,7 +326,8 @@ def trainer_class(base: type | None = None) -> type:
             seq = frozenset({"importance_sampling_ratio"}) if str(
                 getattr(self, "vllm_importance_sampling_mode", "")).startswith("sequence") else frozenset()
             out = merge(parts, sel, size, self._tokenizer.pad_token_id, seq)
-            loss_mask = out["completion_mask"] if out.get("tool_mask") is None else out["completion_mask"] * out["tool_mask"]
+            loss_mask = (out["completion_mask"] if out.get("tool_mask") is None
+                         else out["completion_mask"] * out["tool_mask"])
             out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
             self._dyn_log(sel, rounds, sum(len(f) for f in flags))
             return out
@@ -339,12 +341,14 @@ def trainer_class(base: type | None = None) -> type:
             """Per generation batch, summed over processes: groups drawn, kept, dropped (uniform), surplus (mixed but
             not needed), padded (uniform groups filling a batch whose rounds ran out); re-draw rounds; prompts drawn
             since the run started (every process draws as many); trained_uniform_share: padded over the
-            batch's groups, the zero-variance share of what the loss saw (tase/zero_var_groups counts every group drawn); capped: 1 when the batch needed padding."""
+            batch's groups, the zero-variance share of what the loss saw (tase/zero_var_groups counts every group
+            drawn); capped: 1 when the batch needed padding."""
             local = [drawn, len(sel.kept), sel.dropped, sel.surplus, len(sel.padded)]
             t = self.accelerator.gather(torch.tensor(local, dtype=torch.float32, device=self.accelerator.device))
             tot = t.view(-1, len(local)).sum(dim=0).tolist()
             m = self._metrics["train"]
-            for key, v in zip(("groups_drawn", "groups_kept", "groups_dropped", "groups_surplus", "groups_padded"), tot, strict=False):
+            for key, v in zip(("groups_drawn", "groups_kept", "groups_dropped", "groups_surplus", "groups_padded"), tot,
+                              strict=False):
                 m[PREFIX + key].append(float(v))
             m[PREFIX + "prompts_consumed"].append(float(self._dyn.prompts))
             m[PREFIX + "trained_uniform_share"].append(float(tot[4] / (tot[1] + tot[4])) if tot[1] + tot[4] else 0.0)

@@ -1,5 +1,5 @@
-"""Guidance (recipes/features/guidance/hints.py, recipes/features/guidance/trainer.py): groups whose strict verdicts all fail are generated
-again with a graded hint and/or given the gold completion as a member. Sync, one training process."""
+"""Guidance (recipes/features/guidance/hints.py, recipes/features/guidance/trainer.py): groups whose strict verdicts all
+fail are generated again with a graded hint and/or given the gold completion as a member. Sync, one training process."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,9 +12,9 @@ from recipes.features.guidance.hints import MODES, SCHEDULES
 @dataclass
 class GuidanceOptions:
     guidance: str = field(default="none", metadata={
-        "help": "sync only: guide groups whose strict verdicts all fail (recipes/features/guidance/hints.py, docs/training.md): "
-                "hint (generate the group again with the task's graded hint in the prompt and train on it), gold "
-                "(put the row's gold completion in the group as one member), both, or none",
+        "help": "sync only: guide groups whose strict verdicts all fail (recipes/features/guidance/hints.py, "
+                "docs/training.md): hint (generate the group again with the task's graded hint in the prompt and train "
+                "on it), gold (put the row's gold completion in the group as one member), both, or none",
         "choices": ["none", "hint", "gold", "both"]})
     guidance_schedule: str = field(default="success", metadata={
         "help": "guidance: how the hint weakens: success (one level weaker when the unhinted strict accuracy of a "

@@ -17,11 +17,11 @@ read) is guided:
   an advantage-weighted likelihood term, without LUFFY's policy shaping.
 - `both`: hint first, then gold for the groups the hint did not rescue.
 
-The hint strength follows a schedule whose state is a `recipes.features.curriculum.levels.Curriculum` over each task's hint levels
-(level 0 the strongest): `success` moves a task one level weaker when the mean *unhinted* strict accuracy of its last
-`guidance_window` groups reaches `guidance_up` and one stronger at or below `guidance_down`; `step` weakens every
-`guidance_step_every` optimizer steps; `fixed` stays at `guidance_start_level`. The state is saved in every checkpoint
-(`guidance.json`, and trainer_state.json's stateful_callbacks) and restored on resume.
+The hint strength follows a schedule whose state is a `recipes.features.curriculum.levels.Curriculum` over each task's
+hint levels (level 0 the strongest): `success` moves a task one level weaker when the mean *unhinted* strict accuracy of
+its last `guidance_window` groups reaches `guidance_up` and one stronger at or below `guidance_down`; `step` weakens
+every `guidance_step_every` optimizer steps; `fixed` stays at `guidance_start_level`. The state is saved in every
+checkpoint (`guidance.json`, and trainer_state.json's stateful_callbacks) and restored on resume.
 
 Hints exist only here, in training prompts of the trainer's training mode: evaluation, the held-out set (recipes/
 heldout.py) and official rows never pass through this module, and a row whose id is not a synth id is never
@@ -73,7 +73,8 @@ def failed_groups(verdicts: Sequence[float], size: int) -> list[bool]:
 
 
 def record_of(row: dict[str, Any]) -> dict[str, Any]:
-    """The record fields of a trainer row (recipes/shared/data.to_row) that hints and gold completions are built from."""
+    """The record fields of a trainer row (recipes/shared/data.to_row) that hints and gold completions are built
+    from."""
     return {"id": row.get("id", ""), "task": row.get("task", ""), "subtask": row.get("subtask", ""),
             "lang": row.get("lang", ""), "type": row.get("type", ""), "answer": row.get("answer", ""),
             "prompt": row.get("question", ""), "variation": row.get("variation", ""), "meta": {}}
@@ -127,8 +128,9 @@ def plan_hints(inputs: Sequence[dict[str, Any]], strict: Sequence[float], size: 
 
 
 class HintSchedule:
-    """The hint level of every task that has hints: a Curriculum over hint levels (recipes/features/curriculum/levels.py; level 0 is
-    the strongest hint, a move "up" weakens it), moved by unhinted success (`success`), by step (`step`) or not."""
+    """The hint level of every task that has hints: a Curriculum over hint levels
+    (recipes/features/curriculum/levels.py; level 0 is the strongest hint, a move "up" weakens it), moved by unhinted
+    success (`success`), by step (`step`) or not."""
 
     def __init__(self, counts: dict[str, int], mode: str = "success", start: int = 0, window: int = 8,
                  up: float = 0.5, down: float = 0.0, every: int = 50) -> None:
@@ -212,7 +214,8 @@ def start(tase: Any, resume: str | None) -> HintSchedule | None:
 
 def callbacks(sched: HintSchedule | None) -> list[Any]:
     """The callback saving the schedule with every checkpoint and the final model (none without guidance): the
-    curriculum's (recipes/features/curriculum/levels.py, `state_callback`), so a resume also works from a run made without it."""
+    curriculum's (recipes/features/curriculum/levels.py, `state_callback`), so a resume also works from a run made
+    without it."""
     if sched is None:
         return []
     from recipes.features.curriculum.levels import state_callback

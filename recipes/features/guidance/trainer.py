@@ -1,6 +1,6 @@
-"""The guided trainer (recipes/features/guidance/hints.py's `--guidance`): TRL's GRPOTrainer with every all-fail group generated
-again with a hint and/or given the row's gold completion. Apart from the options, hints and schedule so that those
-import without TRL and torch."""
+"""The guided trainer (recipes/features/guidance/hints.py's `--guidance`): TRL's GRPOTrainer with every all-fail group
+generated again with a hint and/or given the row's gold completion. Apart from the options, hints and schedule so that
+those import without TRL and torch."""
 from __future__ import annotations
 
 import functools
@@ -68,7 +68,8 @@ def trainer_class(base: type | None = None) -> type:
     base = base or GRPOTrainer
 
     class GuidedGRPOTrainer(base):  # type: ignore[misc, valid-type]
-        """GRPOTrainer whose all-fail groups are hinted and/or given a gold member (recipes/features/guidance/hints.py)."""
+        """GRPOTrainer whose all-fail groups are hinted and/or given a gold member
+        (recipes/features/guidance/hints.py)."""
 
         def __init__(self, *args: Any, guide_mode: str = "hint", guide_schedule: HintSchedule | None = None,
                      guide_funcs: list[Any] | None = None, guide_weights: list[float] | None = None,

@@ -1,6 +1,7 @@
-"""Held-out evaluation (recipes/features/heldout/evaluation.py): score generated held-out rows at each evaluation and keep the best
-checkpoint. Its options are data options (GRPO and the SFT warm-up share them); sync GRPO, async GRPO (a trainer
-class over TRL's AsyncGRPOTrainer: it evaluates between optimizer steps with the trainer's own weights) and SFT."""
+"""Held-out evaluation (recipes/features/heldout/evaluation.py): score generated held-out rows at each evaluation and
+keep the best checkpoint. Its options are data options (GRPO and the SFT warm-up share them); sync GRPO, async GRPO (a
+trainer class over TRL's AsyncGRPOTrainer: it evaluates between optimizer steps with the trainer's own weights) and
+SFT."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -55,7 +56,8 @@ class Heldout(Feature):
     def setup(self, run: Run) -> Any:
         from recipes.features.heldout import evaluation as heldout
 
-        return heldout.prepare(run.args, run.cfg, TRAINERS[run.trainer].rows)  # before the training rows: they are guarded against it
+        # before the training rows: they are guarded against it
+        return heldout.prepare(run.args, run.cfg, TRAINERS[run.trainer].rows)
 
     def trainer_class(self, base: type, run: Run) -> type:
         from recipes.features.heldout import evaluation as heldout

@@ -12,8 +12,8 @@ at a step that `save_steps` would not save is saved anyway, so the best evaluate
 OUTPUT_DIR/best_checkpoint.json names it (step, metric, value, path, every evaluation: the fields of
 recipes/shared/best_checkpoint.py, which recipes/select_checkpoint.py writes too).
 
-The held-out rows are guarded by construction (recipes/features/heldout/rows.py): another synth seed, the training data's
-`exclude` guard, and the training stream drops every held-out prompt.
+The held-out rows are guarded by construction (recipes/features/heldout/rows.py): another synth seed, the training
+data's `exclude` guard, and the training stream drops every held-out prompt.
 """
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ from recipes.shared.best_checkpoint import PREFIX
 
 DEFAULT_METRIC = PREFIX + "strict_acc"
 FOLDER = "heldout"  # OUTPUT_DIR/heldout/: heldout.jsonl (the rows) and step-N/ (samples.jsonl, results.json)
-BEST_FILE = best_checkpoint.NAME  # the one chosen-checkpoint file (recipes/shared/best_checkpoint.py), as select_checkpoint's
+# the one chosen-checkpoint file (recipes/shared/best_checkpoint.py), as select_checkpoint's
+BEST_FILE = best_checkpoint.NAME
 SFT_MAX_NEW_TOKENS = 128  # the warm-up's answers are a reasoning line and the tagged answer
 
 
@@ -62,7 +63,8 @@ def check(args: Any, cfg: Any) -> None:
     if best.exists() and not best.is_file():  # written at every save: a folder there crashed the run mid-training
         raise TaseError(f"output_dir {cfg.output_dir}: {BEST_FILE} is a folder, where the run writes its best "
                         "checkpoint; rename or remove it")
-    if getattr(args, "train_data", "synth") != "synth":  # the held-out rows come from the file's cells: none synth makes is one line now
+    if getattr(args, "train_data", "synth") != "synth":
+        # the held-out rows come from the file's cells: none synth makes is one line now
         from recipes.features.heldout.rows import file_streams
 
         file_streams(args.train_data)
@@ -195,10 +197,10 @@ def prepare(args: Any, cfg: Any, kind: str) -> HeldoutSet | None:
 
 
 def best_record(output_dir: str, args: Any, state: Any) -> dict[str, Any] | None:
-    """What best_checkpoint.json holds (recipes/shared/best_checkpoint.py's fields): every evaluation of the metric (from
-    the log history, so a resumed run keeps the earlier ones), the best (highest; ties: the earlier step, as transformers' strict `>` keeps) and
-    its checkpoint folder (None while it has none: save_strategy no). As transformers, step 0 (eval_on_start) is
-    not a candidate."""
+    """What best_checkpoint.json holds (recipes/shared/best_checkpoint.py's fields): every evaluation of the metric
+    (from the log history, so a resumed run keeps the earlier ones), the best (highest; ties: the earlier step, as
+    transformers' strict `>` keeps) and its checkpoint folder (None while it has none: save_strategy no). As
+    transformers, step 0 (eval_on_start) is not a candidate."""
     metric = args.metric_for_best_model
     evals = [{"step": h["step"], "value": h[metric]} for h in state.log_history if metric in h]
     trained = [e for e in evals if e["step"] > 0]  # eval_on_start's step 0 is the base model: logged, not a candidate

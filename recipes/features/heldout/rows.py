@@ -1,5 +1,6 @@
-"""The held-out rows of evaluation during training (recipes/features/heldout/evaluation.py) and the training stream's guard against
-them, apart from the evaluation so that recipes/shared/data.py can guard its stream without importing the trainer side.
+"""The held-out rows of evaluation during training (recipes/features/heldout/evaluation.py) and the training stream's
+guard against them, apart from the evaluation so that recipes/shared/data.py can guard its stream without importing the
+trainer side.
 
 The rows are drawn from the training streams (streams.data_streams: the same tasks, languages, subtasks, mixture,
 lengths and paraphrasing, interleaved as recipes/shared/data.py interleaves them) with another synth seed, through the
@@ -47,7 +48,8 @@ def records(args: Any) -> list[dict[str, Any]]:
         streams = [synth.generate(t, lang, sys.maxsize, seed, sub, paraphrase=args.paraphrase,
                                   weights=weights if t == "all" else None, max_len=args.max_len)
                    for t, lang, sub in cells]
-        stream = (r for group in zip(*streams, strict=False) for r in group)  # as recipes/shared/data.py interleaves the cells
+        # as recipes/shared/data.py interleaves the cells
+        stream = (r for group in zip(*streams, strict=False) for r in group)
         guard = guard_from_specs(args.exclude)
         if guard:
             stream = guard.filter(stream)

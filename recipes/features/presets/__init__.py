@@ -1,6 +1,6 @@
-"""Loss presets and DAPO's soft overlong reward (recipes/features/presets/overlays.py): `--preset NAME` lays a YAML overlay over
---config before the parser exists; `soft_overlong` adds the reward (recipes/grpo_core/reward_funcs.py loads it). GRPO
-trainers."""
+"""Loss presets and DAPO's soft overlong reward (recipes/features/presets/overlays.py): `--preset NAME` lays a YAML
+overlay over --config before the parser exists; `soft_overlong` adds the reward (recipes/grpo_core/reward_funcs.py loads
+it). GRPO trainers."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

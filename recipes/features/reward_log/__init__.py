@@ -1,6 +1,6 @@
-"""Reward logging (recipes/features/reward_log/weighted.py): tase/reward/<name>/mean and /weighted beside TRL's raw mean. Sync (a
-reward wrapper) and async (a rollout hook in the worker, which holds each group's raw rewards); no options of its own
-(the weights are TRL's reward_weights, or format_weight folded into the async worker's reward functions)."""
+"""Reward logging (recipes/features/reward_log/weighted.py): tase/reward/<name>/mean and /weighted beside TRL's raw
+mean. Sync (a reward wrapper) and async (a rollout hook in the worker, which holds each group's raw rewards); no options
+of its own (the weights are TRL's reward_weights, or format_weight folded into the async worker's reward functions)."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,8 +1,8 @@
 """Per-reward logging with weights (verl users ask for it, verl-project/verl#2889): what each reward
 function contributes to the reward GRPO trains on, beside its raw mean. TRL logs `rewards/<name>/mean` (raw) and
 `reward` (the weighted sum); a run with `1.0 * accuracy_fine + 0.2 * format` could not see which term moved it.
-Each reward function is wrapped so that it also logs, through TRL's `log_metric` hook (recipes/features/tracking/metrics.py says
-how it reaches metrics.jsonl and the trackers):
+Each reward function is wrapped so that it also logs, through TRL's `log_metric` hook
+(recipes/features/tracking/metrics.py says how it reaches metrics.jsonl and the trackers):
 
     tase/reward/<name>/mean       the raw mean of its batch (None, a function that does not apply, left out)
     tase/reward/<name>/weighted   weight x that mean: the reward's contribution to the mean total reward

@@ -1,5 +1,5 @@
-"""Tracking (recipes/features/tracking/metrics.py): the tase/ metrics of every reward batch, the one-line step logs, the trackers
-report_to names (installed, with W&B's files under the run folder). Every trainer; no options of its own (TRL's
+"""Tracking (recipes/features/tracking/metrics.py): the tase/ metrics of every reward batch, the one-line step logs, the
+trackers report_to names (installed, with W&B's files under the run folder). Every trainer; no options of its own (TRL's
 report_to)."""
 from __future__ import annotations
 

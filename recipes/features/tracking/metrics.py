@@ -157,7 +157,8 @@ class WatchedReward:
 def watch(funcs: list[Any], level: str | None) -> list[Any]:
     """The reward functions of a run with the first synchronous one wrapped in WatchedReward (TRL runs async ones
     concurrently, outside the order the gather needs). The zero-variance level is the accuracy the run trains on,
-    its resolved `level` (recipes/grpo_core/reward_funcs.resolve_rewards), strict without one (rewards.levels.watched)."""
+    its resolved `level` (recipes/grpo_core/reward_funcs.resolve_rewards), strict without one
+    (rewards.levels.watched)."""
     from trl.trainer.utils import is_async_callable
 
     out = list(funcs)
@@ -187,8 +188,8 @@ def report_to(cfg: Any) -> list[str]:
 
 
 def check_trackers(cfg: Any) -> str | None:
-    """Why the run's report_to cannot work (an unknown name, a tracker that is not installed), in one line, or None, after
-    splitting a comma-separated report_to into cfg.report_to. Checked before training: transformers would raise
+    """Why the run's report_to cannot work (an unknown name, a tracker that is not installed), in one line, or None,
+    after splitting a comma-separated report_to into cfg.report_to. Checked before training: transformers would raise
     only when it builds the trainer's callbacks."""
     import importlib.util
 
@@ -228,7 +229,8 @@ def summary_line(logs: dict[str, Any], step: int, max_steps: int) -> str:
         if key in logs:
             parts.append(f"{name} {_num(logs[key])}" + (f" ± {_num(logs['reward_std'])}" if key == "reward"
                                                          and "reward_std" in logs else ""))
-    funcs = [f"{k.split('/')[1]} {_num(v)}" for k, v in logs.items() if k.startswith("rewards/") and k.endswith("/mean")]
+    funcs = [f"{k.split('/')[1]} {_num(v)}" for k, v in logs.items()
+             if k.startswith("rewards/") and k.endswith("/mean")]
     if funcs:
         parts.append(", ".join(funcs))
     tase = [f"{k.split('/')[-1].removesuffix('_acc')} {_num(v)}" for k, v in logs.items()

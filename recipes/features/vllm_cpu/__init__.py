@@ -1,7 +1,7 @@
 """vLLM rollouts of a sync run, CPU included: a `vllm serve` without CUDA gets its weights as a safetensors file
-(recipes/features/vllm_cpu/server.py), a colocated CPU engine through vLLM's reload API (recipes/features/vllm_cpu/colocate.py); one line says
-how the run generates and syncs. A colocated CPU engine runs eager (recipes/features/vllm_cpu/colocate.eager_on_cpu): TRL would
-have it compile the model at the first rollout."""
+(recipes/features/vllm_cpu/server.py), a colocated CPU engine through vLLM's reload API
+(recipes/features/vllm_cpu/colocate.py); one line says how the run generates and syncs. A colocated CPU engine runs
+eager (recipes/features/vllm_cpu/colocate.eager_on_cpu): TRL would have it compile the model at the first rollout."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,8 +15,9 @@ from recipes.features.vllm_cpu.colocate import reload_sync as reload_sync  # pub
 @dataclass
 class VllmCpuOptions:
     vllm_reload_sync: str = field(default="auto", metadata={
-        "help": "colocated vLLM weight sync through vLLM's reload API (recipes/features/vllm_cpu/colocate.py): auto (CPU engines, "
-                "where TRL's load_weights sync fails), always, never", "choices": ["auto", "always", "never"]})
+        "help": "colocated vLLM weight sync through vLLM's reload API (recipes/features/vllm_cpu/colocate.py): auto "
+                "(CPU engines, where TRL's load_weights sync fails), always, never",
+        "choices": ["auto", "always", "never"]})
 
 
 class VllmCpu(Feature):
@@ -38,7 +39,8 @@ class VllmCpu(Feature):
         from recipes.features.vllm_cpu import server as vllm_server_cpu
 
         cfg = run.cfg
-        return cfg.use_vllm and cfg.vllm_mode == "server" and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync")
+        return (cfg.use_vllm and cfg.vllm_mode == "server"
+                and vllm_server_cpu.install(Path(cfg.output_dir) / "vllm-sync"))
 
     def trainer_class(self, base: type, run: Run) -> type:
         if not (run.cfg.use_vllm and run.cfg.vllm_mode == "colocate"):

@@ -5,12 +5,12 @@ non-CUDA device ("Weight synchronization runs on vLLM's NCCL weight-transfer eng
 and vLLM 0.32's weight-transfer engines are NCCL only. So on CPU the policy never reaches the server.
 
 How: vLLM's OpenAI server in development mode (`VLLM_SERVER_DEV_MODE=1 python -m vllm.entrypoints.openai.api_server
---worker-extension-cls recipes.features.vllm_cpu.server.ReloadWorkerExtension`) serves `POST /collective_rpc`, which calls a
-worker method by name on every worker; `ReloadWorkerExtension.tase_reload_weights(FILE)` feeds the file to the
+--worker-extension-cls recipes.features.vllm_cpu.server.ReloadWorkerExtension`) serves `POST /collective_rpc`, which
+calls a worker method by name on every worker; `ReloadWorkerExtension.tase_reload_weights(FILE)` feeds the file to the
 workers' `reload_weights(weights_iterator, is_checkpoint_format=True)`, vLLM's in-place reload (the call
-`recipes/features/vllm_cpu/colocate.py` makes in colocate mode: it restores the checkpoint-format layers, loads the tensors and re-runs
-the post-load processing, the CPU backend's repacking), then re-packs a tied LM head (see the class). `ReloadVLLMClient` is TRL's `VLLMClient` with three methods changed for
-non-CUDA devices only:
+`recipes/features/vllm_cpu/colocate.py` makes in colocate mode: it restores the checkpoint-format layers, loads the
+tensors and re-runs the post-load processing, the CPU backend's repacking), then re-packs a tied LM head (see the
+class). `ReloadVLLMClient` is TRL's `VLLMClient` with three methods changed for non-CUDA devices only:
 
 * `init_communicator`: no NCCL group; checks that the server answers `/collective_rpc` and creates the sync folder.
 * `update_named_params`: writes the tensors TRL streams (TRL's own iterator: ZeRO-3 gathering, PEFT merge) into
@@ -127,9 +127,9 @@ def install(sync_dir: str | Path | None = None) -> bool:
 
 
 class ReloadWorkerExtension:
-    """vLLM worker extension (`--worker-extension-cls recipes.features.vllm_cpu.server.ReloadWorkerExtension`, vLLM's own hook
-    for adding worker methods that `/collective_rpc` can call): `tase_reload_weights(path)` reloads a safetensors file
-    in place and refreshes a tied LM head.
+    """vLLM worker extension (`--worker-extension-cls recipes.features.vllm_cpu.server.ReloadWorkerExtension`, vLLM's
+    own hook for adding worker methods that `/collective_rpc` can call): `tase_reload_weights(path)` reloads a
+    safetensors file in place and refreshes a tied LM head.
 
     Why not `reload_weights(weights_path=...)` alone: on CPU vLLM packs the LM head's weight for its GEMM after
     loading (`UnquantizedEmbeddingMethod.process_weights_after_loading` -> `dispatch_cpu_unquantized_gemm`); with tied
