@@ -105,7 +105,8 @@ def stub_hub_snapshot(hub: Path, repo_id: str, config: dict) -> Path:
 # (tests/test_recipes.py, the launchers' tests) read it from the session's hub cache, as on a machine that downloaded it
 # (its config.json fields that set the size: the dry run's memory estimate reads them as from a real download)
 stub_hub_snapshot(_SESSION_CACHE / "hf" / "hub", "Qwen/Qwen2.5-14B-Instruct",
-                  __import__("recipes.grpo_core.model_shapes").grpo_core.model_shapes.known_config("Qwen/Qwen2.5-14B-Instruct"))
+                  __import__("recipes.grpo_core.model_shapes").grpo_core.model_shapes.known_config(
+                      "Qwen/Qwen2.5-14B-Instruct"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -264,7 +265,8 @@ def tiny_model(tmp_path_factory, default_model) -> Path:
 def tiny64(tmp_path_factory, default_model) -> Path:
     """A 2-layer random Llama with head_dim 64 (vLLM's CPU attention has no kernel for smaller heads), SmolLM2's
     tokenizer: the SLURM plan's trainers and vLLM server (tests/test_slurm.py) and the async GRPO steps with their
-    in-process engine (tests/test_async_grpo.py), and test_vllm's seeded-sampling engine: they check wiring, not learning."""
+    in-process engine (tests/test_async_grpo.py), and test_vllm's seeded-sampling engine: they check wiring, not
+    learning."""
     return write_tiny_llama(tmp_path_factory.mktemp("tiny64"), default_model, hidden=128, heads=2, kv_heads=1)
 
 

@@ -12,7 +12,9 @@ import pytest
 from conftest import call_main
 from killing import kill_when
 
-pytestmark = pytest.mark.fresh_python  # its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM (tests/warm_python.py)
+# its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM
+# (tests/warm_python.py)
+pytestmark = pytest.mark.fresh_python
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = ROOT / "recipes"
@@ -104,13 +106,13 @@ def test_async_grpo_steps_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm
     per step, max_staleness 1) for the async trainer itself and five features of issue 79. The trainer: generation in
     the rollout process overlaps optimizer steps; every weight sync reaches the engine (versions 1, 2, ...) and the
     worker's policy version follows; no trained sample is more than max_staleness syncs old; both reward functions
-    and the tase/ view of the batch are logged at every step. The features: The tiny random model fails every row, so every group is
-    uniform: dynamic sampling drops in the worker up to its cap (1 round) and then delivers zero-advantage groups, so
-    the run does not stall; `max_train_seconds` stops it long before max_steps and saves, as sync does; reward logging
-    carries each reward's raw and weighted mean out of the worker; the checkpoint's rollout_state.json starts a resume
-    after the dropped prompts, not at the first of them. Held-out evaluation runs at every step in the trainer and
-    names the best checkpoint; the curriculum (window 1: every failed group moves its task down) moves in the worker,
-    is logged from there and saved with the final model."""
+    and the tase/ view of the batch are logged at every step. The features: The tiny random model fails every row, so
+    every group is uniform: dynamic sampling drops in the worker up to its cap (1 round) and then delivers
+    zero-advantage groups, so the run does not stall; `max_train_seconds` stops it long before max_steps and saves, as
+    sync does; reward logging carries each reward's raw and weighted mean out of the worker; the checkpoint's
+    rollout_state.json starts a resume after the dropped prompts, not at the first of them. Held-out evaluation runs at
+    every step in the trainer and names the best checkpoint; the curriculum (window 1: every failed group moves its task
+    down) moves in the worker, is logged from there and saved with the final model."""
     trace, out, staleness = tmp_path / "trace.jsonl", tmp_path / "run", 1
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
            "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "1000",

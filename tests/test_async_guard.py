@@ -1,6 +1,6 @@
 """trainer: async cannot hang silently (issue 50): a weight sync whose peer stops answering ends in one line within
-weight_sync_timeout (the real gloo transport of recipes/async_grpo/gloo_transfer.py, a peer that joins and never takes the
-weights), the installed TRL is checked against the tested range, and the shipped async configs set the timeout."""
+weight_sync_timeout (the real gloo transport of recipes/async_grpo/gloo_transfer.py, a peer that joins and never takes
+the weights), the installed TRL is checked against the tested range, and the shipped async configs set the timeout."""
 import threading
 import time
 
@@ -71,8 +71,10 @@ def test_async_sample_metrics_average_to_the_sync_batch_metrics():
     from recipes.async_grpo.metrics import sample_metrics
     from recipes.features.tracking.metrics import Verdict, batch_metrics, groups
 
-    vs = [Verdict("a", "sort_lengths", "en", 1.0, 1.0, 1.0, "ABC"), Verdict("a", "sort_lengths", "en", 1.0, 0.0, 0.5, "AB"),
-          Verdict("a", "sort_lengths", "en", 0.0, 0.0, 0.0, "ABC"), Verdict("b", "freq_count", "zh", 0.0, 0.0, 0.2, "3"),
+    vs = [Verdict("a", "sort_lengths", "en", 1.0, 1.0, 1.0, "ABC"),
+          Verdict("a", "sort_lengths", "en", 1.0, 0.0, 0.5, "AB"),
+          Verdict("a", "sort_lengths", "en", 0.0, 0.0, 0.0, "ABC"),
+          Verdict("b", "freq_count", "zh", 0.0, 0.0, 0.2, "3"),
           Verdict("b", "freq_count", "zh", 0.0, 0.0, 0.0, "3"), Verdict("b", "freq_count", "zh", 0.0, 0.0, 0.0, "3")]
     rows = [m for g in groups(vs) for m in sample_metrics(g, "strict")]
     keys = {k for m in rows for k in m}
@@ -135,8 +137,8 @@ def test_server_worker_spawns_the_tase_loop():
         _loop_cls, _loop_kwargs = _AsyncRolloutLoop, {}
 
     w = Worker()
-    assert carry_tase_metrics(w, "strict") and w._loop_cls is ServerRolloutLoop and w._loop_kwargs == {"tase_level": "strict",
-                                                                                              "tase_hooks": []}
+    assert (carry_tase_metrics(w, "strict") and w._loop_cls is ServerRolloutLoop
+            and w._loop_kwargs == {"tase_level": "strict", "tase_hooks": []})
     assert not carry_tase_metrics(w, "strict") and not carry_tase_metrics(None, "fine")  # once; no worker off rank 0
 
 
@@ -178,11 +180,11 @@ def _scored_loop(hooks: list, funcs: list):
 
 
 def test_the_worker_drops_uniform_groups_up_to_the_round_cap_then_pads_with_zero_advantage(capsys):
-    """Dynamic sampling in the rollout worker (recipes/features/dynamic_sampling/worker.WorkerFilter, issue 79): a uniform group is
-    dropped in _score_group (no sample reaches the trainer's queue) and its id reported; a mixed group passes as TRL
-    scored it. With every group uniform, after `rounds` x `per_step` drops (then `rounds` per group delivered) a
-    uniform group is delivered with advantage 0, in one line the first time: the trainer is slowed, never stalled.
-    The counters ride out on the worker's metrics queue, summed per window (`_total`)."""
+    """Dynamic sampling in the rollout worker (recipes/features/dynamic_sampling/worker.WorkerFilter, issue 79): a
+    uniform group is dropped in _score_group (no sample reaches the trainer's queue) and its id reported; a mixed group
+    passes as TRL scored it. With every group uniform, after `rounds` x `per_step` drops (then `rounds` per group
+    delivered) a uniform group is delivered with advantage 0, in one line the first time: the trainer is slowed, never
+    stalled. The counters ride out on the worker's metrics queue, summed per window (`_total`)."""
     import asyncio
     import queue
 
@@ -211,9 +213,9 @@ def test_the_worker_drops_uniform_groups_up_to_the_round_cap_then_pads_with_zero
 
 
 def test_the_worker_logs_each_rewards_raw_and_weighted_mean():
-    """Reward logging under async (recipes/features/reward_log/weighted.WorkerRewardLog): each sample carries its completion's raw
-    reward and weight x raw under sync's keys (tase/reward/<name>/mean, /weighted), named for the function, not
-    TRL's weighted name `format*0.2`; the collator's per-key average is the batch mean."""
+    """Reward logging under async (recipes/features/reward_log/weighted.WorkerRewardLog): each sample carries its
+    completion's raw reward and weight x raw under sync's keys (tase/reward/<name>/mean, /weighted), named for the
+    function, not TRL's weighted name `format*0.2`; the collator's per-key average is the batch mean."""
     import asyncio
 
     from recipes.async_grpo.cpu_engine import WeightedReward

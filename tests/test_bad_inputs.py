@@ -3,10 +3,11 @@
 Table-driven: each case prepares a folder, runs the real CLI and asserts exit code 2, exactly one stderr line
 starting with "error:" and naming the problem, and that every file that existed before is byte-identical afterwards
 (and nothing was added). One case of each entry point (recipes/export.py, python -m synth, python -m eval,
-recipes/grpo.py: the first, or one that takes a lock held until its process ends) runs in a subprocess, the real exit code and the whole stderr of a fresh interpreter; the others
-call the same entry point's `main(argv)` in-process from the repo root, with the environment and working folder
-restored afterwards (a fresh interpreter each cost 10-20 s of start-up, mostly imports). Kill tests SIGKILL synth's writer, `eval score` and a GRPO checkpoint
-save at random points, then rerun the command and check that nothing was lost.
+recipes/grpo.py: the first, or one that takes a lock held until its process ends) runs in a subprocess, the real exit
+code and the whole stderr of a fresh interpreter; the others call the same entry point's `main(argv)` in-process from
+the repo root, with the environment and working folder restored afterwards (a fresh interpreter each cost 10-20 s of
+start-up, mostly imports). Kill tests SIGKILL synth's writer, `eval score` and a GRPO checkpoint save at random points,
+then rerun the command and check that nothing was lost.
 """
 from __future__ import annotations
 
@@ -130,7 +131,8 @@ CASES = [
     Case("grpo output_dir with a name too long", lambda d: [*GRPO, "--output_dir", str(d / ("x" * 300) / "run"),
                                                            "--max_steps", "1"], lambda d: None,
          "x" * 300 + " is a name longer than the file system allows"),
-    Case("synth --out with a name too long", lambda d: ["-m", "synth", "-n", "2", "--out", str(d / ("x" * 300) / "a.jsonl")],
+    Case("synth --out with a name too long",
+         lambda d: ["-m", "synth", "-n", "2", "--out", str(d / ("x" * 300) / "a.jsonl")],
          lambda d: None, "is a name longer than the file system allows"),
     Case("eval run --out with a name too long", lambda d: [*EVAL_RUN, "--data", str(d / "d.jsonl"), "--out",
                                                           str(d / ("x" * 300))], w("d.jsonl", jl(GOOD)),

@@ -36,7 +36,8 @@ def test_the_benchmark_sets_passive_waits_before_torch():
     code = ("import os, runpy, sys; sys.argv = ['grpo_step.py', '--steps', '1']\n"
             "try:\n    runpy.run_path(sys.argv[0] and {!r}, run_name='__main__')\n"
             "except SystemExit:\n    pass\n"
-            "print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules)").format(str(ROOT / "bench" / "grpo_step.py"))
+            "print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in "
+            "sys.modules)").format(str(ROOT / "bench" / "grpo_step.py"))
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["PASSIVE", "False"], out.stdout + out.stderr

@@ -1,6 +1,6 @@
-"""The faster CPU step (issue 52, recipes/features/cpu_speed/speed.py) learns what the float32 step learns: on one fixed batch of
-the combine config (real SmolLM2-135M weights cut to their first LAYERS layers, 2 prompts x 8 fixed completions, no
-generation) the old path (float32, every
+"""The faster CPU step (issue 52, recipes/features/cpu_speed/speed.py) learns what the float32 step learns: on one fixed
+batch of the combine config (real SmolLM2-135M weights cut to their first LAYERS layers, 2 prompts x 8 fixed
+completions, no generation) the old path (float32, every
 position scored) and the new one (bf16 autocast over float32 weights, completion tokens only) give the same rewards
 and loss, per-token log-probs within bf16 rounding (mean < 0.06), and a gradient and AdamW update pointing the same way;
 plus how `cpu_bf16` resolves and reaches the parsed config."""
@@ -23,7 +23,8 @@ LAYERS = 2
 
 @pytest.fixture(scope="module")
 def real_first_layers(tmp_path_factory, default_model):
-    """The default model's first LAYERS layers (with its embeddings, final norm, tied LM head and tokenizer), float32."""
+    """The default model's first LAYERS layers (with its embeddings, final norm, tied LM head and tokenizer),
+    float32."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = tmp_path_factory.mktemp("smollm2_first_layers")
@@ -163,8 +164,8 @@ def test_fast_path_learns_what_float32_learns(tmp_path, real_first_layers):
     torch.testing.assert_close(new["rewards"], old["rewards"], rtol=0, atol=0)  # rewards read text only
     assert old["adv"].abs().sum() > 0  # the batch has something to learn
     torch.testing.assert_close(new["loss"], old["loss"], rtol=0, atol=1e-6)
-    # bf16 rounds a logit to 8 bits of mantissa: measured 0.042 mean, 0.22 max with 2 layers on AVX2 (whole model: 0.031,
-    # 0.34 on a low-probability token)
+    # bf16 rounds a logit to 8 bits of mantissa: measured 0.042 mean, 0.22 max with 2 layers on AVX2 (whole model:
+    # 0.031, 0.34 on a low-probability token)
     diff = (new["logps"] - old["logps"]).abs()
     assert diff.sum() / (old["logps"] != 0).sum() < 0.06 and diff.max() < 0.7, (diff.mean(), diff.max())
     # what is learned: the gradient (measured cosine 0.99995, norm ratio 1.001; whole model 0.9994, 1.003) and AdamW's
@@ -225,7 +226,8 @@ def test_shared_prefill_generates_what_generate_does(real_first_layers):
     seen.clear()
     distinct = tok(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
     with torch.no_grad():
-        model.generate(input_ids=distinct["input_ids"], attention_mask=distinct["attention_mask"], generation_config=cfg)
+        model.generate(input_ids=distinct["input_ids"], attention_mask=distinct["attention_mask"],
+                       generation_config=cfg)
     assert seen[0] == (3, distinct["input_ids"].shape[1])  # nothing to share: generate's own prefill
 
 

@@ -178,7 +178,8 @@ def test_curriculum_run_logs_levels_and_resumes_at_saved_levels(tiny_model, tmp_
     assert first and first[0]["tase/curriculum/sentence_length/level"] == 3.0  # 4 -> 3 (top: 4 of 0..4)
     assert first[0]["tase/curriculum/component_split/level"] == 2.0  # start 4 capped at its top 3, then 3 -> 2
     assert not any(k.startswith("tase/curriculum/freq_count") for k in first[0])  # static: no levels
-    ckpt = max((p for p in out.glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit() and checkpoint_problem(p) is None),
+    ckpt = max((p for p in out.glob("checkpoint-*")
+                if p.name.split("-", 1)[1].isdigit() and checkpoint_problem(p) is None),
                key=lambda p: int(p.name.split("-")[1]))  # the one a resume takes: the newest complete checkpoint
     saved = saved_state(ckpt)["levels"]
     assert saved["sentence_length"] < 4 and saved["component_split"] < 3
@@ -196,8 +197,8 @@ def test_curriculum_run_logs_levels_and_resumes_at_saved_levels(tiny_model, tmp_
 
 
 def test_start_restores_from_curriculum_json_or_trainer_state(tmp_path, capsys):
-    """A resumed run takes the checkpoint's curriculum.json, or the copy the Trainer wrote into trainer_state.json when a
-    kill came before curriculum.json; a checkpoint without either starts at the start level. The buffered shuffle is
+    """A resumed run takes the checkpoint's curriculum.json, or the copy the Trainer wrote into trainer_state.json when
+    a kill came before curriculum.json; a checkpoint without either starts at the start level. The buffered shuffle is
     turned off (it would read 1,000 rows ahead of every level change)."""
     from types import SimpleNamespace
 
@@ -271,7 +272,8 @@ def test_async_worker_moves_the_level_its_stream_draws_and_sends_it_back():
         tool_call_counts=[0, 0], tool_failure_counts=[0, 0], model_version=0, group_id=0,
         env_rewards=[None, None], rollout_rewards=[None, None])
     assert len(asyncio.run(loop._score_group(group))) == 2  # the hook keeps every sample
-    assert pushed[-1] == {"tase/curriculum/sentence_length/drawn_level": 2.0, "tase/curriculum/sentence_length/level": 1.0}
+    assert pushed[-1] == {"tase/curriculum/sentence_length/drawn_level": 2.0,
+                          "tase/curriculum/sentence_length/level": 1.0}
     assert next(rows)[data.LEVEL_COLUMN] == 1  # the worker's stream reads the worker's level
     assert levels.cur.level("sentence_length") == 2  # the trainer's copy, until it drains
     deadline = time.time() + 10

@@ -131,8 +131,8 @@ RUNS: dict[str, Run] = {
     # --- training (README "Training", docs/training.md quick start): the one chain, tiny model, a few steps
     "python recipes/sft_warmup.py --config recipes/configs/sft_smollm2_cpu.yaml":
         Run(((".yaml", ".yaml --model_name_or_path {tiny} --max_steps 1 --per_device_train_batch_size 2 "
-                       "--num_train_examples 4 --report_to none"),), r"trained 1 step ", ("runs/sft_smollm2_cpu/config.json",),
-            quiet=True),
+                       "--num_train_examples 4 --report_to none"),), r"trained 1 step ",
+            ("runs/sft_smollm2_cpu/config.json",), quiet=True),
     "python recipes/grpo.py --config recipes/configs/grpo_smollm2_cpu.yaml --model_name_or_path runs/sft_smollm2_cpu":
         Run((("runs/sft_smollm2_cpu", "runs/sft_smollm2_cpu " + TINY_GRPO),), r"step 2/2 \| loss",
             ("runs/grpo_smollm2_cpu/checkpoint-2", "runs/grpo_smollm2_cpu/metrics.jsonl"), quiet=True),
@@ -159,13 +159,15 @@ RUNS: dict[str, Run] = {
     "python -m eval --help": Run(expect=r"usage: python -m eval"),
     "python -m eval run --help": Run(expect=r"--max-new-tokens"),
     "python -m eval run --model models/tuned --data execute.jsonl --out runs/eval/execute":
-        Run((("execute.jsonl", "execute.jsonl --limit 1 " + HF_TINY),), r"--limit 1: 25 rows, at most 1 from each of 25 "
+        Run((("execute.jsonl", "execute.jsonl --limit 1 " + HF_TINY),),
+            r"--limit 1: 25 rows, at most 1 from each of 25 "
             r"files \(a JSONL's files are its task/subtask/language cells\)", quiet=True),
     "python -m eval run --model models/tuned --data execute.jsonl --backend vllm --out runs/eval/execute":
         Run((("--backend vllm", "--limit 1 " + HF_TINY),), r"overall"),  # the same settings: it resumes
     "python -m eval run --model runs/sft_smollm2_cpu --data heldout.jsonl --out runs/screen --num-samples 8 "
     "--temperature 1 --max-new-tokens 32":
-        Run((("--num-samples 8", "--num-samples 2 --limit 1 --backend hf"), ("--max-new-tokens 32", "--max-new-tokens 4")),
+        Run((("--num-samples 8", "--num-samples 2 --limit 1 --backend hf"),
+             ("--max-new-tokens 32", "--max-new-tokens 4")),
             r"pass@2"),
     "python -m eval run --model default --data official:/path/to/Tase --backend hf --out runs/eval/base "
     "[--limit 100] [--cot]":

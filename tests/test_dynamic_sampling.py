@@ -1,6 +1,6 @@
-"""Dynamic sampling (recipes/features/dynamic_sampling/sampling.py, issue 47): the group filter on real verdicts of real completions,
-the batch it builds (uniform groups never reach the loss), its options, the TRL/transformers sources it relies on
-(pinned), and a 3-step CPU GRPO run that logs tase/dynamic/ metrics and resumes at the same data position."""
+"""Dynamic sampling (recipes/features/dynamic_sampling/sampling.py, issue 47): the group filter on real verdicts of real
+completions, the batch it builds (uniform groups never reach the loss), its options, the TRL/transformers sources it
+relies on (pinned), and a 3-step CPU GRPO run that logs tase/dynamic/ metrics and resumes at the same data position."""
 import hashlib
 import inspect
 import json
@@ -48,7 +48,8 @@ def test_format_term_alone_never_makes_a_group_mixed():
     assert level == "strict" and run.names == ["accuracy_fine", "format"]
     w = run.weights
     cols = {k: [v] * 4 for k, v in reward_columns(row).items()}
-    totals = [w[0] * a + w[1] * f for a, f in zip(accuracy_fine(None, wrong, **cols), format_reward(None, wrong), strict=False)]
+    totals = [w[0] * a + w[1] * f for a, f in zip(accuracy_fine(None, wrong, **cols), format_reward(None, wrong),
+                                                  strict=False)]
     assert len(set(totals)) > 1  # the float total says "mixed"
     verdicts = [getattr(s, level) for s in scores(row, wrong + mixed)]
     assert verdicts[:4] == [0.0] * 4 and verdicts[4:] == [1.0, 0.0, 0.0, 0.0]
@@ -57,7 +58,8 @@ def test_format_term_alone_never_makes_a_group_mixed():
     coarse = TaseArgs(tasks=["freq_count"], langs=["en"], reward_granularity="coarse")
     assert verdict_level(coarse, resolve_rewards(coarse, cfg).level) == "coarse"
     assert verdict_level(args, None) == "strict"  # no accuracy reward of ours: strict
-    assert verdict_level(TaseArgs(tasks=["freq_count"], langs=["en"], dynamic_sampling_granularity="fine"), None) == "fine"
+    assert verdict_level(
+        TaseArgs(tasks=["freq_count"], langs=["en"], dynamic_sampling_granularity="fine"), None) == "fine"
     with pytest.raises(ValueError, match="groups of 4"):
         mixed_groups(verdicts[:6], 4)
 
@@ -126,8 +128,8 @@ def test_options_are_checked_in_one_line(tmp_path):
     assert code == 0, err[-2000:]
 
 
-# The sources DynamicGRPOTrainer relies on (recipes/features/dynamic_sampling/sampling.py), as of TRL 1.16.0 / transformers 5.19.0. A
-# change to one of them fails here: re-check what the note says, then record the new digest.
+# The sources DynamicGRPOTrainer relies on (recipes/features/dynamic_sampling/sampling.py), as of TRL 1.16.0 /
+# transformers 5.19.0. A change to one of them fails here: re-check what the note says, then record the new digest.
 PINNED = {
     "trl.GRPOTrainer._prepare_inputs": ("calls _generate_and_score_completions once per generation batch (only then "
                                         "filter), splits its output into steps_per_generation slices"),
@@ -135,7 +137,8 @@ PINNED = {
                                                         "advantages, num_items_in_batch) and their padding sides"),
     "trl.GRPOTrainer._calculate_rewards": "its signature, and the columns it gives reward functions",
     "trl.GRPOTrainer.get_train_dataloader": "one dataloader batch = one copy of a chunk of the generation batch",
-    "trl.GRPOTrainer._get_train_sampler": "RepeatSampler repeats each chunk num_iterations x steps_per_generation times",
+    "trl.GRPOTrainer._get_train_sampler": "RepeatSampler repeats each chunk num_iterations x steps_per_generation "
+                                          "times",
     "trl.trainer.utils.RepeatSampler.__iter__": "chunks repeated back to back (what _dyn_next_chunk skips)",
     "trl.trainer.utils.repeat_iterable_dataset": "the same chunk order for streaming datasets",
     "transformers.Trainer.get_batch_samples": "called with the epoch's iterator, once per optimizer step",
@@ -179,7 +182,8 @@ def test_trl_sources_it_relies_on_are_unchanged():
     from recipes.features.dynamic_sampling.sampling import trainer_class
 
     changed = [f"{n} ({source_digest(n)}): re-check that {PINNED[n]}" for n in PINNED if source_digest(n) != DIGESTS[n]]
-    assert not changed, "TRL/transformers changed what recipes/features/dynamic_sampling/sampling.py relies on:\n" + "\n".join(changed)
+    assert not changed, ("TRL/transformers changed what recipes/features/dynamic_sampling/sampling.py relies "
+                         "on:\n") + "\n".join(changed)
     cls = trainer_class()
     base = cls.__mro__[1]
     for meth in ("_generate_and_score_completions", "_calculate_rewards", "get_batch_samples"):

@@ -353,7 +353,8 @@ def test_strict_accuracy_and_loophole_passes_in_results_and_compare(fixture_root
     assert hedge["strict"]["overall"] == 85.0     # (0 + 83.33 + 66.67 + 7 * 100) / 10
     line = json.loads((tmp_path / "hedge" / "samples.jsonl").read_text().splitlines()[0])
     assert "strict" in line
-    res = run_module(["eval", "compare", str(tmp_path / "gold"), str(tmp_path / "hedge"), "--out", str(tmp_path / "cmp")])
+    res = run_module(["eval", "compare", str(tmp_path / "gold"), str(tmp_path / "hedge"), "--out",
+                      str(tmp_path / "cmp")])
     assert res.returncode == 0, res.stderr
     md = (tmp_path / "cmp" / "comparison.md").read_text()
     table = md[md.index("## Table 3"):].splitlines()

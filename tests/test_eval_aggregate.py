@@ -44,7 +44,8 @@ def test_generated_jsonl_cells_and_the_language_table():
     keys = [file_key(r) for r in recs]
     assert keys == ["dot_matrix/char_classification/mul", "variant_normalize/digital/ko", "variant_normalize/zh",
                     "component_split/split/ko"]
-    s = [dict(smp(k, r["task"], r["lang"], c, subtask=r["subtask"]), id=k) for k, r, c in zip(keys, recs, [1, 1, 0, 1], strict=False)]
+    s = [dict(smp(k, r["task"], r["lang"], c, subtask=r["subtask"]), id=k)
+         for k, r, c in zip(keys, recs, [1, 1, 0, 1], strict=False)]
     res = aggregate(s)
     assert res["by_lang"] == {"zh": 0.0, "ko": 100.0}  # DOT (mul) and the digital file are left out
     assert res["by_task"] == {"COMPM": 100.0, "DOT": 100.0, "VAR": 50.0}

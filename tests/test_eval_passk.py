@@ -49,7 +49,8 @@ def test_score_and_compare_report_pass_at_k(fixture_root, tmp_path):
     preds, expect_p1, expect_pk = [], {}, {}
     for i, r in enumerate(rows):
         c = i % (k + 1)  # 0..4 correct of 4: every count appears in every file
-        comps = ["<answer>nope</answer>"] * (k - c) + [f"<answer>{r['answer']}</answer>"] * c  # first: wrong unless c = k
+        # first: wrong unless c = k
+        comps = ["<answer>nope</answer>"] * (k - c) + [f"<answer>{r['answer']}</answer>"] * c
         preds.append({"id": r["id"], "completions": comps})
         f = r["meta"]["file"]
         expect_p1.setdefault(f, []).append(c / k)

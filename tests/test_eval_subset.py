@@ -72,7 +72,8 @@ def test_paper_codes_and_task_qualified_file_names_pick_the_same_rows(fixture_ro
     (["--tasks", "nope"], "--tasks: no task 'nope' in the data; valid names: "),
     (["--files", "englsh"], "--files: no file 'englsh' in the data; valid names: chinese, english, korean, "),
     (["--tasks", "COMPC", "--files", "en_split"],
-     "--files: no file 'en_split' in the data of the chosen tasks; valid names: chinese, english, korean (or task/name)"),
+     "--files: no file 'en_split' in the data of the chosen tasks; valid names: chinese, english, korean (or "
+     "task/name)"),
 ])
 def test_bad_subset_names_are_one_line_exit_2_listing_the_valid_names(fixture_root, tmp_path, args, msg):
     code, err = call_main(["-m", "eval", "run", "--data", f"official:{fixture_root}", "--backend", "hf",

@@ -226,7 +226,8 @@ def test_a_failed_in_process_ablation_step_ends_the_ablation_with_its_exit_code(
     monkeypatch.setattr(ablate, "HERE", tmp_path)
     monkeypatch.setattr(pipeline, "ROOT", tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    for k, v in (("OMP_WAIT_POLICY", "PASSIVE"), ("VLLM_CPU_NUM_OF_RESERVED_CPU", "0"), ("VLLM_LOGGING_LEVEL", "WARNING")):
+    for k, v in (("OMP_WAIT_POLICY", "PASSIVE"), ("VLLM_CPU_NUM_OF_RESERVED_CPU", "0"),
+                 ("VLLM_LOGGING_LEVEL", "WARNING")):
         monkeypatch.setenv(k, os.environ.get(k, v))  # --in-process makes the process settings: undone after the test
     cfg = tmp_path / "c.yaml"
     cfg.write_text("model_name_or_path: default\n")
@@ -252,8 +253,9 @@ def test_an_option_combination_the_trainer_refuses_is_one_line(tmp_path, capsys,
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"id": "a", "task": "component_count", "lang": "en", "type": "NUMBER", "prompt": "How many r in '
                     'err?", "answer": "2"}\n', encoding="utf-8")
-    code = sft_warmup.main(["--config", str(ROOT / "recipes" / "configs" / "sft_smollm2_cpu.yaml"), "--train_data", str(rows),
-                            "--num_train_examples", "1", "--output_dir", str(tmp_path / "out"), "--padding_free", "true"])
+    code = sft_warmup.main(["--config", str(ROOT / "recipes" / "configs" / "sft_smollm2_cpu.yaml"), "--train_data",
+                            str(rows), "--num_train_examples", "1", "--output_dir", str(tmp_path / "out"),
+                            "--padding_free", "true"])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     line = [x for x in err.splitlines() if x.startswith("error:")]

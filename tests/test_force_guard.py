@@ -246,8 +246,9 @@ def test_demo_fresh_deletes_only_a_demo_folder(tmp_path, capsys, monkeypatch):
     for var in ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS"):
         monkeypatch.setenv(var, "1")  # the demo sets these for its steps; restored after the test
     out = tmp_path / "demo"
-    for f in ("sft/checkpoint-8/trainer_state.json", "grpo/metrics.jsonl", "tuned/config.json", "eval/base/results.json",
-              "comparison/comparison.json", "logs/steps.log", "mixture.yaml", "sft_data.jsonl", ".tuned.lock"):
+    for f in ("sft/checkpoint-8/trainer_state.json", "grpo/metrics.jsonl", "tuned/config.json",
+              "eval/base/results.json", "comparison/comparison.json", "logs/steps.log", "mixture.yaml",
+              "sft_data.jsonl", ".tuned.lock"):
         (out / f).parent.mkdir(parents=True, exist_ok=True)
         (out / f).write_text("{}")
     assert foreign_entry(out, demo.DEMO_FILES) is None  # a demo folder: --fresh may delete it

@@ -1,5 +1,6 @@
 """The GRPO front door (issue 48): the sync entry stays apart from async-only code, no recipe module grows past 400
-lines, and the one YAML reader (common.yamlfile.read) with what the launchers ask it (recipes.shared.parser.config_value)."""
+lines, and the one YAML reader (common.yamlfile.read) with what the launchers ask it
+(recipes.shared.parser.config_value)."""
 from __future__ import annotations
 
 import subprocess

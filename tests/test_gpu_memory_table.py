@@ -47,11 +47,13 @@ def test_plan_counts_estimates_and_offload(prep, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "optimizer offload" in out
     if not table.gpu_info():  # a CPU-only machine says whose GPU the per-GPU figures are for
-        assert "no CUDA GPU here: the per-GPU figures assume an 80 GiB GPU" in out and doc["gpu_memory_gib_assumed"] == 80
+        assert ("no CUDA GPU here: the per-GPU figures assume an 80 GiB GPU" in out
+                and doc["gpu_memory_gib_assumed"] == 80)
     if importlib.util.find_spec("deepspeed"):  # offload must fit the host: 7B's needs 153.7 GiB, over a 125 GiB host
         planned = {r["shape"]: r for r in table.plan(["3B", "7B"], prep / "model", 80.0, False, "auto", 125.0)}
         assert planned["3B"]["status"] == "planned" and round(planned["7B"]["ds_estimate_offload_host_gib"], 1) == 153.7
-        assert planned["7B"]["status"].startswith("skipped: does not fit") and "153.7 GiB of host" in planned["7B"]["status"]
+        assert (planned["7B"]["status"].startswith("skipped: does not fit")
+                and "153.7 GiB of host" in planned["7B"]["status"])
         forced = table.plan(["0.5B"], prep / "model", 140.0, False, "always", 125.0)[0]
         assert forced["optimizer_offload"] and forced["status"] == "planned"
         assert not table.plan(["7B"], prep / "model", 80.0, False, "never", 125.0)[0]["optimizer_offload"]

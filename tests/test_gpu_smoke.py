@@ -88,7 +88,8 @@ def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):
         assert paper in cmds[name] and "--use_vllm false" in cmds[name] and "--max_steps 3" in cmds[name]
         assert "--entropy_coef 0.01" in cmds[name]  # real gradients though a random model earns no reward
         assert "--bf16 false" not in cmds[name] and "--use_liger_kernel false" not in cmds[name]
-    assert "accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml --num_processes 1" in cmds["grpo_zero3"]
+    assert ("accelerate.commands.launch --config_file recipes/accelerate/zero3.yaml --num_processes 1"
+            in cmds["grpo_zero3"])
     assert "recipes/sft_warmup.py" in cmds["sft_warmup"] and "--bf16 true --dtype bfloat16" in cmds["sft_warmup"]
     assert "-m eval run --backend hf --device cuda" in cmds["eval"] and "eval.jsonl" in cmds["eval"]
     assert "recipes/export.py" in cmds["export"] and "check-load" in cmds["zero3_load"]

@@ -1,7 +1,7 @@
-"""Guided GRPO (recipes/features/guidance/hints.py, issue 63): which groups are guided (all strict verdicts fail, scripted), hints
-declared by the task modules from each row's own gold, no hint reaching evaluation, held-out or official rows, the
-options, and CPU GRPO runs that log guided groups and hint levels (with dynamic sampling, num_iterations 2 and
-gradient accumulation) and resume the hint schedule after kill -9."""
+"""Guided GRPO (recipes/features/guidance/hints.py, issue 63): which groups are guided (all strict verdicts fail,
+scripted), hints declared by the task modules from each row's own gold, no hint reaching evaluation, held-out or
+official rows, the options, and CPU GRPO runs that log guided groups and hint levels (with dynamic sampling,
+num_iterations 2 and gradient accumulation) and resume the hint schedule after kill -9."""
 import ast
 import json
 import subprocess
@@ -76,9 +76,9 @@ def test_hints_are_declared_by_task_modules_from_the_rows_gold_only():
 
 
 def test_no_hint_reaches_evaluation_heldout_or_official_rows(fixture_root, tmp_path):
-    """Hints exist only in recipes/features/guidance/hints.py: no evaluation or held-out module imports it or the synth hint builder;
-    official rows (every file of the fixture release) and held-out rows get no hint from it (only synth training ids
-    are hinted), and the prompts eval builds for them carry no hint text."""
+    """Hints exist only in recipes/features/guidance/hints.py: no evaluation or held-out module imports it or the synth
+    hint builder; official rows (every file of the fixture release) and held-out rows get no hint from it (only synth
+    training ids are hinted), and the prompts eval builds for them carry no hint text."""
     from common.prompts import build_messages
     from eval.data import load_official
     from recipes.features.guidance.hints import gold_text, hint_for
@@ -88,12 +88,13 @@ def test_no_hint_reaches_evaluation_heldout_or_official_rows(fixture_root, tmp_p
     from synth.core import HINT_PREFIX
 
     users = []
-    for path in [*(ROOT / "eval").rglob("*.py"), *(ROOT / "recipes/features/heldout").glob("*.py"), ROOT / "recipes/select_checkpoint.py",
-                 ROOT / "recipes/proof_stages/evaluate.py"]:
+    for path in [*(ROOT / "eval").rglob("*.py"), *(ROOT / "recipes/features/heldout").glob("*.py"),
+                 ROOT / "recipes/select_checkpoint.py", ROOT / "recipes/proof_stages/evaluate.py"]:
         tree = ast.parse(path.read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
         mods = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        if {"guidance", "task_hint", "hint_for", "HINT_PREFIX"} & names or "recipes.features.guidance.hints" in mods | names:
+        if ({"guidance", "task_hint", "hint_for", "HINT_PREFIX"} & names
+                or "recipes.features.guidance.hints" in mods | names):
             users.append(str(path))
     assert not users, users
     official = list(load_official(fixture_root))
@@ -251,8 +252,8 @@ def test_guided_run_with_the_curriculum(tiny_model, tmp_path):
         "--train_data", "synth", "--streaming", "true", "--tasks", "component_split", "--langs", "en",
         "--subtasks", "split", "--max_len", "8", "--curriculum", "true", "--output_dir", str(out), "--max_steps", "2",
         "--save_steps", "2", "--num_generations", "2", "--per_device_train_batch_size", "2",
-        "--max_completion_length", "8", "--guidance", "hint"]), cwd=ROOT, env=tree_env(), capture_output=True, text=True,
-        timeout=600)
+        "--max_completion_length", "8", "--guidance", "hint"]), cwd=ROOT, env=tree_env(), capture_output=True,
+        text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     steps = _metrics(out)
     assert [m["step"] for m in steps] == [1, 2]

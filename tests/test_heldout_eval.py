@@ -1,5 +1,5 @@
-"""Evaluation during training (recipes/features/heldout/evaluation.py, issue 50): the held-out rows guarded against the training stream
-and the `exclude` benchmarks by construction, the headline numbers shared with select_checkpoint
+"""Evaluation during training (recipes/features/heldout/evaluation.py, issue 50): the held-out rows guarded against the
+training stream and the `exclude` benchmarks by construction, the headline numbers shared with select_checkpoint
 (eval/headline.py), the option checks, and a CPU GRPO run that scores the held-out set every step, logs it to
 TensorBoard and metrics.jsonl and keeps the best checkpoint (named in best_checkpoint.json) through rotation."""
 from __future__ import annotations
@@ -147,7 +147,8 @@ def test_best_record_takes_the_highest_and_the_earlier_of_equals(tmp_path):
     from recipes.features.heldout.evaluation import best_record
 
     m = "tase/heldout/strict_acc"
-    hist = [{"step": 0, m: 0.75}, {"step": 1, "loss": 0.1}, {"step": 2, m: 0.25}, {"step": 4, m: 0.5}, {"step": 6, m: 0.5}, {"step": 8, m: 0.0}]
+    hist = [{"step": 0, m: 0.75}, {"step": 1, "loss": 0.1}, {"step": 2, m: 0.25}, {"step": 4, m: 0.5},
+            {"step": 6, m: 0.5}, {"step": 8, m: 0.0}]
     state = SimpleNamespace(log_history=hist, best_model_checkpoint=None)
     rec = best_record(str(tmp_path), SimpleNamespace(metric_for_best_model=m, load_best_model_at_end=False), state)
     assert (rec["step"], rec["value"], rec["path"]) == (4, 0.5, None)  # no checkpoint-4 folder: no path
@@ -185,12 +186,14 @@ def test_grpo_and_sft_evaluate_held_out_rows_and_keep_the_best_checkpoint(tiny_m
     for code, err in results:
         assert code == 0, err[-3000:]
     key = "tase/heldout/strict_acc"
-    logged = [(m["step"], m[key]) for m in map(json.loads, (grpo / "metrics.jsonl").read_text().splitlines()) if key in m]
+    logged = [(m["step"], m[key]) for m in map(json.loads, (grpo / "metrics.jsonl").read_text().splitlines())
+              if key in m]
     assert [s for s, _ in logged] == [1, 2, 3, 4]
     assert tb_scalars(grpo, "train/" + key) == logged  # TensorBoard's own reader, the same values
     row = next(m for m in map(json.loads, (grpo / "metrics.jsonl").read_text().splitlines()) if key in m)
-    assert {"tase/heldout/official_acc", "tase/heldout/loophole_share", "tase/heldout/task/sort_lengths/strict_acc",
-            "tase/heldout/task/freq_count/strict_acc", "tase/heldout/seconds"} <= set(row) and row["tase/heldout/n"] == 4
+    assert ({"tase/heldout/official_acc", "tase/heldout/loophole_share", "tase/heldout/task/sort_lengths/strict_acc",
+             "tase/heldout/task/freq_count/strict_acc", "tase/heldout/seconds"} <= set(row)
+            and row["tase/heldout/n"] == 4)
     best = json.loads((grpo / "best_checkpoint.json").read_text())
     top = max(v for _, v in logged)
     want = next(s for s, v in logged if v == top)  # the highest logged value, the earliest step among equals
@@ -199,7 +202,8 @@ def test_grpo_and_sft_evaluate_held_out_rows_and_keep_the_best_checkpoint(tiny_m
     from recipes.shared.best_checkpoint import problem
 
     assert problem(best) is None  # the one chosen-checkpoint shape, select_checkpoint.py's too (issue 61)
-    assert Path(best["path"]) == grpo / f"checkpoint-{want}" and (grpo / f"checkpoint-{want}" / "model.safetensors").is_file()
+    assert (Path(best["path"]) == grpo / f"checkpoint-{want}"
+            and (grpo / f"checkpoint-{want}" / "model.safetensors").is_file())
     assert sorted(p.name for p in grpo.glob("checkpoint-*")) == [f"checkpoint-{want}"]  # the rest rotated away
     state = json.loads((grpo / "trainer_state.json").read_text())
     assert state["best_global_step"] == want and state["best_metric"] == top

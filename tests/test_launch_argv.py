@@ -26,7 +26,8 @@ SHIMS = {
     "vllm": RECORD, "trl": RECORD, "sbatch": RECORD,
     # srun runs its command as one task of rank 0 (SLURM_PROCID), after its own --options
     "srun": RECORD + 'while [[ "$1" == --* ]]; do shift; done\nSLURM_PROCID=0 exec "$@"\n',
-    "scontrol": 'if [[ "$2" == hostnames ]]; then printf "node%s\\n" 0 1 2; else echo "NodeName=$3 NodeAddr=10.0.0.${3#node}"; fi\n',
+    "scontrol": 'if [[ "$2" == hostnames ]]; then printf "node%s\\n" 0 1 2; else echo "NodeName=$3 '
+                'NodeAddr=10.0.0.${3#node}"; fi\n',
 }
 
 

@@ -158,7 +158,8 @@ def test_the_scan_sees_nested_and_relative_imports(tmp_path):
     (tmp_path / "synth" / "core.py").write_text("")
     (tmp_path / "eval" / "runner.py").write_text("")
     (tmp_path / "rewards" / "x.py").write_text(
-        "def f():\n    from synth.core import spec\n\n\nclass C:\n    def g(self):\n        from ..eval import runner\n")
+        "def f():\n    from synth.core import spec\n\n\nclass C:\n    def g(self):\n"
+        "        from ..eval import runner\n")
     assert import_graph(tmp_path)["rewards.x"] == {"synth.core", "eval.runner"}
 
 
@@ -335,8 +336,8 @@ def test_importing_the_library_sets_no_process_state():
             "import common, common.readers, common.models, common.paths, common.process, common.guard; "
             "import synth, synth.readers, rewards, eval.data, eval.aggregate, eval.compare, eval.runner; "
             "import eval.__main__; "
-            "import recipes.shared.config, recipes.shared.run_dir, recipes.shared.data, recipes.shared.model, recipes.grpo; "
-            "print(os.environ.get('OMP_WAIT_POLICY'), csv.field_size_limit() == lim)")
+            "import recipes.shared.config, recipes.shared.run_dir, recipes.shared.data, recipes.shared.model, "
+            "recipes.grpo; print(os.environ.get('OMP_WAIT_POLICY'), csv.field_size_limit() == lim)")
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env["PYTHONPATH"] = str(ROOT)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)

@@ -120,8 +120,8 @@ def replay(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     finally:
         mp.undo()
         logging.getLogger("lm_eval").removeHandler(keep)
-    return {"warnings": warnings, "recs": recs, "project": project, "lm": out["results"], "chat": chat_contexts, "plain": plain_contexts,
-            "limit_ids": limit_ids, "tokenizer": lm.tokenizer}
+    return {"warnings": warnings, "recs": recs, "project": project, "lm": out["results"], "chat": chat_contexts,
+            "plain": plain_contexts, "limit_ids": limit_ids, "tokenizer": lm.tokenizer}
 
 
 def pct(x: float) -> float:
@@ -224,7 +224,8 @@ def test_skipped_rows_leave_the_denominator(tmp_path, fixture_root):
     recs = [dict(d, meta=json.loads(d["meta"])) for d in docs]
     comps = [gold_completion(r) for r in recs[1:]]
     comps = ["<answer>sea</answer>", comps[0], "<answer>x</answer>", *comps[2:]]
-    items = [utils.process_results(dict(d, tase_weight=1.0, tase_lang="en"), [c])["acc"] for d, c in zip(docs, comps, strict=False)]
+    items = [utils.process_results(dict(d, tase_weight=1.0, tase_lang="en"), [c])["acc"]
+             for d, c in zip(docs, comps, strict=False)]
     assert items[0] == [0.0, False] and [ok for _, ok in items].count(False) == 1
     want = aggregate(sample_line(r, c) for r, c in zip(recs, comps, strict=False))
     assert want["n_invalid"] == 1

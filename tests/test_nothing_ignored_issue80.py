@@ -24,7 +24,7 @@ def one_line(code: int, err: str, want: str) -> None:
     assert code == 2 and len(lines) == 1 and want in lines[0] and "Traceback" not in err, (code, err[-2000:])
 
 
-# -- renamed options beside their new names -----------------------------------------------------------------------------
+# -- renamed options beside their new names ----------------------------------------------------------------------------
 
 def test_a_yaml_holding_a_renamed_key_and_its_new_name_is_one_line(tmp_path):
     """dynamic_sampling_verdict is the former name of dynamic_sampling_granularity: the old one used to win silently."""
@@ -67,7 +67,7 @@ def test_the_proof_arms_share_the_refusal():
     assert str(e.value).endswith(both_names("accuracy", "reward_granularity"))
 
 
-# -- `transfer: null` ---------------------------------------------------------------------------------------------------
+# -- `transfer: null` --------------------------------------------------------------------------------------------------
 
 def test_transfer_null_is_refused_not_silently_off(tmp_path):
     from common.errors import TaseError
@@ -117,7 +117,8 @@ def sampled(folder: Path, rows: list[dict], k: int, right_at: int) -> Path:
     folder.mkdir(parents=True)
     lines = []
     for r in rows:
-        every = [f"<answer>{r['answer']}</answer>" if j + 1 == right_at else "<answer>no idea</answer>" for j in range(k)]
+        every = [f"<answer>{r['answer']}</answer>" if j + 1 == right_at else "<answer>no idea</answer>"
+                 for j in range(k)]
         lines.append({"id": r["id"], "valid": True,
                       "samples": [{"completion": c, "coarse": score(r, c).coarse} for c in every]})
     (folder / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
@@ -205,7 +206,7 @@ def test_strict_gains_without_shared_rows_or_strict_verdicts_is_one_line(tmp_pat
     one_line(res.returncode, res.stderr, "its samples carry no strict verdict")
 
 
-# -- the launchers' numbers ---------------------------------------------------------------------------------------------
+# -- the launchers' numbers --------------------------------------------------------------------------------------------
 
 def test_local_launcher_reads_08_as_eight_and_refuses_a_port_out_of_range(shim):  # noqa: F811
     """`--gpus 08` was octal to bash ("value too great for base") and the plan went on with the wrong count;
@@ -226,7 +227,7 @@ def test_local_launcher_reads_08_as_eight_and_refuses_a_port_out_of_range(shim):
         one_line(res.returncode, res.stderr, f"--port must be a whole number from 1 to 65535, got '{port}'")
 
 
-# -- refusals before the model loads ------------------------------------------------------------------------------------
+# -- refusals before the model loads -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("extra, want", [
     (["--guidance", "gold", "--multi_objective_aggregation", "normalize_then_sum"],

@@ -75,7 +75,8 @@ REWARD_CASES = [
      "`question` column has 1 values"),
     ("prompts shorter than completions", ["p"], [tag("5"), tag("6")], dict(type=["NUMBER"] * 2, answer=["5", "6"]),
      "prompts has 1 values for 2"),
-    ("prompts None for LENGTH", None, [tag("a b")], dict(type=["LENGTH"], answer=[""]), "row 0 (LENGTH) has no question"),
+    ("prompts None for LENGTH", None, [tag("a b")], dict(type=["LENGTH"], answer=[""]),
+     "row 0 (LENGTH) has no question"),
     ("prompt None for SHUFFLE", [None], [tag("b a")], dict(type=["SHUFFLE"], answer=[""]),
      "row 0 (SHUFFLE) has no question"),
     ("completion one list too deep", None, [[tag("5")]], dict(type=["NUMBER"], answer=["5"]), "one list too deep"),
@@ -330,7 +331,8 @@ def test_eval_run_on_a_truncated_model_is_one_line(tmp_path, ckpt, capsys):
 # --- options validated before any work --------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv,msg", [
-    (["run", "--model", "default", "--data", "D", "--out", "O", "--top-p", "2"], "--top-p: expected a number in (0, 1]"),
+    (["run", "--model", "default", "--data", "D", "--out", "O", "--top-p", "2"],
+     "--top-p: expected a number in (0, 1]"),
     (["run", "--model", "default", "--data", "D", "--out", "O", "--top-p", "0"], "--top-p"),
     (["run", "--model", "default", "--data", "D", "--out", "O", "--temperature", "inf"], "--temperature"),
     (["run", "--model", "default", "--data", "D", "--out", "O", "--max-retries", "-1"], "--max-retries"),
@@ -502,8 +504,8 @@ def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
     from recipes.steps.pipeline import run_filtered
 
     script = ("import os, sys, warnings\n"
-              "print('(EngineCore pid=7) WARNING 11-24 17:00:06 [ompmultiprocessing.py:63] VLLM_CPU_NUM_OF_RESERVED_CPU "
-              "is less than the minimum requirement: 1 cores', file=sys.stderr)\n"
+              "print('(EngineCore pid=7) WARNING 11-24 17:00:06 [ompmultiprocessing.py:63] "
+              "VLLM_CPU_NUM_OF_RESERVED_CPU is less than the minimum requirement: 1 cores', file=sys.stderr)\n"
               "print('INFO 11-24 17:00:06 [x.py:1] loading', file=sys.stderr)\n"
               "print('[2026-11-24 18:17:48,481] [WARNING] [real_accelerator.py:213:get_accelerator] Setting "
               "accelerator to CPU.')\n"
@@ -512,7 +514,8 @@ def test_demo_steps_keep_library_logs_out_of_the_terminal(tmp_path, capfd):
               "print('error: real trouble', file=sys.stderr)\n"
               "print('(Worker pid=8) WARNING 11-24 17:00:07 [cpu_worker.py:1] libiomp is not found in LD_PRELOAD. x')\n"
               "warnings.warn('invalid value encountered in divide: loss is nan', RuntimeWarning)\n"
-              "print('(Worker pid=8) WARNING 11-24 17:00:07 [memory.py:1] CUDA out of memory. Tried to allocate 2 GiB')\n"
+              "print('(Worker pid=8) WARNING 11-24 17:00:07 [memory.py:1] CUDA out of memory. "
+              "Tried to allocate 2 GiB')\n"
               "print('(Worker pid=8) WARNING 11-24 17:00:07 [scheduler.py:1] a vLLM warning nobody listed')\n"
               "print('result 42', os.environ.get('TASE_OUTPUT_FILTERED'))\n")
     log = tmp_path / "steps.log"

@@ -355,7 +355,8 @@ def test_proof_writes_nothing_outside_out(tmp_path, fixture_root, capsys):
     assert main(["--dry-run", "--official", str(fixture_root), "--out", str(out), "--completions", str(named)]) == 0
     assert f"# writes {named / 'fine'}/<task>/<file>.jsonl" in capsys.readouterr().out
     bad = tmp_path / "bad.yaml"
-    bad.write_text((ROOT / "recipes/configs/proof_cpu.yaml").read_text() + "completions: ../docs/results/component_count_proof_cpu\n")
+    bad.write_text((ROOT / "recipes/configs/proof_cpu.yaml").read_text()
+                   + "completions: ../docs/results/component_count_proof_cpu\n")
     assert main(["--dry-run", "--official", str(fixture_root), "--config", str(bad)]) == 2
     one_line(capsys.readouterr().err, "completions must be a folder inside out (relative, without ..), got "
              "'../docs/results/component_count_proof_cpu'")

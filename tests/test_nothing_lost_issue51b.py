@@ -141,13 +141,15 @@ def grpo_parse(tmp_path: Path, yaml_text: str) -> tuple:
 
     cfg = tmp_path / "recipe.yaml"
     cfg.write_text(yaml_text, encoding="utf-8")
-    return parse_config((TaseArgs, GRPOConfig, ModelConfig), ["--config", str(cfg), "--output_dir", str(tmp_path / "o")])
+    return parse_config((TaseArgs, GRPOConfig, ModelConfig),
+                        ["--config", str(cfg), "--output_dir", str(tmp_path / "o")])
 
 
 def test_recipe_yaml_duplicate_key_alias_bomb_and_mappings(tmp_path):
     with pytest.raises(TaseError) as e:
         grpo_parse(tmp_path, "learning_rate: 1.0e-5\nseed: 1\nlearning_rate: 1.0\n")
-    assert str(e.value) == f"--config {tmp_path / 'recipe.yaml'}: not valid YAML (duplicate key 'learning_rate' on line 3)"
+    assert str(e.value) == (f"--config {tmp_path / 'recipe.yaml'}: not valid YAML (duplicate key 'learning_rate' on "
+                            "line 3)")
     with pytest.raises(TaseError) as e:  # the message quotes the value bounded, never its expansion
         grpo_parse(tmp_path, BOMB)
     assert "generation_kwargs holds over 10,000 values" in str(e.value) and len(str(e.value)) < 400
@@ -170,7 +172,8 @@ def test_mixture_duplicate_key_is_one_line(tmp_path):
     with pytest.raises(SynthError) as e:
         load_mixture(str(tmp_path / "m.yaml"))
     assert str(e.value) == f"mixture file {tmp_path / 'm.yaml'} is not valid YAML: duplicate key 'freq_count' on line 3"
-    (tmp_path / "m.yaml").write_text("base: &b {freq_count: 1}\nweights:\n  <<: *b\n  freq_count: 2\n", encoding="utf-8")
+    (tmp_path / "m.yaml").write_text("base: &b {freq_count: 1}\nweights:\n  <<: *b\n  freq_count: 2\n",
+                                     encoding="utf-8")
     assert load_mixture(str(tmp_path / "m.yaml")) == {"freq_count": 2.0}  # a merge key may be overridden
 
 
@@ -245,14 +248,14 @@ def test_lora_export_checks_the_adapter_against_its_base(lora_adapter, tiny_mode
     (null / "adapter_config.json").write_text(json.dumps({**cfg, "base_model_name_or_path": None}))
     assert main([str(null), "--out", str(tmp_path / "e1")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == (f"error: {null / 'adapter_config.json'}: base_model_name_or_path is null, so the adapter does not say "
-                   "which model it was trained on; pass --base MODEL (that model's folder)"), err
+    assert err == (f"error: {null / 'adapter_config.json'}: base_model_name_or_path is null, so the adapter does not "
+                   "say which model it was trained on; pass --base MODEL (that model's folder)"), err
     # SmolLM2-135M (hidden 576) is not the tiny model (hidden 64): named before either is loaded
     assert main([str(lora_adapter), "--out", str(tmp_path / "e2"), "--base", str(default_model)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "does not fit the base model" in err, err
-    assert "model.layers.0.self_attn.q_proj has input size 64, the base model's model.layers.0.self_attn.q_proj.weight " \
-           "has shape [576, 576]" in err, err
+    assert ("model.layers.0.self_attn.q_proj has input size 64, the base model's "
+            "model.layers.0.self_attn.q_proj.weight has shape [576, 576]") in err, err
     assert not (tmp_path / "e1").exists() and not (tmp_path / "e2").exists()
 
 
@@ -334,7 +337,8 @@ def test_a_hub_id_is_refused_alike_by_a_dry_run_and_a_real_start(tmp_path, tiny_
             "--model_name_or_path"]
     code, err = call_main([*base, repo, "--dry_run", "true"])
     assert code == 2 and err.strip() == f"error: model_name_or_path {line}", err
-    # in the cache (a test repo id of the session's cache): the dry run takes it, a real start resolves it to the snapshot
+    # in the cache (a test repo id of the session's cache): the dry run takes it, a real start resolves it to the
+    # snapshot
     snap = stub_hub_snapshot(Path(constants.HF_HUB_CACHE), "tase-test/tiny", {})
     for f in tiny_model.iterdir():
         shutil.copy(f, snap / f.name)
@@ -358,7 +362,8 @@ def test_ci_prints_every_skip_and_fails_on_one_the_install_prevents(tmp_path, ca
                       f'</testsuites>', encoding="utf-8")
     assert skips.main([str(report)]) == 0
     out = capsys.readouterr().out
-    assert "skipped tests.test_tracking::test_wandb: wandb is not installed" in out and "2 skipped, 0 not allowed" in out
+    assert ("skipped tests.test_tracking::test_wandb: wandb is not installed" in out
+            and "2 skipped, 0 not allowed" in out)
     missing = case.format("test_gpu_smoke", "test_shellcheck_clean", "shellcheck is not installed (make install ...)")
     report.write_text(f'<testsuites><testsuite>{"".join(optional)}{missing}</testsuite></testsuites>', encoding="utf-8")
     assert skips.main([str(report)]) == 1
@@ -385,9 +390,9 @@ def test_a_dry_run_refuses_a_tracker_that_is_not_installed(tmp_path, tiny_model)
 
     if importlib.util.find_spec("mlflow") is not None:
         return  # installed here (the lock has it not): nothing to refuse
-    code, err = call_main(["recipes/grpo.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--model_name_or_path",
-                           str(tiny_model), "--output_dir", str(tmp_path / "o"), "--report_to", "mlflow",
-                           "--dry_run", "true"])
+    code, err = call_main(["recipes/grpo.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml",
+                           "--model_name_or_path", str(tiny_model), "--output_dir", str(tmp_path / "o"), "--report_to",
+                           "mlflow", "--dry_run", "true"])
     assert code == 2 and err.strip() == ("error: report_to mlflow: the mlflow package is not installed (pip install "
                                          "mlflow), or set --report_to none"), err
 
@@ -417,5 +422,6 @@ def test_a_dry_run_checks_a_model_folder_as_a_real_start_does(tmp_path, tiny_mod
         shutil.copytree(tiny_model, d)
         make(d)
         code, err = call_main(["recipes/grpo.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml",
-                               "--model_name_or_path", str(d), "--output_dir", str(tmp_path / "o"), "--dry_run", "true"])
+                               "--model_name_or_path", str(d), "--output_dir", str(tmp_path / "o"), "--dry_run",
+                               "true"])
         assert code == 2 and len(err.strip().splitlines()) == 1 and expect in err, (name, err)

@@ -1,5 +1,5 @@
-"""Issue 62 (nothing lost on the newer surfaces): the ablation grid, the proof's stages, curriculum and selection state, presets
-and gpu_memory_table under bad input. One test per class of failure: the output rule (a user's file is never
+"""Issue 62 (nothing lost on the newer surfaces): the ablation grid, the proof's stages, curriculum and selection state,
+presets and gpu_memory_table under bad input. One test per class of failure: the output rule (a user's file is never
 replaced), names that become paths, state files read on resume, dry runs that refuse what the real start refuses
 (compared on the same inputs; the real start refuses before anything trains), presets composed with explicit
 options, dry-run arithmetic, and the re-draw cap. Fast: in-process calls at parse and validate level; one slow test
@@ -31,7 +31,7 @@ def one_line(err: str, fragment: str) -> None:
     assert fragment in err, err
 
 
-# --------------------------------------------------------------------------------------------- 1. the output rule
+# ------------------------------------------------------------------------------------------- 1. the output rule
 
 
 def test_ablate_and_proof_never_replace_a_users_file(tmp_path, fixture_root):
@@ -99,7 +99,7 @@ def test_gpu_memory_table_bad_input_is_one_line(tmp_path, capsys):
     assert afile.read_text() == "keep" and not (tmp_path / "o").exists()
 
 
-# --------------------------------------------------------------------------------------------- 2. names that become paths
+# ------------------------------------------------------------------------------------------- 2. names that become paths
 
 
 @pytest.mark.parametrize("value, fragment", [
@@ -137,7 +137,7 @@ def test_proof_files_entries_stay_inside_tasks(tmp_path):
             load_config(str(p))
 
 
-# --------------------------------------------------------------------------------------------- 3. state read on resume
+# ------------------------------------------------------------------------------------------- 3. state read on resume
 
 
 def _ckpt(tmp_path: Path, own: object | None, copy: dict | None) -> Path:
@@ -252,7 +252,7 @@ def test_resuming_a_run_made_without_the_curriculum_with_it(tiny_model, tmp_path
     assert "CurriculumCallback" in state["stateful_callbacks"]
 
 
-# --------------------------------------------------------------------------------------------- 4. dry run == real start
+# ------------------------------------------------------------------------------------------- 4. dry run == real start
 
 
 GRPO_BAD = [
@@ -363,7 +363,7 @@ def test_proof_null_optional_keys_mean_their_defaults(tmp_path):
     assert control_steps(cfg) is None and cfg.select is not None and cfg.select.n is None
 
 
-# --------------------------------------------------------------------------------------------- 5. presets, arithmetic
+# ------------------------------------------------------------------------------------------- 5. presets, arithmetic
 
 
 def test_preset_dapo_adds_soft_overlong_to_explicit_reward_funcs():
@@ -387,7 +387,7 @@ def test_dry_run_length_counts_a_fractional_epoch(tmp_path, tiny_model, capsys):
     assert line.startswith("training length: ~128 optimizer steps"), line  # 512 / 2 prompts per step x 0.5
 
 
-# --------------------------------------------------------------------------------------------- 6. held-out rows
+# ------------------------------------------------------------------------------------------- 6. held-out rows
 
 
 def test_held_out_rows_come_from_the_training_files_tasks(tmp_path):
@@ -402,7 +402,7 @@ def test_held_out_rows_come_from_the_training_files_tasks(tmp_path):
     assert len(rows) == 8 and {(r["task"], r["lang"]) for r in rows} == {("sentence_length", "zh")}
 
 
-# --------------------------------------------------------------------------------------------- 7. properties
+# ------------------------------------------------------------------------------------------- 7. properties
 
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True), st.text(max_size=6))
 _JSON = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
@@ -447,7 +447,8 @@ def test_any_curriculum_json_gives_state_a_fallback_or_one_line(tmp_path, own):
 SELECTIONS = st.one_of(_JSON, _with_some(
     {"chosen": {"path": "run/checkpoint-2", "step": 2, "heldout": 50.0},
      "candidates": [{"step": 2, "heldout": 50.0}, {"step": 4, "heldout": 40.0}]}, ["chosen", "candidates"]),
-    st.fixed_dictionaries({"chosen": _with_some({"path": "p", "step": 2, "heldout": 1.0}, ["path", "step", "heldout"])}))
+    st.fixed_dictionaries({"chosen": _with_some({"path": "p", "step": 2, "heldout": 1.0},
+                                                ["path", "step", "heldout"])}))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -45,7 +45,8 @@ def model_and_rows(default_model):
 def _plain(model, tok, texts, **kw):
     enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     with torch.inference_mode():
-        out = model.generate(**enc, pad_token_id=tok.pad_token_id, output_scores=True, return_dict_in_generate=True, **kw)
+        out = model.generate(**enc, pad_token_id=tok.pad_token_id, output_scores=True, return_dict_in_generate=True,
+                             **kw)
     return out.sequences[:, enc["input_ids"].shape[1]:], out.scores[0]
 
 

@@ -1,5 +1,6 @@
-"""Loss presets (recipes/features/presets/overlays.py, recipes/configs/presets/*.yaml): each runs one CPU GRPO step with the options it
-names in force, the command line overrides a preset, and DAPO's soft overlong punishment is TRL's Eq. 13 reward."""
+"""Loss presets (recipes/features/presets/overlays.py, recipes/configs/presets/*.yaml): each runs one CPU GRPO step with
+the options it names in force, the command line overrides a preset, and DAPO's soft overlong punishment is TRL's Eq. 13
+reward."""
 import json
 import subprocess
 import sys
@@ -60,12 +61,14 @@ def test_preset_runs_one_cpu_step(preset, preset_runs):
     saved = json.loads((out / "tase_config.json").read_text())
     assert saved["tase"]["preset"] == preset
     for key, want in EXPECT[preset].items():
-        assert saved["training"][key] == pytest.approx(want) if isinstance(want, float) else saved["training"][key] == want, key
+        assert (saved["training"][key] == pytest.approx(want) if isinstance(want, float)
+                else saved["training"][key] == want), key
     logs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     step = next(m for m in logs if "reward" in m)
     assert "rewards/accuracy_fine/mean" in step and "rewards/format/mean" in step
     names = saved["rewards"]["names"]
-    for name, weight in zip(names, saved["rewards"]["weights"], strict=False):  # per-reward logging (recipes/features/reward_log/weighted.py)
+    for name, weight in zip(names, saved["rewards"]["weights"], strict=False):
+        # per-reward logging (recipes/features/reward_log/weighted.py)
         assert step[f"tase/reward/{name}/mean"] == pytest.approx(step[f"rewards/{name}/mean"], abs=1e-6)
         assert step[f"tase/reward/{name}/weighted"] == pytest.approx(weight * step[f"rewards/{name}/mean"], abs=1e-6)
     assert sum(step[f"tase/reward/{n}/weighted"] for n in names) == pytest.approx(step["reward"], abs=1e-5)
@@ -81,7 +84,8 @@ def test_command_line_overrides_preset_and_bad_preset_is_one_line(tmp_path):
 
     base = ["--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--output_dir", str(tmp_path / "o"), "--dry-run"]
     tase, cfg, _ = parse([*base, "--preset", "gspo", "--epsilon", "0.1"])
-    assert (tase.preset, cfg.importance_sampling_level, cfg.epsilon, cfg.epsilon_high) == ("gspo", "sequence", 0.1, 4e-4)
+    assert ((tase.preset, cfg.importance_sampling_level, cfg.epsilon, cfg.epsilon_high)
+            == ("gspo", "sequence", 0.1, 4e-4))
     tase, cfg, _ = parse(base)  # no preset: the recipe's own loss
     assert (tase.preset, cfg.importance_sampling_level, cfg.epsilon_high) == (None, "token", None)
     code, err = call_main(["recipes/grpo.py", *base, "--preset", "ppo"])

@@ -320,8 +320,8 @@ def test_control_stage_fails_in_one_line_without_the_fine_arm_s_state_and_resume
 
 
 def test_summary_puts_grpo_fine_against_the_control(tmp_path, fixture_root):
-    """Stage 9 on evaluations faked with `eval score` (as tests/test_recipes_pipelines.py does for stages 7-8): the control
-    is a row of the accuracy table, and GRPO fine vs control and control vs warm-up are paired-CI lines."""
+    """Stage 9 on evaluations faked with `eval score` (as tests/test_recipes_pipelines.py does for stages 7-8): the
+    control is a row of the accuracy table, and GRPO fine vs control and control vs warm-up are paired-CI lines."""
     from eval.gold import gold_predictions
     from eval.runner import score_predictions
     from recipes.proof_stages import report as proof_report, train as proof_train

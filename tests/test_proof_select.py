@@ -224,7 +224,8 @@ def test_make_proof_long_names_the_long_config():
     default = plan().stdout
     assert "for c in recipes/configs/proof_charcls_cpu.yaml recipes/configs/proof_combine_cpu.yaml;" in default
     assert "proof_combine_long_cpu" not in default
-    for bad, want in ((("PROOF_LONG=1", "PROOF_CONFIG=a.yaml"), "PROOF_LONG=1 names its own config; give it or PROOF_CONFIG, not both"),
+    for bad, want in ((("PROOF_LONG=1", "PROOF_CONFIG=a.yaml"),
+                       "PROOF_LONG=1 names its own config; give it or PROOF_CONFIG, not both"),
                       (("PROOF_LONG=yes",), "PROOF_LONG must be 1 (or 0), got 'yes'")):
         res = subprocess.run(["make", "--no-print-directory", "proof", "TASE=/x", *bad], cwd=ROOT, capture_output=True,
                              text=True, timeout=60)

@@ -249,7 +249,8 @@ BAD = {
                                                                      "proof.py",
     "start:\n  synth_seed: 778\n  options: {max_step: 300}\n":
         "start options (for recipes/configs/sft_smollm2_cpu.yaml): unknown option 'max_step'",
-    "start:\n  synth_seed: 778\n  options: {max_steps: 0}\n": "start options (for recipes/configs/sft_smollm2_cpu.yaml): ",
+    "start:\n  synth_seed: 778\n  options: {max_steps: 0}\n": "start options (for "
+                                                              "recipes/configs/sft_smollm2_cpu.yaml): ",
 }
 ARM_BAD = {
     "{name: extra}": "grpo arm 2: missing key 'reward_granularity'",
@@ -293,7 +294,8 @@ def test_bad_start_arm_and_follows_keys_are_one_line(tmp_path):
         "the control trains for the fine arm's train_runtime: grpo arms must include fine (or name another arm in "
         "control: follows)")
     # control: steps, a fixed step count, excludes the two other ways of ending the control
-    cases[fixed.replace("  steps: 329\n", "  steps: 0\n")] = "control: steps must be a whole number of steps >= 1, got 0"
+    cases[fixed.replace("  steps: 329\n", "  steps: 0\n")] = (
+        "control: steps must be a whole number of steps >= 1, got 0")
     cases[fixed.replace("  steps: 329\n", "  steps: 329\n  follows: grpo\n")] = (
         "control: steps fixes the control's step count; drop control: follows times the control by an arm")
     cases[fixed.replace("    warmup_steps: 0\n    save_strategy: steps", "    warmup_steps: 0\n    max_steps: 9\n"

@@ -24,7 +24,8 @@ def test_the_transfer_config_plans_seeds_sweep_rft_lr_matched_and_transfer(tmp_p
     cmds = commands(text)
     # the best arm per seed, its seed as an option; grpo and the lr-matched arm after it on seed 42 only
     for s in (42, 7, 11):
-        assert f"--save_steps 40 --seed {s} --resume_from_checkpoint true" in one(cmds, f"--output_dir OUT/grpo_dyn_s{s} ")
+        assert (f"--save_steps 40 --seed {s} --resume_from_checkpoint true"
+                in one(cmds, f"--output_dir OUT/grpo_dyn_s{s} "))
     assert "--save_steps 76 --seed 42 --resume_from_checkpoint true" in one(cmds, "--output_dir OUT/grpo_s42 ")
     lrm = one(cmds, "--output_dir OUT/grpo_lr_matched_s42 ")
     assert "--learning_rate '<5e-06 / signal share of OUT/grpo_s42/trainer_state.json>'" in lrm
@@ -78,7 +79,8 @@ BAD = {
         "control: learning_rates sweeps the control's rate; drop control: options: learning_rate",
     ("select:\n  n: 300", "nothing:\n  n: 300"): "unknown key 'nothing'",
     ("rft: true ", "rft: sometimes "): "control: rft must be a bool, got 'sometimes'",
-    ("lr_matched: grpo ", "lr_matched: nope "): "grpo: lr_matched must name one of the arms (grpo, grpo_dyn), got 'nope'",
+    ("lr_matched: grpo ", "lr_matched: nope "):
+        "grpo: lr_matched must name one of the arms (grpo, grpo_dyn), got 'nope'",
     ("lr_matched: grpo ", "lr_matched: grpo_dyn "): "grpo: lr_matched: grpo_dyn samples dynamically; name an arm",
     ("{max_steps: 80, dynamic_sampling: true, save_steps: 40}", "{max_steps: 80, save_steps: 40}"):
         "grpo: lr_matched: no arm has dynamic_sampling true: there is no effective learning rate to match",
@@ -371,7 +373,8 @@ def test_a_tiny_proof_with_transfer_seeds_rft_and_a_sweep_runs_end_to_end(tmp_pa
                  "GRPO fine vs control", "transfer, accuracy %", "retention (vs warm-up)", "gains on harder",
                  "gains on untrained", "the learning-rate sweep", "sft_control_s1: lr ",
                  "sft_control_s2: lr ", "(chosen for sft_control_s1)", "| s2 9 evaluate on untrained |",
-                 "KL from warm-up (nats/token)", "RL against SFT pooled over 2 seed(s) (1, 2)", "| s1 9 KL from start |"):
+                 "KL from warm-up (nats/token)", "RL against SFT pooled over 2 seed(s) (1, 2)",
+                 "| s1 9 KL from start |"):
         assert part in summary, (part, summary)
     assert "no sample is strict-correct: rft_s1 is" in res.stdout
     pooled = summary[summary.index("RL against SFT pooled"):].splitlines()

@@ -123,7 +123,8 @@ def test_the_transfer_configs_are_float32(name, tmp_path):
                                   "--dry-run"]))
     assert precision(pr) == "float32"
     bf16 = tmp_path / "bf16.yaml"  # the same with GRPO under bf16 autocast on any CPU: not float32, and says where
-    bf16.write_text(config.read_text(encoding="utf-8").replace('cpu_bf16: "false"', 'cpu_bf16: "true"'), encoding="utf-8")
+    bf16.write_text(config.read_text(encoding="utf-8").replace('cpu_bf16: "false"', 'cpu_bf16: "true"'),
+                    encoding="utf-8")
     pr = inputs.setup(parse_args(["--config", str(bf16), "--official", str(FIXTURE), "--out", str(tmp_path / "o"),
                                   "--dry-run"]))
     assert precision(pr).startswith("train bf16 autocast (grpo") and precision(pr).endswith(", eval float32")
@@ -200,7 +201,8 @@ def test_kl_from_start_is_zero_against_itself_and_positive_against_another_model
     assert main([*args, "--reference", str(other), "--out", str(tmp_path / "other.json")]) == 0
     same, diff = read_kl(tmp_path / "self.json"), read_kl(tmp_path / "other.json")
     assert abs(same["kl_per_token"]) < 1e-5 and diff["kl_per_token"] > 1e-4
-    assert [r["tokens"] > 0 for r in diff["per_row"]] == [True, False] and diff["tokens"] == diff["per_row"][0]["tokens"]
+    assert ([r["tokens"] > 0 for r in diff["per_row"]] == [True, False]
+            and diff["tokens"] == diff["per_row"][0]["tokens"])
     point, lo, hi = pooled_kl([tmp_path / "other.json", tmp_path / "self.json"], 200)
     assert abs(point - diff["kl_per_token"] / 2) < 1e-9 and lo <= point <= hi
     samples.write_text('{"id": "a/1"}\n', encoding="utf-8")

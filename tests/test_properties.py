@@ -154,7 +154,8 @@ def test_any_mixture_value_is_weights_or_one_line(value):
 PROOF = {"out": "runs/proof", "completions": "docs/results/component_count_proof_cpu",
          "files": ["token_structure/component_count/english.csv"],
          "sft": {"config": "recipes/configs/sft_smollm2_cpu.yaml", "options": {"tasks": ["component_count"]}},
-         "grpo": {"config": "recipes/configs/grpo_proof_cpu.yaml", "arms": ["coarse", "fine"], "reward_funcs": ["format"]},
+         "grpo": {"config": "recipes/configs/grpo_proof_cpu.yaml", "arms": ["coarse", "fine"],
+                  "reward_funcs": ["format"]},
          "heldout": {"task": "component_count", "lang": "all", "n": 30, "seed": 1},
          "eval": {"backend": "hf", "max_new_tokens": 16}, "compare": {"n_boot": 10}}
 PLACES = [("sft", "options", "tasks"), ("grpo", "arms"), ("grpo", "reward_funcs"), ("heldout", "n"), ("files",),

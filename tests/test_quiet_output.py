@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.fresh_python  # library warnings are printed once per interpreter: a warm fork would hide them (tests/warm_python.py)
+# library warnings are printed once per interpreter: a warm fork would hide them (tests/warm_python.py)
+pytestmark = pytest.mark.fresh_python
 
 
 # A message as the library prints it, for each QUIET pattern (a new pattern needs its example here).
@@ -247,7 +248,8 @@ def test_a_real_start_downloads_a_hub_id_unless_offline_or_told_not_to(tmp_path,
         models.resolve_model("tase-test/not-downloaded", download=True)
     calls = []
     monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo, **kw: calls.append((repo, kw)) or str(tmp_path))
+    monkeypatch.setattr("huggingface_hub.snapshot_download",
+                        lambda repo, **kw: calls.append((repo, kw)) or str(tmp_path))
     assert models.download_hub_model("tase-test/x") == tmp_path and calls[0][0] == "tase-test/x"
     assert "*.safetensors" in calls[0][1]["allow_patterns"] and "*.bin" not in calls[0][1]["allow_patterns"]
 

@@ -145,7 +145,8 @@ def test_killed_run_resumes_without_losing_steps(tiny_model, tmp_path):
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 300
     while not (out / "checkpoint-2" / "trainer_state.json").exists():
-        assert time.time() < deadline and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() else "timeout"
+        assert (time.time() < deadline
+                and proc.poll() is None), proc.stderr.read().decode()[-2000:] if proc.poll() else "timeout"
         time.sleep(0.2)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -156,7 +157,8 @@ def test_killed_run_resumes_without_losing_steps(tiny_model, tmp_path):
     state = json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())
     steps = [h["step"] for h in state["log_history"] if "reward" in h]
     assert steps == [1, 2, 3, 4], steps  # nothing lost, nothing repeated
-    # the tiny model ties its head: transformers' "missing keys ['lm_head.weight']" on resume is not a failure (issue 66)
+    # the tiny model ties its head: transformers' "missing keys ['lm_head.weight']" on resume is not a failure
+    # (issue 66)
     assert "missing keys" not in res.stderr + res.stdout
 
 
@@ -186,12 +188,14 @@ def test_paper_recipe_dry_run_and_gpu_check():
         assert line in res.stdout, line
     assert "128 completions/step (16 prompts x 8 generations)" in res.stdout
     # deepspeed is in the lock (ZeRO-3 runs on CPU too): its own estimator, 33.85 GB/GPU for the zero3.yaml row
-    assert "DeepSpeed ZeRO-3 estimator" in res.stdout and "33.85GB | offload_param=none, offload_optimizer=none, zero_init=1" in res.stdout
+    assert ("DeepSpeed ZeRO-3 estimator" in res.stdout
+            and "33.85GB | offload_param=none, offload_optimizer=none, zero_init=1" in res.stdout)
     assert "planning figure: ~39.9 GiB/GPU at peak" in res.stdout  # that row + the 6 GiB measured on one H200
     assert "~6250 optimizer steps on 8 GPU(s)" in res.stdout  # 20000 prompts x 5 epochs / 16
     res = gpu
     if not __import__("torch").cuda.is_available():
-        assert res.returncode == 2 and res.stderr.count("\n") == 1 and "needs 6 CUDA GPUs" in res.stderr  # 8 - 2 for vLLM
+        # 8 - 2 for vLLM
+        assert res.returncode == 2 and res.stderr.count("\n") == 1 and "needs 6 CUDA GPUs" in res.stderr
 
 
 def test_bad_config_is_one_line(tmp_path):
@@ -262,8 +266,8 @@ def test_launchers_help_and_dry_run():
 
 
 def test_deepspeed_cpu_op_is_found_where_make_install_built_it(tmp_path, monkeypatch):
-    """recipes/grpo_core/distributed.extension_cache: the venv's prebuilt CPU comm op (make install) when it is there, else
-    the project cache (built once per cache on first use); an explicit TORCH_EXTENSIONS_DIR always wins."""
+    """recipes/grpo_core/distributed.extension_cache: the venv's prebuilt CPU comm op (make install) when it is there,
+    else the project cache (built once per cache on first use); an explicit TORCH_EXTENSIONS_DIR always wins."""
     from recipes.grpo_core import distributed
 
     venv, cache = tmp_path / "venv", tmp_path / "cache"

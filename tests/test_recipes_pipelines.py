@@ -20,8 +20,9 @@ def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
 
     data.write_text("".join(json.dumps(r) + "\n" for r in synth.generate("sort_lengths", "en", 3, 5, max_len=6)))
     out = tmp_path / "ablate"
-    cmd = [PY, "recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--reward_granularity", "coarse",
-           "fine", "--out", str(out), "--base", str(tiny_model), "--eval-data", str(data), "--max-new-tokens", "4",
+    cmd = [PY, "recipes/ablate.py", "--config", "recipes/configs/grpo_smollm2_cpu.yaml", "--reward_granularity",
+           "coarse", "fine", "--out", str(out), "--base", str(tiny_model), "--eval-data", str(data),
+           "--max-new-tokens", "4",
            "--eval-backend", "hf",  # vLLM's CPU engine failed to start on this tiny random model (not investigated)
            "--in-process", "--", "--max_steps", "1", "--save_strategy", "no", *TINY_ARGS]
     res = run(cmd, timeout=900)
@@ -36,7 +37,8 @@ def test_ablate_two_arms_same_data_and_comparison(tiny_model, tmp_path):
     table = summary["comparisons"][str(data)]
     assert all(f"| {n} |" in table for n in ("base", "coarse", "fine"))
     cfgs = {g: json.loads((out / g / "tase_config.json").read_text()) for g in ("coarse", "fine")}
-    assert cfgs["coarse"]["tase"]["reward_granularity"] == "coarse" and cfgs["fine"]["tase"]["reward_granularity"] == "fine"
+    assert (cfgs["coarse"]["tase"]["reward_granularity"] == "coarse"
+            and cfgs["fine"]["tase"]["reward_granularity"] == "fine")
     for part in ("tase", "training"):  # same data and seed: only the granularity (and output folder) differ
         diff = {k for k in cfgs["coarse"][part] if cfgs["coarse"][part][k] != cfgs["fine"][part].get(k)}
         assert diff <= {"reward_granularity", "output_dir", "logging_dir", "run_name"}, diff
@@ -72,7 +74,8 @@ PROOF_FILES = [f"token_structure/component_count/{f}.csv" for f in ("english", "
 def test_proof_dry_run_prints_every_stage_and_runs_nothing(tmp_path, fixture_root):
     assert all((fixture_root / "tasks" / f).is_file() for f in PROOF_FILES)  # the default config's files
     out = tmp_path / "proof"
-    committed = ROOT / "docs" / "results" / "component_count_proof_cpu"  # the measured completion files (docs/results.md)
+    # the measured completion files (docs/results.md)
+    committed = ROOT / "docs" / "results" / "component_count_proof_cpu"
 
     def snapshot() -> dict:
         return {p: p.stat().st_mtime_ns for p in committed.rglob("*")} if committed.exists() else {}
@@ -118,7 +121,8 @@ def test_proof_bad_inputs_are_one_line(tmp_path, fixture_root):
     one_line(["--official", str(tmp_path / "partial")], "no tasks/token_structure/component_count/chinese.csv")
     one_line([], "--official")
     bad = tmp_path / "bad.yaml"
-    bad.write_text((ROOT / "recipes" / "configs" / "proof_cpu.yaml").read_text().replace("  n: 300", "  n: 300\n  k: 1"))
+    bad.write_text((ROOT / "recipes" / "configs" / "proof_cpu.yaml").read_text()
+                   .replace("  n: 300", "  n: 300\n  k: 1"))
     one_line(["--official", str(fixture_root), "--config", str(bad)], "heldout: unknown key 'k'")
 
 
@@ -154,8 +158,8 @@ def test_proof_completion_files_rescore_and_summary(tmp_path, fixture_root):
     r = json.loads(res.read_text())
     r["by_file"][PROOF_FILES[0]]["accuracy"] += 1
     res.write_text(json.dumps(r))
-    assert proof_report.completions_stage(step, out, PROOF_FILES[:1], two, comp, "unused: re-scores are up to date") == [
-        f"fine {PROOF_FILES[0]}"]
+    assert proof_report.completions_stage(step, out, PROOF_FILES[:1], two, comp,
+                                          "unused: re-scores are up to date") == [f"fine {PROOF_FILES[0]}"]
     r["by_file"][PROOF_FILES[0]]["accuracy"] -= 1
     res.write_text(json.dumps(r))
     cfg = proof_config.load_config(str(ROOT / "recipes" / "configs" / "proof_cpu.yaml"))

@@ -151,5 +151,6 @@ def test_no_text_speaks_of_how_the_project_was_made():
         if not name.endswith((".md", ".py", ".yaml", ".sh")) or not (ROOT / name).is_file():
             continue
         text = (ROOT / name).read_text(encoding="utf-8", errors="replace")
-        bad += [f"{name}: {m.group(0)}" for m in re.finditer(r"(?i)\bsessions?\s+\d+|\bround (?:two|three|four|five)\b", text)]
+        bad += [f"{name}: {m.group(0)}"
+                for m in re.finditer(r"(?i)\bsessions?\s+\d+|\bround (?:two|three|four|five)\b", text)]
     assert not bad, "\n".join(bad[:20])

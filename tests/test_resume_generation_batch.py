@@ -1,9 +1,9 @@
 """Issue 80: a resume inside a generation batch. TRL 1.16 generates once per `steps_per_generation x num_iterations`
 micro-batches and keeps the batch in memory only, so checkpoints fall on generation-batch boundaries
-(recipes/grpo_core/generation_batch.py): a `save_steps` inside a batch is refused in one line (the dry run too), a checkpoint
-inside one is refused on resume, and a run with `steps_per_generation 2`, `num_iterations 2`, guidance, dynamic
-sampling and the curriculum killed with SIGKILL at every step and resumed ends with the uninterrupted run's weights
-and guidance and curriculum states."""
+(recipes/grpo_core/generation_batch.py): a `save_steps` inside a batch is refused in one line (the dry run too), a
+checkpoint inside one is refused on resume, and a run with `steps_per_generation 2`, `num_iterations 2`, guidance,
+dynamic sampling and the curriculum killed with SIGKILL at every step and resumed ends with the uninterrupted run's
+weights and guidance and curriculum states."""
 from __future__ import annotations
 
 import json
@@ -52,8 +52,8 @@ def test_a_save_steps_inside_a_generation_batch_is_refused_by_the_dry_run(tmp_pa
     code, err = call_main([*args(Path("default"), tmp_path / "o", 1), "--dry-run"])
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err[-2000:]
-    assert lines[0] == ("error: save_steps 1 saves inside a generation batch: steps_per_generation 2 x num_iterations 2 "
-                        "(gradient_accumulation_steps 2): a generation batch ends every 2 steps, and a resume inside "
+    assert lines[0] == ("error: save_steps 1 saves inside a generation batch: steps_per_generation 2 x num_iterations "
+                        "2 (gradient_accumulation_steps 2): a generation batch ends every 2 steps, and a resume inside "
                         "one would train on other completions (docs/training.md); use a multiple of 2")
     code, err = call_main([*args(Path("default"), tmp_path / "o", 2), "--dry-run"])
     assert code == 0, err[-2000:]
@@ -124,5 +124,6 @@ def test_kill_at_every_step_then_resume_gives_the_uninterrupted_weights(tiny_mod
                          env=tree_env(), capture_output=True, text=True, timeout=600)
     lines = [x for x in res.stderr.splitlines() if x.startswith("error:")]
     assert res.returncode == 2 and len(lines) == 1, res.stderr[-2000:]
-    assert "step 3 is inside a generation batch" in lines[0] and "resume from a checkpoint at a multiple of 2" in lines[0]
+    assert ("step 3 is inside a generation batch" in lines[0]
+            and "resume from a checkpoint at a multiple of 2" in lines[0])
     assert (odd / "metrics.jsonl").read_bytes() == before

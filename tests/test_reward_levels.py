@@ -1,7 +1,7 @@
 """Reward levels have one home (issue 48): rewards/levels.py declares coarse, strict and fine and is the only code
 that turns a level into a reward name; each accuracy reward carries its own level; a run's rewards are resolved once
-(recipes/grpo_core/reward_funcs.resolve_rewards) into names, functions, weights and the level that tracking, dynamic sampling
-and the async worker read.
+(recipes/grpo_core/reward_funcs.resolve_rewards) into names, functions, weights and the level that tracking, dynamic
+sampling and the async worker read.
 
 The source checks walk every library module and script (not tests/, not docstrings): a string that names an
 accuracy reward (`"accuracy_fine"`, `f"accuracy_{level}"`, `"accuracy_" + x`, `name.removeprefix("accuracy_")`)
@@ -157,7 +157,8 @@ def test_resolve_rewards_weights_and_refusals():
     given = [1.0, 0.5]
     cfg = _cfg(reward_weights=given)
     assert resolve_rewards(_args(), cfg).weights is given and cfg.reward_weights is given  # read, never changed
-    with pytest.raises(TaseError, match=r"^reward_weights has 3 values for 2 reward functions \(accuracy_fine, format\)$"):
+    with pytest.raises(TaseError,
+                       match=r"^reward_weights has 3 values for 2 reward functions \(accuracy_fine, format\)$"):
         resolve_rewards(_args(), _cfg(reward_weights=[1.0, 1.0, 1.0]))
     with pytest.raises(TaseError, match="reward_weights must be finite"):
         resolve_rewards(_args(), _cfg(reward_weights=[1.0, math.nan]))

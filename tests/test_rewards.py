@@ -257,7 +257,8 @@ def test_shuffle_rules():
     dup = {"type": "SHUFFLE", "prompt": "Input: x y x z", "answer": ""}
     assert score(dup, tag("x x z y")).coarse == 0.0
     assert score(dup, tag("x x z y")).fine == pytest.approx(2 / 3)
-    assert score({"type": "SHUFFLE", "prompt": "输入：分差控制在"}, tag("差制分在控")).coarse == 1.0   # full-width colon
+    # full-width colon
+    assert score({"type": "SHUFFLE", "prompt": "输入：分差控制在"}, tag("差制分在控")).coarse == 1.0
     assert score({"type": "SHUFFLE", "prompt": "no colon here"}, tag("a")).coarse == 0.0
     assert score({"type": "SHUFFLE", "prompt": "Input:"}, tag("")).coarse == 1.0      # empty vs empty: passes
     assert score({"type": "SHUFFLE", "prompt": "Input: a\nb c d"}, tag("a")).coarse == 1.0  # to the line end
@@ -438,8 +439,8 @@ def test_reward_funcs_pickle_under_their_logged_names():
 
 def test_one_reward_loader():
     """rewards.get_reward_funcs is the one loader (issue 61): it builds soft_overlong for the run's lengths, hands a
-    name that is not ours to `other` (recipes/grpo_core/reward_funcs.load_reward_funcs passes its import-path loader), and the
-    recipes' loader is a thin call of it: the same functions for the same names."""
+    name that is not ours to `other` (recipes/grpo_core/reward_funcs.load_reward_funcs passes its import-path loader),
+    and the recipes' loader is a thin call of it: the same functions for the same names."""
     from recipes.grpo_core.reward_funcs import load_reward_funcs
 
     names = ["accuracy_fine", "soft_overlong", "format"]

@@ -32,7 +32,8 @@ EXAMPLES = [
     {"type": "EXACT", "task": "execute", "prompt": "q", "answer": "c h e v r o n"},
 ]
 # text near the answers above, so that hits and near misses are common, plus arbitrary code points
-ALPHABET = st.sampled_from(list("0123456789 abcABCfile我们都是好朋友手扌军抖,;:'\"*<>/\n") + ["<answer>", "</answer>", "**"])
+ALPHABET = st.sampled_from(list("0123456789 abcABCfile我们都是好朋友手扌军抖,;:'\"*<>/\n")
+                           + ["<answer>", "</answer>", "**"])
 near_text = st.lists(ALPHABET, max_size=40).map("".join)
 any_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
 

@@ -151,7 +151,8 @@ def test_visual_kinds_look_the_same(perturbed):
         assert extra and all(unicodedata.name(c).startswith(("CYRILLIC", "GREEK")) for c in extra)
     for r, p in perturbed["keyboard_typo"]:
         if r["lang"] == "en":
-            assert len(p["prompt"]) == len(r["prompt"]) and sum(a != b for a, b in zip(p["prompt"], r["prompt"], strict=False)) >= 1
+            assert (len(p["prompt"]) == len(r["prompt"])
+                    and sum(a != b for a, b in zip(p["prompt"], r["prompt"], strict=False)) >= 1)
 
 
 def test_deterministic_per_seed(official):

@@ -42,7 +42,8 @@ def test_sigterm_still_removes_the_session_cache(tmp_path):
         "    time.sleep(60)\n")
     mark = tmp_path / "mark"
     env = tree_env(MARK=str(mark), TMPDIR=str(tmp_path))
-    p = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_sleep.py")],
+    p = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(tmp_path / "test_sleep.py")],
                          cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 60
     while not (mark.exists() and mark.read_text()) and time.time() < deadline:  # created, then written: wait for both

@@ -1,7 +1,8 @@
-"""recipes/steps/pipeline.py's in-process steps (recipes/proof.py --in-process, issue 64): which commands run as their entry
-point's `main(argv)` in the pipeline's interpreter, that such a step's exit status and failure are the subprocess's,
-and that a step's working folder, sys.argv and environment do not reach the next step. The whole proof in-process is
-tests/test_proof_transfer.py's tiny proof, which also runs one of its steps again as a subprocess (same bytes)."""
+"""recipes/steps/pipeline.py's in-process steps (recipes/proof.py --in-process, issue 64): which commands run as their
+entry point's `main(argv)` in the pipeline's interpreter, that such a step's exit status and failure are the
+subprocess's, and that a step's working folder, sys.argv and environment do not reach the next step. The whole proof
+in-process is tests/test_proof_transfer.py's tiny proof, which also runs one of its steps again as a subprocess (same
+bytes)."""
 from __future__ import annotations
 
 import os
@@ -39,10 +40,10 @@ def test_only_this_interpreter_running_a_project_entry_point_is_called_in_proces
 
 
 def test_looking_at_a_command_has_no_effect_on_this_interpreter():
-    """entry_main looked `python -m pip ...` up with importlib.util.find_spec; looking pip up turns setuptools' distutils
-    shim off for the rest of the process, so TRL's trainer (torch.utils.cpp_extension imports setuptools) then failed
-    to import in that interpreter (`AssertionError: .../distutils/core.py`): a later in-process step, or in the test
-    suite the next test file on the same worker. A module outside the project is not looked up at all now. In a
+    """entry_main looked `python -m pip ...` up with importlib.util.find_spec; looking pip up turns setuptools'
+    distutils shim off for the rest of the process, so TRL's trainer (torch.utils.cpp_extension imports setuptools) then
+    failed to import in that interpreter (`AssertionError: .../distutils/core.py`): a later in-process step, or in the
+    test suite the next test file on the same worker. A module outside the project is not looked up at all now. In a
     fresh interpreter, which holds the shim as every process starts."""
     import subprocess
 

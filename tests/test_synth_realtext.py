@@ -73,7 +73,8 @@ def test_denylist_oracle_agrees_with_filter_on_planted_terms(lang):
     for t in _listed_terms(lang)[:200]:
         text = f"before {t} after" if lang == "en" else f"前{t}后"
         assert o.hits(text) and dl.bad(text), t
-    assert not dl.bad("the cat sat on the mat" if lang == "en" else "我们今天很高兴" if lang == "zh" else "우리는 오늘 기쁘다")
+    assert not dl.bad("the cat sat on the mat" if lang == "en" else "我们今天很高兴" if lang == "zh"
+                      else "우리는 오늘 기쁘다")
 
 
 @pytest.mark.slow
@@ -108,8 +109,8 @@ def test_real_text_spans_are_substrings_of_the_normalised_source(lang):
         src_chars = set("".join(srcs))
         assert set(stream) <= src_chars | set(SEPS)
     assert rt.sentences >= (5000 if lang == "en" else 1000)
-    recs = [r for t, sub in AWARENESS if t in ("sentence_length", "sort_lengths", "shuffle_tokens") and sub != "generate"
-            for r in synth.generate(t, lang, 40, 5, sub)]
+    recs = [r for t, sub in AWARENESS if t in ("sentence_length", "sort_lengths", "shuffle_tokens")
+            and sub != "generate" for r in synth.generate(t, lang, 40, 5, sub)]
     for r in recs:
         p = r["prompt"]
         if r["task"] == "sort_lengths":
@@ -160,7 +161,8 @@ def test_ngram_guard_drops_a_planted_overlap_and_keeps_a_clean_example(tmp_path)
 
     bench = _guard_records(tmp_path)
     g = Guard.from_records(bench)
-    long_row = max((r for r in bench if r["task"] == "shuffle_tokens" and r["lang"] == "en"), key=lambda r: len(r["prompt"]))
+    long_row = max((r for r in bench if r["task"] == "shuffle_tokens" and r["lang"] == "en"),
+                   key=lambda r: len(r["prompt"]))
     content = long_row["prompt"].split("Input: ", 1)[1].split()
     assert len(content) >= 30
     clean = next(synth.generate("sentence_length", "en", 1, 3, "count"))
@@ -168,7 +170,8 @@ def test_ngram_guard_drops_a_planted_overlap_and_keeps_a_clean_example(tmp_path)
     planted = clean["prompt"].replace("is: '", "is: '" + " ".join(content[5:18]) + " ", 1)
     assert g.reason(planted) == "ngram"
     assert g.reason(clean["prompt"].replace("is: '", "is: '" + " ".join(content[5:17]) + " ", 1)) is None  # 12 words
-    zh_row = max((r for r in bench if r["task"] == "shuffle_tokens" and r["lang"] == "zh"), key=lambda r: len(r["prompt"]))
+    zh_row = max((r for r in bench if r["task"] == "shuffle_tokens" and r["lang"] == "zh"),
+                 key=lambda r: len(r["prompt"]))
     zh_content = zh_row["prompt"].split("输入：", 1)[1]
     freq = next(synth.generate("freq_count", "zh", 1, 3))
     assert g.reason(freq["prompt"]) is None
@@ -208,11 +211,13 @@ def test_stats_cli_prints_every_awareness_cell(tmp_path):
     res = run_module(["synth", "stats", "--official", str(FIXTURES), "-n", "30", "--json", str(js)])
     assert res.returncode == 0, res.stderr
     rows = json.loads(js.read_text())
-    assert {(r["code"], r["lang"]) for r in rows} == {(c, l) for c in ("FREQ", "LENOP", "DIFF", "SORT", "REORD") for l in ("en", "zh", "ko")}
+    assert {(r["code"], r["lang"]) for r in rows} == {(c, l) for c in ("FREQ", "LENOP", "DIFF", "SORT", "REORD")
+                                                      for l in ("en", "zh", "ko")}
     assert all(0.0 <= r["ks"] <= 1.0 and r["n_official"] >= 6 for r in rows)
     assert all("bigram_official" in r for r in rows if r["lang"] == "en")
     assert re.search(r"# KS < 0.2 in \d+ of 15 cells", res.stdout)
-    for args in (["stats", "--official", str(tmp_path / "nope")], ["stats", "--official", str(FIXTURES), "--text-source", "x"],
+    for args in (["stats", "--official", str(tmp_path / "nope")],
+                 ["stats", "--official", str(FIXTURES), "--text-source", "x"],
                  ["--task", "sort_lengths", "-n", "2", "--text-source", "x", "--out", str(tmp_path / "keep.jsonl")]):
         (tmp_path / "keep.jsonl").write_text("kept\n")
         bad = run_module(["synth", *args])

@@ -321,14 +321,16 @@ def test_dot_matrix_rerendered(fixture_root):
 
     for row in fixture_rows(fixture_root, "dot_matrix", "bitmap_classification_final.csv"):
         if category(row["answer"]) == "hanzi":
-            assert T["bitmap_classification"][0].format(cat="hanzi", rows_list=formatted(row["answer"])[1]) == row["input"]
+            assert (T["bitmap_classification"][0].format(cat="hanzi", rows_list=formatted(row["answer"])[1])
+                    == row["input"])
     for row in fixture_rows(fixture_root, "dot_matrix", "char_classification.csv"):
         ch = re.search(r"character: '(.)'", row["input"]).group(1)
         assert T["char_classification"][0].format(c=ch) == row["input"] and category(ch) == row["answer"]
 
 
 def test_missing_unifont_is_one_line(tmp_path):
-    res = run_module(["synth", "--task", "dot_matrix", "--lang", "mul", "-n", "1", "--no-progress", "--out", str(tmp_path / "d.jsonl")],
+    res = run_module(["synth", "--task", "dot_matrix", "--lang", "mul", "-n", "1", "--no-progress", "--out",
+                      str(tmp_path / "d.jsonl")],
                      env={**__import__("os").environ, "TASE_UNIFONT": str(tmp_path / "none.hex")})
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.strip().count("\n") == 0 and "Unifont" in res.stderr
@@ -348,7 +350,8 @@ def test_riddles_have_unique_answers(raw_chaizi):
         "Languages": {v.replace(" ", "") for v in loc.languages.values()},
     }
     hangul_words = [w for w in wordfreq.top_n_list("ko", 60000) if re.fullmatch("[가-힣]+", w)][:20000]
-    vocab = {**{k: list(v) for k, v in ko_themes().items()}, "Common words": [w for w in hangul_words if 2 <= len(w) <= 5]}
+    vocab = {**{k: list(v) for k, v in ko_themes().items()},
+             "Common words": [w for w in hangul_words if 2 <= len(w) <= 5]}
     themes = Counter()
     for r in recs("structure_riddle", "ko", n=200):
         theme, c = re.search(r"주제: (.*)\n초성: (.*)$", r["prompt"]).groups()

@@ -1,7 +1,8 @@
-"""Training you can watch and extend (issue 38): the tase/ metrics of every logging step (recipes/features/tracking/metrics.py),
-read back from TensorBoard's event files with TensorBoard's own reader, from a W&B offline run and from
-metrics.jsonl; a user reward by import path; LoRA in GRPO and SFT and its merge by export; QLoRA refused on CPU;
-`eval plot-training` on the run. One 3-step GRPO run (module fixture) carries most of the assertions."""
+"""Training you can watch and extend (issue 38): the tase/ metrics of every logging step
+(recipes/features/tracking/metrics.py), read back from TensorBoard's event files with TensorBoard's own reader, from a
+W&B offline run and from metrics.jsonl; a user reward by import path; LoRA in GRPO and SFT and its merge by export;
+QLoRA refused on CPU; `eval plot-training` on the run. One 3-step GRPO run (module fixture) carries most of the
+assertions."""
 from __future__ import annotations
 
 import importlib.util
@@ -19,7 +20,8 @@ from tests.test_recipes import GRPO, PY, TINY_ARGS, metrics, run
 
 EVERY = ("tase/official_acc", "tase/strict_acc", "tase/fine_credit", "tase/loophole_share", "tase/zero_var_groups",
          "tase/distinct_answers")
-PER = tuple(f"tase/{kind}/{key}/{acc}" for kind, keys in (("task", ("sort_lengths", "freq_count")), ("lang", ("en", "zh")))
+PER = tuple(f"tase/{kind}/{key}/{acc}" for kind, keys in (("task", ("sort_lengths", "freq_count")),
+                                                          ("lang", ("en", "zh")))
             for key in keys for acc in ("official_acc", "strict_acc"))
 HAS_WANDB = importlib.util.find_spec("wandb") is not None
 
@@ -36,7 +38,8 @@ def batch() -> dict:
     return dict(prompts=[[{"role": "user", "content": q}] for q in question],
                 completions=[tag("CAB"), tag(perms), tag("3"), tag("3")],
                 type=["MATCH_ANSWER"] * 2 + ["NUMBER"] * 2, answer=["CAB", "CAB", "2", "2"], question=question,
-                id=["s1", "s1", "f1", "f1"], task=["sort_lengths"] * 2 + ["freq_count"] * 2, lang=["en", "en", "zh", "zh"])
+                id=["s1", "s1", "f1", "f1"], task=["sort_lengths"] * 2 + ["freq_count"] * 2,
+                lang=["en", "en", "zh", "zh"])
 
 
 def test_batch_metrics_count_loopholes_groups_and_answers():
@@ -105,8 +108,8 @@ def watched_run(tiny_model, tmp_path_factory) -> Path:
                "--save_strategy", "no", "--report_to", "tensorboard,wandb" if HAS_WANDB else "tensorboard",
                "--reward_funcs", "accuracy_strict", "format", "tests.user_rewards:brevity",
                "--use_peft", "true", "--lora_r", "4", *args],
-              # W&B's switches only where it runs: transformers reads WANDB_MODE at import, so a run given it starts a fresh
-              # interpreter rather than forking the warm one (tests/warm_python.py)
+              # W&B's switches only where it runs: transformers reads WANDB_MODE at import, so a run given it starts a
+              # fresh interpreter rather than forking the warm one (tests/warm_python.py)
               env={**os.environ, **({"WANDB_MODE": "offline", "WANDB_SILENT": "true"} if HAS_WANDB else {})})
     assert res.returncode == 0, res.stderr[-3000:]
     return out
@@ -148,7 +151,8 @@ def test_tase_metrics_reach_tensorboard_and_metrics_jsonl(watched_run, tmp_path)
     assert not any("lora" in n for n, _ in model.named_parameters())
 
 
-@pytest.mark.skipif(not HAS_WANDB, reason='wandb is not installed (pip install -e ".[track]"; not in requirements.lock)')
+@pytest.mark.skipif(not HAS_WANDB,
+                    reason='wandb is not installed (pip install -e ".[track]"; not in requirements.lock)')
 def test_tase_metrics_reach_wandb_offline(watched_run):
     hist = [h for h in read_wandb_history(watched_run) if "train/tase/official_acc" in h]
     assert [h["train/global_step"] for h in hist] == [1, 2, 3]

@@ -42,11 +42,12 @@ def test_trl_grpo_cli_trains_on_synth_conversational_output(tiny_model, tmp_path
     res = subprocess.run(
         # the console script run by its own interpreter, as its shebang runs it: the warm interpreter forks it, and
         # the training process TRL's CLI then launches (accelerate's launcher, `python trl/scripts/grpo.py`)
-        [sys.executable, TRL, "grpo", "--model_name_or_path", str(tiny_model), "--dataset_name", str(data), "--reward_funcs",
-         "rewards.trl.accuracy_fine", "rewards.trl.format_reward", "tests.user_rewards.record_prompts",
-         "--output_dir", str(tmp_path / "out"), "--max_steps", "1", "--per_device_train_batch_size", "2",
-         "--num_generations", "2", "--max_completion_length", "6", "--use_cpu", "true", "--bf16", "false",
-         "--dtype", "float32", "--report_to", "none", "--save_strategy", "no", "--logging_steps", "1"],
+        [sys.executable, TRL, "grpo", "--model_name_or_path", str(tiny_model), "--dataset_name", str(data),
+         "--reward_funcs", "rewards.trl.accuracy_fine", "rewards.trl.format_reward",
+         "tests.user_rewards.record_prompts", "--output_dir", str(tmp_path / "out"), "--max_steps", "1",
+         "--per_device_train_batch_size", "2", "--num_generations", "2", "--max_completion_length", "6",
+         "--use_cpu", "true", "--bf16", "false", "--dtype", "float32", "--report_to", "none", "--save_strategy", "no",
+         "--logging_steps", "1"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env=tree_env(TASE_PROMPT_LOG=str(log)))
     assert res.returncode == 0, res.stderr[-3000:]
@@ -54,4 +55,5 @@ def test_trl_grpo_cli_trains_on_synth_conversational_output(tiny_model, tmp_path
     assert len(seen) == 2  # one step: 1 prompt x 2 generations
     assert all(p[0] == {"role": "system", "content": SYSTEM_PROMPT} and p[1]["role"] == "user" for p in seen)
     assert {p[1]["content"] for p in seen} <= {r["question"] for r in rows}
-    assert "'rewards/accuracy_fine/mean'" in res.stdout + res.stderr and "'rewards/format/mean'" in res.stdout + res.stderr
+    assert ("'rewards/accuracy_fine/mean'" in res.stdout + res.stderr
+            and "'rewards/format/mean'" in res.stdout + res.stderr)

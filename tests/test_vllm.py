@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.fresh_python  # its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM (tests/warm_python.py)
+# its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM
+# (tests/warm_python.py)
+pytestmark = pytest.mark.fresh_python
 
 ROOT = Path(__file__).resolve().parents[1]
 N_ROWS, NEW_TOKENS = 24, 12
@@ -215,9 +217,9 @@ def test_vllm_cpu_float32_switch_bad_value_is_one_warning_line(monkeypatch, caps
 
 @pytest.mark.slow
 def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
-    """One GRPO step (TRL, vLLM colocate on CPU, eager as the recipe builds it, reload-API sync) at lr 1e-3: vLLM's greedy
-    tokens stay put until the sync and change with it, follow the trained transformers policy's greedy tokens, and
-    vLLM's log-probs of its tokens sit close to the trained policy's (reloading unchanged weights leaves vLLM's
+    """One GRPO step (TRL, vLLM colocate on CPU, eager as the recipe builds it, reload-API sync) at lr 1e-3: vLLM's
+    greedy tokens stay put until the sync and change with it, follow the trained transformers policy's greedy tokens,
+    and vLLM's log-probs of its tokens sit close to the trained policy's (reloading unchanged weights leaves vLLM's
     output bit-identical, so the change is the new weights). TRL builds the engine with dtype="auto": where our
     platform plugin (eval/vllm_cpu.py) is active (a CPU without native bf16, or TASE_VLLM_CPU_FP32=force) that is
     float32, the policy's dtype, and the test asserts it and compares tightly; where it is not (native bf16, or
@@ -243,8 +245,9 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
     # the plugin makes "auto" float32; without it vLLM's CPU platform downcasts the float32 checkpoint to bf16
     assert r["vllm_dtype"] == ("torch.float32" if plugin else "torch.bfloat16"), (r["vllm_dtype"], plugin)
     # float32 measured: 3.4e-6 before (the same weights, other kernels) and 2.5e-6 after the lr-1e-3 step; it was
-    # 0.026 after while vLLM kept a stale packed copy of the tied LM head (recipes/features/vllm_cpu/colocate.refresh_tied_head);
-    # bf16 measured: 0.02 before, 0.065 after (with the stale head)
+    # 0.026 after while vLLM kept a stale packed copy of the tied LM head
+    # (recipes/features/vllm_cpu/colocate.refresh_tied_head); bf16 measured: 0.02 before, 0.065 after (with the
+    # stale head)
     assert mean_abs(r["after_lp"], r["hf_lp_of_vllm_after"]) < (1e-3 if fp32 else 0.15)
     assert mean_abs(r["before_lp"], r["hf_lp_of_vllm_before"]) < (1e-3 if fp32 else 0.1)  # agreed before too
 
@@ -256,8 +259,8 @@ def test_grpo_step_syncs_weights_into_vllm(vllm_env, tmp_path):
 
 
 def test_colocated_cpu_engine_is_built_eager_and_trl_keeps_its_engine_class(monkeypatch):
-    """recipes/features/vllm_cpu/__init__.py: a colocate run's trainer builds TRL's engine with enforce_eager=True on CPU (no
-    compile at the first rollout; the real engine is test_grpo_step_syncs_weights_into_vllm's), TRL's own kwargs
+    """recipes/features/vllm_cpu/__init__.py: a colocate run's trainer builds TRL's engine with enforce_eager=True on
+    CPU (no compile at the first rollout; the real engine is test_grpo_step_syncs_weights_into_vllm's), TRL's own kwargs
     kept and its `LLM` name restored after the build; a server run's trainer class is left as it was. What TRL's
     __init__ would call is recorded here in place of vLLM's engine."""
     import types

@@ -12,7 +12,9 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.fresh_python  # its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM (tests/warm_python.py)
+# its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM
+# (tests/warm_python.py)
+pytestmark = pytest.mark.fresh_python
 
 
 def _gone(p) -> bool:

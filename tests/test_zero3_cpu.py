@@ -80,7 +80,8 @@ def weights(out: Path) -> dict:
 @pytest.mark.slow  # 81 s at load 3-6 (256 tokens, one run after the other: 309 s); make install builds the DeepSpeed op
 def test_zero3_two_cpu_ranks_hold_half_and_match_unsharded(tiny_model, tmp_path):
     z3, ddp = tmp_path / "zero3", tmp_path / "ddp"
-    res, ref = launch(("recipes/accelerate/zero3.yaml", tiny_model, z3), ("recipes/accelerate/cpu_ddp.yaml", tiny_model, ddp))
+    res, ref = launch(("recipes/accelerate/zero3.yaml", tiny_model, z3),
+                      ("recipes/accelerate/cpu_ddp.yaml", tiny_model, ddp))
     assert res.returncode == 0, res.stderr[-4000:]
     assert ref.returncode == 0, ref.stderr[-4000:]
 
@@ -112,8 +113,9 @@ def test_zero3_two_cpu_ranks_hold_half_and_match_unsharded(tiny_model, tmp_path)
         assert x["reward"] == pytest.approx(y["reward"], abs=1e-6), (x, y)  # the same completions were sampled
         assert abs(x["loss"] - y["loss"]) <= TOL_LOSS, (x["loss"], y["loss"])
         assert abs(x["grad_norm"] - y["grad_norm"]) <= TOL_LOSS * max(1.0, y["grad_norm"]), (x, y)
-    # the tase/ metrics gather both processes' completions inside the reward call (recipes/features/tracking/metrics.py): the collective
-    # completes (no hang) under DDP and ZeRO-3, and a step whose one prompt per process came from two tasks logs both
+    # the tase/ metrics gather both processes' completions inside the reward call
+    # (recipes/features/tracking/metrics.py): the collective completes (no hang) under DDP and ZeRO-3, and a step whose
+    # one prompt per process came from two tasks logs both
     tasks = {"tase/task/sort_lengths/official_acc", "tase/task/freq_count/official_acc"}
     assert any(tasks <= set(m) for m in a) and any(tasks <= set(m) for m in b), (a, b)
     wa, wb = weights(z3), weights(ddp)
@@ -122,5 +124,6 @@ def test_zero3_two_cpu_ranks_hold_half_and_match_unsharded(tiny_model, tmp_path)
     moved = max((wb[k] - p.detach()).abs().max().item() for k, p in init.state_dict().items() if k in wb)
     assert moved > 1e-4, moved  # the two steps changed the weights
     assert diff <= TOL_PARAM, (diff, moved)
-    print(json.dumps({"held": held, "total": total, "loss": [[x["loss"], y["loss"]] for x, y in zip(a, b, strict=False)],
+    print(json.dumps({"held": held, "total": total,
+                      "loss": [[x["loss"], y["loss"]] for x, y in zip(a, b, strict=False)],
                       "max_abs_diff_params": diff, "max_update": moved}))

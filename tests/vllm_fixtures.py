@@ -18,7 +18,8 @@ VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_CI_ENV": "1"}
 
 @contextlib.contextmanager
 def _env(values: dict[str, str]) -> Iterator[None]:
-    """`values` in os.environ inside the block, the old values back after (pytest's MonkeyPatch, usable at any scope)."""
+    """`values` in os.environ inside the block, the old values back after (pytest's MonkeyPatch, usable at any
+    scope)."""
     with pytest.MonkeyPatch.context() as mp:
         for k, v in values.items():
             mp.setenv(k, v)
@@ -37,8 +38,8 @@ def vllm_env() -> Iterator[dict[str, str]]:
 # The shared engine runs inside the test process (EngineCore and model runner in-process): a spawned EngineCore and
 # Worker each import torch, transformers and vLLM again, ~28 of the engine's ~42 s start on a quiet 2-core machine
 # (14 s in-process). The engine processes a user's `eval run --backend vllm` starts are tested where they are the
-# point (test_vllm_orphans.py); test_slurm.py's server serves from them. Thread binding off: in-process it would pin this
-# test process's OpenMP threads to one core for the rest of the session.
+# point (test_vllm_orphans.py); test_slurm.py's server serves from them. Thread binding off: in-process it would pin
+# this test process's OpenMP threads to one core for the rest of the session.
 INPROC_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
 
 
@@ -56,7 +57,8 @@ def _in_process(build: Callable[[], Any]) -> Iterator[Any]:
         # the in-process EngineCore froze vLLM's environment reads for this process (envs.enable_envs_cache): the
         # engines tests build later must read theirs (multiprocessing on, as a user's run has it)
         vllm.envs.disable_envs_cache()
-    torch.set_num_threads(threads)  # vLLM's serving setup lowers this process's torch threads; later tests get them back
+    # vLLM's serving setup lowers this process's torch threads; later tests get them back
+    torch.set_num_threads(threads)
     yield engine
     llm = getattr(engine, "llm", engine)  # a VLLMBackend holds its vllm.LLM as .llm
     llm.llm_engine.engine_core.shutdown() if hasattr(llm.llm_engine, "engine_core") else None

@@ -5,8 +5,8 @@
 Run by tests/test_vllm.py in its own process (vLLM colocate sets RANK/WORLD_SIZE and starts torch.distributed in
 the calling process; the `__main__` guard is required because vLLM may spawn). The model is the default
 SmolLM2-135M-Instruct saved as float32 (the policy trains in float32). The engine runs eager, as the recipe builds it
-on CPU (recipes/features/vllm_cpu/colocate.eager_on_cpu: no dynamo trace at the first rollout). TRL builds the engine with
-`dtype="auto"`: float32 where our vLLM platform plugin is active (eval/vllm_cpu.py: a CPU without native bf16, or
+on CPU (recipes/features/vllm_cpu/colocate.eager_on_cpu: no dynamo trace at the first rollout). TRL builds the engine
+with `dtype="auto"`: float32 where our vLLM platform plugin is active (eval/vllm_cpu.py: a CPU without native bf16, or
 TASE_VLLM_CPU_FP32=force; 3.4e-6 mean absolute log-prob difference against the policy before training), else
 bfloat16 (~0.02). A large learning rate
 (1e-3, Adam) and a reward with variance inside every group (completion length) make one step move every weight.

@@ -43,7 +43,8 @@ SAFE_ENV = re.compile(r"(PYTEST_.*|TASE_.*|RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORL
                       r"ROLE_RANK|ROLE_NAME|ROLE_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|TORCHELASTIC_.*|"
                       r"TORCH_NCCL_ASYNC_ERROR_HANDLING|NCCL_ASYNC_ERROR_HANDLING|CUDA_VISIBLE_DEVICES|OMP_NUM_THREADS|"
                       r"ACCELERATE_.*|FSDP_.*|DS_.*|LOCAL_SIZE|CROSS_RANK|CROSS_SIZE|COLUMNS|LINES|"
-                      r"TRL_EXPERIMENTAL_SILENCE|OPENAI_API_KEY|VLLM_.*|TORCH_EXTENSIONS_DIR|PYTHONPATH|TMPDIR)")  # the last two the forked process applies itself (_child)
+                      # the last two the forked process applies itself (_child)
+                      r"TRL_EXPERIMENTAL_SILENCE|OPENAI_API_KEY|VLLM_.*|TORCH_EXTENSIONS_DIR|PYTHONPATH|TMPDIR)")
 
 
 def preload() -> None:
@@ -302,7 +303,8 @@ def warm_reason(args: list[str] | None, executable, shell, preexec_fn, env: dict
                 kwargs_ok: bool) -> str | None:
     """Why this command is exec'd rather than forked warm (None: it can be forked). `args` as strings (None: not a
     list), `env` and `cwd` as the process would get them."""
-    if shell or executable is not None or not kwargs_ok or (preexec_fn is not None and not dies_with_parent(preexec_fn)):
+    if shell or executable is not None or not kwargs_ok or (preexec_fn is not None
+                                                            and not dies_with_parent(preexec_fn)):
         return "options"
     if not args:
         return "not a list"
