@@ -225,9 +225,9 @@ def test_cli(tmp_path, capsys):
 
 
 def test_robustness_run_hands_eval_run_its_own_defaults_and_the_generation_options():
-    """`robustness run` builds its inner `eval run` from `eval run`'s parser (eval/_cli/robustness.inner_run_args): every
-    option `eval run` reads is there with its default (all rows, one greedy sample), the generation and backend options
-    are this command's, and the data and output are the made set and OUT/run."""
+    """`robustness run` builds its inner `eval run` from `eval run`'s parser (eval/_cli/robustness.inner_run_args):
+    every option `eval run` reads is there with its default (all rows, one greedy sample), the generation and backend
+    options are this command's, and the data and output are the made set and OUT/run."""
     import argparse
 
     from eval._cli import robustness, run
