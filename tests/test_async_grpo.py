@@ -101,11 +101,13 @@ CURRICULUM = ["--curriculum", "true", "--curriculum_window", "1", "--curriculum_
 @pytest.mark.slow
 def test_async_grpo_steps_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny64, tmp_path):
     """One async CPU run (a tiny random Llama with SmolLM2's tokenizer and chat template, 4 completions of <= 8 tokens
-    per step, max_staleness 1) for the async trainer itself and five features of issue 79. The trainer: generation in
+    per step, max_staleness 1) for the async trainer itself and six features of issue 79. The trainer: generation in
     the rollout process overlaps optimizer steps; every weight sync reaches the engine (versions 1, 2, ...) and the
     worker's policy version follows; no trained sample is more than max_staleness syncs old; both reward functions
     and the tase/ view of the batch are logged at every step. The features: The tiny random model fails every row, so every group is
-    uniform: dynamic sampling drops in the worker up to its cap (1 round) and then delivers zero-advantage groups, so
+    uniform: guidance hint generates each failed freq_count group again with its hint in the worker (still failed,
+    logged under tase/guide/, its schedule saved with the final model), then dynamic sampling judges it; dynamic
+    sampling drops in the worker up to its cap (1 round) and then delivers zero-advantage groups, so
     the run does not stall; `max_train_seconds` stops it long before max_steps and saves, as sync does; reward logging
     carries each reward's raw and weighted mean out of the worker; the checkpoint's rollout_state.json starts a resume
     after the dropped prompts, not at the first of them. Held-out evaluation runs at every step in the trainer and
@@ -120,7 +122,7 @@ def test_async_grpo_steps_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm
            "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--max_train_seconds", "15",
            "--save_strategy", "steps", "--save_steps", "1", "--save_total_limit", "1", "--logging_steps", "1",
            "--held_out_rows", "4", "--eval_strategy", "steps", "--eval_steps", "1", "--held_out_max_new_tokens", "8",
-           "--streaming", "true", *CURRICULUM]
+           "--streaming", "true", *CURRICULUM, "--guidance", "hint"]
     res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
                          text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-4000:]
@@ -152,6 +154,16 @@ def test_async_grpo_steps_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm
     assert levels and max(levels) < 4, levels
     assert json.loads((out / "curriculum.json").read_text())["levels"]["sort_lengths"] < 4
     assert "uniform groups now reach the trainer with zero advantage" in res.stderr  # the cap's one line
+    # guidance hint in the worker (recipes/features/guidance/worker.py): every group fails; freq_count's get a hint
+    guide = {k: sum(r.get(f"tase/guide/{k}_total") or 0 for r in logs)
+             for k in ("groups", "groups_failed", "groups_hinted", "groups_guided")}
+    assert guide["groups"] == guide["groups_failed"] >= guide["groups_hinted"] == guide["groups_guided"] >= 1, guide
+    # one guidance decision per group dynamic sampling judged (a group scored across the last drain: one ahead)
+    assert 0 <= guide["groups"] - total["groups_drawn"] <= 1, (guide, total)
+    hinted = [r for r in logs if "tase/guide/hint_level" in r]
+    assert hinted and all(r["tase/guide/version_gap"] >= 0 and r["tase/guide/success_hinted"] == 0 for r in hinted)
+    assert all(r["tase/guide/success_unhinted"] == 0 for r in logs if "tase/guide/success_unhinted" in r)
+    assert "freq_count" in json.loads((out / "guidance.json").read_text())["levels"]
     ckpt = next(out.glob("checkpoint-*"))
     state = json.loads((ckpt / "rollout_state.json").read_text())
     # one group per step trained; the dropped ones before it count as used: the resume starts past them

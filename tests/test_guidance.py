@@ -120,8 +120,9 @@ def test_options_are_checked_in_one_line(tmp_path):
             TaseArgs(**kw)
     base = ["recipes/grpo.py", "--dry-run", "--model_name_or_path", "default", "--output_dir", str(tmp_path / "o")]
     for extra, msg in ((["--guidance", "hints"], "guidance"),
-                       (["--guidance", "hint", "--trainer", "async"],
-                        "guidance works with trainer: sync only (under async a hinted retry would be a second")):
+                       (["--guidance", "gold", "--trainer", "async"],
+                        "guidance gold works with trainer: sync only (a gold member needs behaviour log-probabilities"),
+                       (["--guidance", "both", "--trainer", "async"], "guidance both works with trainer: sync only")):
         code, err = call_main(base + extra)
         assert code == 2 and msg in err and "Traceback" not in err, (extra, err[-500:])
         assert len(err.strip().splitlines()) == 1, err
