@@ -194,14 +194,15 @@ def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position
     continues from the last complete checkpoint to max_steps, the worker starts at the saved prompt position
     (rollout_state.json, past the dropped prompts; TRL restores it for a Dataset only, the recipe for a stream): the
     next checkpoint's position is at least the saved one plus the groups trained since, the policy version keeps
-    counting, and the curriculum starts at the levels the checkpoint saved."""
+    counting, and the curriculum starts at the levels the checkpoint saved; so does guidance hint's schedule (moved in
+    the worker, saved with the trainer's step)."""
     out = tmp_path / "run"
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
            "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "4",
            "--num_generations", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
            "--max_completion_length", "8", "--num_train_examples", "64", "--async_max_model_len", "512",
            "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--save_strategy", "steps",
-           "--save_steps", "1", "--logging_steps", "1", "--streaming", "true", *CURRICULUM]
+           "--save_steps", "1", "--logging_steps", "1", "--streaming", "true", *CURRICULUM, "--guidance", "hint"]
     env = {**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}
     # the trainer and its rollout child, once checkpoint-2 is written
     kill_when(cmd, lambda: (out / "checkpoint-2" / "trainer_state.json").is_file(), env=env, timeout=900, group=True,
@@ -215,12 +216,18 @@ def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position
 
     levels = saved_state(ckpts[-1])["levels"]
     assert levels["sort_lengths"] < 4, levels  # the worker moved it, and the checkpoint holds the worker's state
+    from recipes.features.guidance.hints import saved_state as saved_guidance
+
+    hints = saved_guidance(ckpts[-1])
+    assert hints["step"] == saved_step and "freq_count" in hints["levels"], hints
     res = subprocess.run([*cmd, "--resume_from_checkpoint", "true"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-4000:]
     assert f"curriculum (restored from {ckpts[-1]}): " + ", ".join(
         f"{t} {lv}/4" for t, lv in sorted(levels.items())) in res.stderr, res.stderr[-3000:]
     assert f"the rollout worker resumes at prompt {saved['prompt_index']}" in res.stderr
+    assert f"guidance hint (restored from {ckpts[-1]}): hint levels " + ", ".join(
+        f"{t} {lv}/1" for t, lv in sorted(hints["levels"].items())) in res.stderr, res.stderr[-3000:]
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
     after = json.loads((out / "checkpoint-4" / "rollout_state.json").read_text())
     assert after["prompt_index"] >= saved["prompt_index"] + (4 - saved_step), (saved, after)
