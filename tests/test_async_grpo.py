@@ -103,16 +103,18 @@ CURRICULUM = ["--curriculum", "true", "--curriculum_window", "1", "--curriculum_
 @pytest.mark.slow
 def test_async_grpo_steps_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny64, tmp_path):
     """One async CPU run (a tiny random Llama with SmolLM2's tokenizer and chat template, 4 completions of <= 8 tokens
-    per step, max_staleness 1) for the async trainer itself and five features of issue 79. The trainer: generation in
+    per step, max_staleness 1) for the async trainer itself and six features of issue 79. The trainer: generation in
     the rollout process overlaps optimizer steps; every weight sync reaches the engine (versions 1, 2, ...) and the
     worker's policy version follows; no trained sample is more than max_staleness syncs old; both reward functions
-    and the tase/ view of the batch are logged at every step. The features: The tiny random model fails every row, so
-    every group is uniform: dynamic sampling drops in the worker up to its cap (1 round) and then delivers
-    zero-advantage groups, so the run does not stall; `max_train_seconds` stops it long before max_steps and saves, as
-    sync does; reward logging carries each reward's raw and weighted mean out of the worker; the checkpoint's
-    rollout_state.json starts a resume after the dropped prompts, not at the first of them. Held-out evaluation runs at
-    every step in the trainer and names the best checkpoint; the curriculum (window 1: every failed group moves its task
-    down) moves in the worker, is logged from there and saved with the final model."""
+    and the tase/ view of the batch are logged at every step. The features: the tiny random model fails every row, so
+    every group is uniform: guidance hint generates each failed freq_count group again with its hint in the worker
+    (still failed, logged under tase/guide/, its schedule saved with the final model), then dynamic sampling judges
+    it; dynamic sampling drops in the worker up to its cap (1 round) and then delivers zero-advantage groups, so the
+    run does not stall; `max_train_seconds` stops it long before max_steps and saves, as sync does; reward logging
+    carries each reward's raw and weighted mean out of the worker; the checkpoint's rollout_state.json starts a resume
+    after the dropped prompts, not at the first of them. Held-out evaluation runs at every step in the trainer and
+    names the best checkpoint; the curriculum (window 1: every failed group moves its task down) moves in the worker,
+    is logged from there and saved with the final model."""
     trace, out, staleness = tmp_path / "trace.jsonl", tmp_path / "run", 1
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
            "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "1000",
@@ -122,7 +124,7 @@ def test_async_grpo_steps_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm
            "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--max_train_seconds", "15",
            "--save_strategy", "steps", "--save_steps", "1", "--save_total_limit", "1", "--logging_steps", "1",
            "--held_out_rows", "4", "--eval_strategy", "steps", "--eval_steps", "1", "--held_out_max_new_tokens", "8",
-           "--streaming", "true", *CURRICULUM]
+           "--streaming", "true", *CURRICULUM, "--guidance", "hint"]
     res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
                          text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-4000:]
@@ -154,6 +156,16 @@ def test_async_grpo_steps_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm
     assert levels and max(levels) < 4, levels
     assert json.loads((out / "curriculum.json").read_text())["levels"]["sort_lengths"] < 4
     assert "uniform groups now reach the trainer with zero advantage" in res.stderr  # the cap's one line
+    # guidance hint in the worker (recipes/features/guidance/worker.py): every group fails; freq_count's get a hint
+    guide = {k: sum(r.get(f"tase/guide/{k}_total") or 0 for r in logs)
+             for k in ("groups", "groups_failed", "groups_hinted", "groups_guided")}
+    assert guide["groups"] == guide["groups_failed"] >= guide["groups_hinted"] == guide["groups_guided"] >= 1, guide
+    # one guidance decision per group dynamic sampling judged (a group scored across the last drain: one ahead)
+    assert 0 <= guide["groups"] - total["groups_drawn"] <= 1, (guide, total)
+    hinted = [r for r in logs if "tase/guide/hint_level" in r]
+    assert hinted and all(r["tase/guide/version_gap"] >= 0 and r["tase/guide/success_hinted"] == 0 for r in hinted)
+    assert all(r["tase/guide/success_unhinted"] == 0 for r in logs if "tase/guide/success_unhinted" in r)
+    assert "freq_count" in json.loads((out / "guidance.json").read_text())["levels"]
     ckpt = next(out.glob("checkpoint-*"))
     state = json.loads((ckpt / "rollout_state.json").read_text())
     # one group per step trained; the dropped ones before it count as used: the resume starts past them
@@ -184,14 +196,15 @@ def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position
     continues from the last complete checkpoint to max_steps, the worker starts at the saved prompt position
     (rollout_state.json, past the dropped prompts; TRL restores it for a Dataset only, the recipe for a stream): the
     next checkpoint's position is at least the saved one plus the groups trained since, the policy version keeps
-    counting, and the curriculum starts at the levels the checkpoint saved."""
+    counting, and the curriculum starts at the levels the checkpoint saved; so does guidance hint's schedule (moved in
+    the worker, saved with the trainer's step)."""
     out = tmp_path / "run"
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
            "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "4",
            "--num_generations", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
            "--max_completion_length", "8", "--num_train_examples", "64", "--async_max_model_len", "512",
            "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--save_strategy", "steps",
-           "--save_steps", "1", "--logging_steps", "1", "--streaming", "true", *CURRICULUM]
+           "--save_steps", "1", "--logging_steps", "1", "--streaming", "true", *CURRICULUM, "--guidance", "hint"]
     env = {**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}
     # the trainer and its rollout child, once checkpoint-2 is written
     kill_when(cmd, lambda: (out / "checkpoint-2" / "trainer_state.json").is_file(), env=env, timeout=900, group=True,
@@ -205,12 +218,18 @@ def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position
 
     levels = saved_state(ckpts[-1])["levels"]
     assert levels["sort_lengths"] < 4, levels  # the worker moved it, and the checkpoint holds the worker's state
+    from recipes.features.guidance.hints import saved_state as saved_guidance
+
+    hints = saved_guidance(ckpts[-1])
+    assert hints["step"] == saved_step and "freq_count" in hints["levels"], hints
     res = subprocess.run([*cmd, "--resume_from_checkpoint", "true"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-4000:]
     assert f"curriculum (restored from {ckpts[-1]}): " + ", ".join(
         f"{t} {lv}/4" for t, lv in sorted(levels.items())) in res.stderr, res.stderr[-3000:]
     assert f"the rollout worker resumes at prompt {saved['prompt_index']}" in res.stderr
+    assert f"guidance hint (restored from {ckpts[-1]}): hint levels " + ", ".join(
+        f"{t} {lv}/1" for t, lv in sorted(hints["levels"].items())) in res.stderr, res.stderr[-3000:]
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
     after = json.loads((out / "checkpoint-4" / "rollout_state.json").read_text())
     assert after["prompt_index"] >= saved["prompt_index"] + (4 - saved_step), (saved, after)

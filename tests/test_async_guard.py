@@ -212,6 +212,86 @@ def test_the_worker_drops_uniform_groups_up_to_the_round_cap_then_pads_with_zero
     assert [s.advantage for s in asyncio.run(loop._score_group(group(0, (False, False))))] == [0.0, 0.0]
 
 
+def test_async_worker_hints_an_all_fail_group_and_the_hooks_after_it_judge_the_hinted_one():
+    """guidance hint under trainer: async (recipes/features/guidance/worker.WorkerGuidance, issue 79), run through TRL's
+    real _score_group with the features' hooks in the order recipes/features.rollout gives them: a freq_count group
+    whose strict verdicts all fail is generated again (the loop's own _generate_one, here scripted: the hinted prompt
+    gets one right answer) with the hint at the task's level, scored again, and its samples take the failed ones'
+    place with the worker's policy version; dynamic sampling after it judges the hinted group (mixed: kept). A group
+    with a right answer, and a failed group of a row that is not a synth row, are not generated again. The `success`
+    schedule moves on the unhinted verdicts and its state reaches the trainer's copy; the `step` schedule follows the
+    optimizer step the trainer sets; the channels stay out of a plain pickle (TRL's picklability check)."""
+    import asyncio
+    import pickle
+    from types import SimpleNamespace
+
+    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence
+
+    import synth
+    from recipes.async_grpo.cpu_engine import WeightedReward
+    from recipes.features.dynamic_sampling.worker import WorkerFilter
+    from recipes.features.guidance.hints import HintSchedule
+    from recipes.features.guidance.worker import WorkerGuidance, WorkerSchedule
+    from recipes.shared.data import to_row
+    from rewards.trl import accuracy_strict
+    from synth.core import HINT_PREFIX
+
+    rec = next(r for r in synth.generate("freq_count", "en", 50, 1234, max_len=6) if r["answer"] == "2")
+    ws = WorkerSchedule(HintSchedule({"freq_count": 2}, "success", start=1, window=1, up=0.5, down=0.0))
+    hook = pickle.loads(pickle.dumps(WorkerGuidance(ws.sched, ws.queue, ws.step)))  # the child's copy, as spawned
+    assert hook.updates is None and hook.step is None  # a plain pickle leaves the channels behind
+    hook.updates, hook.step = ws.queue, ws.step
+    loop, _, pushed = _scored_loop([hook, WorkerFilter("strict", rounds=1, per_step=1)],
+                                   [WeightedReward(accuracy_strict, 1.0)])
+    loop._model_version_value = SimpleNamespace(value=5)  # the worker's policy version now
+    asked: list = []
+
+    async def generate(prompt, tool_dict, tools, group_id=0):  # noqa: ANN001, ANN202 - vLLM's turn, scripted
+        asked.append(prompt[-1]["content"])
+        text = "<answer>2</answer>" if len(asked) % 2 else "<answer>7</answer>"
+        return ([{"role": "assistant", "content": text}], [1], [TrainingSequence([0, 1], [0, 1], [0.0, -0.5], "h")],
+                0, 0, None)
+
+    loop._generate_one = generate
+
+    def group(row: dict, texts: list[str], gid: int) -> RolloutGroup:
+        return RolloutGroup(
+            prompts=[row["prompt"]] * 2, reward_kwargs={k: [v] * 2 for k, v in row.items() if k != "prompt"},
+            completions=[[{"role": "assistant", "content": t}] for t in texts], completions_ids=[[1], [1]],
+            completions_sequences=[[TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "a")],
+                                   [TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "b")]],
+            tool_call_counts=[0, 0], tool_failure_counts=[0, 0], model_version=3, group_id=gid,
+            env_rewards=[None, None], rollout_rewards=[None, None])
+
+    row = to_row(rec, "sys")
+    out = asyncio.run(loop._score_group(group(row, ["<answer>7</answer>", "<answer>9</answer>"], 0)))
+    assert len(asked) == 2 and all(HINT_PREFIX in a for a in asked)  # generated again, with the hint
+    assert len(out) == 2 and all(HINT_PREFIX in s.prompt[-1]["content"] for s in out)
+    assert [s.model_version for s in out] == [5, 5] and out[0].advantage > 0 > out[1].advantage
+    c, r = loop._counters, loop._rates
+    assert (c["tase/guide/groups_total"], c["tase/guide/groups_failed_total"], c["tase/guide/groups_hinted_total"],
+            c["tase/dynamic/groups_kept_total"]) == (1, 1, 1, 1)  # the filter judged the hinted (mixed) group
+    assert r["tase/guide/success_unhinted"] == [0.0, 2.0] and r["tase/guide/success_hinted"] == [1.0, 2.0]
+    gauges = next(p for p in pushed if "tase/guide/hint_level" in p)
+    assert gauges["tase/guide/hint_level"] == 1.0 and gauges["tase/guide/version_gap"] == 2.0
+    assert gauges["tase/guide/freq_count/hint_level"] == 0.0  # the failure moved it one level stronger
+    assert ws.sched.level("freq_count") == 1  # the trainer's copy, until it drains
+    deadline = time.time() + 10
+    while not ws.drain():  # a spawn queue's put lands after its feeder thread ran
+        assert time.time() < deadline
+        time.sleep(0.05)
+    assert ws.sched.level("freq_count") == 0
+    official = {**row, "id": "freq_count/english/7"}
+    for g in (group(row, ["<answer>2</answer>", "<answer>7</answer>"], 1), group(official, ["7", "9"], 2)):
+        assert [s.group_id for s in asyncio.run(loop._score_group(g))] in ([g.group_id] * 2, [])
+    assert len(asked) == 2 and loop._counters["tase/guide/groups_hinted_total"] == 1  # neither generated again
+    steps = WorkerSchedule(HintSchedule({"freq_count": 2}, "step", start=0, every=2))
+    loop.tase_hooks = [WorkerGuidance(steps.sched, None, steps.step)]
+    steps.at_step(2)  # the trainer's step end
+    asyncio.run(loop._score_group(group(row, ["<answer>7</answer>", "<answer>9</answer>"], 3)))
+    assert pushed[-1]["tase/guide/hint_level"] == 1.0 and len(asked) == 4
+
+
 def test_the_worker_logs_each_rewards_raw_and_weighted_mean():
     """Reward logging under async (recipes/features/reward_log/weighted.WorkerRewardLog): each sample carries its
     completion's raw reward and weight x raw under sync's keys (tase/reward/<name>/mean, /weighted), named for the

@@ -311,7 +311,7 @@ def test_each_feature_declares_the_features_it_imports_and_follows_them():
         assert used <= set(f.requires), f"{f.name} imports {sorted(used - set(f.requires))} without `requires`"
         for other in f.requires:
             assert other in packages and names.index(other) < names.index(f.name), (f.name, other, names)
-    assert found["guidance"] == {"curriculum", "dynamic_sampling"}  # the declarations follow real imports
+    assert found["guidance"] == {"tracking", "curriculum", "dynamic_sampling"}  # the declarations follow real imports
     assert {"curriculum", "dynamic_sampling", "reward_log"} <= {n for n, used in found.items() if "tracking" in used}
 
 
@@ -391,7 +391,7 @@ def test_every_feature_under_every_trainer_runs_whole_or_is_refused_in_one_line(
     # the paper's path: what trainer: async runs, and what it refuses (docs/training.md, "Features under async")
     assert {k[0] for k, v in seen.items() if k[1] == "async" and v == "runs"} == {
         "tracking", "presets", "reward_log", "vllm_cpu", "cpu_speed", "dynamic_sampling", "budget", "heldout",
-        "curriculum"}
+        "curriculum", "guidance"}
     assert all(v == "runs" for k, v in seen.items() if k[1] == "sync")
 
 
@@ -411,7 +411,8 @@ def test_each_trainer_declares_the_hooks_its_entry_point_folds():
                                                 ("async", "trainer_class", ["--held_out_rows", "4", "--eval_strategy",
                                                                             "steps", "--eval_steps", "1"]),
                                                 ("async", "rollout", ["--curriculum", "true", "--streaming", "true"]),
-                                                ("sync", "trainer_class", ["--guidance", "hint"])])
+                                                ("sync", "trainer_class", ["--guidance", "hint"]),
+                                                ("async", "rollout", ["--guidance", "hint"])])
 def test_a_hook_removed_from_a_trainer_refuses_the_features_that_need_it(tmp_path, monkeypatch, trainer, hook, argv):
     """Take `hook` out of a trainer's declared folds: a feature that needs it is refused at parse time in one line
     naming the hook (not accepted and left out)."""
@@ -425,13 +426,36 @@ def test_a_hook_removed_from_a_trainer_refuses_the_features_that_need_it(tmp_pat
     assert code == 2 and f"needs the {hook} hook(s), which trainer: {trainer} does not run" in err, err[-1500:]
 
 
+def test_an_option_of_a_feature_the_trainer_does_not_run_is_one_line(tmp_path, monkeypatch):
+    """A feature whose module does not declare a trainer (guidance, were it sync only): its option given under that
+    trainer without the feature's switch is refused in one line naming it, not accepted and ignored."""
+    from recipes.features import SYNC, feature
+
+    monkeypatch.setattr(type(feature("guidance")), "trainers", frozenset({SYNC}))
+    code, err, _ = _dry(["--guidance_schedule", "step", "--trainer", "async", "--output_dir", str(tmp_path / "o")])
+    assert code == 2 and "(given: guidance_schedule)" in err and "Traceback" not in err, err[-1500:]
+
+
+def test_rollout_hooks_run_in_list_order_except_before_the_features_named():
+    """The async worker's hooks (recipes/features.rollout): the list's order, except that guidance's hinted retry
+    moves before reward logging and dynamic sampling (they read the hinted group, as sync's guided batch), and the
+    curriculum stays before it (it judges the unhinted pass)."""
+    from recipes.features import feature, rollout_order
+
+    names = ["curriculum", "reward_log", "dynamic_sampling", "guidance"]
+    assert [f.name for f in rollout_order([feature(n) for n in names])] == [
+        "curriculum", "guidance", "reward_log", "dynamic_sampling"]
+    assert [f.name for f in rollout_order([feature(n) for n in names[:3]])] == names[:3]
+
+
 @pytest.mark.parametrize("argv,why", [
     (["--cpu_shared_prefill", "false"], "cpu_shared_prefill false: trainer: async always computes"),
     (["--vllm_reload_sync", "never"], "vllm_reload_sync never: trainer: async picks its weight path itself"),
-    (["--guidance_schedule", "step"], "(given: guidance_schedule)"),
+    (["--guidance", "gold"], "guidance gold works with trainer: sync only (a gold member needs behaviour"),
 ])
 def test_async_refuses_what_it_would_ignore_in_one_line(tmp_path, argv, why):
-    """Issue 80's "accepted and ignored" under --trainer async: a CPU option async does its own way, and an option
-    of a feature async does not run (given without its switch), are one line each."""
+    """Issue 80's "accepted and ignored" under --trainer async: a CPU option async does its own way, and a feature
+    value async does not run (guidance gold: the worker has no behaviour log-probs for gold tokens), are one line
+    each."""
     code, err, _ = _dry([*argv, "--trainer", "async", "--output_dir", str(tmp_path / "o")])
     assert code == 2 and why in err and "Traceback" not in err, err[-1500:]

@@ -176,7 +176,7 @@ def test_paper_recipe_dry_run_and_gpu_check():
                  "6 FSDP2 process(es), recipes/accelerate/fsdp2.yaml", "weight sync every 1 optimizer step(s)",
                  # the features it will run, and those async refuses (issue 79; docs/training.md)
                  "features (trainer: async): tracking, presets, reward_log, vllm_cpu, cpu_speed; refused here if "
-                 "enabled: guidance", "tracking: the tase/ metrics ride on each sample"):
+                 "enabled: guidance gold/both", "tracking: the tase/ metrics ride on each sample"):
         assert line in res.stdout, line
     res = sync
     assert res.returncode == 0, res.stderr[-2000:]

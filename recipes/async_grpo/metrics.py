@@ -14,6 +14,7 @@ The averages are per micro-batch, then per logging step (TRL's), so per-task val
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -46,8 +47,9 @@ class TaseMetricsLoop:
     """Mixin for TRL's `_AsyncRolloutLoop` (in the rollout child): after TRL scores a group, each of its training
     samples carries its `tase/*` share. A group that cannot be scored as TASE rows (no `type` column) turns the
     metrics off with one line, as in sync runs. Then the features' rollout hooks (`tase_hooks`, recipes/features/
-    `rollout`) run in order on the group's samples: each may add metrics, count into the worker's counters, or drop
-    the group (an empty list: nothing of it reaches the trainer's queue)."""
+    `rollout`) run in order on the group's samples: each may add metrics, count into the worker's counters, drop
+    the group (an empty list: nothing of it reaches the trainer's queue), or, as a coroutine, put a group it generated
+    again in its place (a `(group, samples)` pair: the hooks after it see that group; guidance's hinted retry)."""
 
     tase_level: str = FINE
     tase_off: str | None = None
@@ -61,11 +63,23 @@ class TaseMetricsLoop:
         super().__init__(**kwargs)
 
     async def _score_group(self, group: Any) -> list:
+        samples = await self.tase_score(group)
+        for hook in self.tase_hooks:
+            out = hook(self, group, samples)
+            if inspect.isawaitable(out):
+                out = await out
+            if isinstance(out, tuple):  # the hook put another group in this one's place (guidance's hinted retry)
+                group, samples = out
+            else:
+                samples = out
+        return samples
+
+    async def tase_score(self, group: Any) -> list:
+        """TRL's scoring of `group` (rewards, advantages, per-sample metrics) with each sample's tase/ share; no
+        rollout hook runs (a hook that generates a group again scores it with this)."""
         samples = await super()._score_group(group)  # type: ignore[misc]
         if self.tase_off is None:
             self._add_tase_metrics(group, samples)
-        for hook in self.tase_hooks:
-            samples = hook(self, group, samples)
         return samples
 
     def _add_tase_metrics(self, group: Any, samples: list) -> None:

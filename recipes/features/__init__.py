@@ -37,7 +37,8 @@ from recipes.features.contract import (
 )
 
 __all__ = ["FEATURES", "Feature", "Run", "TrainerKind", "TRAINERS", "GRPO_TRAINERS", "SYNC", "ASYNC", "SFT",
-           "trainer_kind", "RUN_HOOKS", "skipped", "given_problem", "rollout", "feature", "option_fields",
+           "trainer_kind", "RUN_HOOKS", "skipped", "given_problem", "rollout", "rollout_order", "feature",
+           "option_fields",
            "check_options", "ranges", "check", "environment", "setup", "dataset_kwargs", "wrap_rewards", "callbacks",
            "trainer_class", "trainer_kwargs", "after_build", "after_train", "dry_run_lines", "overlay", "argv",
            "sft_option_types", "merged", "reward_names", "reward_kwargs", "renamed"]
@@ -233,14 +234,29 @@ def after_train(trainer: Any, run: Run) -> None:
 
 
 def rollout(run: Run) -> list[Any]:
-    """The objects the async rollout worker runs on each scored group, in the order of the list."""
-    return [hook for f in _on(run, "rollout") for hook in f.rollout(run)]
+    """The objects the async rollout worker runs on each scored group, in the order of the list, except that a
+    feature's hooks move before those of the features its `rollout_before` names (guidance's hinted retry comes
+    before reward logging and dynamic sampling read the group, as sync's guided batch does)."""
+    return [hook for f in rollout_order(_on(run, "rollout")) for hook in f.rollout(run)]
+
+
+def rollout_order(on: list[Feature]) -> list[Feature]:
+    """`on` (features in the list's order) with each one moved before the first of those its `rollout_before`
+    names."""
+    order = list(on)
+    for f in list(order):
+        ahead = [i for i, g in enumerate(order) if g.name in f.rollout_before]
+        if ahead and min(ahead) < order.index(f):
+            order.remove(f)
+            order.insert(min(ahead), f)
+    return order
 
 
 def dry_run_lines(run: Run) -> list[str]:
     """The features the run folds (and those its trainer refuses), then each enabled feature's line (what it will do
     in this run) and what the trainer does in a feature's place."""
-    refused = [f.name for f in FEATURES if _present(f, run.args) and skipped(f, run.trainer)]
+    refused = [f.name if skipped(f, run.trainer) else f"{f.name} {f.refused_values[run.trainer]}" for f in FEATURES
+               if _present(f, run.args) and (skipped(f, run.trainer) or run.trainer in f.refused_values)]
     head = f"features (trainer: {run.trainer}): {', '.join(f.name for f in _on(run))}" + (
         f"; refused here if enabled: {', '.join(refused)}" if refused else "")
     return [head, *(line for f in _on(run) for line in (f.dry_run_line(run), _native(f, run.trainer)) if line)]

@@ -22,7 +22,10 @@ A feature is a `Feature` subclass; every hook has a do-nothing default, so a fea
   recipes/shared/data.build_dataset that come from its state: a curriculum's levels), `wrap_rewards`, `callbacks`,
   `trainer_class` (a mixin over the class so far), `trainer_kwargs`, `after_build` (patches and one-line notes on
   the built trainer), `after_train`, `rollout` (picklable objects the async rollout worker runs on each group it
-  scores, in its own process: recipes/async_grpo/metrics.py), `dry_run_line`.
+  scores, in its own process: recipes/async_grpo/metrics.py; in the list's order, except that a feature's run
+  before those of the features its `rollout_before` names), `dry_run_line`;
+- `refused_values`: trainer -> the option values of an enabled feature that trainer refuses (`check_enabled` says
+  why in one line; the dry run's "refused here" list names them).
 
 No silent skips: each trainer declares the run hooks its entry point folds (`TrainerKind.folds`, checked against the
 entry's source by tests/test_features.py), and each feature the run hooks it needs under each trainer (`needs`: the
@@ -107,6 +110,8 @@ class Feature:
     requires: tuple[str, ...] = ()  # the features whose code it imports or whose state it reads (listed before it)
     hooks: dict[str, tuple[str, ...]] = {}  # trainer -> the run hooks it needs there (default: those it overrides)
     native: dict[str, str] = {}  # trainer -> what that trainer does by itself in the feature's place (dry-run line)
+    rollout_before: tuple[str, ...] = ()  # features whose rollout hooks run after this one's (it changes the group)
+    refused_values: dict[str, str] = {}  # trainer -> the option values refused there (check_enabled's line says why)
 
     def needs(self, trainer: str) -> frozenset[str]:
         """The run hooks (RUN_HOOKS) this feature needs folded under `trainer`."""
@@ -176,7 +181,8 @@ class Feature:
 
     def rollout(self, run: Run) -> list[Any]:
         """Objects the async rollout worker calls as `hook(loop, group, samples) -> samples` on each group it scores
-        (in its spawned process: picklable, module-level classes)."""
+        (in its spawned process: picklable, module-level classes); a coroutine hook may return `(group, samples)`
+        for a group it generated again in the scored one's place (recipes/async_grpo/metrics.TaseMetricsLoop)."""
         return []
 
     def dry_run_line(self, run: Run) -> str | None:

@@ -1,20 +1,23 @@
-"""Guidance (recipes/features/guidance/hints.py, recipes/features/guidance/trainer.py): groups whose strict verdicts all
-fail are generated again with a graded hint and/or given the gold completion as a member. Sync, one training process."""
+"""Guidance (recipes/features/guidance/hints.py, recipes/features/guidance/trainer.py): groups whose strict verdicts
+all fail are generated again with a graded hint and/or given the gold completion as a member. Sync (a trainer mixin,
+one training process) and, for `hint`, async (a rollout hook: the worker generates the failed group again,
+recipes/features/guidance/worker.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.features.contract import SYNC, Feature, Run
+from recipes.features.contract import ASYNC, SYNC, TRAINERS, Feature, Run, TrainerKind
 from recipes.features.guidance.hints import MODES, SCHEDULES
 
 
 @dataclass
 class GuidanceOptions:
     guidance: str = field(default="none", metadata={
-        "help": "sync only: guide groups whose strict verdicts all fail (recipes/features/guidance/hints.py, "
-                "docs/training.md): hint (generate the group again with the task's graded hint in the prompt and train "
-                "on it), gold (put the row's gold completion in the group as one member), both, or none",
+        "help": "guide groups whose strict verdicts all fail (recipes/features/guidance/hints.py, docs/training.md): "
+                "hint (generate the group again with the task's graded hint in the prompt and train on it; async: "
+                "in the rollout worker), gold (put the row's gold completion in the group as one member; sync "
+                "only), both (sync only), or none",
         "choices": ["none", "hint", "gold", "both"]})
     guidance_schedule: str = field(default="success", metadata={
         "help": "guidance: how the hint weakens: success (one level weaker when the unhinted strict accuracy of a "
@@ -46,13 +49,13 @@ def check_guidance(args: Any) -> None:
 
 class Guidance(Feature):
     name = "guidance"
-    requires = ("curriculum", "dynamic_sampling")
+    requires = ("tracking", "curriculum", "dynamic_sampling")
     options = GuidanceOptions
     after = "dynamic_sampling_granularity"
-    trainers = frozenset({SYNC})
-    refusal = ("guidance works with trainer: sync only (under async a hinted retry would be a second generation of "
-               "the group inside the rollout worker's scoring, and a gold member needs behaviour log-probabilities "
-               "the worker does not have; neither is built: docs/training.md)")
+    trainers = frozenset({SYNC, ASYNC})
+    hooks = {SYNC: ("setup", "trainer_class", "trainer_kwargs", "callbacks"), ASYNC: ("setup", "callbacks", "rollout")}
+    rollout_before = ("reward_log", "dynamic_sampling")  # they read the hinted group, as sync's guided batch
+    refused_values = {ASYNC: "gold/both"}
 
     def enabled(self, args: Any) -> bool:
         return args.guidance != "none"
@@ -60,15 +63,29 @@ class Guidance(Feature):
     def check_options(self, args: Any) -> None:
         check_guidance(args)
 
+    def check_enabled(self, args: Any, kind: TrainerKind | None) -> None:
+        if kind is not None and kind.rollout_worker and args.guidance in ("gold", "both"):
+            raise ValueError(f"guidance {args.guidance} works with trainer: sync only (a gold member needs behaviour "
+                             "log-probabilities of the gold tokens, and TRL's rollout worker has log-probs only for "
+                             "tokens its engine sampled: scoring the gold answer as vLLM prompt log-probs is not "
+                             "built); under trainer: async use guidance hint (docs/training.md)")
+
     def check(self, run: Run) -> None:
         from recipes.features.guidance import hints as guidance
 
-        guidance.check_run(run.args, run.cfg, run.processes, run.model_args)
+        # async: the worker retries a group in its one process, whatever the trainer's process count
+        guidance.check_run(run.args, run.cfg, 1 if TRAINERS[run.trainer].rollout_worker else run.processes,
+                           run.model_args)
 
     def setup(self, run: Run) -> Any:
         from recipes.features.guidance import hints as guidance
 
-        return guidance.start(run.args, run.resume)
+        sched = guidance.start(run.args, run.resume)
+        if sched is not None and TRAINERS[run.trainer].rollout_worker:  # the worker moves it: a way back
+            from recipes.features.guidance.worker import WorkerSchedule
+
+            return WorkerSchedule(sched)
+        return sched
 
     def trainer_class(self, base: type, run: Run) -> type:
         from trl import GRPOTrainer
@@ -86,7 +103,25 @@ class Guidance(Feature):
     def callbacks(self, run: Run) -> list[Any]:
         from recipes.features.guidance import hints as guidance
 
-        return guidance.callbacks(run.state.get(self.name))
+        state = run.state.get(self.name)
+        if TRAINERS[run.trainer].rollout_worker and state is not None:  # async: the worker's state first, then saved
+            from recipes.features.guidance.worker import schedule_callback
+
+            return [schedule_callback(state), *guidance.callbacks(state.sched)]
+        return guidance.callbacks(state)
+
+    def dry_run_line(self, run: Run) -> str | None:
+        if not TRAINERS[run.trainer].rollout_worker:
+            return None
+        return (f"guidance {run.args.guidance}: in the rollout worker, a group whose strict verdicts all fail is "
+                f"generated again with its task's hint ({run.args.guidance_schedule} schedule; "
+                "recipes/features/guidance/worker.py)")
+
+    def rollout(self, run: Run) -> list[Any]:
+        from recipes.features.guidance.worker import WorkerGuidance
+
+        state = run.state[self.name]
+        return [WorkerGuidance(state.sched, state.queue, state.step)]
 
 
 FEATURE = Guidance()

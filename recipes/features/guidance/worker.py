@@ -1,0 +1,160 @@
+"""Guidance under trainer: async: the rollout worker's hinted retry of a group whose strict verdicts all fail, and the
+trainer's side of the hint schedule (the sync trainer's guidance is in trainer.py). `gold` and `both` stay sync only
+(recipes/features/guidance/__init__.py says why)."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from recipes.features.guidance.hints import PREFIX, HintSchedule, plan_hints
+
+
+def group_row(group: Any) -> dict[str, Any]:
+    """A TRL RolloutGroup's row: its reward columns (every dataset column but the prompt and completion, one value per
+    completion, all equal) and its plain prompt."""
+    row = {k: v[0] for k, v in group.reward_kwargs.items() if v}
+    row["prompt"] = group.prompts[0]
+    return row
+
+
+class WorkerGuidance:
+    """`guidance: hint` in the async rollout worker (a rollout hook, recipes/async_grpo/metrics.py; it runs before
+    reward logging and dynamic sampling, recipes/features/guidance/__init__.py `rollout_before`). After TRL scores a
+    group, a group whose strict verdicts all fail and whose synth row has a hint at its task's level is generated again
+    (TRL's own `_generate_one`, num_generations times, so the completions carry the engine's behaviour log-probs like
+    any other) with the hint appended to its user turn, and scored again (TRL's `_score_group`, the tase/ sample
+    metrics); the hinted group and its samples take the failed ones' place, so the hooks after this one (dynamic
+    sampling) judge the hinted group. The hinted samples carry the policy version the worker held when it generated
+    them: the hint was built for that version, and the version gap to the failed group is logged.
+
+    The schedule (`sched`, a HintSchedule) lives here, like the curriculum's levels: `success` moves on each group's
+    unhinted strict accuracy (after the group was guided at the level in force, as sync); `step` reads the trainer's
+    optimizer step from `step` (a spawn-context Value the trainer sets at every step end). After each group the state
+    goes back over `updates` (a spawn-context queue; WorkerSchedule) for the checkpoints. Counters and rates go out
+    through the worker's metrics queue under sync's tase/guide/ names where they mean the same."""
+
+    def __init__(self, sched: HintSchedule, updates: Any = None, step: Any = None) -> None:
+        self.sched, self.updates, self.step = sched, updates, step
+
+    def __getstate__(self) -> dict[str, Any]:
+        from multiprocessing.context import get_spawning_popen
+
+        state = dict(self.__dict__)
+        if get_spawning_popen() is None:  # a plain pickle (TRL's picklability check): the channels go to the child only
+            state["updates"] = state["step"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.updates is not None:  # in the child: its exit must not wait on states the trainer no longer reads
+            self.updates.cancel_join_thread()
+
+    async def __call__(self, loop: Any, group: Any, samples: list) -> Any:
+        from recipes.features.tracking.metrics import verdicts
+        from recipes.shared.data import LEVEL_COLUMN
+
+        size, sched = len(group.completions), self.sched
+        if self.step is not None:
+            sched.step = int(self.step.value)
+        columns = {k: v for k, v in group.reward_kwargs.items() if k not in ("prompts", "completions")}
+        strict = [float(v.strict) for v in verdicts(group.prompts, group.completions, columns)]
+        row = group_row(group)
+        plan = plan_hints([row] * size, strict, size, sched.level)
+        task = row.get("task")
+        if task is not None:  # the schedule moves after the group was guided at the level in force
+            sched.record(str(task), sum(strict) / size)
+        counters, rates = loop._counters, loop._rates
+        failed = not any(strict)
+        counters[PREFIX + "groups_total"] += 1
+        counters[PREFIX + "groups_failed_total"] += failed
+        rates[PREFIX + "success_unhinted"][0] += sum(strict)
+        rates[PREFIX + "success_unhinted"][1] += size
+        rates[PREFIX + "guided_share"][1] += 1
+        gauges: dict[str, float] = {}
+        out: Any = samples
+        if plan:
+            prompt, level = plan[0]
+            version = loop.model_version  # the policy the hint is built for: the one that generates the retry
+            tools = list(getattr(loop, "_standalone_tools", None) or [])
+            made = await asyncio.gather(*[loop._generate_one(prompt, tool_dict={t.__name__: t for t in tools},
+                                                             tools=tools, group_id=group.group_id)
+                                          for _ in range(size)])
+            kwargs = dict(group.reward_kwargs)
+            if LEVEL_COLUMN in kwargs:
+                kwargs[LEVEL_COLUMN] = [-1] * size  # the curriculum judges the unhinted pass only
+            hinted = type(group)(
+                prompts=[prompt] * size, reward_kwargs=kwargs, completions=[m[0] for m in made],
+                completions_ids=[m[1] for m in made], completions_sequences=[m[2] for m in made],
+                tool_call_counts=[m[3] for m in made], tool_failure_counts=[m[4] for m in made],
+                model_version=version, group_id=group.group_id, env_rewards=[None] * size,
+                rollout_rewards=[m[5] for m in made])
+            h_samples = await loop.tase_score(hinted)
+            h_strict = [float(v.strict) for v in verdicts(hinted.prompts, hinted.completions, columns)]
+            counters[PREFIX + "groups_hinted_total"] += 1
+            counters[PREFIX + "groups_guided_total"] += 1
+            rates[PREFIX + "guided_share"][0] += 1
+            rates[PREFIX + "success_hinted"][0] += sum(h_strict)
+            rates[PREFIX + "success_hinted"][1] += size
+            gauges[PREFIX + "hint_level"] = float(level)
+            gauges[PREFIX + "version_gap"] = float(version - group.model_version)
+            out = (hinted, h_samples)
+        for t in sched.cur.levels:
+            lv = sched.level(t)
+            if lv is not None:
+                gauges[f"{PREFIX}{t}/hint_level"] = float(lv)
+        if self.updates is not None:
+            self.updates.put(sched.state())
+        loop._push_metrics(gauges)
+        return out
+
+
+class WorkerSchedule:
+    """Trainer side of WorkerGuidance (async): `sched` is the trainer's copy (started, or restored from the resumed
+    checkpoint, before the worker spawns with it), `queue` the states the worker sends, `step` the optimizer step the
+    worker's `step` schedule reads. `drain` loads the latest state into `sched`, which GuidanceCallback saves."""
+
+    def __init__(self, sched: HintSchedule) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")  # spawn: handed to the rollout child with its loop kwargs
+        self.sched, self.queue, self.step = sched, ctx.Queue(), ctx.Value("i", int(sched.step))
+
+    def drain(self) -> int:
+        """Take every state the worker sent; the last one becomes the trainer's copy. Returns how many."""
+        import queue
+
+        n, last = 0, None
+        while True:
+            try:
+                last = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            n += 1
+        if last is not None:
+            self.sched.load(last)
+        return n
+
+    def at_step(self, step: int) -> None:
+        """The trainer's optimizer step, for the worker's `step` schedule and the saved state."""
+        self.step.value = int(step)
+        self.sched.step = int(step)
+
+
+def schedule_callback(ws: WorkerSchedule) -> Any:
+    """A TrainerCallback that passes the optimizer step to the worker and takes its schedule state at every step end
+    and at the end of training, before GuidanceCallback saves it (it is listed first)."""
+    from transformers import TrainerCallback
+
+    class DrainGuidance(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            ws.at_step(state.global_step)  # a resumed run: the step it restarts at
+
+        def on_step_end(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            ws.drain()
+            ws.at_step(state.global_step)
+
+        def on_train_end(self, args, state, control, **kw):  # noqa: ANN001, ANN003, ANN201
+            ws.drain()
+            ws.at_step(state.global_step)
+
+    return DrainGuidance()
