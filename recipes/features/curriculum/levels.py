@@ -28,6 +28,7 @@ from typing import Any
 
 from common.errors import TaseError
 from recipes.shared.data import LEVEL_COLUMN
+from recipes.shared.worker_state import WorkerStateQueue
 
 STATE_FILE = "curriculum.json"
 PREFIX = "tase/curriculum/"
@@ -292,32 +293,15 @@ class WorkerCurriculum:
         return samples
 
 
-class WorkerLevels:
+class WorkerLevels(WorkerStateQueue):
     """Trainer side of WorkerCurriculum (async): `cur` is the trainer's copy (started, or restored from the resumed
     checkpoint, before the worker spawns with it), `queue` the states the worker sends. `drain` loads the latest into
     `cur`, which CurriculumCallback saves: a checkpoint holds the levels and windows as of the groups the worker had
     scored by its step end (a few groups ahead of the trained ones: those still queued or in flight)."""
 
     def __init__(self, cur: Curriculum) -> None:
-        import multiprocessing as mp
-
+        super().__init__(cur)
         self.cur = cur
-        self.queue = mp.get_context("spawn").Queue()  # spawn: handed to the rollout child with its loop kwargs
-
-    def drain(self) -> int:
-        """Take every state the worker sent; the last one becomes the trainer's copy. Returns how many."""
-        import queue
-
-        n, last = 0, None
-        while True:
-            try:
-                last = self.queue.get_nowait()
-            except queue.Empty:
-                break
-            n += 1
-        if last is not None:
-            self.cur.load(last)
-        return n
 
 
 def drain_callback(levels: WorkerLevels) -> Any:

@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 from recipes.features.guidance.hints import PREFIX, HintSchedule, plan_hints
+from recipes.shared.worker_state import WorkerStateQueue
 
 
 def group_row(group: Any) -> dict[str, Any]:
@@ -108,7 +109,7 @@ class WorkerGuidance:
         return out
 
 
-class WorkerSchedule:
+class WorkerSchedule(WorkerStateQueue):
     """Trainer side of WorkerGuidance (async): `sched` is the trainer's copy (started, or restored from the resumed
     checkpoint, before the worker spawns with it), `queue` the states the worker sends, `step` the optimizer step the
     worker's `step` schedule reads. `drain` loads the latest state into `sched`, which GuidanceCallback saves."""
@@ -116,23 +117,9 @@ class WorkerSchedule:
     def __init__(self, sched: HintSchedule) -> None:
         import multiprocessing as mp
 
-        ctx = mp.get_context("spawn")  # spawn: handed to the rollout child with its loop kwargs
-        self.sched, self.queue, self.step = sched, ctx.Queue(), ctx.Value("i", int(sched.step))
-
-    def drain(self) -> int:
-        """Take every state the worker sent; the last one becomes the trainer's copy. Returns how many."""
-        import queue
-
-        n, last = 0, None
-        while True:
-            try:
-                last = self.queue.get_nowait()
-            except queue.Empty:
-                break
-            n += 1
-        if last is not None:
-            self.sched.load(last)
-        return n
+        super().__init__(sched)
+        self.sched = sched
+        self.step = mp.get_context("spawn").Value("i", int(sched.step))  # spawn: as the queue
 
     def at_step(self, step: int) -> None:
         """The trainer's optimizer step, for the worker's `step` schedule and the saved state."""
