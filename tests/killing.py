@@ -25,10 +25,10 @@ def checkpoint_whole(ckpt: Path) -> Callable[[], bool]:
 
 
 def kill_when(cmd: list[str], ready: Callable[[], bool], *, env: dict[str, str] | None = None,
-              timeout: float = 600, group: bool = False, poll: float = 0.1) -> None:
-    """Run `cmd` from the repository root and SIGKILL it once `ready()` holds. Fails the test, with the end of the
-    run's stderr, when the run ends first or `timeout` seconds pass. Its stderr goes to a file, so a chatty run never
-    blocks on a full pipe; stdout is dropped."""
+              timeout: float = 600, group: bool = False, poll: float = 0.1) -> str:
+    """Run `cmd` from the repository root and SIGKILL it once `ready()` holds; returns what it wrote to stderr. Fails
+    the test, with the end of the run's stderr, when the run ends first or `timeout` seconds pass. Its stderr goes to
+    a file, so a chatty run never blocks on a full pipe; stdout is dropped."""
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err,
                                 start_new_session=group)
@@ -50,3 +50,5 @@ def kill_when(cmd: list[str], ready: Callable[[], bool], *, env: dict[str, str] 
             elif proc.poll() is None:
                 proc.kill()
             proc.wait()
+        err.seek(0)
+        return err.read().decode(errors="replace")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import call_main
-from killing import kill_when
+from killing import checkpoint_whole, kill_when
 
 # its runs start vLLM engines, which TRL binds after an import the warm interpreter made without vLLM
 # (tests/warm_python.py)
@@ -63,11 +63,13 @@ def test_async_refuses_sync_only_options_in_one_line():
 
 
 def check_async_trainer(trace: Path, per_step: list[dict], steps: int, staleness: int) -> None:
-    """What the async trainer does at every step of a run: its trace (--async_trace) and its logged metrics."""
-    events = [json.loads(x) for x in trace.read_text().splitlines()]
+    """What the async trainer does at each of a run's first `steps` steps: its trace (--async_trace; of a killed run,
+    its whole lines) and its logged metrics."""
+    text = trace.read_text()
+    events = [json.loads(x) for x in text[:text.rfind("\n") + 1].splitlines()]
     gens = [e for e in events if e["event"] == "generate"]
     syncs = [e for e in events if e["event"] == "sync"]
-    train = [e for e in events if e["event"] == "train_step"]
+    train = [e for e in events if e["event"] == "train_step" and e["step"] <= steps]
     assert [e["step"] for e in train] == list(range(1, steps + 1))
     # rollouts were produced while training ran
     overlap = [(g, t) for g in gens for t in train if g["t0"] < t["t1"] and t["t0"] < g["t1"]]
@@ -101,75 +103,112 @@ CURRICULUM = ["--curriculum", "true", "--curriculum_window", "1", "--curriculum_
 
 
 @pytest.mark.slow
-def test_async_grpo_steps_budget_dynamic_sampling_and_reward_logging_on_cpu(vllm_env, tiny64, tmp_path):
-    """One async CPU run (a tiny random Llama with SmolLM2's tokenizer and chat template, 4 completions of <= 8 tokens
-    per step, max_staleness 1) for the async trainer itself and six features of issue 79. The trainer: generation in
-    the rollout process overlaps optimizer steps; every weight sync reaches the engine (versions 1, 2, ...) and the
-    worker's policy version follows; no trained sample is more than max_staleness syncs old; both reward functions
-    and the tase/ view of the batch are logged at every step. The features: the tiny random model fails every row, so
-    every group is uniform: guidance hint generates each failed freq_count group again with its hint in the worker
-    (still failed, logged under tase/guide/, its schedule saved with the final model), then dynamic sampling judges
-    it; dynamic sampling drops in the worker up to its cap (1 round) and then delivers zero-advantage groups, so the
-    run does not stall; `max_train_seconds` stops it long before max_steps and saves, as sync does; reward logging
-    carries each reward's raw and weighted mean out of the worker; the checkpoint's rollout_state.json starts a resume
-    after the dropped prompts, not at the first of them. Held-out evaluation runs at every step in the trainer and
-    names the best checkpoint; the curriculum (window 1: every failed group moves its task down) moves in the worker,
-    is logged from there and saved with the final model."""
+def test_async_features_three_steps_then_kill_9_and_a_budgeted_resume(vllm_env, tiny64, tmp_path):
+    """Issue 79 in two async CPU runs of a tiny random Llama with SmolLM2's tokenizer and chat template (4 completions
+    of <= 8 tokens per step, max_staleness 1), every feature on at once.
+
+    Run 1 makes at least 3 steps and is killed (-9, the trainer and its rollout child) once checkpoint-3 is written.
+    Over its first 3 steps: the async trainer itself (generation in the rollout process overlaps optimizer steps;
+    every weight sync reaches the engine, versions 1, 2, ...; no trained sample is more than max_staleness syncs old)
+    and each feature logs its metrics at every step. The tiny random model fails every row: guidance both generates
+    each failed freq_count group again with its hint in the worker (still failed, under tase/guide/) and then gives it
+    the row's gold completion as a member, its behaviour log-probs the engine's prompt log-probs (the gold answer fits
+    the 8 tokens); dynamic sampling then keeps those mixed groups, drops the other (uniform) ones up to its cap (1
+    round) and then delivers them with zero advantage, so the run does not stall; reward logging carries each reward's
+    raw and weighted mean out of the worker; held-out evaluation runs in the trainer at every step; the curriculum
+    (window 1: every failed group moves its task down) moves in the worker. The checkpoint's rollout_state.json starts
+    a resume after the dropped prompts.
+
+    Run 2 resumes (--resume_from_checkpoint true) with a budget, `max_train_seconds`, which stops it long before
+    max_steps and saves, as sync does: it continues from the last complete checkpoint, the worker starts at the saved
+    prompt position (TRL restores it for a Dataset only, the recipe for a stream), the curriculum and guidance's hint
+    schedule start at the levels the checkpoint saved, the policy version keeps counting, and best_checkpoint.json
+    holds every evaluation of the run, from both invocations."""
     trace, out, staleness = tmp_path / "trace.jsonl", tmp_path / "run", 1
     cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
            "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "1000",
-           "--max_staleness", str(staleness), "--async_trace", str(trace), "--learning_rate", "1e-4",
+           "--max_staleness", str(staleness), "--learning_rate", "1e-4",
            "--num_generations", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
            "--max_completion_length", "8", "--num_train_examples", "64", "--async_max_model_len", "512",
-           "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--max_train_seconds", "15",
-           "--save_strategy", "steps", "--save_steps", "1", "--save_total_limit", "1", "--logging_steps", "1",
+           "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1",
+           "--save_strategy", "steps", "--save_steps", "1", "--logging_steps", "1",
            "--held_out_rows", "4", "--eval_strategy", "steps", "--eval_steps", "1", "--held_out_max_new_tokens", "8",
-           "--streaming", "true", *CURRICULUM, "--guidance", "hint"]
-    res = subprocess.run(cmd, cwd=ROOT, env={**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}, capture_output=True,
-                         text=True, timeout=900)
+           "--streaming", "true", *CURRICULUM, "--guidance", "both"]
+    env = {**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}
+    stderr = kill_when([*cmd, "--async_trace", str(trace)],
+                       checkpoint_whole(out / "checkpoint-3"), env=env, timeout=900, group=True, poll=0.5)
+    assert "uniform groups now reach the trainer with zero advantage" in stderr  # the cap's one line
+    text = (out / "metrics.jsonl").read_text()
+    logs = [json.loads(x) for x in text[:text.rfind("\n") + 1].splitlines()]  # whole lines: the kill may cut one
+    first = [r for r in logs if r["step"] <= 3]  # what steps 1-3 logged (run 1 may have logged a 4th before the kill)
+    steps = [r for r in first if "sample/staleness_max" in r]
+    assert [r["step"] for r in steps] == [1, 2, 3], [r["step"] for r in logs]
+    check_async_trainer(trace, steps, 3, staleness)
+    for r in steps:  # every step: reward logging from the worker, under sync's names; the worker's feature metrics
+        assert r["tase/reward/accuracy_fine/mean"] == pytest.approx(r["rewards/accuracy_fine"])
+        assert r["tase/reward/format/weighted"] == pytest.approx(0.2 * r["tase/reward/format/mean"])
+    # held-out evaluation at every step, in the trainer (recipes/features/heldout/evaluation.async_trainer_class)
+    assert [r["step"] for r in first if "tase/heldout/strict_acc" in r] == [1, 2, 3]
+    assert all((out / "heldout" / f"step-{k}" / "results.json").is_file() for k in (1, 2, 3))
+    total = {k: sum(r.get(f"tase/dynamic/{k}_total") or 0 for r in first)
+             for k in ("groups_drawn", "groups_kept", "groups_dropped", "groups_padded")}
+    assert total["groups_kept"] + total["groups_padded"] >= 3  # one group trained per step
+    assert total["groups_dropped"] >= total["groups_padded"] and total["groups_drawn"] >= total["groups_dropped"]
+    # guidance both in the worker (recipes/features/guidance/worker.py): every group fails; freq_count's get a hint,
+    # fail again and get the gold member; sentence_length's (no hint at its level; its gold fits 8 tokens) the gold
+    # member only. A hinted group's gold member is counted after the engine's answer: in the next window at most.
+    guide = {k: sum(r.get(f"tase/guide/{k}_total") or 0 for r in first)
+             for k in ("groups", "groups_failed", "groups_hinted", "groups_gold", "groups_guided")}
+    assert guide["groups"] == guide["groups_failed"] >= guide["groups_guided"] >= guide["groups_hinted"] >= 1, guide
+    assert 1 <= guide["groups_gold"] and guide["groups_guided"] <= guide["groups_hinted"] + guide["groups_gold"] + 1
+    # one guidance decision per group dynamic sampling judged (a group scored across the last drain: one ahead), and
+    # the groups dynamic sampling kept are the gold ones (the only mixed groups)
+    assert 0 <= guide["groups"] - total["groups_drawn"] <= 1, (guide, total)
+    assert abs(total["groups_kept"] - guide["groups_gold"]) <= 1 and total["groups_kept"] >= 1, (guide, total)
+    hinted = [r for r in first if "tase/guide/hint_level" in r]
+    assert hinted and all(r["tase/guide/version_gap"] >= 0 and r["tase/guide/success_hinted"] == 0 for r in hinted)
+    assert all(r["tase/guide/success_unhinted"] == 0 for r in first if "tase/guide/success_unhinted" in r)
+    assert any(r.get("tase/guide/gold_share", 0) > 0 for r in first)
+    levels = [r["tase/curriculum/sort_lengths/level"] for r in first if "tase/curriculum/sort_lengths/level" in r]
+    assert levels and max(levels) < 4, levels  # the curriculum in the worker: sort_lengths' failed groups move it
+
+    ckpts = sorted((c for c in out.glob("checkpoint-*") if checkpoint_whole(c)()),
+                   key=lambda c: int(c.name.split("-")[1]))
+    saved_step = int(ckpts[-1].name.split("-")[1])
+    saved = json.loads((ckpts[-1] / "rollout_state.json").read_text())
+    assert saved_step >= 3 and saved["prompt_index"] > saved_step  # the dropped prompts count as used
+    from recipes.features.curriculum.levels import saved_state
+
+    levels = saved_state(ckpts[-1])["levels"]
+    assert levels["sort_lengths"] < 4, levels  # the worker moved it, and the checkpoint holds the worker's state
+    from recipes.features.guidance.hints import saved_state as saved_guidance
+
+    hints = saved_guidance(ckpts[-1])
+    assert hints["step"] == saved_step and "freq_count" in hints["levels"], hints
+
+    res = subprocess.run([*cmd, "--resume_from_checkpoint", "true", "--max_train_seconds", "15"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-4000:]
     # the rollout child exits by itself once stopped (recipes/async_grpo/cpu_engine.py): TRL waited 15 s, then killed it
     assert "did not exit" not in res.stderr, res.stderr[-2000:]
+    assert f"curriculum (restored from {ckpts[-1]}): " + ", ".join(
+        f"{t} {lv}/4" for t, lv in sorted(levels.items())) in res.stderr, res.stderr[-3000:]
+    assert f"the rollout worker resumes at prompt {saved['prompt_index']}" in res.stderr
+    assert f"guidance both (restored from {ckpts[-1]}): hint levels " + ", ".join(
+        f"{t} {lv}/1" for t, lv in sorted(hints["levels"].items())) in res.stderr, res.stderr[-3000:]
     stops = [x for x in res.stdout.splitlines() if x.startswith("max_train_seconds 15 reached at step ")]
     assert len(stops) == 1, res.stdout[-3000:]
     last = int(stops[0].split()[-2].rstrip(";"))
-    assert 1 <= last < 1000 and (out / "model.safetensors").is_file()
-    logs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    steps = [r for r in logs if "sample/staleness_max" in r]
-    assert len(steps) == last
-    check_async_trainer(trace, steps, last, staleness)
-    for r in steps:  # reward logging from the worker, under sync's names
-        assert r["tase/reward/accuracy_fine/mean"] == pytest.approx(r["rewards/accuracy_fine"])
-        assert r["tase/reward/format/weighted"] == pytest.approx(0.2 * r["tase/reward/format/mean"])
-    total = {k: sum(r.get(f"tase/dynamic/{k}_total") or 0 for r in logs)
-             for k in ("groups_drawn", "groups_kept", "groups_dropped", "groups_padded")}
-    assert total["groups_kept"] == 0 and total["groups_padded"] >= last  # all uniform: every trained group padded
-    assert total["groups_dropped"] > total["groups_padded"] and total["groups_drawn"] >= total["groups_dropped"]
-    # held-out evaluation at every step, in the trainer (recipes/features/heldout/evaluation.async_trainer_class)
+    assert saved_step < last < 1000 and (out / "model.safetensors").is_file()
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == last
+    after = json.loads((out / f"checkpoint-{last}" / "rollout_state.json").read_text())
+    assert after["prompt_index"] >= saved["prompt_index"] + (last - saved_step), (saved, after)
+    assert after["model_version"] > saved["model_version"]
     best = json.loads((out / "best_checkpoint.json").read_text())
     assert [e["step"] for e in best["evaluations"]] == list(range(1, last + 1)), best
     assert best["metric"] == "tase/heldout/strict_acc" and Path(best["path"]).is_dir()
-    assert (out / "heldout" / f"step-{last}" / "results.json").is_file()
-    assert len([r for r in logs if "tase/heldout/strict_acc" in r]) == last
-    # the curriculum in the worker: sort_lengths' first group (the stream's first row) fails and moves it 4 -> 3
-    levels = [r["tase/curriculum/sort_lengths/level"] for r in logs if "tase/curriculum/sort_lengths/level" in r]
-    assert levels and max(levels) < 4, levels
     assert json.loads((out / "curriculum.json").read_text())["levels"]["sort_lengths"] < 4
-    assert "uniform groups now reach the trainer with zero advantage" in res.stderr  # the cap's one line
-    # guidance hint in the worker (recipes/features/guidance/worker.py): every group fails; freq_count's get a hint
-    guide = {k: sum(r.get(f"tase/guide/{k}_total") or 0 for r in logs)
-             for k in ("groups", "groups_failed", "groups_hinted", "groups_guided")}
-    assert guide["groups"] == guide["groups_failed"] >= guide["groups_hinted"] == guide["groups_guided"] >= 1, guide
-    # one guidance decision per group dynamic sampling judged (a group scored across the last drain: one ahead)
-    assert 0 <= guide["groups"] - total["groups_drawn"] <= 1, (guide, total)
-    hinted = [r for r in logs if "tase/guide/hint_level" in r]
-    assert hinted and all(r["tase/guide/version_gap"] >= 0 and r["tase/guide/success_hinted"] == 0 for r in hinted)
-    assert all(r["tase/guide/success_unhinted"] == 0 for r in logs if "tase/guide/success_unhinted" in r)
     assert "freq_count" in json.loads((out / "guidance.json").read_text())["levels"]
-    ckpt = next(out.glob("checkpoint-*"))
-    state = json.loads((ckpt / "rollout_state.json").read_text())
-    # one group per step trained; the dropped ones before it count as used: the resume starts past them
-    assert state["prompt_index"] > int(ckpt.name.split("-")[1]), state
 
 
 @pytest.mark.slow
@@ -187,50 +226,3 @@ def test_async_run_whose_rollout_worker_dies_ends_in_one_line(vllm_env, tiny_mod
     last = res.stderr.strip().splitlines()[-1]
     assert res.returncode == 2, res.stderr[-3000:]
     assert last.startswith("error: the rollout worker died") and "head_dim=16" in last, last
-
-
-@pytest.mark.slow
-def test_async_kill_9_with_dynamic_sampling_resumes_at_the_workers_data_position(vllm_env, tiny64, tmp_path):
-    """kill -9 during an async run with dynamic sampling (every group uniform: the worker drops and pads) and the
-    curriculum (every group moves its task down) on streaming synth data, then --resume_from_checkpoint true: the run
-    continues from the last complete checkpoint to max_steps, the worker starts at the saved prompt position
-    (rollout_state.json, past the dropped prompts; TRL restores it for a Dataset only, the recipe for a stream): the
-    next checkpoint's position is at least the saved one plus the groups trained since, the policy version keeps
-    counting, and the curriculum starts at the levels the checkpoint saved; so does guidance hint's schedule (moved in
-    the worker, saved with the trainer's step)."""
-    out = tmp_path / "run"
-    cmd = [sys.executable, str(RECIPES / "grpo.py"), "--config", str(RECIPES / "configs" / "grpo_smollm2_cpu.yaml"),
-           "--trainer", "async", "--model_name_or_path", str(tiny64), "--output_dir", str(out), "--max_steps", "4",
-           "--num_generations", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
-           "--max_completion_length", "8", "--num_train_examples", "64", "--async_max_model_len", "512",
-           "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "1", "--save_strategy", "steps",
-           "--save_steps", "1", "--logging_steps", "1", "--streaming", "true", *CURRICULUM, "--guidance", "hint"]
-    env = {**vllm_env, "TRL_EXPERIMENTAL_SILENCE": "1"}
-    # the trainer and its rollout child, once checkpoint-2 is written
-    kill_when(cmd, lambda: (out / "checkpoint-2" / "trainer_state.json").is_file(), env=env, timeout=900, group=True,
-              poll=0.5)
-    ckpts = sorted((c for c in out.glob("checkpoint-*") if (c / "trainer_state.json").is_file()),
-                   key=lambda c: int(c.name.split("-")[1]))
-    saved_step = int(ckpts[-1].name.split("-")[1])
-    saved = json.loads((ckpts[-1] / "rollout_state.json").read_text())
-    assert saved_step < 4 and saved["prompt_index"] > saved_step  # the dropped prompts count as used
-    from recipes.features.curriculum.levels import saved_state
-
-    levels = saved_state(ckpts[-1])["levels"]
-    assert levels["sort_lengths"] < 4, levels  # the worker moved it, and the checkpoint holds the worker's state
-    from recipes.features.guidance.hints import saved_state as saved_guidance
-
-    hints = saved_guidance(ckpts[-1])
-    assert hints["step"] == saved_step and "freq_count" in hints["levels"], hints
-    res = subprocess.run([*cmd, "--resume_from_checkpoint", "true"], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-4000:]
-    assert f"curriculum (restored from {ckpts[-1]}): " + ", ".join(
-        f"{t} {lv}/4" for t, lv in sorted(levels.items())) in res.stderr, res.stderr[-3000:]
-    assert f"the rollout worker resumes at prompt {saved['prompt_index']}" in res.stderr
-    assert f"guidance hint (restored from {ckpts[-1]}): hint levels " + ", ".join(
-        f"{t} {lv}/1" for t, lv in sorted(hints["levels"].items())) in res.stderr, res.stderr[-3000:]
-    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
-    after = json.loads((out / "checkpoint-4" / "rollout_state.json").read_text())
-    assert after["prompt_index"] >= saved["prompt_index"] + (4 - saved_step), (saved, after)
-    assert after["model_version"] > saved["model_version"]

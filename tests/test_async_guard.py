@@ -292,6 +292,81 @@ def test_async_worker_hints_an_all_fail_group_and_the_hooks_after_it_judge_the_h
     assert pushed[-1]["tase/guide/hint_level"] == 1.0 and len(asked) == 4
 
 
+def test_async_worker_gives_an_all_fail_group_the_gold_member_with_the_engines_log_probs(tiny_model):
+    """guidance gold and both under trainer: async (recipes/features/guidance/worker.gold_group, issue 79), through
+    TRL's real _score_group: a failed freq_count group's last member becomes the row's gold completion under the plain
+    prompt, tokenized with the chat template as TRL's worker does, its behaviour log-probs the engine's prompt
+    log-probs of the gold tokens (here scripted; tests/test_vllm.py checks the engine's against sampled ones); the
+    group scored again is mixed, so the gold member gets the positive advantage and dynamic sampling keeps it. `both`
+    hints first and gives the gold member to the hinted group that still fails; a group with a right answer gets
+    none."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence
+
+    import synth
+    from recipes.async_grpo.cpu_engine import WeightedReward
+    from recipes.features.dynamic_sampling.worker import WorkerFilter
+    from recipes.features.guidance.hints import HintSchedule, gold_text
+    from recipes.features.guidance.worker import WorkerGuidance
+    from recipes.shared.data import to_row
+    from rewards.trl import accuracy_strict
+    from synth.core import HINT_PREFIX
+
+    rec = next(r for r in synth.generate("freq_count", "en", 50, 1234, max_len=6) if r["answer"] == "2")
+    row = to_row(rec, "sys")
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    asked, generated = [], []
+
+    async def prompt_logprobs(prompt_ids, completion_ids):  # noqa: ANN001, ANN202 - the engine's, scripted
+        asked.append((list(prompt_ids), list(completion_ids)))
+        return [-0.25] * len(completion_ids)
+
+    async def generate(prompt, tool_dict, tools, group_id=0):  # noqa: ANN001, ANN202 - the hinted retry fails again
+        generated.append(prompt[-1]["content"])
+        return ([{"role": "assistant", "content": "<answer>7</answer>"}], [1],
+                [TrainingSequence([0, 1], [0, 1], [0.0, -0.5], "h")], 0, 0, None)
+
+    def group(texts: list[str], gid: int) -> RolloutGroup:
+        return RolloutGroup(
+            prompts=[row["prompt"]] * 2, reward_kwargs={k: [v] * 2 for k, v in row.items() if k != "prompt"},
+            completions=[[{"role": "assistant", "content": t}] for t in texts], completions_ids=[[1], [1]],
+            completions_sequences=[[TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "a")],
+                                   [TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "b")]],
+            tool_call_counts=[0, 0], tool_failure_counts=[0, 0], model_version=3, group_id=gid,
+            env_rewards=[], rollout_rewards=[None, None])  # empty as TRL's without env rewards
+
+    for mode in ("gold", "both"):
+        hook = WorkerGuidance(HintSchedule({"freq_count": 2}, "fixed", start=0), mode=mode)
+        loop, _, _ = _scored_loop([hook, WorkerFilter("strict", rounds=1, per_step=1)],
+                                  [WeightedReward(accuracy_strict, 1.0)])
+        loop.tokenizer, loop.max_tokens, loop.chat_template, loop.chat_template_kwargs = tok, 64, None, {}
+        loop._fork_threshold_tokens, loop._model_version_value = 1024, SimpleNamespace(value=5)
+        loop.tase_prompt_logprobs, loop._generate_one = prompt_logprobs, generate
+        asked.clear()
+        generated.clear()
+        out = asyncio.run(loop._score_group(group(["<answer>7</answer>", "<answer>9</answer>"], 0)))
+        text = gold_text(row)
+        want = [*tok(text, add_special_tokens=False)["input_ids"], tok.eos_token_id]
+        plain = tok.apply_chat_template(row["prompt"], add_generation_prompt=True, return_dict=False)
+        assert asked == [(list(plain), want)], (mode, asked)  # the plain prompt, the gold tokens and EOS
+        assert len(out) == 2 and out[1].prompt == row["prompt"] and out[0].advantage < 0 < out[1].advantage
+        seq = out[1]
+        assert list(seq.input_ids) == [*plain, *want] and list(seq.old_log_probs)[-len(want):] == [-0.25] * len(want)
+        c, r = loop._counters, loop._rates
+        assert c["tase/guide/groups_gold_total"] == 1 and c["tase/guide/groups_guided_total"] == 1
+        assert r["tase/guide/gold_share"] == [1.0, 2.0] and c["tase/dynamic/groups_kept_total"] == 1
+        if mode == "both":  # hinted first (it failed again), then the gold member in the hinted group
+            assert len(generated) == 2 and HINT_PREFIX in out[0].prompt[-1]["content"]
+            assert c["tase/guide/groups_hinted_total"] == 1
+        else:
+            assert not generated and out[0].prompt == row["prompt"] and out[0].model_version == 3
+        kept = asyncio.run(loop._score_group(group(["<answer>2</answer>", "<answer>9</answer>"], 1)))
+        assert len(asked) == 1 and len(kept) == 2  # a group with a right answer: no gold member
+
+
 def test_the_worker_logs_each_rewards_raw_and_weighted_mean():
     """Reward logging under async (recipes/features/reward_log/weighted.WorkerRewardLog): each sample carries its
     completion's raw reward and weight x raw under sync's keys (tase/reward/<name>/mean, /weighted), named for the

@@ -308,3 +308,30 @@ def test_api_kill_9_then_rerun_loses_and_duplicates_nothing(vllm_server, short_r
     assert len(after) == 8 == len({s["id"] for s in after})
     assert all(after[i] == s for i, s in enumerate(before.values()))  # finished lines kept as they were
     _assert_no_key(tmp_path)
+
+
+def test_vllm_serve_prompt_log_probs_of_a_sampled_completion_are_its_sampling_log_probs(vllm_server, tiny64):
+    """guidance gold under trainer: async on the GPU path asks `vllm serve` for the gold tokens' behaviour log-probs
+    (recipes/async_grpo/metrics.py: the request TaseMetricsLoop.tase_prompt_logprobs posts with TRL's client, and the
+    parse of its answer): for a completion the server sampled (temperature 1, token ids and log-probs as TRL's worker
+    asks for them), they equal its sampling log-probs."""
+    import urllib.request
+
+    from transformers import AutoTokenizer
+
+    from recipes.async_grpo.metrics import completion_logprobs, prompt_logprobs_request
+
+    def post(body: dict) -> dict:
+        req = urllib.request.Request(vllm_server + "/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return json.loads(r.read())
+
+    tok = AutoTokenizer.from_pretrained(tiny64)
+    prompt = tok.apply_chat_template([{"role": "user", "content": "How many letters are in 'strawberry'?"}],
+                                     add_generation_prompt=True, return_dict=False)
+    got = post({"model": "smol", "prompt": prompt, "max_tokens": 8, "temperature": 1.0, "seed": 5,
+                "ignore_eos": True, "return_token_ids": True, "logprobs": 0})["choices"][0]
+    ids, sampled = got["token_ids"], got["logprobs"]["token_logprobs"]
+    answer = post(prompt_logprobs_request("smol", prompt, ids))["choices"][0]["prompt_logprobs"]
+    assert len(ids) == 8 and completion_logprobs(answer, len(prompt), ids) == pytest.approx(sampled, abs=2e-3)

@@ -51,9 +51,10 @@ def test_gguf_round_trips_through_transformers(tiny_model, tmp_path, qtype):
     folder = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
     read = AutoModelForCausalLM.from_pretrained(out, gguf_file="model.gguf", dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(out)
-    gtok = AutoTokenizer.from_pretrained(out, gguf_file="model.gguf")
-    for text in TEXTS:  # the GGUF's vocabulary, merges and special tokens tokenize as the folder's tokenizer does
-        assert gtok(text).input_ids == tok(text).input_ids, text
+    if qtype == "f16":  # the tokenizer is written the same for every type (transformers rebuilds it slowly: once)
+        gtok = AutoTokenizer.from_pretrained(out, gguf_file="model.gguf")
+        for text in TEXTS:  # the GGUF's vocabulary, merges and special tokens tokenize as the folder's tokenizer does
+            assert gtok(text).input_ids == tok(text).input_ids, text
     chat = [{"role": "system", "content": "Put the answer in <answer></answer>."},
             {"role": "user", "content": "How many letters are in 'strawberry'?"}]
     ids = tok.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt", return_dict=True)["input_ids"]

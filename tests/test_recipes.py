@@ -174,9 +174,9 @@ def test_paper_recipe_dry_run_and_gpu_check():
                  "96 completions/step (12 prompts x 8 generations)",
                  "async split: generation vLLM server", "on GPU(s) 0-1", "training on GPU(s) 2-7",
                  "6 FSDP2 process(es), recipes/accelerate/fsdp2.yaml", "weight sync every 1 optimizer step(s)",
-                 # the features it will run, and those async refuses (issue 79; docs/training.md)
-                 "features (trainer: async): tracking, presets, reward_log, vllm_cpu, cpu_speed; refused here if "
-                 "enabled: guidance gold/both", "tracking: the tase/ metrics ride on each sample"):
+                 # the features it will run (issue 79; docs/training.md): async refuses none of them
+                 "features (trainer: async): tracking, presets, reward_log, vllm_cpu, cpu_speed\n",
+                 "tracking: the tase/ metrics ride on each sample"):
         assert line in res.stdout, line
     res = sync
     assert res.returncode == 0, res.stderr[-2000:]

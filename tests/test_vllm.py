@@ -65,6 +65,29 @@ def test_vllm_and_hf_backends_agree_greedy(vllm_llm, fixture_root, tmp_path):
 
 
 @pytest.mark.slow
+def test_prompt_log_probs_of_a_completion_are_the_log_probs_it_was_sampled_with(vllm_llm):
+    """Guidance gold under trainer: async (recipes/features/guidance/worker.gold_group) gives the gold member the
+    engine's prompt log-probs of its tokens as behaviour log-probs (recipes/async_grpo/cpu_engine.py
+    engine_prompt_logprobs): for a completion the engine sampled (temperature 1), they equal the log-probs it was
+    sampled with, so TRL's importance ratio treats a gold member like any sample."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    from recipes.async_grpo.cpu_engine import engine_prompt_logprobs
+
+    tok = vllm_llm.get_tokenizer()
+    prompt_ids = tok.apply_chat_template([{"role": "user", "content": "How many letters are in 'strawberry'?"}],
+                                         add_generation_prompt=True, return_dict=False)
+    out = vllm_llm.generate([TokensPrompt(prompt_token_ids=list(prompt_ids))],
+                            SamplingParams(max_tokens=12, temperature=1.0, seed=3, logprobs=0), use_tqdm=False)
+    c = out[0].outputs[0]
+    sampled = [lp[t].logprob for t, lp in zip(c.token_ids, c.logprobs, strict=True)]
+    got = engine_prompt_logprobs(vllm_llm, list(prompt_ids), list(c.token_ids))
+    assert len(got) == len(sampled) == 12 and min(sampled) < -0.5  # sampled: not all near-certain tokens
+    assert got == pytest.approx(sampled, abs=2e-3), (got, sampled)
+
+
+@pytest.mark.slow
 def test_vllm_streams_each_completion_as_its_request_finishes(vllm_llm):
     """One vLLM call can hold a whole file (minutes on a CPU): `generate_streaming` hands over each completion as
     its request finishes, while others are still running, so the runner can write it at once; the texts are

@@ -67,6 +67,19 @@ class WeightedReward:
 # --------------------------------------------------------------------------------------------- rollout worker
 
 
+def engine_prompt_logprobs(llm: Any, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+    """A `vllm.LLM`'s log-probabilities of `completion_ids` after `prompt_ids`, as prompt log-probs of the whole
+    sequence: the raw log-probs a sampled token carries (vLLM's default logprobs mode; tests/test_vllm.py compares)."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    from recipes.async_grpo.metrics import completion_logprobs
+
+    params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+    out = llm.generate([TokensPrompt(prompt_token_ids=[*prompt_ids, *completion_ids])], params, use_tqdm=False)[0]
+    return completion_logprobs(out.prompt_logprobs, len(prompt_ids), completion_ids)
+
+
 class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
     """TRL's rollout loop with generation in an in-process `vllm.LLM` instead of HTTP to `vllm serve`; each sample
     carries its `tase/*` metrics (recipes/async_grpo/metrics.py)."""
@@ -128,6 +141,16 @@ class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
             for (_, f), r in zip(batch, results, strict=False):
                 if not f.done():
                     f.set_result(r)
+
+    async def tase_prompt_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+        """The in-process engine's log-probabilities of `completion_ids` after `prompt_ids` (guidance's gold member),
+        on the engine thread between two generation batches: the weights the batches around it use."""
+        return await asyncio.get_running_loop().run_in_executor(self._engine, self._prompt_logprobs, prompt_ids,
+                                                                completion_ids)
+
+    def _prompt_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+        self._sync()
+        return engine_prompt_logprobs(self.llm, prompt_ids, completion_ids)
 
     def _sync(self) -> None:
         t0 = time.time()

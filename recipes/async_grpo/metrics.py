@@ -82,6 +82,15 @@ class TaseMetricsLoop:
             self._add_tase_metrics(group, samples)
         return samples
 
+    async def tase_prompt_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+        """The serving engine's log-probabilities of `completion_ids` after `prompt_ids` (a completion it did not
+        sample: guidance's gold member), asked of `vllm serve` as prompt log-probs over HTTP (TRL's own client
+        call); the CPU engine's loop asks its in-process engine (recipes/async_grpo/cpu_engine.py)."""
+        payload = prompt_logprobs_request(self._request_model, prompt_ids, completion_ids)
+        out = await self._retry(lambda: self._post("/v1/completions", payload, self.request_timeout),  # type: ignore
+                                max_attempts=30, label="vllm /v1/completions prompt_logprobs")
+        return completion_logprobs(out["choices"][0]["prompt_logprobs"], len(prompt_ids), completion_ids)
+
     def _add_tase_metrics(self, group: Any, samples: list) -> None:
         from rewards.trl import RewardInputError
 
@@ -97,6 +106,23 @@ class TaseMetricsLoop:
         rows = [m for m, seqs in zip(per, group.completions_sequences, strict=False) for _ in seqs]
         for sample, m in zip(samples, rows, strict=False):
             sample.metrics.update(m)
+
+
+def prompt_logprobs_request(model: str, prompt_ids: list[int], completion_ids: list[int]) -> dict[str, Any]:
+    """A `/v1/completions` body asking for the log-probabilities of the prompt's own tokens (vLLM's `prompt_logprobs`:
+    0, the token itself and no alternatives); one token generated and ignored."""
+    return {"model": model, "prompt": [*prompt_ids, *completion_ids], "max_tokens": 1, "temperature": 0.0,
+            "prompt_logprobs": 0}
+
+
+def completion_logprobs(prompt_logprobs: Sequence[Any], prompt_len: int, completion_ids: list[int]) -> list[float]:
+    """The log-probabilities of `completion_ids` from vLLM's per-position prompt log-probs over prompt + completion
+    (each position a {token id: Logprob} mapping, the first None; keys are strings over HTTP)."""
+    out = []
+    for t, lp in zip(completion_ids, prompt_logprobs[prompt_len:], strict=True):
+        got = lp.get(t) if t in lp else lp[str(t)]
+        out.append(float(got["logprob"] if isinstance(got, dict) else got.logprob))
+    return out
 
 
 @functools.cache

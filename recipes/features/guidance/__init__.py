@@ -1,13 +1,13 @@
 """Guidance (recipes/features/guidance/hints.py, recipes/features/guidance/trainer.py): groups whose strict verdicts
 all fail are generated again with a graded hint and/or given the gold completion as a member. Sync (a trainer mixin,
-one training process) and, for `hint`, async (a rollout hook: the worker generates the failed group again,
-recipes/features/guidance/worker.py)."""
+one training process) and async (a rollout hook: the worker generates the failed group again and/or puts the gold
+completion in it, recipes/features/guidance/worker.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.features.contract import ASYNC, SYNC, TRAINERS, Feature, Run, TrainerKind
+from recipes.features.contract import ASYNC, SYNC, TRAINERS, Feature, Run
 from recipes.features.guidance.hints import MODES, SCHEDULES
 
 
@@ -16,8 +16,9 @@ class GuidanceOptions:
     guidance: str = field(default="none", metadata={
         "help": "guide groups whose strict verdicts all fail (recipes/features/guidance/hints.py, docs/training.md): "
                 "hint (generate the group again with the task's graded hint in the prompt and train on it; async: "
-                "in the rollout worker), gold (put the row's gold completion in the group as one member; sync "
-                "only), both (sync only), or none",
+                "in the rollout worker), gold (put the row's gold completion in the group as one member, its "
+                "behaviour log-probs the engine's; async: in the rollout worker), both (hint, then gold for a group "
+                "that still fails), or none",
         "choices": ["none", "hint", "gold", "both"]})
     guidance_schedule: str = field(default="success", metadata={
         "help": "guidance: how the hint weakens: success (one level weaker when the unhinted strict accuracy of a "
@@ -55,20 +56,12 @@ class Guidance(Feature):
     trainers = frozenset({SYNC, ASYNC})
     hooks = {SYNC: ("setup", "trainer_class", "trainer_kwargs", "callbacks"), ASYNC: ("setup", "callbacks", "rollout")}
     rollout_before = ("reward_log", "dynamic_sampling")  # they read the hinted group, as sync's guided batch
-    refused_values = {ASYNC: "gold/both"}
 
     def enabled(self, args: Any) -> bool:
         return args.guidance != "none"
 
     def check_options(self, args: Any) -> None:
         check_guidance(args)
-
-    def check_enabled(self, args: Any, kind: TrainerKind | None) -> None:
-        if kind is not None and kind.rollout_worker and args.guidance in ("gold", "both"):
-            raise ValueError(f"guidance {args.guidance} works with trainer: sync only (a gold member needs behaviour "
-                             "log-probabilities of the gold tokens, and TRL's rollout worker has log-probs only for "
-                             "tokens its engine sampled: scoring the gold answer as vLLM prompt log-probs is not "
-                             "built); under trainer: async use guidance hint (docs/training.md)")
 
     def check(self, run: Run) -> None:
         from recipes.features.guidance import hints as guidance
@@ -113,15 +106,18 @@ class Guidance(Feature):
     def dry_run_line(self, run: Run) -> str | None:
         if not TRAINERS[run.trainer].rollout_worker:
             return None
+        what = {"hint": "generated again with its task's hint",
+                "gold": "given the row's gold completion as a member (its log-probs the engine's)",
+                "both": "generated again with its task's hint, then given the gold completion if it still fails"}
         return (f"guidance {run.args.guidance}: in the rollout worker, a group whose strict verdicts all fail is "
-                f"generated again with its task's hint ({run.args.guidance_schedule} schedule; "
+                f"{what[run.args.guidance]} ({run.args.guidance_schedule} schedule; "
                 "recipes/features/guidance/worker.py)")
 
     def rollout(self, run: Run) -> list[Any]:
         from recipes.features.guidance.worker import WorkerGuidance
 
         state = run.state[self.name]
-        return [WorkerGuidance(state.sched, state.queue, state.step)]
+        return [WorkerGuidance(state.sched, state.queue, state.step, run.args.guidance)]
 
 
 FEATURE = Guidance()

@@ -1,5 +1,5 @@
 """Guided GRPO for groups where the model never succeeds, opt-in with `--guidance hint|gold|both` (sync
-GRPO, one training process; `hint` also under trainer: async, in the rollout worker: worker.py).
+GRPO, one training process; under trainer: async in the rollout worker: worker.py).
 
 GRPO learns nothing from a group whose completions all fail. After TRL generates and scores a generation batch, every
 group whose *strict* verdicts all fail (`rewards.trl.batch_scores`, the verdict dynamic sampling and the curriculum

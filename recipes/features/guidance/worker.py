@@ -1,12 +1,12 @@
-"""Guidance under trainer: async: the rollout worker's hinted retry of a group whose strict verdicts all fail, and the
-trainer's side of the hint schedule (the sync trainer's guidance is in trainer.py). `gold` and `both` stay sync only
-(recipes/features/guidance/__init__.py says why)."""
+"""Guidance under trainer: async: the rollout worker's hinted retry of a group whose strict verdicts all fail, its gold
+member, and the trainer's side of the hint schedule (the sync trainer's guidance is in trainer.py)."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
-from recipes.features.guidance.hints import PREFIX, HintSchedule, plan_hints
+from recipes.features.guidance.hints import PREFIX, HintSchedule, gold_text, plan_hints
 from recipes.shared.worker_state import WorkerStateQueue
 
 
@@ -18,15 +18,65 @@ def group_row(group: Any) -> dict[str, Any]:
     return row
 
 
+def _replaced(values: list, k: int, value: Any) -> list:
+    """`values` with item `k` replaced; an empty list stays empty (TRL leaves `env_rewards` empty without env
+    rewards)."""
+    out = list(values)
+    if out:
+        out[k] = value
+    return out
+
+
+async def gold_group(loop: Any, group: Any, row: dict[str, Any], prompt: Any) -> Any | None:
+    """`group` with its last member replaced by the row's gold completion under the plain `prompt` (as sync's gold
+    member), or None where the row has no gold completion or it does not fit max_tokens (a cut gold answer is no gold
+    answer). Its behaviour log-probabilities are the engine's own log-probabilities of the gold tokens after the
+    prompt (vLLM prompt log-probs, `loop.tase_prompt_logprobs`: the same raw log-probs a sampled token carries), so
+    TRL's importance ratio treats it like any sample of the engine's current weights."""
+    from trl.experimental.async_grpo.async_rollout_worker import TurnRecord, _chain_to_sequences
+
+    from recipes.shared.data import LEVEL_COLUMN
+
+    text = gold_text(row)
+    if text is None:
+        return None
+    tok = loop.tokenizer
+    ids = [*tok(text, add_special_tokens=False)["input_ids"], tok.eos_token_id]
+    if len(ids) > loop.max_tokens:
+        return None
+    prompt_ids = list(tok.apply_chat_template(prompt, return_dict=False, add_generation_prompt=True,
+                                              chat_template=loop.chat_template, **loop.chat_template_kwargs))
+    logprobs = await loop.tase_prompt_logprobs(prompt_ids, ids)
+    seqs, _ = _chain_to_sequences([TurnRecord(prompt_ids, ids, logprobs)], uuid.uuid4().hex,
+                                  loop._fork_threshold_tokens)
+    k, size = len(group.completions) - 1, len(group.completions)
+    kwargs = dict(group.reward_kwargs)
+    if LEVEL_COLUMN in kwargs:
+        kwargs[LEVEL_COLUMN] = [-1] * size  # the curriculum judges the unguided pass only
+    return type(group)(
+        prompts=_replaced(group.prompts, k, prompt), reward_kwargs=kwargs,
+        completions=_replaced(group.completions, k, [{"role": "assistant", "content": text}]),
+        completions_ids=_replaced(group.completions_ids, k, ids),
+        completions_sequences=_replaced(group.completions_sequences, k, seqs),
+        tool_call_counts=_replaced(group.tool_call_counts, k, 0),
+        tool_failure_counts=_replaced(group.tool_failure_counts, k, 0), model_version=group.model_version,
+        group_id=group.group_id, env_rewards=_replaced(group.env_rewards, k, None),
+        rollout_rewards=_replaced(group.rollout_rewards, k, None))
+
+
 class WorkerGuidance:
-    """`guidance: hint` in the async rollout worker (a rollout hook, recipes/async_grpo/metrics.py; it runs before
-    reward logging and dynamic sampling, recipes/features/guidance/__init__.py `rollout_before`). After TRL scores a
+    """`guidance` (hint, gold, both) in the async rollout worker (a rollout hook, recipes/async_grpo/metrics.py; it
+    runs before reward logging and dynamic sampling, recipes/features/guidance/__init__.py `rollout_before`). After TRL
+    scores a
     group, a group whose strict verdicts all fail and whose synth row has a hint at its task's level is generated again
     (TRL's own `_generate_one`, num_generations times, so the completions carry the engine's behaviour log-probs like
     any other) with the hint appended to its user turn, and scored again (TRL's `_score_group`, the tase/ sample
     metrics); the hinted group and its samples take the failed ones' place, so the hooks after this one (dynamic
     sampling) judge the hinted group. The hinted samples carry the policy version the worker held when it generated
-    them: the hint was built for that version, and the version gap to the failed group is logged.
+    them: the hint was built for that version, and the version gap to the failed group is logged. `gold` (and `both`,
+    after the hinted retry, on a group that still fails) puts the row's gold completion in the group as its last member
+    under the plain prompt (`gold_group`) and scores the group again, as sync does; the group keeps its policy version
+    (its other members' behaviour policy; the gold tokens' log-probs are the engine's at the time).
 
     The schedule (`sched`, a HintSchedule) lives here, like the curriculum's levels: `success` moves on each group's
     unhinted strict accuracy (after the group was guided at the level in force, as sync); `step` reads the trainer's
@@ -34,8 +84,8 @@ class WorkerGuidance:
     goes back over `updates` (a spawn-context queue; WorkerSchedule) for the checkpoints. Counters and rates go out
     through the worker's metrics queue under sync's tase/guide/ names where they mean the same."""
 
-    def __init__(self, sched: HintSchedule, updates: Any = None, step: Any = None) -> None:
-        self.sched, self.updates, self.step = sched, updates, step
+    def __init__(self, sched: HintSchedule, updates: Any = None, step: Any = None, mode: str = "hint") -> None:
+        self.sched, self.updates, self.step, self.mode = sched, updates, step, mode
 
     def __getstate__(self) -> dict[str, Any]:
         from multiprocessing.context import get_spawning_popen
@@ -60,7 +110,7 @@ class WorkerGuidance:
         columns = {k: v for k, v in group.reward_kwargs.items() if k not in ("prompts", "completions")}
         strict = [float(v.strict) for v in verdicts(group.prompts, group.completions, columns)]
         row = group_row(group)
-        plan = plan_hints([row] * size, strict, size, sched.level)
+        plan = plan_hints([row] * size, strict, size, sched.level) if self.mode in ("hint", "both") else {}
         task = row.get("task")
         if task is not None:  # the schedule moves after the group was guided at the level in force
             sched.record(str(task), sum(strict) / size)
@@ -99,6 +149,19 @@ class WorkerGuidance:
             gauges[PREFIX + "hint_level"] = float(level)
             gauges[PREFIX + "version_gap"] = float(version - group.model_version)
             out = (hinted, h_samples)
+            strict = h_strict
+        gold = None
+        if self.mode in ("gold", "both") and not any(strict):
+            now = out[0] if isinstance(out, tuple) else group
+            gold = await gold_group(loop, now, row, group.prompts[0])
+            if gold is not None:
+                out = (gold, await loop.tase_score(gold))
+                counters[PREFIX + "groups_gold_total"] += 1
+                if not plan:
+                    counters[PREFIX + "groups_guided_total"] += 1
+                    rates[PREFIX + "guided_share"][0] += 1
+        rates[PREFIX + "gold_share"][0] += gold is not None
+        rates[PREFIX + "gold_share"][1] += size
         for t in sched.cur.levels:
             lv = sched.level(t)
             if lv is not None:
