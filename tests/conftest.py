@@ -122,27 +122,28 @@ ONE_WORKER = {"test_vllm.py", "test_slurm.py", "test_zero3_cpu.py", "test_async_
 
 
 # What each file took, in test-seconds (setup + call + teardown of its tests, from the junit report of `bash .ci/run`
-# in a fresh clone on the 2-core AVX2 EPYC, 2026-12-07; the files over 5 s): units are handed out longest first, the
+# in a fresh clone on the 2-core AVX2 EPYC, 2026-12-07 17:52 (a niced background job beside it), less the merged async
+# runs' and the GGUF tokenizer's measured savings; the files over 5 s): units are handed out longest first, the
 # classic schedule for two machines. Ordered by slow marks instead, the files without one (test_prefill 32 s,
 # test_quiet_output 40 s) came last and one worker ran the last 22 s of that run alone. A file not listed counts
 # 10 s per slow mark. A stale table costs balance, never a test.
 MEASURED_SECONDS = {
-    "test_async_grpo.py": 351, "test_docs_commands.py": 243, "test_vllm.py": 188, "test_slurm.py": 158,
-    "test_proof_transfer.py": 122, "test_export_gguf.py": 102, "test_cpu_speed.py": 99, "test_eval_api.py": 94,
-    "test_prefill.py": 79, "test_quiet_vllm.py": 79, "test_recipes.py": 74, "test_steps_in_process.py": 65,
-    "test_eval.py": 62, "test_quiet_output.py": 60, "test_synth_realtext.py": 56, "test_vllm_orphans.py": 46,
-    "test_deterministic_grpo.py": 45, "test_resume_generation_batch.py": 44, "test_run_disk.py": 40,
-    "test_lm_eval.py": 40, "test_zero3_cpu.py": 40, "test_bad_inputs.py": 39, "test_tracking.py": 39,
-    "test_nothing_ignored_issue80.py": 35, "test_recipes_pipelines.py": 31, "test_trl_grpo.py": 30,
-    "test_synth_awareness.py": 29, "test_synth_structural.py": 26, "test_eval_models.py": 25,
-    "test_nothing_silent_issue36.py": 23, "test_guidance.py": 21, "test_rewards_props.py": 19,
-    "test_gpu_memory_table.py": 19, "test_rewards_loopholes.py": 16, "test_dynamic_sampling.py": 16,
-    "test_nothing_lost_issue62.py": 16, "test_eval_passk.py": 15, "test_force_guard.py": 15,
-    "test_proof_control.py": 12, "test_launch_argv.py": 11, "test_layers.py": 11, "test_features.py": 11,
-    "test_nothing_lost.py": 10, "test_curriculum.py": 10, "test_heldout_eval.py": 10, "test_async_guard.py": 10,
-    "test_proof_select.py": 9, "test_eval_subset.py": 8, "test_exits.py": 7, "test_option_reach.py": 6,
-    "test_presets.py": 6, "test_proof_digital.py": 6, "test_no_orphan_steps.py": 6, "test_nothing_lost_issue51a.py": 6,
-    "test_gpu_smoke.py": 6, "test_select_checkpoint.py": 5,
+    "test_docs_commands.py": 320, "test_async_grpo.py": 257, "test_vllm.py": 214, "test_slurm.py": 184,
+    "test_proof_transfer.py": 133, "test_cpu_speed.py": 119, "test_export_gguf.py": 118, "test_eval_api.py": 109,
+    "test_recipes.py": 96, "test_quiet_vllm.py": 81, "test_steps_in_process.py": 71, "test_quiet_output.py": 67,
+    "test_eval.py": 64, "test_synth_realtext.py": 54, "test_zero3_cpu.py": 47, "test_deterministic_grpo.py": 47,
+    "test_resume_generation_batch.py": 46, "test_prefill.py": 46, "test_run_disk.py": 39, "test_bad_inputs.py": 37,
+    "test_nothing_ignored_issue80.py": 36, "test_lm_eval.py": 36, "test_tracking.py": 32, "test_trl_grpo.py": 29,
+    "test_recipes_pipelines.py": 28, "test_vllm_orphans.py": 27, "test_nothing_silent_issue36.py": 24,
+    "test_synth_structural.py": 23, "test_rewards_loopholes.py": 20, "test_guidance.py": 20,
+    "test_gpu_memory_table.py": 20, "test_eval_models.py": 20, "test_dynamic_sampling.py": 19,
+    "test_synth_awareness.py": 18, "test_rewards_props.py": 17, "test_eval_passk.py": 17,
+    "test_nothing_lost_issue62.py": 15, "test_force_guard.py": 15, "test_layers.py": 14, "test_launch_argv.py": 13,
+    "test_curriculum.py": 13, "test_tokstats.py": 11, "test_proof_control.py": 11, "test_features.py": 11,
+    "test_nothing_lost.py": 10, "test_heldout_eval.py": 10, "test_async_guard.py": 10, "test_proof_select.py": 9,
+    "test_presets.py": 7, "test_exits.py": 7, "test_eval_subset.py": 7, "test_true_words.py": 6,
+    "test_proof_digital.py": 6, "test_option_reach.py": 6, "test_nothing_lost_issue51a.py": 6,
+    "test_no_orphan_steps.py": 6, "test_gpu_smoke.py": 6,
 }
 
 
