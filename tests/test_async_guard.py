@@ -212,6 +212,20 @@ def test_the_worker_drops_uniform_groups_up_to_the_round_cap_then_pads_with_zero
     assert [s.advantage for s in asyncio.run(loop._score_group(group(0, (False, False))))] == [0.0, 0.0]
 
 
+def _row_group(row: dict, texts: list[str], gid: int):  # noqa: ANN202 - a TRL RolloutGroup
+    """A two-member TRL RolloutGroup of a synth row (recipes.shared.data.to_row) with the given completion texts,
+    policy version 3, its lists shaped as TRL's worker fills them (env_rewards empty without env rewards)."""
+    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence
+
+    return RolloutGroup(
+        prompts=[row["prompt"]] * 2, reward_kwargs={k: [v] * 2 for k, v in row.items() if k != "prompt"},
+        completions=[[{"role": "assistant", "content": t}] for t in texts], completions_ids=[[1], [1]],
+        completions_sequences=[[TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "a")],
+                               [TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "b")]],
+        tool_call_counts=[0, 0], tool_failure_counts=[0, 0], model_version=3, group_id=gid,
+        env_rewards=[], rollout_rewards=[None, None])
+
+
 def test_async_worker_hints_an_all_fail_group_and_the_hooks_after_it_judge_the_hinted_one():
     """guidance hint under trainer: async (recipes/features/guidance/worker.WorkerGuidance, issue 79), run through TRL's
     real _score_group with the features' hooks in the order recipes/features.rollout gives them: a freq_count group
@@ -225,7 +239,7 @@ def test_async_worker_hints_an_all_fail_group_and_the_hooks_after_it_judge_the_h
     import pickle
     from types import SimpleNamespace
 
-    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence
+    from trl.experimental.async_grpo.async_rollout_worker import TrainingSequence
 
     import synth
     from recipes.async_grpo.cpu_engine import WeightedReward
@@ -254,17 +268,8 @@ def test_async_worker_hints_an_all_fail_group_and_the_hooks_after_it_judge_the_h
 
     loop._generate_one = generate
 
-    def group(row: dict, texts: list[str], gid: int) -> RolloutGroup:
-        return RolloutGroup(
-            prompts=[row["prompt"]] * 2, reward_kwargs={k: [v] * 2 for k, v in row.items() if k != "prompt"},
-            completions=[[{"role": "assistant", "content": t}] for t in texts], completions_ids=[[1], [1]],
-            completions_sequences=[[TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "a")],
-                                   [TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "b")]],
-            tool_call_counts=[0, 0], tool_failure_counts=[0, 0], model_version=3, group_id=gid,
-            env_rewards=[None, None], rollout_rewards=[None, None])
-
     row = to_row(rec, "sys")
-    out = asyncio.run(loop._score_group(group(row, ["<answer>7</answer>", "<answer>9</answer>"], 0)))
+    out = asyncio.run(loop._score_group(_row_group(row, ["<answer>7</answer>", "<answer>9</answer>"], 0)))
     assert len(asked) == 2 and all(HINT_PREFIX in a for a in asked)  # generated again, with the hint
     assert len(out) == 2 and all(HINT_PREFIX in s.prompt[-1]["content"] for s in out)
     assert [s.model_version for s in out] == [5, 5] and out[0].advantage > 0 > out[1].advantage
@@ -282,13 +287,13 @@ def test_async_worker_hints_an_all_fail_group_and_the_hooks_after_it_judge_the_h
         time.sleep(0.05)
     assert ws.sched.level("freq_count") == 0
     official = {**row, "id": "freq_count/english/7"}
-    for g in (group(row, ["<answer>2</answer>", "<answer>7</answer>"], 1), group(official, ["7", "9"], 2)):
+    for g in (_row_group(row, ["<answer>2</answer>", "<answer>7</answer>"], 1), _row_group(official, ["7", "9"], 2)):
         assert [s.group_id for s in asyncio.run(loop._score_group(g))] in ([g.group_id] * 2, [])
     assert len(asked) == 2 and loop._counters["tase/guide/groups_hinted_total"] == 1  # neither generated again
     steps = WorkerSchedule(HintSchedule({"freq_count": 2}, "step", start=0, every=2))
     loop.tase_hooks = [WorkerGuidance(steps.sched, None, steps.step)]
     steps.at_step(2)  # the trainer's step end
-    asyncio.run(loop._score_group(group(row, ["<answer>7</answer>", "<answer>9</answer>"], 3)))
+    asyncio.run(loop._score_group(_row_group(row, ["<answer>7</answer>", "<answer>9</answer>"], 3)))
     assert pushed[-1]["tase/guide/hint_level"] == 1.0 and len(asked) == 4
 
 
@@ -304,7 +309,7 @@ def test_async_worker_gives_an_all_fail_group_the_gold_member_with_the_engines_l
     from types import SimpleNamespace
 
     from transformers import AutoTokenizer
-    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence
+    from trl.experimental.async_grpo.async_rollout_worker import TrainingSequence
 
     import synth
     from recipes.async_grpo.cpu_engine import WeightedReward
@@ -329,15 +334,6 @@ def test_async_worker_gives_an_all_fail_group_the_gold_member_with_the_engines_l
         return ([{"role": "assistant", "content": "<answer>7</answer>"}], [1],
                 [TrainingSequence([0, 1], [0, 1], [0.0, -0.5], "h")], 0, 0, None)
 
-    def group(texts: list[str], gid: int) -> RolloutGroup:
-        return RolloutGroup(
-            prompts=[row["prompt"]] * 2, reward_kwargs={k: [v] * 2 for k, v in row.items() if k != "prompt"},
-            completions=[[{"role": "assistant", "content": t}] for t in texts], completions_ids=[[1], [1]],
-            completions_sequences=[[TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "a")],
-                                   [TrainingSequence([0, 1], [0, 1], [0.0, -1.0], "b")]],
-            tool_call_counts=[0, 0], tool_failure_counts=[0, 0], model_version=3, group_id=gid,
-            env_rewards=[], rollout_rewards=[None, None])  # empty as TRL's without env rewards
-
     for mode in ("gold", "both"):
         hook = WorkerGuidance(HintSchedule({"freq_count": 2}, "fixed", start=0), mode=mode)
         loop, _, _ = _scored_loop([hook, WorkerFilter("strict", rounds=1, per_step=1)],
@@ -347,7 +343,7 @@ def test_async_worker_gives_an_all_fail_group_the_gold_member_with_the_engines_l
         loop.tase_prompt_logprobs, loop._generate_one = prompt_logprobs, generate
         asked.clear()
         generated.clear()
-        out = asyncio.run(loop._score_group(group(["<answer>7</answer>", "<answer>9</answer>"], 0)))
+        out = asyncio.run(loop._score_group(_row_group(row, ["<answer>7</answer>", "<answer>9</answer>"], 0)))
         text = gold_text(row)
         want = [*tok(text, add_special_tokens=False)["input_ids"], tok.eos_token_id]
         plain = tok.apply_chat_template(row["prompt"], add_generation_prompt=True, return_dict=False)
@@ -363,7 +359,7 @@ def test_async_worker_gives_an_all_fail_group_the_gold_member_with_the_engines_l
             assert c["tase/guide/groups_hinted_total"] == 1
         else:
             assert not generated and out[0].prompt == row["prompt"] and out[0].model_version == 3
-        kept = asyncio.run(loop._score_group(group(["<answer>2</answer>", "<answer>9</answer>"], 1)))
+        kept = asyncio.run(loop._score_group(_row_group(row, ["<answer>2</answer>", "<answer>9</answer>"], 1)))
         assert len(asked) == 1 and len(kept) == 2  # a group with a right answer: no gold member
 
 

@@ -18,6 +18,17 @@ def group_row(group: Any) -> dict[str, Any]:
     return row
 
 
+def guided_kwargs(group: Any) -> dict[str, Any]:
+    """The reward columns of a guided group (hinted or with a gold member): the group's, with curriculum level -1 on
+    every member, so the curriculum judges the unguided pass only."""
+    from recipes.shared.data import LEVEL_COLUMN
+
+    kwargs = dict(group.reward_kwargs)
+    if LEVEL_COLUMN in kwargs:
+        kwargs[LEVEL_COLUMN] = [-1] * len(group.completions)
+    return kwargs
+
+
 def _replaced(values: list, k: int, value: Any) -> list:
     """`values` with item `k` replaced; an empty list stays empty (TRL leaves `env_rewards` empty without env
     rewards)."""
@@ -35,8 +46,6 @@ async def gold_group(loop: Any, group: Any, row: dict[str, Any], prompt: Any) ->
     TRL's importance ratio treats it like any sample of the engine's current weights."""
     from trl.experimental.async_grpo.async_rollout_worker import TurnRecord, _chain_to_sequences
 
-    from recipes.shared.data import LEVEL_COLUMN
-
     text = gold_text(row)
     if text is None:
         return None
@@ -49,12 +58,9 @@ async def gold_group(loop: Any, group: Any, row: dict[str, Any], prompt: Any) ->
     logprobs = await loop.tase_prompt_logprobs(prompt_ids, ids)
     seqs, _ = _chain_to_sequences([TurnRecord(prompt_ids, ids, logprobs)], uuid.uuid4().hex,
                                   loop._fork_threshold_tokens)
-    k, size = len(group.completions) - 1, len(group.completions)
-    kwargs = dict(group.reward_kwargs)
-    if LEVEL_COLUMN in kwargs:
-        kwargs[LEVEL_COLUMN] = [-1] * size  # the curriculum judges the unguided pass only
+    k = len(group.completions) - 1
     return type(group)(
-        prompts=_replaced(group.prompts, k, prompt), reward_kwargs=kwargs,
+        prompts=_replaced(group.prompts, k, prompt), reward_kwargs=guided_kwargs(group),
         completions=_replaced(group.completions, k, [{"role": "assistant", "content": text}]),
         completions_ids=_replaced(group.completions_ids, k, ids),
         completions_sequences=_replaced(group.completions_sequences, k, seqs),
@@ -66,17 +72,17 @@ async def gold_group(loop: Any, group: Any, row: dict[str, Any], prompt: Any) ->
 
 class WorkerGuidance:
     """`guidance` (hint, gold, both) in the async rollout worker (a rollout hook, recipes/async_grpo/metrics.py; it
-    runs before reward logging and dynamic sampling, recipes/features/guidance/__init__.py `rollout_before`). After TRL
-    scores a
-    group, a group whose strict verdicts all fail and whose synth row has a hint at its task's level is generated again
-    (TRL's own `_generate_one`, num_generations times, so the completions carry the engine's behaviour log-probs like
-    any other) with the hint appended to its user turn, and scored again (TRL's `_score_group`, the tase/ sample
-    metrics); the hinted group and its samples take the failed ones' place, so the hooks after this one (dynamic
-    sampling) judge the hinted group. The hinted samples carry the policy version the worker held when it generated
-    them: the hint was built for that version, and the version gap to the failed group is logged. `gold` (and `both`,
-    after the hinted retry, on a group that still fails) puts the row's gold completion in the group as its last member
-    under the plain prompt (`gold_group`) and scores the group again, as sync does; the group keeps its policy version
-    (its other members' behaviour policy; the gold tokens' log-probs are the engine's at the time).
+    runs before reward logging and dynamic sampling, recipes/features/guidance/__init__.py `rollout_before`). After
+    TRL scores a group, a group whose strict verdicts all fail and whose synth row has a hint at its task's level is
+    generated again (TRL's own `_generate_one`, num_generations times, so the completions carry the engine's
+    behaviour log-probs like any other) with the hint appended to its user turn, and scored again (TRL's
+    `_score_group`, the tase/ sample metrics); the hinted group and its samples take the failed ones' place, so the
+    hooks after this one (dynamic sampling) judge the hinted group. The hinted samples carry the policy version the
+    worker held when it generated them: the hint was built for that version, and the version gap to the failed group
+    is logged. `gold` (and `both`, after the hinted retry, on a group that still fails) puts the row's gold
+    completion in the group as its last member under the plain prompt (`gold_group`) and scores the group again, as
+    sync does; the group keeps its policy version (its other members' behaviour policy; the gold tokens' log-probs
+    are the engine's at the time).
 
     The schedule (`sched`, a HintSchedule) lives here, like the curriculum's levels: `success` moves on each group's
     unhinted strict accuracy (after the group was guided at the level in force, as sync); `step` reads the trainer's
@@ -102,7 +108,6 @@ class WorkerGuidance:
 
     async def __call__(self, loop: Any, group: Any, samples: list) -> Any:
         from recipes.features.tracking.metrics import verdicts
-        from recipes.shared.data import LEVEL_COLUMN
 
         size, sched = len(group.completions), self.sched
         if self.step is not None:
@@ -130,11 +135,8 @@ class WorkerGuidance:
             made = await asyncio.gather(*[loop._generate_one(prompt, tool_dict={t.__name__: t for t in tools},
                                                              tools=tools, group_id=group.group_id)
                                           for _ in range(size)])
-            kwargs = dict(group.reward_kwargs)
-            if LEVEL_COLUMN in kwargs:
-                kwargs[LEVEL_COLUMN] = [-1] * size  # the curriculum judges the unhinted pass only
             hinted = type(group)(
-                prompts=[prompt] * size, reward_kwargs=kwargs, completions=[m[0] for m in made],
+                prompts=[prompt] * size, reward_kwargs=guided_kwargs(group), completions=[m[0] for m in made],
                 completions_ids=[m[1] for m in made], completions_sequences=[m[2] for m in made],
                 tool_call_counts=[m[3] for m in made], tool_failure_counts=[m[4] for m in made],
                 model_version=version, group_id=group.group_id, env_rewards=[None] * size,
