@@ -36,13 +36,17 @@ def logits(model, ids):
 
 
 @pytest.mark.parametrize("qtype", ["f16", "q8_0"])
-def test_gguf_round_trips_through_transformers(tiny_model, tmp_path, qtype):
+def test_gguf_round_trips_through_transformers(request, tmp_path, qtype):
+    """f16 on the tiny Llama with SmolLM2's whole tokenizer (the GGUF's tokenizer is compared with the folder's);
+    q8_0 on the same model with the tokenizer cut to 2,048 ids (conftest's small_vocab_model): the tokenizer is written
+    the same way for every type, and transformers' GGUF reader parses 49,152 token strings in ~7 s per read."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.integrations.gguf.reader import read_gguf_metadata
 
+    ckpt = request.getfixturevalue("tiny_model" if qtype == "f16" else "small_vocab_model")
     out = tmp_path / "exp"
-    res = export(tiny_model, out, "--gguf", qtype)
+    res = export(ckpt, out, "--gguf", qtype)
     assert res.returncode == 0, res.stderr[-3000:]
     gguf = out / "model.gguf"
     assert f"GGUF: {gguf} ({qtype}, " in res.stdout and "Modelfile" in res.stdout
@@ -73,20 +77,22 @@ def test_gguf_round_trips_through_transformers(tiny_model, tmp_path, qtype):
     assert f"`model.gguf` ({qtype})" in card
 
 
-def test_gguf_bf16_and_f32_are_exact(tiny_model, tmp_path):
-    """bf16 holds the export's weights as they are, f32 widens them: transformers reads back the folder's logits."""
+def test_gguf_bf16_and_f32_are_exact(small_vocab_model, tmp_path):
+    """bf16 holds the export's weights as they are, f32 widens them: transformers reads back the folder's logits (the
+    small-vocabulary tiny Llama: what is checked is the weights)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     from recipes.shared.gguf_export import write_gguf
 
+    tiny_model = small_vocab_model
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.bfloat16)
     folder = tmp_path / "f"
     model.save_pretrained(folder)
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
         if (tiny_model / name).is_file():
             shutil.copy(tiny_model / name, folder / name)
-    ids = torch.tensor([[1, 4093, 198, 19556, 905, 30, 2]])
+    ids = torch.tensor([[1, 1093, 198, 1556, 905, 30, 2]])
     want = logits(model.float(), ids)
     for qtype in ("bf16", "f32"):
         write_gguf(folder, model.state_dict(), folder / f"{qtype}.gguf", qtype, "tiny")

@@ -310,32 +310,6 @@ compare:
 """
 
 
-SMALL_VOCAB = 2048  # SmolLM2's special tokens, byte alphabet and first 1,796 merges (ids 0-2047, in merge order)
-
-
-@pytest.fixture(scope="module")
-def small_vocab_model(tmp_path_factory, default_model) -> Path:
-    """The 2-layer random Llama (hidden 64, tests/conftest.py's write_tiny_llama) with SmolLM2's tokenizer cut to its
-    first SMALL_VOCAB ids: the same byte-level BPE, special tokens and chat template, so every text still encodes
-    (longer), but a step loads it in ~0.05 s instead of ~1 s (49,152 tokens and 48,900 merges of JSON). The tiny
-    proof loads a tokenizer in each of its ~60 model steps, which was about half its time."""
-    from conftest import write_tiny_llama
-
-    tok = tmp_path_factory.mktemp("small_vocab_tokenizer")
-    for f in Path(default_model).iterdir():
-        if f.name.startswith(("tokenizer", "special_tokens", "chat_template")):
-            (tok / f.name).write_bytes(f.read_bytes())
-    t = json.loads((tok / "tokenizer.json").read_text(encoding="utf-8"))
-    vocab, merges = t["model"]["vocab"], [m if isinstance(m, list) else m.split(" ") for m in t["model"]["merges"]]
-    first = vocab["".join(merges[0])]  # the id of the first merge's token: merges add ids in order from there
-    t["model"]["vocab"] = {k: i for k, i in vocab.items() if i < SMALL_VOCAB}
-    t["model"]["merges"] = merges[:SMALL_VOCAB - first]
-    assert [vocab["".join(m)] for m in t["model"]["merges"]] == list(range(first, SMALL_VOCAB))
-    assert all(a["id"] < first for a in t["added_tokens"]) and len(t["model"]["vocab"]) == SMALL_VOCAB
-    (tok / "tokenizer.json").write_text(json.dumps(t, ensure_ascii=False), encoding="utf-8")
-    return write_tiny_llama(tmp_path_factory.mktemp("tiny_small_vocab"), tok, hidden=64, heads=4, kv_heads=2)
-
-
 def run_tiny(cfg: Path, out: Path) -> tuple[subprocess.CompletedProcess, float]:
     """The tiny proof into `out`, in one process (`--in-process`), as `make proof` runs it; its result and seconds."""
     t = time.time()
