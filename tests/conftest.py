@@ -282,7 +282,7 @@ SMALL_VOCAB = 2048  # SmolLM2's special tokens, byte alphabet and first 1,796 me
 
 @pytest.fixture(scope="session")
 def small_vocab_model(tmp_path_factory, default_model) -> Path:
-    """The 2-layer random Llama (hidden 64, tests/conftest.py's write_tiny_llama) with SmolLM2's tokenizer cut to its
+    """The 2-layer random Llama (hidden 64, write_tiny_llama above) with SmolLM2's tokenizer cut to its
     first SMALL_VOCAB ids: the same byte-level BPE, special tokens and chat template, so every text still encodes
     (longer), but a step loads it in ~0.05 s instead of ~1 s (49,152 tokens and 48,900 merges of JSON). The tiny
     proof loads a tokenizer in each of its ~60 model steps, which was about half its time; and transformers reads a

@@ -38,8 +38,9 @@ def logits(model, ids):
 @pytest.mark.parametrize("qtype", ["f16", "q8_0"])
 def test_gguf_round_trips_through_transformers(request, tmp_path, qtype):
     """f16 on the tiny Llama with SmolLM2's whole tokenizer (the GGUF's tokenizer is compared with the folder's);
-    q8_0 on the same model with the tokenizer cut to 2,048 ids (conftest's small_vocab_model): the tokenizer is written
-    the same way for every type, and transformers' GGUF reader parses 49,152 token strings in ~7 s per read."""
+    q8_0 on a tiny Llama of the same shape whose tokenizer is cut to 2,048 ids (conftest's small_vocab_model): the
+    tokenizer is written the same way for every type, and transformers' GGUF reader parses 49,152 token strings in
+    ~7 s per read."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.integrations.gguf.reader import read_gguf_metadata
@@ -85,13 +86,12 @@ def test_gguf_bf16_and_f32_are_exact(small_vocab_model, tmp_path):
 
     from recipes.shared.gguf_export import write_gguf
 
-    tiny_model = small_vocab_model
-    model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(small_vocab_model, dtype=torch.bfloat16)
     folder = tmp_path / "f"
     model.save_pretrained(folder)
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
-        if (tiny_model / name).is_file():
-            shutil.copy(tiny_model / name, folder / name)
+        if (small_vocab_model / name).is_file():
+            shutil.copy(small_vocab_model / name, folder / name)
     ids = torch.tensor([[1, 1093, 198, 1556, 905, 30, 2]])
     want = logits(model.float(), ids)
     for qtype in ("bf16", "f32"):
