@@ -61,6 +61,14 @@ QUIET: tuple[tuple[str, str, str], ...] = (
      "docs/benchmarks.md's CPU timings are without them"),
     ("vllm.utils.torch_utils", r"OMP_NUM_THREADS=\d+ is set; leaving Torch threads at \d+ for serving",
      "the thread count the environment (or --threads) asked for, kept: what the message says it did"),
+    ("vllm.engine.arg_utils",
+     r"The global random seed is set to \d+\. Since VLLM_ENABLE_V1_MULTIPROCESSING is set to False",
+     "`eval run` on CPU runs vLLM's engine in its own process (eval/backends.py cpu_engine_in_process): vLLM seeds "
+     "that process's random generators with the run's --seed, and nothing of the run draws from them afterwards "
+     "(sampled requests carry their own seeds)"),
+    ("vllm.v1.worker.cpu_worker", r"CPU backend doesn't allow to use `torch\.set_num_threads` after the thread binding",
+     "vLLM's own renderer asking for a thread count after its CPU worker bound the threads to the cores, in the same "
+     "process when the engine runs in-process (`eval run` on CPU): the binding stays, as the message says"),
     ("DeepSpeed", r"Setting accelerator to CPU",
      "DeepSpeed's device detection on a machine without CUDA: the CPU is what the run uses, and its plan says so"),
     ("vllm.model_executor.models.utils", r"Attempted to load weight ",

@@ -9,8 +9,9 @@ registers one (`api_backend`: openai), so importing it sees the whole registry (
 """
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -221,7 +222,10 @@ class VLLMBackend:
                 length = max_model_len or _model_max_len(model_path)
                 if length:
                     kw.update(enable_chunked_prefill=False, max_num_batched_tokens=max(length, CPU_BATCHED_TOKENS))
-            llm = LLM(model=str(model_path), enable_prefix_caching=True, seed=cfg.seed, **kw)
+            with cpu_engine_in_process(cpu and tensor_parallel_size == 1) as inproc:
+                if inproc:
+                    kw["distributed_executor_backend"] = "uni"
+                llm = LLM(model=str(model_path), enable_prefix_caching=True, seed=cfg.seed, **kw)
         self.llm = llm
         from vllm import SamplingParams
 
@@ -284,6 +288,25 @@ def _with_seed(params: Any, seed: int) -> Any:
     p = params.clone()
     p.seed = seed
     return p
+
+
+@contextlib.contextmanager
+def cpu_engine_in_process(wanted: bool) -> Iterator[bool]:
+    """Inside the block, a `vllm.LLM` built on CPU runs its engine core and model runner in this process
+    (VLLM_ENABLE_V1_MULTIPROCESSING=0, vLLM's own switch; the block yields whether it does). Why: with vLLM's engine
+    processes, each of the EngineCore and the Worker imports torch, transformers and vLLM again before the model loads;
+    on a 2-core CPU `eval run --backend vllm` of a tiny model took 65-75 s, and 31 s in-process (docs/benchmarks.md),
+    for the same tokens. A user's own VLLM_ENABLE_V1_MULTIPROCESSING wins; so does a tensor-parallel engine (ranks
+    are processes). The variable is as it was after the block (vLLM read it while building)."""
+    key = "VLLM_ENABLE_V1_MULTIPROCESSING"
+    if not wanted or key in os.environ:
+        yield wanted and os.environ[key].strip() in ("0", "false", "False")
+        return
+    os.environ[key] = "0"
+    try:
+        yield True
+    finally:
+        os.environ.pop(key, None)
 
 
 CPU_BATCHED_TOKENS = 4096  # vLLM's own CPU default token budget per step (engine/arg_utils.py)

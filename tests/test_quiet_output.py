@@ -37,6 +37,11 @@ EXAMPLES = {
     "(libtcmalloc|libiomp) is not found in LD_PRELOAD": "libtcmalloc is not found in LD_PRELOAD. For best performance",
     "OMP_NUM_THREADS=d+ is set; leaving Torch threads at d+ for serving": "OMP_NUM_THREADS=2 is set; leaving Torch "
                                                                           "threads at 2 for serving. Multi-threaded",
+    "The global random seed is set to d+. Since VLLM_ENABLE_V1_MULTIPROCESSING is set to False": "The global random "
+    "seed is set to 0. Since VLLM_ENABLE_V1_MULTIPROCESSING is set to False, this may affect the random state of the "
+    "Python process that launched vLLM.",
+    "CPU backend doesn't allow to use `torch.set_num_threads` after the thread binding": "CPU backend doesn't allow to "
+    "use `torch.set_num_threads` after the thread binding, skip it.",
     "Setting accelerator to CPU": "Setting accelerator to CPU.",
     "Attempted to load weight ": "Attempted to load weight (torch.float32) into parameter (torch.bfloat16)",
     "[shutdown] ": "[shutdown] Process manager: force killing remaining process EngineCore pid 7",

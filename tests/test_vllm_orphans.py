@@ -1,6 +1,8 @@
 """`kill -9` of `python -m eval run --backend vllm` takes vLLM's engine processes with it (issue 36): before,
 `VLLM::EngineCore` was re-parented to PID 1 and kept its Worker (3.5 GB) running for minutes (common/process.py
-`spawned_children_die_with_me`)."""
+`spawned_children_die_with_me`). On CPU `eval run` keeps the engine in its own process unless the user asks for
+vLLM's engine processes (VLLM_ENABLE_V1_MULTIPROCESSING=1, as on a GPU, where they are the default): the run here
+asks, so it starts them."""
 from __future__ import annotations
 
 import signal
@@ -33,7 +35,8 @@ def test_kill_9_of_eval_run_leaves_no_engine_process(vllm_env, tiny64, fixture_r
 
     cmd = [sys.executable, "-m", "eval", "run", "--model", str(tiny64), "--data", f"official:{fixture_root}",
            "--limit", "2", "--backend", "vllm", "--max-new-tokens", "256", "--out", str(tmp_path / "run")]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=vllm_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**vllm_env, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     kids: list = []
     try:
         parent = psutil.Process(proc.pid)
