@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.fresh_python  # real engine processes, as a user's run starts them (tests/test_vllm_orphans.py)
+pytestmark = pytest.mark.fresh_python  # a fresh interpreter, as a user's: what vLLM prints at its import counts too
 
 OURS = ("overall ", "strict ", "files: ", "wrote ")  # the summary `eval run` prints (eval/_cli/run.py)
 
@@ -23,8 +23,8 @@ OURS = ("overall ", "strict ", "files: ", "wrote ")  # the summary `eval run` pr
 @pytest.mark.slow  # one vLLM engine start of a tiny Llama: ~30 s on 2 busy cores (in-process)
 def test_vllm_eval_run_on_cpu_prints_no_library_line_and_the_quiet_log_holds_them(vllm_env, tiny64, fixture_root,
                                                                                   tmp_path):
-    """One run: the terminal gets `eval run`'s summary only, and the lines the filter dropped (vLLM's engine and
-    worker processes print them) are in $TASE_QUIET_LOG, so the filter had work to do. That --verbose installs no
+    """One run: the terminal gets `eval run`'s summary only, and the lines the filter dropped (torch's C++ NUMA note,
+    vLLM's loading bar) are in $TASE_QUIET_LOG, so the filter had work to do. That --verbose installs no
     filter: tests/test_quiet_output.py::test_verbose_keeps_the_library_messages."""
     quiet_log = tmp_path / "dropped.log"
     res = subprocess.run([sys.executable, "-m", "eval", "run", "--model", str(tiny64), "--data",
