@@ -58,16 +58,27 @@ def release_held() -> None:
     HELD.clear()
 
 
+def _progress_bar_open() -> bool:
+    """Whether a tqdm progress bar is drawn and not closed (the trainer's step bar, an evaluation's): its line on the
+    terminal has no newline yet. Why: an error printed then continued that line (`  0%|  | 0/2 [00:00<?,
+    ?it/s]error: the rollout worker died ...`, measured in an async run whose worker died at its first
+    generation), so the error was not a line of its own."""
+    std = sys.modules.get("tqdm.std")  # tqdm's bars, whichever front end (auto, asyncio) made them
+    bars = getattr(getattr(std, "tqdm", None), "_instances", None) or ()
+    return any(not getattr(bar, "disable", True) for bar in list(bars))
+
+
 def one_line(e: TaseError) -> int:
-    """Print `e` as the one line `error: <message>` on stderr (a quiet rank holds it back until exit, where it is
-    printed unless released); the exit status for the entry point to return."""
+    """Print `e` as the one line `error: <message>` on stderr, on a line of its own after an open progress bar (a
+    quiet rank holds it back until exit, where it is printed unless released); the exit status for the entry point
+    to return."""
     line = f"error: {e}"
     if quiet_rank():
         if not HELD:
             atexit.register(_print_held)
         HELD.append(line)
     else:
-        print(line, file=sys.stderr)
+        print(("\n" if _progress_bar_open() else "") + line, file=sys.stderr)
     return e.exit_code
 
 

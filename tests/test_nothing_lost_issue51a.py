@@ -5,6 +5,7 @@ the exit code, the one stderr line and that nothing was lost."""
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -422,3 +423,22 @@ def test_synth_stats_json_replaces_only_its_own_file(tmp_path, capsys):
         assert main(["--official", str(FIXTURES), "-n", "1", "--json", str(mine)]) == 0
         assert is_stats_json(mine)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.json", "stats.json"]
+
+
+def test_error_after_an_open_progress_bar_is_a_line_of_its_own(capsys):
+    """An async run whose rollout worker died printed `  0%|  | 0/2 [...]error: the rollout worker died ...`: the
+    trainer's step bar was open, so the error continued its line. The one line starts a line of its own; without an
+    open bar nothing is added."""
+    from tqdm.auto import tqdm
+
+    from common.errors import TaseError, one_line
+
+    assert one_line(TaseError("before any bar")) == 2
+    assert capsys.readouterr().err == "error: before any bar\n"
+    bar = tqdm(total=2, file=sys.stderr)
+    try:
+        assert one_line(TaseError("the worker died")) == 2
+    finally:
+        bar.close()
+    head, found, _ = capsys.readouterr().err.partition("error: the worker died\n")
+    assert found and "0/2" in head and head.endswith("\n"), repr(head)  # the bar was drawn, then a new line
