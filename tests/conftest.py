@@ -127,15 +127,16 @@ ONE_WORKER = {"test_vllm.py", "test_slurm.py", "test_zero3_cpu.py", "test_async_
 # runs' and the GGUF tokenizer's measured savings; the files over 5 s): units are handed out longest first, the
 # classic schedule for two machines. Ordered by slow marks instead, the files without one (test_prefill 32 s,
 # test_quiet_output 40 s) came last and one worker ran the last 22 s of that run alone. A file not listed counts
-# 10 s per slow mark. A stale table costs balance, never a test.
+# 10 s per slow mark. A stale table costs balance, never a test. test_quiet_vllm and test_vllm_orphans: the fresh clone
+# of 59666b2 (2026-12-08), after `eval run` on CPU kept vLLM's engine in its own process.
 MEASURED_SECONDS = {
     "test_docs_commands.py": 320, "test_async_grpo.py": 257, "test_vllm.py": 214, "test_slurm.py": 184,
     "test_proof_transfer.py": 133, "test_cpu_speed.py": 119, "test_export_gguf.py": 75, "test_eval_api.py": 109,
-    "test_recipes.py": 96, "test_quiet_vllm.py": 81, "test_steps_in_process.py": 71, "test_quiet_output.py": 67,
+    "test_recipes.py": 96, "test_quiet_vllm.py": 36, "test_steps_in_process.py": 71, "test_quiet_output.py": 67,
     "test_eval.py": 64, "test_synth_realtext.py": 54, "test_zero3_cpu.py": 47, "test_deterministic_grpo.py": 37,
     "test_resume_generation_batch.py": 46, "test_prefill.py": 46, "test_run_disk.py": 39, "test_bad_inputs.py": 37,
     "test_nothing_ignored_issue80.py": 36, "test_lm_eval.py": 36, "test_tracking.py": 32, "test_trl_grpo.py": 29,
-    "test_recipes_pipelines.py": 28, "test_vllm_orphans.py": 27, "test_nothing_silent_issue36.py": 24,
+    "test_recipes_pipelines.py": 28, "test_vllm_orphans.py": 16, "test_nothing_silent_issue36.py": 24,
     "test_synth_structural.py": 23, "test_rewards_loopholes.py": 20, "test_guidance.py": 20,
     "test_gpu_memory_table.py": 20, "test_eval_models.py": 20, "test_dynamic_sampling.py": 19,
     "test_synth_awareness.py": 18, "test_rewards_props.py": 17, "test_eval_passk.py": 17,
