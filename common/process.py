@@ -69,6 +69,15 @@ QUIET: tuple[tuple[str, str, str], ...] = (
     ("vllm.v1.worker.cpu_worker", r"CPU backend doesn't allow to use `torch\.set_num_threads` after the thread binding",
      "vLLM's own renderer asking for a thread count after its CPU worker bound the threads to the cores, in the same "
      "process when the engine runs in-process (`eval run` on CPU): the binding stays, as the message says"),
+    ("vllm.model_executor.model_loader.reload.layerwise", r"(RotaryEmbedding|ParallelLMHead): Failed to load weights",
+     "vLLM's weight reload at every sync of an async run: the rotary embedding has no checkpoint weight (its cos/sin "
+     "cache is computed), and a tied LM head's weight arrives as the embedding's; recipes/features/vllm_cpu "
+     "refresh_tied_head repacks the head after each reload, and tests/test_vllm.py compares the engine's "
+     "log-probs after a sync; two lines per step"),
+    ("transformers.trainer_callback",
+     r"You are adding a <class 'trl\.experimental\.async_grpo\.async_grpo_trainer\.StepIntervalCallback'>",
+     "TRL's AsyncGRPOTrainer adds two StepIntervalCallbacks on purpose (the weight sync and its step metrics); "
+     "transformers warns at the second of one class, with the list of callbacks: nine lines at every async start"),
     ("DeepSpeed", r"Setting accelerator to CPU",
      "DeepSpeed's device detection on a machine without CUDA: the CPU is what the run uses, and its plan says so"),
     ("vllm.model_executor.models.utils", r"Attempted to load weight ",

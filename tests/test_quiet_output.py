@@ -42,6 +42,10 @@ EXAMPLES = {
     "Python process that launched vLLM.",
     "CPU backend doesn't allow to use `torch.set_num_threads` after the thread binding": "CPU backend doesn't allow to "
     "use `torch.set_num_threads` after the thread binding, skip it.",
+    "(RotaryEmbedding|ParallelLMHead): Failed to load weights": "ParallelLMHead: Failed to load weights",
+    "You are adding a <class 'trl.experimental.async_grpo.async_grpo_trainer.StepIntervalCallback'>": "You are adding "
+    "a <class 'trl.experimental.async_grpo.async_grpo_trainer.StepIntervalCallback'> to the callbacks of this "
+    "Trainer, but there is already one. The current list of callbacks is:\n:DefaultFlowCallback",
     "Setting accelerator to CPU": "Setting accelerator to CPU.",
     "Attempted to load weight ": "Attempted to load weight (torch.float32) into parameter (torch.bfloat16)",
     "[shutdown] ": "[shutdown] Process manager: force killing remaining process EngineCore pid 7",
