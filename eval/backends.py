@@ -300,7 +300,7 @@ def cpu_engine_in_process(wanted: bool) -> Iterator[bool]:
     are processes). The variable is as it was after the block (vLLM read it while building)."""
     key = "VLLM_ENABLE_V1_MULTIPROCESSING"
     if not wanted or key in os.environ:
-        yield wanted and os.environ[key].strip() in ("0", "false", "False")
+        yield wanted and os.environ[key].strip() == "0"  # vLLM reads it as an integer
         return
     os.environ[key] = "0"
     try:

@@ -88,11 +88,11 @@ class EngineRolloutLoop(TaseMetricsLoop, _AsyncRolloutLoop):
                  tase_level: str = FINE, tase_hooks: list | None = None, **kwargs):
         super().__init__(**kwargs)
         self.tase_level, self.tase_hooks = tase_level, list(tase_hooks or [])
-        if os.environ.get("TASE_VERBOSE", "") in ("", "0"):
+        from common.process import is_verbose, quiet_libraries
+
+        if not is_verbose():
             # this runs in the spawned rollout process, whose loggers the trainer's filters (common/process.apply)
             # do not reach: vLLM's reload printed two listed lines at every weight sync
-            from common.process import quiet_libraries
-
             quiet_libraries()
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # engine core in this process: reload sees it
         from vllm import LLM, SamplingParams
